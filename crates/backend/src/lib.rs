@@ -1,0 +1,92 @@
+//! The backend trait that every GPU runtime implements (OpenCL, CUDA, later Metal).
+//!
+//! The trait speaks in handles (`ModuleId`, `KernelId`, `BufferId`) rather than
+//! borrowed objects: the evaluator holds one backend for a whole session, a
+//! backend may have to rebuild its context after a sticky device fault, and
+//! handles keep the trait object-safe so the CLI can pick a backend at run time.
+
+mod types;
+
+pub mod conformance;
+
+pub use types::*;
+
+/// A GPU runtime that can compile kernel source, move data and time launches.
+pub trait Backend {
+    /// Which source language this backend compiles.
+    fn dialect(&self) -> Dialect;
+
+    /// Name, vendor, compute units and memory of the device in use.
+    fn info(&self) -> &DeviceInfo;
+
+    /// Compile `source` into a module. A compiler rejection is
+    /// `BackendError::Compile` with the log and the parsed diagnostics.
+    fn compile(&mut self, source: &str, options: &CompileOptions)
+    -> Result<ModuleId, BackendError>;
+
+    /// Look up an entry point of a compiled module.
+    fn kernel(&mut self, module: ModuleId, name: &str) -> Result<KernelId, BackendError>;
+
+    /// Resource usage and launch limits of a kernel, as the runtime reports them.
+    fn kernel_info(&self, kernel: KernelId) -> Result<KernelInfo, BackendError>;
+
+    /// Drop a module and every kernel taken from it.
+    fn release_module(&mut self, module: ModuleId);
+
+    /// Allocate `bytes` of device memory (contents unspecified).
+    fn alloc(&mut self, bytes: usize) -> Result<BufferId, BackendError>;
+
+    /// Free a buffer. Freeing an unknown handle is a no-op.
+    fn free(&mut self, buffer: BufferId);
+
+    /// Copy `data` to the start of `buffer` (blocking).
+    fn upload(&mut self, buffer: BufferId, data: &[u8]) -> Result<(), BackendError>;
+
+    /// Copy the first `out.len()` bytes of `buffer` into `out` (blocking).
+    fn download(&mut self, buffer: BufferId, out: &mut [u8]) -> Result<(), BackendError>;
+
+    /// Run a sequence of launches in order, each seeing the previous one's
+    /// writes, wait for completion and return the device-clock time from the
+    /// start of the first launch to the end of the last one.
+    fn run_timed(&mut self, launches: &[Launch]) -> Result<DeviceTime, BackendError>;
+}
+
+impl<B: Backend + ?Sized> Backend for Box<B> {
+    fn dialect(&self) -> Dialect {
+        (**self).dialect()
+    }
+    fn info(&self) -> &DeviceInfo {
+        (**self).info()
+    }
+    fn compile(
+        &mut self,
+        source: &str,
+        options: &CompileOptions,
+    ) -> Result<ModuleId, BackendError> {
+        (**self).compile(source, options)
+    }
+    fn kernel(&mut self, module: ModuleId, name: &str) -> Result<KernelId, BackendError> {
+        (**self).kernel(module, name)
+    }
+    fn kernel_info(&self, kernel: KernelId) -> Result<KernelInfo, BackendError> {
+        (**self).kernel_info(kernel)
+    }
+    fn release_module(&mut self, module: ModuleId) {
+        (**self).release_module(module)
+    }
+    fn alloc(&mut self, bytes: usize) -> Result<BufferId, BackendError> {
+        (**self).alloc(bytes)
+    }
+    fn free(&mut self, buffer: BufferId) {
+        (**self).free(buffer)
+    }
+    fn upload(&mut self, buffer: BufferId, data: &[u8]) -> Result<(), BackendError> {
+        (**self).upload(buffer, data)
+    }
+    fn download(&mut self, buffer: BufferId, out: &mut [u8]) -> Result<(), BackendError> {
+        (**self).download(buffer, out)
+    }
+    fn run_timed(&mut self, launches: &[Launch]) -> Result<DeviceTime, BackendError> {
+        (**self).run_timed(launches)
+    }
+}

@@ -1,0 +1,472 @@
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The source language a backend compiles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dialect {
+    /// OpenCL C 1.2/2.0/3.0, compiled by the platform's OpenCL compiler.
+    OpenCl,
+    /// CUDA C++, compiled by NVRTC.
+    Cuda,
+    /// Metal Shading Language.
+    Metal,
+}
+
+impl Dialect {
+    /// File extension of kernel sources in this dialect.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Dialect::OpenCl => "cl",
+            Dialect::Cuda => "cu",
+            Dialect::Metal => "metal",
+        }
+    }
+
+    /// The tag used on fenced code blocks in prompts and responses.
+    pub fn fence_tag(self) -> &'static str {
+        match self {
+            Dialect::OpenCl => "opencl",
+            Dialect::Cuda => "cuda",
+            Dialect::Metal => "metal",
+        }
+    }
+
+    pub fn all() -> [Dialect; 3] {
+        [Dialect::OpenCl, Dialect::Cuda, Dialect::Metal]
+    }
+}
+
+impl fmt::Display for Dialect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Dialect::OpenCl => "OpenCL C",
+            Dialect::Cuda => "CUDA C++",
+            Dialect::Metal => "Metal",
+        })
+    }
+}
+
+/// What the runtime reports about the device in use.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceInfo {
+    /// Backend name: "opencl", "cuda".
+    pub backend: String,
+    /// Platform (OpenCL) or driver (CUDA) name.
+    pub platform: String,
+    /// Device name as the runtime reports it, e.g. "NVIDIA H100 80GB HBM3".
+    pub name: String,
+    pub vendor: String,
+    /// OpenCL compute units or CUDA streaming multiprocessors.
+    pub compute_units: u32,
+    pub global_mem_bytes: u64,
+    /// Largest work-group / thread-block the device accepts.
+    pub max_work_group_size: u64,
+    /// Shared (CUDA) / local (OpenCL) memory per block in bytes.
+    pub local_mem_bytes: u64,
+    pub clock_mhz: u32,
+    /// Compute capability ("sm_90") on CUDA, device version string on OpenCL.
+    pub arch: String,
+    pub driver_version: String,
+    /// True for CPU devices (PoCL): they have no DRAM/compute split worth a
+    /// datasheet entry, so their ceilings are always measured.
+    pub is_cpu: bool,
+}
+
+/// How to compile a candidate. The same options are used for the seed and for
+/// every candidate of a run, so their scores are comparable.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompileOptions {
+    /// Relaxed floating point (`-cl-fast-relaxed-math`, `--use_fast_math`).
+    /// On by default to match Metal, whose compiler enables fast math unless
+    /// told otherwise; the Metal-Sci scores were measured that way.
+    pub fast_math: bool,
+    /// Register cap per thread (CUDA `--maxrregcount`); ignored by OpenCL.
+    pub max_registers: Option<u32>,
+    /// Extra compiler flags, passed through verbatim.
+    pub extra_flags: Vec<String>,
+}
+
+impl Default for CompileOptions {
+    fn default() -> Self {
+        CompileOptions {
+            fast_math: true,
+            max_registers: None,
+            extra_flags: Vec::new(),
+        }
+    }
+}
+
+/// One message from a compiler log, with its position when the log gives one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    pub line: Option<u32>,
+    pub column: Option<u32>,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+    Note,
+}
+
+/// The result of a failed compilation: the raw log and what could be parsed out of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompileDiagnostics {
+    pub log: String,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl CompileDiagnostics {
+    /// Parse a compiler log. Understands the clang form used by PoCL and most
+    /// OpenCL compilers (`file:LINE:COL: error: msg`) and the NVRTC form
+    /// (`file(LINE): error: msg`).
+    pub fn from_log(log: impl Into<String>) -> Self {
+        let log = log.into();
+        let diagnostics = log.lines().filter_map(parse_diagnostic_line).collect();
+        CompileDiagnostics { log, diagnostics }
+    }
+
+    /// The error diagnostics only.
+    pub fn errors(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.diagnostics
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+    }
+
+    /// A one-line summary: the first error with its position, or the first
+    /// non-empty log line when nothing could be parsed.
+    pub fn summary(&self) -> String {
+        if let Some(d) = self.errors().next() {
+            match (d.line, d.column) {
+                (Some(l), Some(c)) => format!("line {l}:{c}: {}", d.message),
+                (Some(l), None) => format!("line {l}: {}", d.message),
+                _ => d.message.clone(),
+            }
+        } else {
+            self.log
+                .lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .unwrap_or("compiler gave no message")
+                .to_string()
+        }
+    }
+}
+
+fn parse_severity(s: &str) -> Option<Severity> {
+    match s.trim() {
+        "error" | "fatal error" | "catastrophic error" => Some(Severity::Error),
+        "warning" => Some(Severity::Warning),
+        "note" | "remark" => Some(Severity::Note),
+        _ => None,
+    }
+}
+
+fn parse_diagnostic_line(line: &str) -> Option<Diagnostic> {
+    // PoCL puts the severity first: "error: file:5:14: message".
+    for (prefix, severity) in [
+        ("error: ", Severity::Error),
+        ("warning: ", Severity::Warning),
+    ] {
+        if let Some(rest) = line.trim_start().strip_prefix(prefix)
+            && let Some((loc, message)) = split_location(rest)
+        {
+            let (line, column) = parse_location(loc);
+            if line.is_some() {
+                return Some(Diagnostic {
+                    severity,
+                    line,
+                    column,
+                    message: message.trim().to_string(),
+                });
+            }
+        }
+    }
+    // Find "<sev>: " after a location prefix.
+    for (sev_start, _) in line.match_indices(": ") {
+        let rest = &line[sev_start + 2..];
+        let Some(colon) = rest
+            .find(": ")
+            .or_else(|| rest.strip_suffix(':').map(|r| r.len()))
+        else {
+            continue;
+        };
+        let Some(severity) = parse_severity(&rest[..colon]) else {
+            continue;
+        };
+        let message = rest.get(colon + 2..).unwrap_or("").trim().to_string();
+        let location = &line[..sev_start];
+        let (line_no, column) = parse_location(location);
+        return Some(Diagnostic {
+            severity,
+            line: line_no,
+            column,
+            message,
+        });
+    }
+    None
+}
+
+/// Split "file:12:5: message" into ("file:12:5", "message").
+fn split_location(s: &str) -> Option<(&str, &str)> {
+    s.match_indices(": ")
+        .map(|(i, _)| (&s[..i], &s[i + 2..]))
+        .find(|(loc, _)| parse_location(loc).0.is_some())
+}
+
+/// `file:12:5` -> (12, 5); `file(12)` -> (12, None); anything else -> (None, None).
+fn parse_location(loc: &str) -> (Option<u32>, Option<u32>) {
+    if let Some(open) = loc.rfind('(')
+        && loc.ends_with(')')
+        && let Ok(n) = loc[open + 1..loc.len() - 1].parse()
+    {
+        return (Some(n), None);
+    }
+    let parts: Vec<&str> = loc.rsplitn(3, ':').collect();
+    match parts.as_slice() {
+        [col, line, _] => match (line.parse().ok(), col.parse().ok()) {
+            (Some(l), Some(c)) => (Some(l), Some(c)),
+            _ => (
+                col.parse().ok().filter(|_| line.parse::<u32>().is_err()),
+                None,
+            ),
+        },
+        [line, _] => (line.parse().ok(), None),
+        _ => (None, None),
+    }
+}
+
+/// Handle to a compiled module.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ModuleId(pub u64);
+
+/// Handle to a kernel entry point of a module.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KernelId(pub u64);
+
+/// Handle to a device buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BufferId(pub u64);
+
+/// Resource usage and limits of one kernel. Fields the runtime does not
+/// report are `None`; later stages use them as feedback and descriptors.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelInfo {
+    /// Largest block / work-group this kernel can be launched with.
+    pub max_threads_per_block: u64,
+    /// Preferred multiple of the block size (warp / SIMD width).
+    pub preferred_multiple: Option<u64>,
+    pub registers_per_thread: Option<u32>,
+    pub static_shared_bytes: Option<u64>,
+    /// Private/local memory per thread; on CUDA non-zero means register spills.
+    pub local_bytes_per_thread: Option<u64>,
+    /// Number of parameters the entry point declares, when the runtime says.
+    pub num_args: Option<u32>,
+}
+
+/// One by-value or buffer argument of a launch.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum KernelArg {
+    Buffer(BufferId),
+    U32(u32),
+    I32(i32),
+    F32(f32),
+}
+
+/// One kernel launch: `global` is the total number of work-items per
+/// dimension (OpenCL NDRange convention) and must be a multiple of `local`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Launch {
+    pub kernel: KernelId,
+    pub global: [u64; 3],
+    pub local: [u32; 3],
+    /// Dynamic shared memory per block (CUDA); OpenCL ignores it.
+    pub dynamic_shared_bytes: u32,
+    pub args: Vec<KernelArg>,
+}
+
+impl Launch {
+    /// Number of blocks per dimension.
+    pub fn grid(&self) -> [u64; 3] {
+        [0, 1, 2].map(|d| self.global[d] / u64::from(self.local[d].max(1)))
+    }
+
+    /// Check that global is a positive multiple of local in every dimension.
+    pub fn validate(&self) -> Result<(), BackendError> {
+        for d in 0..3 {
+            if self.local[d] == 0 || self.global[d] == 0 {
+                return Err(BackendError::InvalidLaunch(format!(
+                    "dimension {d} has a zero size (global {:?}, local {:?})",
+                    self.global, self.local
+                )));
+            }
+            if self.global[d] % u64::from(self.local[d]) != 0 {
+                return Err(BackendError::InvalidLaunch(format!(
+                    "global size {:?} is not a multiple of the block {:?}",
+                    self.global, self.local
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Device-clock duration of a launch sequence, in seconds.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+pub struct DeviceTime(pub f64);
+
+impl DeviceTime {
+    pub fn seconds(self) -> f64 {
+        self.0
+    }
+}
+
+/// What kind of device fault a launch sequence ended in. A fault in a
+/// candidate is data for the evaluator, never a crash of kevo.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultKind {
+    IllegalAddress,
+    MisalignedAddress,
+    LaunchFailure,
+    OutOfResources,
+    LaunchTimeout,
+    IllegalInstruction,
+    Other,
+}
+
+impl fmt::Display for FaultKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FaultKind::IllegalAddress => "illegal address",
+            FaultKind::MisalignedAddress => "misaligned address",
+            FaultKind::LaunchFailure => "launch failure",
+            FaultKind::OutOfResources => "out of resources",
+            FaultKind::LaunchTimeout => "launch timeout",
+            FaultKind::IllegalInstruction => "illegal instruction",
+            FaultKind::Other => "device error",
+        })
+    }
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum BackendError {
+    /// The runtime library or a usable platform is missing on this machine.
+    #[error("{backend} is not available: {reason}")]
+    Unavailable {
+        backend: &'static str,
+        reason: String,
+    },
+    /// No platform/device matched the user's selector.
+    #[error("{0}")]
+    DeviceNotFound(String),
+    #[error("compile error: {}", .0.summary())]
+    Compile(CompileDiagnostics),
+    #[error("kernel `{name}` not found in the compiled module")]
+    MissingKernel { name: String },
+    /// The launch was malformed (sizes, argument count or types).
+    #[error("invalid launch: {0}")]
+    InvalidLaunch(String),
+    /// The device faulted while running a candidate.
+    #[error("{kind}: {message}")]
+    Fault { kind: FaultKind, message: String },
+    #[error("out of device memory allocating {bytes} bytes: {message}")]
+    OutOfMemory { bytes: usize, message: String },
+    /// A handle that this backend does not know (already freed or never made).
+    #[error("unknown {what} handle {id}")]
+    InvalidHandle { what: &'static str, id: u64 },
+    #[error("{0}")]
+    Runtime(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_clang_style_diagnostics() {
+        let log = "<program source>:3:5: error: use of undeclared identifier 'yy'\n    yy[i] = 1;\n    ^\n<program source>:7:1: warning: unused\n";
+        let d = CompileDiagnostics::from_log(log);
+        assert_eq!(d.diagnostics.len(), 2);
+        assert_eq!(d.diagnostics[0].severity, Severity::Error);
+        assert_eq!(d.diagnostics[0].line, Some(3));
+        assert_eq!(d.diagnostics[0].column, Some(5));
+        assert_eq!(
+            d.diagnostics[0].message,
+            "use of undeclared identifier 'yy'"
+        );
+        assert_eq!(d.diagnostics[1].severity, Severity::Warning);
+        assert_eq!(d.summary(), "line 3:5: use of undeclared identifier 'yy'");
+    }
+
+    #[test]
+    fn parses_pocl_severity_first_diagnostics() {
+        let log = "error: /root/.cache/pocl/kcache/tempfile_DvQyYh.cl:5:14: use of undeclared identifier 'v'\nDevice pthread failed to build the program\n";
+        let d = CompileDiagnostics::from_log(log);
+        assert_eq!(d.diagnostics.len(), 1, "{d:?}");
+        assert_eq!(d.diagnostics[0].line, Some(5));
+        assert_eq!(d.diagnostics[0].column, Some(14));
+        assert_eq!(d.diagnostics[0].message, "use of undeclared identifier 'v'");
+    }
+
+    #[test]
+    fn parses_nvrtc_style_diagnostics() {
+        let log = "kernel.cu(12): error: identifier \"yy\" is undefined\n\n1 error detected in the compilation of \"kernel.cu\".\n";
+        let d = CompileDiagnostics::from_log(log);
+        assert_eq!(d.diagnostics.len(), 1);
+        assert_eq!(d.diagnostics[0].line, Some(12));
+        assert_eq!(d.diagnostics[0].column, None);
+        assert_eq!(d.diagnostics[0].message, "identifier \"yy\" is undefined");
+    }
+
+    #[test]
+    fn summary_falls_back_to_first_log_line() {
+        let d = CompileDiagnostics::from_log("\n  something odd happened\nmore");
+        assert!(d.diagnostics.is_empty());
+        assert_eq!(d.summary(), "something odd happened");
+    }
+
+    #[test]
+    fn launch_validation_rejects_ragged_grids() {
+        let mut l = Launch {
+            kernel: KernelId(0),
+            global: [256, 1, 1],
+            local: [64, 1, 1],
+            dynamic_shared_bytes: 0,
+            args: vec![],
+        };
+        assert!(l.validate().is_ok());
+        assert_eq!(l.grid(), [4, 1, 1]);
+        l.global[0] = 100;
+        assert!(matches!(l.validate(), Err(BackendError::InvalidLaunch(_))));
+        l.global[0] = 256;
+        l.local[1] = 0;
+        assert!(l.validate().is_err());
+    }
+}
+
+/// How the user picks a platform and a device: by index ("1") or by a
+/// case-insensitive substring of the name ("nvidia", "H100").
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceSelector {
+    pub platform: Option<String>,
+    pub device: Option<String>,
+}
+
+impl DeviceSelector {
+    /// Does entry `index` named `name` match `selector` (None matches all)?
+    pub fn matches(selector: Option<&str>, index: usize, name: &str) -> bool {
+        match selector.map(str::trim) {
+            None | Some("") => true,
+            Some(s) => match s.parse::<usize>() {
+                Ok(i) => i == index,
+                Err(_) => name.to_lowercase().contains(&s.to_lowercase()),
+            },
+        }
+    }
+}

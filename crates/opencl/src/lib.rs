@@ -1,0 +1,518 @@
+//! OpenCL backend: opencl3 with libOpenCL loaded at run time, so kevo builds
+//! and runs on machines without OpenCL (the backend then reports itself
+//! unavailable). Works on PoCL (CPU, used in CI) and on GPU platforms.
+
+use std::collections::HashMap;
+use std::ptr;
+
+use kevo_backend::{
+    Backend, BackendError, BufferId, CompileDiagnostics, CompileOptions, DeviceInfo,
+    DeviceSelector, DeviceTime, Dialect, FaultKind, KernelArg, KernelId, KernelInfo, Launch,
+    ModuleId,
+};
+use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue};
+use opencl3::context::Context;
+use opencl3::device::{CL_DEVICE_TYPE_ALL, CL_DEVICE_TYPE_CPU, CL_DEVICE_TYPE_GPU, Device};
+use opencl3::error_codes::ClError;
+use opencl3::event::Event;
+use opencl3::kernel::Kernel;
+use opencl3::memory::{Buffer, CL_MEM_READ_WRITE, ClMem};
+use opencl3::platform::{Platform, get_platforms};
+use opencl3::program::Program;
+use opencl3::types::{CL_BLOCKING, cl_mem};
+
+const BACKEND: &str = "opencl";
+
+fn unavailable(reason: impl Into<String>) -> BackendError {
+    BackendError::Unavailable {
+        backend: BACKEND,
+        reason: reason.into(),
+    }
+}
+
+fn cl_err(context: &str, e: ClError) -> BackendError {
+    BackendError::Runtime(format!("{context}: {e} ({})", e.0))
+}
+
+/// Map an error of an enqueue or of a finished command to a typed error.
+fn launch_err(kernel: &str, e: ClError) -> BackendError {
+    use opencl3::error_codes::*;
+    let msg = format!("kernel `{kernel}`: {e} ({})", e.0);
+    match e.0 {
+        CL_INVALID_KERNEL_ARGS
+        | CL_INVALID_ARG_INDEX
+        | CL_INVALID_ARG_SIZE
+        | CL_INVALID_ARG_VALUE
+        | CL_INVALID_MEM_OBJECT
+        | CL_INVALID_WORK_GROUP_SIZE
+        | CL_INVALID_WORK_ITEM_SIZE
+        | CL_INVALID_GLOBAL_WORK_SIZE
+        | CL_INVALID_WORK_DIMENSION => BackendError::InvalidLaunch(msg),
+        CL_OUT_OF_RESOURCES => BackendError::Fault {
+            kind: FaultKind::OutOfResources,
+            message: msg,
+        },
+        CL_MEM_OBJECT_ALLOCATION_FAILURE | CL_OUT_OF_HOST_MEMORY => BackendError::Fault {
+            kind: FaultKind::OutOfResources,
+            message: msg,
+        },
+        // NVIDIA reports faults in a kernel (illegal address, ...) as this
+        // status on the command's event.
+        CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST => BackendError::Fault {
+            kind: FaultKind::LaunchFailure,
+            message: msg,
+        },
+        -9999 => BackendError::Fault {
+            kind: FaultKind::IllegalAddress,
+            message: msg,
+        },
+        _ => BackendError::Fault {
+            kind: FaultKind::Other,
+            message: msg,
+        },
+    }
+}
+
+/// Make sure the OpenCL loader library can be opened before calling into it.
+fn ensure_runtime() -> Result<(), BackendError> {
+    if cl3::is_opencl_runtime_available() {
+        Ok(())
+    } else {
+        Err(unavailable(
+            "libOpenCL.so.1 could not be loaded (install an ICD loader, e.g. `apt-get install ocl-icd-libopencl1 pocl-opencl-icd`)",
+        ))
+    }
+}
+
+/// One device as `kevo devices` lists it.
+#[derive(Debug, Clone)]
+pub struct DeviceEntry {
+    pub platform_index: usize,
+    pub device_index: usize,
+    pub info: DeviceInfo,
+}
+
+/// PoCL initialises its devices lazily and crashes (a NULL name in
+/// clGetDeviceInfo) when two threads query them at once; every discovery and
+/// context creation in this process goes through this lock.
+static DISCOVERY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn platforms() -> Result<Vec<Platform>, BackendError> {
+    ensure_runtime()?;
+    let platforms = get_platforms().map_err(|e| unavailable(format!("no OpenCL platform: {e}")))?;
+    if platforms.is_empty() {
+        return Err(unavailable("no OpenCL platform is installed"));
+    }
+    Ok(platforms)
+}
+
+fn device_info(platform: &Platform, device: &Device) -> DeviceInfo {
+    let dev_type = device.dev_type().unwrap_or(0);
+    DeviceInfo {
+        backend: BACKEND.into(),
+        platform: platform.name().unwrap_or_default().trim().to_string(),
+        name: device.name().unwrap_or_default().trim().to_string(),
+        vendor: device.vendor().unwrap_or_default().trim().to_string(),
+        compute_units: device.max_compute_units().unwrap_or(0),
+        global_mem_bytes: device.global_mem_size().unwrap_or(0),
+        max_work_group_size: device.max_work_group_size().unwrap_or(0) as u64,
+        local_mem_bytes: device.local_mem_size().unwrap_or(0),
+        clock_mhz: device.max_clock_frequency().unwrap_or(0),
+        arch: device.version().unwrap_or_default().trim().to_string(),
+        driver_version: device
+            .driver_version()
+            .unwrap_or_default()
+            .trim()
+            .to_string(),
+        is_cpu: dev_type & CL_DEVICE_TYPE_CPU != 0,
+    }
+}
+
+/// Every OpenCL device on every platform.
+pub fn list_devices() -> Result<Vec<DeviceEntry>, BackendError> {
+    let _guard = DISCOVERY.lock().unwrap_or_else(|p| p.into_inner());
+    list_devices_locked()
+}
+
+fn list_devices_locked() -> Result<Vec<DeviceEntry>, BackendError> {
+    let mut out = Vec::new();
+    for (pi, platform) in platforms()?.iter().enumerate() {
+        let ids = platform.get_devices(CL_DEVICE_TYPE_ALL).unwrap_or_default();
+        for (di, id) in ids.into_iter().enumerate() {
+            out.push(DeviceEntry {
+                platform_index: pi,
+                device_index: di,
+                info: device_info(platform, &Device::new(id)),
+            });
+        }
+    }
+    Ok(out)
+}
+
+struct ModuleEntry {
+    program: Program,
+}
+
+struct KernelEntry {
+    module: u64,
+    name: String,
+    kernel: Kernel,
+    num_args: u32,
+}
+
+struct BufferEntry {
+    buffer: Buffer<u8>,
+    bytes: usize,
+}
+
+/// An OpenCL device with one context and one in-order profiling queue.
+pub struct OpenClBackend {
+    info: DeviceInfo,
+    device: Device,
+    context: Context,
+    queue: CommandQueue,
+    modules: HashMap<u64, ModuleEntry>,
+    kernels: HashMap<u64, KernelEntry>,
+    buffers: HashMap<u64, BufferEntry>,
+    next_id: u64,
+}
+
+impl OpenClBackend {
+    /// Open the device chosen by `selector`. Without a selector the first GPU
+    /// of any platform is taken, or else the first device.
+    pub fn open(selector: &DeviceSelector) -> Result<Self, BackendError> {
+        let _guard = DISCOVERY.lock().unwrap_or_else(|p| p.into_inner());
+        let platforms = platforms()?;
+        let mut candidates = Vec::new();
+        for (pi, platform) in platforms.iter().enumerate() {
+            let pname = platform.name().unwrap_or_default();
+            if !DeviceSelector::matches(selector.platform.as_deref(), pi, &pname) {
+                continue;
+            }
+            for (di, id) in platform
+                .get_devices(CL_DEVICE_TYPE_ALL)
+                .unwrap_or_default()
+                .into_iter()
+                .enumerate()
+            {
+                let device = Device::new(id);
+                let dname = device.name().unwrap_or_default();
+                if DeviceSelector::matches(selector.device.as_deref(), di, &dname) {
+                    candidates.push((platform, device));
+                }
+            }
+        }
+        let pick = candidates
+            .iter()
+            .position(|(_, d)| d.dev_type().unwrap_or(0) & CL_DEVICE_TYPE_GPU != 0)
+            .unwrap_or(0);
+        if candidates.is_empty() {
+            let known = list_devices_locked()?
+                .iter()
+                .map(|e| {
+                    format!(
+                        "[{}:{}] {} / {}",
+                        e.platform_index, e.device_index, e.info.platform, e.info.name
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ");
+            return Err(BackendError::DeviceNotFound(format!(
+                "no OpenCL device matches platform {:?} device {:?}; available: {known}",
+                selector.platform.as_deref().unwrap_or("*"),
+                selector.device.as_deref().unwrap_or("*"),
+            )));
+        }
+        let (platform, device) = candidates.swap_remove(pick);
+        let info = device_info(platform, &device);
+        let context = Context::from_device(&device).map_err(|e| cl_err("creating a context", e))?;
+        #[allow(deprecated)]
+        let queue = CommandQueue::create_default(&context, CL_QUEUE_PROFILING_ENABLE)
+            .map_err(|e| cl_err("creating a profiling queue", e))?;
+        Ok(OpenClBackend {
+            info,
+            device,
+            context,
+            queue,
+            modules: HashMap::new(),
+            kernels: HashMap::new(),
+            buffers: HashMap::new(),
+            next_id: 1,
+        })
+    }
+
+    fn fresh_id(&mut self) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        id
+    }
+
+    fn buffer(&self, id: BufferId) -> Result<&BufferEntry, BackendError> {
+        self.buffers.get(&id.0).ok_or(BackendError::InvalidHandle {
+            what: "buffer",
+            id: id.0,
+        })
+    }
+
+    fn enqueue(&self, launch: &Launch) -> Result<Event, BackendError> {
+        let entry = self
+            .kernels
+            .get(&launch.kernel.0)
+            .ok_or(BackendError::InvalidHandle {
+                what: "kernel",
+                id: launch.kernel.0,
+            })?;
+        launch.validate()?;
+        if launch.args.len() != entry.num_args as usize {
+            return Err(BackendError::InvalidLaunch(format!(
+                "kernel `{}` takes {} arguments, the launch passes {}",
+                entry.name,
+                entry.num_args,
+                launch.args.len()
+            )));
+        }
+        for (i, arg) in launch.args.iter().enumerate() {
+            let i = i as u32;
+            // SAFETY: each value is a plain scalar or a cl_mem handle that
+            // lives in self.buffers for the duration of the call; OpenCL
+            // copies argument values at clSetKernelArg time.
+            let res = unsafe {
+                match *arg {
+                    KernelArg::Buffer(b) => {
+                        let mem: cl_mem = self.buffer(b)?.buffer.get();
+                        entry.kernel.set_arg(i, &mem)
+                    }
+                    KernelArg::U32(v) => entry.kernel.set_arg(i, &v),
+                    KernelArg::I32(v) => entry.kernel.set_arg(i, &v),
+                    KernelArg::F32(v) => entry.kernel.set_arg(i, &v),
+                }
+            };
+            res.map_err(|e| {
+                BackendError::InvalidLaunch(format!(
+                    "kernel `{}` argument {i} ({arg:?}): {e}",
+                    entry.name
+                ))
+            })?;
+        }
+        let global = launch.global.map(|g| g as usize);
+        let local = launch.local.map(|l| l as usize);
+        // SAFETY: the pointers refer to three-element arrays that outlive the call.
+        unsafe {
+            self.queue.enqueue_nd_range_kernel(
+                entry.kernel.get(),
+                3,
+                ptr::null(),
+                global.as_ptr(),
+                local.as_ptr(),
+                &[],
+            )
+        }
+        .map_err(|e| launch_err(&entry.name, e))
+    }
+}
+
+impl Backend for OpenClBackend {
+    fn dialect(&self) -> Dialect {
+        Dialect::OpenCl
+    }
+
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn compile(
+        &mut self,
+        source: &str,
+        options: &CompileOptions,
+    ) -> Result<ModuleId, BackendError> {
+        let mut flags: Vec<&str> = Vec::new();
+        if options.fast_math {
+            flags.push("-cl-fast-relaxed-math");
+        }
+        flags.extend(options.extra_flags.iter().map(String::as_str));
+        let mut program = Program::create_from_source(&self.context, source)
+            .map_err(|e| cl_err("creating a program", e))?;
+        if let Err(e) = program.build(&[self.device.id()], &flags.join(" ")) {
+            let log = program.get_build_log(self.device.id()).unwrap_or_default();
+            let log = if log.trim().is_empty() {
+                format!("build failed: {e} ({})", e.0)
+            } else {
+                log
+            };
+            return Err(BackendError::Compile(CompileDiagnostics::from_log(log)));
+        }
+        let id = self.fresh_id();
+        self.modules.insert(id, ModuleEntry { program });
+        Ok(ModuleId(id))
+    }
+
+    fn kernel(&mut self, module: ModuleId, name: &str) -> Result<KernelId, BackendError> {
+        let entry = self
+            .modules
+            .get(&module.0)
+            .ok_or(BackendError::InvalidHandle {
+                what: "module",
+                id: module.0,
+            })?;
+        let kernel = Kernel::create(&entry.program, name).map_err(|e| {
+            use opencl3::error_codes::CL_INVALID_KERNEL_NAME;
+            if e.0 == CL_INVALID_KERNEL_NAME {
+                BackendError::MissingKernel { name: name.into() }
+            } else {
+                cl_err(&format!("creating kernel `{name}`"), e)
+            }
+        })?;
+        let num_args = kernel
+            .num_args()
+            .map_err(|e| cl_err("querying kernel arguments", e))?;
+        let id = self.fresh_id();
+        self.kernels.insert(
+            id,
+            KernelEntry {
+                module: module.0,
+                name: name.into(),
+                kernel,
+                num_args,
+            },
+        );
+        Ok(KernelId(id))
+    }
+
+    fn kernel_info(&self, kernel: KernelId) -> Result<KernelInfo, BackendError> {
+        let entry = self
+            .kernels
+            .get(&kernel.0)
+            .ok_or(BackendError::InvalidHandle {
+                what: "kernel",
+                id: kernel.0,
+            })?;
+        let dev = self.device.id();
+        let k = &entry.kernel;
+        Ok(KernelInfo {
+            max_threads_per_block: k
+                .get_work_group_size(dev)
+                .map_err(|e| cl_err("work-group size", e))?
+                as u64,
+            preferred_multiple: k.get_work_group_size_multiple(dev).ok().map(|m| m as u64),
+            registers_per_thread: None,
+            static_shared_bytes: k.get_local_mem_size(dev).ok(),
+            local_bytes_per_thread: k.get_private_mem_size(dev).ok(),
+            num_args: Some(entry.num_args),
+        })
+    }
+
+    fn release_module(&mut self, module: ModuleId) {
+        self.kernels.retain(|_, k| k.module != module.0);
+        self.modules.remove(&module.0);
+    }
+
+    fn alloc(&mut self, bytes: usize) -> Result<BufferId, BackendError> {
+        if bytes == 0 {
+            return Err(BackendError::Runtime(
+                "cannot allocate a zero-byte buffer".into(),
+            ));
+        }
+        // SAFETY: no host pointer is passed.
+        let buffer = unsafe {
+            Buffer::<u8>::create(&self.context, CL_MEM_READ_WRITE, bytes, ptr::null_mut())
+        }
+        .map_err(|e| BackendError::OutOfMemory {
+            bytes,
+            message: e.to_string(),
+        })?;
+        let id = self.fresh_id();
+        self.buffers.insert(id, BufferEntry { buffer, bytes });
+        Ok(BufferId(id))
+    }
+
+    fn free(&mut self, buffer: BufferId) {
+        self.buffers.remove(&buffer.0);
+    }
+
+    fn upload(&mut self, buffer: BufferId, data: &[u8]) -> Result<(), BackendError> {
+        let entry = self
+            .buffers
+            .get_mut(&buffer.0)
+            .ok_or(BackendError::InvalidHandle {
+                what: "buffer",
+                id: buffer.0,
+            })?;
+        if data.len() > entry.bytes {
+            return Err(BackendError::Runtime(format!(
+                "upload of {} bytes into a {}-byte buffer",
+                data.len(),
+                entry.bytes
+            )));
+        }
+        if data.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: blocking write from a live slice no longer than the buffer.
+        unsafe {
+            self.queue
+                .enqueue_write_buffer(&mut entry.buffer, CL_BLOCKING, 0, data, &[])
+        }
+        .map_err(|e| cl_err("writing a buffer", e))?;
+        Ok(())
+    }
+
+    fn download(&mut self, buffer: BufferId, out: &mut [u8]) -> Result<(), BackendError> {
+        let entry = self.buffer(buffer)?;
+        if out.len() > entry.bytes {
+            return Err(BackendError::Runtime(format!(
+                "download of {} bytes from a {}-byte buffer",
+                out.len(),
+                entry.bytes
+            )));
+        }
+        if out.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: blocking read into a live slice no longer than the buffer.
+        unsafe {
+            self.queue
+                .enqueue_read_buffer(&entry.buffer, CL_BLOCKING, 0, out, &[])
+        }
+        .map_err(|e| launch_err("(reading results)", e))?;
+        Ok(())
+    }
+
+    fn run_timed(&mut self, launches: &[Launch]) -> Result<DeviceTime, BackendError> {
+        if launches.is_empty() {
+            return Ok(DeviceTime(0.0));
+        }
+        let mut events = Vec::with_capacity(launches.len());
+        for launch in launches {
+            match self.enqueue(launch) {
+                Ok(ev) => events.push(ev),
+                Err(e) => {
+                    // Drain what was queued so the next sequence starts clean.
+                    let _ = self.queue.finish();
+                    return Err(e);
+                }
+            }
+        }
+        let finished = self.queue.finish();
+        for (launch, ev) in launches.iter().zip(&events) {
+            let status = ev
+                .command_execution_status()
+                .map_err(|e| cl_err("event status", e))?;
+            if status.0 < 0 {
+                let name = self
+                    .kernels
+                    .get(&launch.kernel.0)
+                    .map(|k| k.name.as_str())
+                    .unwrap_or("?");
+                return Err(launch_err(name, ClError(status.0)));
+            }
+        }
+        finished.map_err(|e| launch_err("(finishing the queue)", e))?;
+        let start = events[0]
+            .profiling_command_start()
+            .map_err(|e| cl_err("profiling start", e))?;
+        let end = events[events.len() - 1]
+            .profiling_command_end()
+            .map_err(|e| cl_err("profiling end", e))?;
+        Ok(DeviceTime(end.saturating_sub(start) as f64 * 1e-9))
+    }
+}
