@@ -107,6 +107,31 @@ pub fn buffer_round_trip(b: &mut dyn Backend) {
     }
 }
 
+/// Device-side copies and fills land exactly where asked.
+pub fn copy_and_fill_buffers(b: &mut dyn Backend) {
+    let len = (1 << 20) + 12;
+    let data: Vec<u8> = (0..len).map(|i| (i * 7 % 253) as u8).collect();
+    let src = b.alloc(len).unwrap();
+    let dst = b.alloc(len).unwrap();
+    b.upload(src, &data).unwrap();
+    b.fill_buffer(dst, 0xFF, len).unwrap();
+    let mut back = vec![0u8; len];
+    b.download(dst, &mut back).unwrap();
+    assert!(
+        back.iter().all(|&x| x == 0xFF),
+        "fill did not set every byte"
+    );
+    b.copy_buffer(src, dst, len - 12).unwrap();
+    b.download(dst, &mut back).unwrap();
+    assert!(back[..len - 12] == data[..len - 12], "copied bytes differ");
+    assert!(
+        back[len - 12..].iter().all(|&x| x == 0xFF),
+        "copy wrote past its length"
+    );
+    b.free(src);
+    b.free(dst);
+}
+
 /// Using a freed buffer is an error, not a crash.
 pub fn freed_buffer_is_rejected(b: &mut dyn Backend) {
     let buf = b.alloc(64).expect("alloc");
@@ -315,6 +340,7 @@ macro_rules! conformance_suite {
             compile_error_is_reported,
             missing_kernel_is_reported,
             buffer_round_trip,
+            copy_and_fill_buffers,
             freed_buffer_is_rejected,
             argument_types_are_passed,
             wrong_argument_count_is_rejected,

@@ -477,6 +477,81 @@ impl Backend for OpenClBackend {
         Ok(())
     }
 
+    fn copy_buffer(
+        &mut self,
+        src: BufferId,
+        dst: BufferId,
+        bytes: usize,
+    ) -> Result<(), BackendError> {
+        if src == dst {
+            return Err(BackendError::Runtime("copy of a buffer onto itself".into()));
+        }
+        self.buffer(src)?;
+        let mut d = self
+            .buffers
+            .remove(&dst.0)
+            .ok_or(BackendError::InvalidHandle {
+                what: "buffer",
+                id: dst.0,
+            })?;
+        let result = (|| {
+            let s = self.buffer(src)?;
+            if bytes > s.bytes.min(d.bytes) {
+                return Err(BackendError::Runtime(format!(
+                    "copy of {bytes} bytes between buffers of {} and {} bytes",
+                    s.bytes, d.bytes
+                )));
+            }
+            if bytes == 0 {
+                return Ok(());
+            }
+            // SAFETY: both buffers are live, distinct and at least `bytes` long.
+            unsafe {
+                self.queue
+                    .enqueue_copy_buffer(&s.buffer, &mut d.buffer, 0, 0, bytes, &[])
+            }
+            .map_err(|e| cl_err("copying a buffer", e))?;
+            self.queue
+                .finish()
+                .map_err(|e| cl_err("copying a buffer", e))
+        })();
+        self.buffers.insert(dst.0, d);
+        result
+    }
+
+    fn fill_buffer(
+        &mut self,
+        buffer: BufferId,
+        value: u8,
+        bytes: usize,
+    ) -> Result<(), BackendError> {
+        let entry = self
+            .buffers
+            .get_mut(&buffer.0)
+            .ok_or(BackendError::InvalidHandle {
+                what: "buffer",
+                id: buffer.0,
+            })?;
+        if bytes > entry.bytes {
+            return Err(BackendError::Runtime(format!(
+                "fill of {bytes} bytes in a {}-byte buffer",
+                entry.bytes
+            )));
+        }
+        if bytes == 0 {
+            return Ok(());
+        }
+        // SAFETY: the pattern is one byte and the range lies inside the buffer.
+        unsafe {
+            self.queue
+                .enqueue_fill_buffer(&mut entry.buffer, &[value], 0, bytes, &[])
+        }
+        .map_err(|e| cl_err("filling a buffer", e))?;
+        self.queue
+            .finish()
+            .map_err(|e| cl_err("filling a buffer", e))
+    }
+
     fn run_timed(&mut self, launches: &[Launch]) -> Result<DeviceTime, BackendError> {
         if launches.is_empty() {
             return Ok(DeviceTime(0.0));

@@ -1,0 +1,551 @@
+//! Roofline ceilings: the peak FP32 throughput and DRAM bandwidth a task's
+//! achieved figure is divided by.
+//!
+//! GPUs in the datasheet table use the vendor's numbers (as Metal-Sci does
+//! for Apple chips). Devices not in the table, such as PoCL on a CPU, get
+//! ceilings measured by two micro-benchmarks (a streaming copy and an FMA
+//! loop), cached per device so the measurement runs once.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use kevo_backend::{Backend, BackendError, CompileOptions, DeviceInfo, Dialect, KernelArg, Launch};
+use serde::{Deserialize, Serialize};
+
+/// One datasheet row. `patterns` must all occur (case-insensitively) in the
+/// device name; rows are tried in order, most specific first.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TableEntry {
+    pub name: &'static str,
+    pub patterns: &'static [&'static str],
+    /// Peak FP32 without tensor cores, GFLOPS.
+    pub fp32_gflops: f64,
+    /// Peak DRAM bandwidth, GB/s.
+    pub bandwidth_gbs: f64,
+}
+
+/// Vendor datasheet figures. NVIDIA: FP32 is the non-tensor-core CUDA-core
+/// peak at boost clock. Apple: the figures Metal-Sci used (spec section 0.4).
+pub const TABLE: &[TableEntry] = &[
+    TableEntry {
+        name: "NVIDIA H200 NVL",
+        patterns: &["h200", "nvl"],
+        fp32_gflops: 60_000.0,
+        bandwidth_gbs: 4_800.0,
+    },
+    TableEntry {
+        name: "NVIDIA H200 SXM",
+        patterns: &["h200"],
+        fp32_gflops: 67_000.0,
+        bandwidth_gbs: 4_800.0,
+    },
+    TableEntry {
+        name: "NVIDIA H100 NVL",
+        patterns: &["h100", "nvl"],
+        fp32_gflops: 60_000.0,
+        bandwidth_gbs: 3_900.0,
+    },
+    TableEntry {
+        name: "NVIDIA H100 PCIe",
+        patterns: &["h100", "pcie"],
+        fp32_gflops: 51_000.0,
+        bandwidth_gbs: 2_000.0,
+    },
+    TableEntry {
+        name: "NVIDIA H100 SXM",
+        patterns: &["h100"],
+        fp32_gflops: 67_000.0,
+        bandwidth_gbs: 3_350.0,
+    },
+    TableEntry {
+        name: "NVIDIA A100 PCIe 80GB",
+        patterns: &["a100", "pcie", "80gb"],
+        fp32_gflops: 19_500.0,
+        bandwidth_gbs: 1_935.0,
+    },
+    TableEntry {
+        name: "NVIDIA A100 SXM 80GB",
+        patterns: &["a100", "80gb"],
+        fp32_gflops: 19_500.0,
+        bandwidth_gbs: 2_039.0,
+    },
+    TableEntry {
+        name: "NVIDIA A100 40GB",
+        patterns: &["a100"],
+        fp32_gflops: 19_500.0,
+        bandwidth_gbs: 1_555.0,
+    },
+    TableEntry {
+        name: "NVIDIA L40S",
+        patterns: &["l40s"],
+        fp32_gflops: 91_600.0,
+        bandwidth_gbs: 864.0,
+    },
+    TableEntry {
+        name: "NVIDIA L4",
+        patterns: &["nvidia l4"],
+        fp32_gflops: 30_300.0,
+        bandwidth_gbs: 300.0,
+    },
+    TableEntry {
+        name: "NVIDIA GeForce RTX 4090",
+        patterns: &["rtx 4090"],
+        fp32_gflops: 82_600.0,
+        bandwidth_gbs: 1_008.0,
+    },
+    TableEntry {
+        name: "Apple M1 Ultra",
+        patterns: &["apple m1 ultra"],
+        fp32_gflops: 21_000.0,
+        bandwidth_gbs: 800.0,
+    },
+    TableEntry {
+        name: "Apple M1 Max",
+        patterns: &["apple m1 max"],
+        fp32_gflops: 7_800.0,
+        bandwidth_gbs: 400.0,
+    },
+    TableEntry {
+        name: "Apple M1 Pro",
+        patterns: &["apple m1 pro"],
+        fp32_gflops: 4_500.0,
+        bandwidth_gbs: 200.0,
+    },
+    TableEntry {
+        name: "Apple M1",
+        patterns: &["apple m1"],
+        fp32_gflops: 2_600.0,
+        bandwidth_gbs: 68.0,
+    },
+    TableEntry {
+        name: "Apple M2 Ultra",
+        patterns: &["apple m2 ultra"],
+        fp32_gflops: 27_200.0,
+        bandwidth_gbs: 800.0,
+    },
+    TableEntry {
+        name: "Apple M2 Max",
+        patterns: &["apple m2 max"],
+        fp32_gflops: 13_600.0,
+        bandwidth_gbs: 400.0,
+    },
+    TableEntry {
+        name: "Apple M2 Pro",
+        patterns: &["apple m2 pro"],
+        fp32_gflops: 6_800.0,
+        bandwidth_gbs: 200.0,
+    },
+    TableEntry {
+        name: "Apple M2",
+        patterns: &["apple m2"],
+        fp32_gflops: 3_600.0,
+        bandwidth_gbs: 100.0,
+    },
+    TableEntry {
+        name: "Apple M3 Max",
+        patterns: &["apple m3 max"],
+        fp32_gflops: 14_200.0,
+        bandwidth_gbs: 300.0,
+    },
+    TableEntry {
+        name: "Apple M3 Pro",
+        patterns: &["apple m3 pro"],
+        fp32_gflops: 7_400.0,
+        bandwidth_gbs: 150.0,
+    },
+    TableEntry {
+        name: "Apple M3",
+        patterns: &["apple m3"],
+        fp32_gflops: 4_100.0,
+        bandwidth_gbs: 100.0,
+    },
+    TableEntry {
+        name: "Apple M4 Max",
+        patterns: &["apple m4 max"],
+        fp32_gflops: 18_000.0,
+        bandwidth_gbs: 546.0,
+    },
+    TableEntry {
+        name: "Apple M4 Pro",
+        patterns: &["apple m4 pro"],
+        fp32_gflops: 9_200.0,
+        bandwidth_gbs: 273.0,
+    },
+    TableEntry {
+        name: "Apple M4",
+        patterns: &["apple m4"],
+        fp32_gflops: 4_600.0,
+        bandwidth_gbs: 120.0,
+    },
+];
+
+/// The datasheet row for a device name, if any.
+pub fn lookup(device_name: &str) -> Option<&'static TableEntry> {
+    let name = device_name.to_lowercase();
+    TABLE
+        .iter()
+        .find(|e| e.patterns.iter().all(|p| name.contains(p)))
+}
+
+/// Where a ceiling came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum CeilingSource {
+    Datasheet { entry: String },
+    Measured { measured_unix: u64, cached: bool },
+}
+
+impl std::fmt::Display for CeilingSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CeilingSource::Datasheet { entry } => write!(f, "datasheet ({entry})"),
+            CeilingSource::Measured { cached: true, .. } => f.write_str("measured (cached)"),
+            CeilingSource::Measured { cached: false, .. } => f.write_str("measured now"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Ceilings {
+    pub bandwidth_gbs: f64,
+    pub fp32_gflops: f64,
+    pub source: CeilingSource,
+}
+
+/// Results of the two micro-benchmarks on one device.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measurement {
+    /// Median copy bandwidth (read + write bytes / time), GB/s.
+    pub copy_gbs: f64,
+    pub copy_gbs_min: f64,
+    pub copy_gbs_max: f64,
+    /// Median FMA throughput, GFLOPS.
+    pub fma_gflops: f64,
+    pub fma_gflops_min: f64,
+    pub fma_gflops_max: f64,
+    /// Bytes copied per run.
+    pub copy_bytes: u64,
+    pub measured_unix: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RooflineError {
+    #[error("micro-benchmark failed: {0}")]
+    Backend(#[from] BackendError),
+    #[error("no micro-benchmark kernels for {0}")]
+    NoKernels(Dialect),
+    #[error("ceiling cache {path}: {message}")]
+    Cache { path: PathBuf, message: String },
+}
+
+fn kernels(dialect: Dialect) -> Result<&'static str, RooflineError> {
+    match dialect {
+        Dialect::OpenCl => Ok(include_str!("../kernels/microbench.cl")),
+        Dialect::Cuda => Ok(include_str!("../kernels/microbench.cu")),
+        Dialect::Metal => Err(RooflineError::NoKernels(dialect)),
+    }
+}
+
+fn stats(mut v: Vec<f64>) -> (f64, f64, f64) {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let median = if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        0.5 * (v[n / 2 - 1] + v[n / 2])
+    };
+    (median, v[0], v[n - 1])
+}
+
+/// Time `launch` with 3 warm-ups and 10 timed runs; return the 10 times.
+fn time_runs(backend: &mut dyn Backend, launch: &Launch) -> Result<Vec<f64>, BackendError> {
+    let seq = std::slice::from_ref(launch);
+    for _ in 0..3 {
+        backend.run_timed(seq)?;
+    }
+    (0..10)
+        .map(|_| backend.run_timed(seq).map(|t| t.seconds()))
+        .collect()
+}
+
+/// Run the copy and FMA micro-benchmarks. Sizes adapt to the device: 256 MiB
+/// per buffer on GPUs (far past any L2), 64 MiB on CPUs (past a typical L3,
+/// short enough for a 2-core CI machine).
+pub fn measure(backend: &mut dyn Backend) -> Result<Measurement, RooflineError> {
+    let info = backend.info().clone();
+    let module = backend.compile(kernels(backend.dialect())?, &CompileOptions::default())?;
+    let result = (|| {
+        let copy = backend.kernel(module, "bw_copy")?;
+        let fma = backend.kernel(module, "fma_peak")?;
+        let local = 256u32
+            .min(backend.kernel_info(copy)?.max_threads_per_block as u32)
+            .max(1);
+
+        let buf_bytes: u64 = if info.is_cpu {
+            64 << 20
+        } else {
+            (256u64 << 20).min(info.global_mem_bytes / 8)
+        };
+        let n = buf_bytes / 16;
+        let input = backend.alloc(buf_bytes as usize)?;
+        let output = backend.alloc(buf_bytes as usize)?;
+        backend.upload(input, &vec![0x3Fu8; buf_bytes as usize])?;
+        let launch = Launch {
+            kernel: copy,
+            global: [n.div_ceil(u64::from(local)) * u64::from(local), 1, 1],
+            local: [local, 1, 1],
+            dynamic_shared_bytes: 0,
+            args: vec![
+                KernelArg::Buffer(input),
+                KernelArg::Buffer(output),
+                KernelArg::U32(n as u32),
+            ],
+        };
+        let times = time_runs(backend, &launch);
+        backend.free(input);
+        backend.free(output);
+        let copy_bytes = 2 * n * 16;
+        let (copy_gbs, copy_gbs_min, copy_gbs_max) = stats(
+            times?
+                .into_iter()
+                .map(|t| copy_bytes as f64 / t / 1e9)
+                .collect(),
+        );
+
+        let fma_local = 256u32
+            .min(backend.kernel_info(fma)?.max_threads_per_block as u32)
+            .max(1);
+        let (threads, iters): (u64, u32) = if info.is_cpu {
+            (1 << 16, 1024)
+        } else {
+            (u64::from(info.compute_units.max(1)) * 2048, 16384)
+        };
+        let threads = threads.div_ceil(u64::from(fma_local)) * u64::from(fma_local);
+        let out = backend.alloc(threads as usize * 4)?;
+        let launch = Launch {
+            kernel: fma,
+            global: [threads, 1, 1],
+            local: [fma_local, 1, 1],
+            dynamic_shared_bytes: 0,
+            args: vec![
+                KernelArg::Buffer(out),
+                KernelArg::U32(iters),
+                KernelArg::F32(0.999_9),
+            ],
+        };
+        let times = time_runs(backend, &launch);
+        backend.free(out);
+        let flops = threads as f64 * 16.0 * f64::from(iters);
+        let (fma_gflops, fma_gflops_min, fma_gflops_max) =
+            stats(times?.into_iter().map(|t| flops / t / 1e9).collect());
+        Ok(Measurement {
+            copy_gbs,
+            copy_gbs_min,
+            copy_gbs_max,
+            fma_gflops,
+            fma_gflops_min,
+            fma_gflops_max,
+            copy_bytes,
+            measured_unix: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+        })
+    })();
+    backend.release_module(module);
+    result
+}
+
+/// Cache key of a device: measurements are only reused on the same backend,
+/// platform, device and driver.
+pub fn cache_key(info: &DeviceInfo) -> String {
+    format!(
+        "{}|{}|{}|{}",
+        info.backend, info.platform, info.name, info.driver_version
+    )
+}
+
+/// Measured ceilings stored as JSON, one entry per device.
+#[derive(Debug, Clone)]
+pub struct CeilingCache {
+    path: PathBuf,
+}
+
+impl CeilingCache {
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        CeilingCache { path: path.into() }
+    }
+
+    /// `$KEVO_CACHE_DIR/ceilings.json`, else `$XDG_CACHE_HOME/kevo/…`, else
+    /// `~/.cache/kevo/…`, else a folder in the system temp directory.
+    pub fn default_location() -> Self {
+        let dir = std::env::var_os("KEVO_CACHE_DIR")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("kevo")))
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/kevo")))
+            .unwrap_or_else(|| std::env::temp_dir().join("kevo"));
+        CeilingCache::new(dir.join("ceilings.json"))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn cache_err(&self, message: impl ToString) -> RooflineError {
+        RooflineError::Cache {
+            path: self.path.clone(),
+            message: message.to_string(),
+        }
+    }
+
+    fn load_all(&self) -> Result<BTreeMap<String, Measurement>, RooflineError> {
+        match std::fs::read_to_string(&self.path) {
+            Ok(text) => serde_json::from_str(&text).map_err(|e| self.cache_err(e)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(BTreeMap::new()),
+            Err(e) => Err(self.cache_err(e)),
+        }
+    }
+
+    pub fn get(&self, info: &DeviceInfo) -> Result<Option<Measurement>, RooflineError> {
+        Ok(self.load_all()?.remove(&cache_key(info)))
+    }
+
+    /// Store a measurement; written to a temporary file and renamed so a
+    /// crash never leaves a torn cache.
+    pub fn put(&self, info: &DeviceInfo, m: &Measurement) -> Result<(), RooflineError> {
+        // A corrupt cache is replaced rather than blocking every later run.
+        let mut all = self.load_all().unwrap_or_default();
+        all.insert(cache_key(info), m.clone());
+        if let Some(dir) = self.path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| self.cache_err(e))?;
+        }
+        let tmp = self
+            .path
+            .with_extension(format!("json.tmp{}", std::process::id()));
+        let text = serde_json::to_string_pretty(&all).map_err(|e| self.cache_err(e))?;
+        std::fs::write(&tmp, text).map_err(|e| self.cache_err(e))?;
+        std::fs::rename(&tmp, &self.path).map_err(|e| self.cache_err(e))
+    }
+}
+
+/// Measured ceilings for the device, from the cache or by measuring now.
+pub fn measured(
+    backend: &mut dyn Backend,
+    cache: &CeilingCache,
+) -> Result<(Measurement, bool), RooflineError> {
+    let info = backend.info().clone();
+    if let Ok(Some(m)) = cache.get(&info) {
+        return Ok((m, true));
+    }
+    let m = measure(backend)?;
+    // Failing to write the cache costs a re-measurement later, nothing more.
+    let _ = cache.put(&info, &m);
+    Ok((m, false))
+}
+
+/// The ceilings a score is computed against: the datasheet row when the
+/// device has one, measured ceilings otherwise.
+pub fn ceilings(
+    backend: &mut dyn Backend,
+    cache: &CeilingCache,
+) -> Result<Ceilings, RooflineError> {
+    if let Some(entry) = lookup(&backend.info().name) {
+        return Ok(Ceilings {
+            bandwidth_gbs: entry.bandwidth_gbs,
+            fp32_gflops: entry.fp32_gflops,
+            source: CeilingSource::Datasheet {
+                entry: entry.name.to_string(),
+            },
+        });
+    }
+    let (m, cached) = measured(backend, cache)?;
+    Ok(Ceilings {
+        bandwidth_gbs: m.copy_gbs,
+        fp32_gflops: m.fma_gflops,
+        source: CeilingSource::Measured {
+            measured_unix: m.measured_unix,
+            cached,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_lookup_prefers_the_specific_row() {
+        assert_eq!(
+            lookup("NVIDIA H100 80GB HBM3").unwrap().name,
+            "NVIDIA H100 SXM"
+        );
+        assert_eq!(lookup("NVIDIA H100 PCIe").unwrap().name, "NVIDIA H100 PCIe");
+        assert_eq!(lookup("NVIDIA H100 NVL").unwrap().name, "NVIDIA H100 NVL");
+        assert_eq!(lookup("NVIDIA H200").unwrap().bandwidth_gbs, 4_800.0);
+        assert_eq!(
+            lookup("NVIDIA A100-SXM4-80GB").unwrap().name,
+            "NVIDIA A100 SXM 80GB"
+        );
+        assert_eq!(
+            lookup("NVIDIA A100 80GB PCIe").unwrap().name,
+            "NVIDIA A100 PCIe 80GB"
+        );
+        assert_eq!(
+            lookup("NVIDIA A100-PCIE-40GB").unwrap().name,
+            "NVIDIA A100 40GB"
+        );
+        assert_eq!(lookup("NVIDIA L4").unwrap().name, "NVIDIA L4");
+        assert_eq!(lookup("NVIDIA L40S").unwrap().name, "NVIDIA L40S");
+        assert_eq!(
+            lookup("NVIDIA GeForce RTX 4090").unwrap().fp32_gflops,
+            82_600.0
+        );
+        assert_eq!(lookup("Apple M1 Pro").unwrap().bandwidth_gbs, 200.0);
+        assert_eq!(lookup("Apple M1").unwrap().bandwidth_gbs, 68.0);
+        assert!(lookup("pthread-skylake-avx512-AMD EPYC").is_none());
+    }
+
+    fn info(name: &str) -> DeviceInfo {
+        DeviceInfo {
+            backend: "opencl".into(),
+            platform: "p".into(),
+            name: name.into(),
+            vendor: "v".into(),
+            compute_units: 1,
+            global_mem_bytes: 1,
+            max_work_group_size: 1,
+            local_mem_bytes: 1,
+            clock_mhz: 1,
+            arch: String::new(),
+            driver_version: "1".into(),
+            is_cpu: true,
+        }
+    }
+
+    #[test]
+    fn cache_round_trips_per_device_and_survives_corruption() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = CeilingCache::new(dir.path().join("sub/ceilings.json"));
+        let m = Measurement {
+            copy_gbs: 10.0,
+            copy_gbs_min: 9.0,
+            copy_gbs_max: 11.0,
+            fma_gflops: 100.0,
+            fma_gflops_min: 90.0,
+            fma_gflops_max: 110.0,
+            copy_bytes: 1,
+            measured_unix: 5,
+        };
+        assert_eq!(cache.get(&info("a")).unwrap(), None);
+        cache.put(&info("a"), &m).unwrap();
+        assert_eq!(cache.get(&info("a")).unwrap(), Some(m.clone()));
+        assert_eq!(cache.get(&info("b")).unwrap(), None);
+        std::fs::write(cache.path(), "{ not json").unwrap();
+        assert!(matches!(
+            cache.get(&info("a")),
+            Err(RooflineError::Cache { .. })
+        ));
+        cache.put(&info("b"), &m).unwrap();
+        assert_eq!(cache.get(&info("b")).unwrap(), Some(m));
+    }
+}

@@ -1,0 +1,212 @@
+use std::any::Any;
+use std::sync::Arc;
+
+use kevo_backend::Dialect;
+use serde::{Deserialize, Serialize};
+
+/// Which size table to use. `Full` is the paper's, exactly as specified;
+/// `Smoke` is small enough for PoCL on a 2-core CI machine and is never
+/// mixed with `Full` in one score.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SizeSet {
+    Smoke,
+    Full,
+}
+
+impl std::str::FromStr for SizeSet {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "smoke" => Ok(SizeSet::Smoke),
+            "full" => Ok(SizeSet::Full),
+            other => Err(format!(
+                "unknown size set `{other}` (expected `smoke` or `full`)"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for SizeSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SizeSet::Smoke => "smoke",
+            SizeSet::Full => "full",
+        })
+    }
+}
+
+/// One problem size. `dims` has a task-defined meaning (documented on each
+/// task), e.g. `[N]` for saxpy or `[NX, NY, steps]` for heat2d.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Size {
+    pub label: String,
+    pub dims: Vec<u64>,
+}
+
+impl Size {
+    pub fn new(label: &str, dims: &[u64]) -> Self {
+        Size {
+            label: label.to_string(),
+            dims: dims.to_vec(),
+        }
+    }
+}
+
+/// The in-distribution sizes (scored, shown to the proposer) and the
+/// held-out size (scored once at the end, never shown).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SizePlan {
+    pub in_distribution: Vec<Size>,
+    pub held_out: Size,
+}
+
+/// Which roofline a task is scored against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CeilingKind {
+    /// Peak DRAM bandwidth, work in bytes, achieved in GB/s.
+    Bandwidth,
+    /// Peak FP32 throughput, work in FLOPs, achieved in GFLOPS.
+    Fp32,
+}
+
+impl CeilingKind {
+    pub fn unit(self) -> &'static str {
+        match self {
+            CeilingKind::Bandwidth => "GB/s",
+            CeilingKind::Fp32 => "GFLOPS",
+        }
+    }
+}
+
+/// Initial contents of a device buffer, restored before every run.
+#[derive(Debug, Clone)]
+pub enum BufferInit {
+    /// Task data (inputs, initial state).
+    Data(Arc<Vec<u8>>),
+    /// All zero bytes (counters that accumulate over a run).
+    Zero,
+    /// Filled with NaN (0xFF bytes) so that anything the kernel should have
+    /// written but did not fails the check.
+    Sentinel,
+}
+
+/// What the kernels may do to a buffer; later checks (inputs unchanged,
+/// guard regions) rely on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Access {
+    ReadOnly,
+    ReadWrite,
+}
+
+#[derive(Debug, Clone)]
+pub struct BufferSpec {
+    pub name: &'static str,
+    pub bytes: usize,
+    pub init: BufferInit,
+    pub access: Access,
+}
+
+/// Block shape of a launch: `Default` may be replaced by a shape the
+/// candidate declares; `Fixed` is part of the task's contract (e.g. fft3d's
+/// one block per line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Block {
+    Default([u32; 3]),
+    Fixed([u32; 3]),
+}
+
+/// A by-value or buffer argument of a launch.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Arg {
+    /// Index into `Problem::buffers`.
+    Buffer(usize),
+    U32(u32),
+    I32(i32),
+    F32(f32),
+}
+
+/// One launch of the host program. `threads` is the number of threads the
+/// task asks for per dimension (one per output element); the evaluator
+/// rounds it up to a multiple of the block.
+#[derive(Debug, Clone)]
+pub struct LaunchSpec {
+    /// Index into `Task::kernel_names`.
+    pub kernel: usize,
+    pub threads: [u64; 3],
+    pub block: Block,
+    pub args: Vec<Arg>,
+}
+
+/// The host program of one size: buffers with their initial contents, the
+/// whole launch sequence of one run (all steps, all kernels, ping-pong
+/// included), and the buffers read back for the check.
+#[derive(Debug, Clone)]
+pub struct Problem {
+    pub buffers: Vec<BufferSpec>,
+    pub launches: Vec<LaunchSpec>,
+    /// Indices into `buffers`, downloaded after the verification run and
+    /// passed to `Task::check` in this order.
+    pub outputs: Vec<usize>,
+}
+
+/// A task's CPU reference result; its concrete type is private to the task.
+pub type Reference = Arc<dyn Any + Send + Sync>;
+
+/// The outcome of comparing a candidate's output with the reference.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub passed: bool,
+    /// The error measure, e.g. "max_abs".
+    pub metric: String,
+    pub value: f64,
+    /// The bound `value` had to stay within; None for checks that are not a
+    /// single threshold (statistical or exact-match checks).
+    pub tolerance: Option<f64>,
+}
+
+/// A benchmark task. Everything the evaluator, the proposer and the CLI need
+/// to know about a problem lives behind this trait.
+pub trait Task: Send + Sync {
+    fn name(&self) -> &'static str;
+    /// Metal-Sci regime, e.g. "R1 stencil".
+    fn regime(&self) -> &'static str;
+    /// The brief given to the proposer: the math, the layout, the contract.
+    fn description(&self) -> &'static str;
+    /// Kernel signatures and launch rules in `dialect`.
+    fn signature(&self, dialect: Dialect) -> Option<&'static str>;
+    /// The naive seed kernel source in `dialect`.
+    fn seed(&self, dialect: Dialect) -> Option<&'static str>;
+    /// Entry points the candidate must define, in the order `LaunchSpec::kernel` indexes.
+    fn kernel_names(&self) -> &'static [&'static str];
+    fn sizes(&self, set: SizeSet) -> SizePlan;
+    fn ceiling(&self) -> CeilingKind;
+    /// Bytes or FLOPs of one run at `size` (the scored work model).
+    fn work(&self, size: &Size) -> f64;
+    /// How the work model counts, shown next to the achieved figure.
+    fn work_note(&self) -> &'static str;
+    /// The spec's input seed, used for timed runs.
+    fn default_seed(&self) -> u64;
+    /// Build the host program for `size` with inputs drawn from `seed`.
+    fn problem(&self, size: &Size, seed: u64) -> Problem;
+    /// The CPU reference for `problem` (built by `self.problem(size, seed)`).
+    fn reference(&self, size: &Size, problem: &Problem) -> Reference;
+    /// Compare the downloaded `outputs` with the reference.
+    fn check(
+        &self,
+        size: &Size,
+        problem: &Problem,
+        reference: &Reference,
+        outputs: &[Vec<u8>],
+    ) -> Verdict;
+}
+
+/// Bytes of a buffer's `Data` init, or an empty slice.
+pub fn init_data(problem: &Problem, buffer: usize) -> &[u8] {
+    match &problem.buffers[buffer].init {
+        BufferInit::Data(d) => d.as_slice(),
+        _ => &[],
+    }
+}

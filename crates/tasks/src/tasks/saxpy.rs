@@ -1,0 +1,133 @@
+//! saxpy: y <- a*x + y in place (spec section 1). Size dims: `[N]`.
+
+use std::sync::Arc;
+
+use kevo_backend::Dialect;
+use rayon::prelude::*;
+
+use crate::check::{bytes_to_f32s, f32s_to_bytes, max_abs, max_abs_verdict};
+use crate::rng::normal_f32;
+use crate::*;
+
+const A: f32 = 2.5;
+
+pub struct Saxpy;
+
+fn n(size: &Size) -> usize {
+    size.dims[0] as usize
+}
+
+impl Task for Saxpy {
+    fn name(&self) -> &'static str {
+        "saxpy"
+    }
+    fn regime(&self) -> &'static str {
+        "R0 bandwidth"
+    }
+    fn description(&self) -> &'static str {
+        include_str!("../../assets/saxpy/brief.md")
+    }
+    fn signature(&self, dialect: Dialect) -> Option<&'static str> {
+        match dialect {
+            Dialect::OpenCl => Some(include_str!("../../assets/saxpy/signature.cl")),
+            Dialect::Cuda => Some(include_str!("../../assets/saxpy/signature.cu")),
+            Dialect::Metal => None,
+        }
+    }
+    fn seed(&self, dialect: Dialect) -> Option<&'static str> {
+        match dialect {
+            Dialect::OpenCl => Some(include_str!("../../assets/saxpy/seed.cl")),
+            Dialect::Cuda => Some(include_str!("../../assets/saxpy/seed.cu")),
+            Dialect::Metal => None,
+        }
+    }
+    fn kernel_names(&self) -> &'static [&'static str] {
+        &["saxpy"]
+    }
+    fn sizes(&self, set: SizeSet) -> SizePlan {
+        match set {
+            SizeSet::Full => SizePlan {
+                in_distribution: vec![
+                    Size::new("1M", &[1 << 20]),
+                    Size::new("16M", &[1 << 24]),
+                    Size::new("64M", &[1 << 26]),
+                ],
+                held_out: Size::new("4M", &[1 << 22]),
+            },
+            SizeSet::Smoke => SizePlan {
+                in_distribution: vec![
+                    Size::new("64K", &[1 << 16]),
+                    Size::new("256K", &[1 << 18]),
+                    Size::new("1M", &[1 << 20]),
+                ],
+                held_out: Size::new("128K", &[1 << 17]),
+            },
+        }
+    }
+    fn ceiling(&self) -> CeilingKind {
+        CeilingKind::Bandwidth
+    }
+    fn work(&self, size: &Size) -> f64 {
+        12.0 * n(size) as f64
+    }
+    fn work_note(&self) -> &'static str {
+        "effective, 12 B/element"
+    }
+    fn default_seed(&self) -> u64 {
+        0xBEEF
+    }
+    fn problem(&self, size: &Size, seed: u64) -> Problem {
+        let n = n(size);
+        let x = normal_f32(n, seed, 0);
+        let y = normal_f32(n, seed, 1);
+        Problem {
+            buffers: vec![
+                BufferSpec {
+                    name: "x",
+                    bytes: 4 * n,
+                    init: BufferInit::Data(Arc::new(f32s_to_bytes(&x))),
+                    access: Access::ReadOnly,
+                },
+                BufferSpec {
+                    name: "y",
+                    bytes: 4 * n,
+                    init: BufferInit::Data(Arc::new(f32s_to_bytes(&y))),
+                    access: Access::ReadWrite,
+                },
+            ],
+            launches: vec![LaunchSpec {
+                kernel: 0,
+                threads: [n as u64, 1, 1],
+                block: Block::Default([256, 1, 1]),
+                args: vec![
+                    Arg::Buffer(0),
+                    Arg::Buffer(1),
+                    Arg::F32(A),
+                    Arg::U32(n as u32),
+                ],
+            }],
+            outputs: vec![1],
+        }
+    }
+    fn reference(&self, _size: &Size, problem: &Problem) -> Reference {
+        let x = bytes_to_f32s(init_data(problem, 0));
+        let mut y = bytes_to_f32s(init_data(problem, 1));
+        y.par_iter_mut()
+            .zip(x.par_iter())
+            .for_each(|(y, &x)| *y += A * x);
+        Arc::new(y)
+    }
+    fn check(
+        &self,
+        _size: &Size,
+        _problem: &Problem,
+        reference: &Reference,
+        outputs: &[Vec<u8>],
+    ) -> Verdict {
+        let want = reference
+            .downcast_ref::<Vec<f32>>()
+            .expect("saxpy reference");
+        let got = bytes_to_f32s(&outputs[0]);
+        max_abs_verdict(&got, want, 1e-5 * max_abs(want).max(1.0))
+    }
+}
