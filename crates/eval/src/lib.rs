@@ -1,0 +1,530 @@
+//! The kevo evaluator: candidate source + task + sizes -> [`Evaluation`].
+//!
+//! It follows the Metal-Sci protocol: per size, every buffer is restored
+//! before each run (outside the timed region), 3 warm-up runs, 10 timed runs
+//! on the device clock around the whole launch sequence, then one separate
+//! verification run on freshly drawn inputs whose outputs were pre-filled
+//! with NaN. The first wrong size stops the evaluation; the score is the
+//! geometric mean of achieved / ceiling and exists only if every size passed.
+
+mod cache;
+mod outcome;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use kevo_backend::{Backend, BackendError, BufferId, CompileOptions, KernelArg, KernelId, Launch};
+use kevo_roofline::Ceilings;
+use kevo_tasks::{Arg, Block, BufferInit, CeilingKind, Problem, Reference, Size, Task};
+
+pub use cache::LruCache;
+pub use outcome::*;
+
+/// How candidates are evaluated. The defaults are the Metal-Sci protocol.
+#[derive(Debug, Clone)]
+pub struct EvalConfig {
+    pub warmups: usize,
+    pub timed_runs: usize,
+    pub compile: CompileOptions,
+    /// Input seeds for verification runs, used in rotation: each candidate is
+    /// verified on inputs other than the timed ones, so a kernel cannot pass
+    /// by replaying an answer it computed during timing.
+    pub verify_seed_pool: usize,
+    /// Memory budget for cached inputs and references.
+    pub cache_bytes: usize,
+}
+
+impl Default for EvalConfig {
+    fn default() -> Self {
+        EvalConfig {
+            warmups: 3,
+            timed_runs: 10,
+            compile: CompileOptions::default(),
+            verify_seed_pool: 4,
+            cache_bytes: 8 << 30,
+        }
+    }
+}
+
+type CacheKey = (&'static str, Size, u64);
+
+/// Evaluates candidates on one backend. Inputs and CPU references are cached
+/// across candidates, so a second candidate of the same task pays for neither.
+pub struct Evaluator<B: Backend> {
+    backend: B,
+    ceilings: Ceilings,
+    config: EvalConfig,
+    problems: LruCache<CacheKey, Arc<Problem>>,
+    references: LruCache<CacheKey, Reference>,
+    evaluations: u64,
+}
+
+/// Seed of verification input number `k` for a task whose timed inputs use `base`.
+fn verify_seed(base: u64, k: u64) -> u64 {
+    base.wrapping_add((k + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15))
+}
+
+fn problem_bytes(p: &Problem) -> usize {
+    p.buffers
+        .iter()
+        .map(|b| match &b.init {
+            BufferInit::Data(d) => d.len(),
+            _ => 0,
+        })
+        .sum::<usize>()
+        + 256
+}
+
+impl<B: Backend> Evaluator<B> {
+    pub fn new(backend: B, ceilings: Ceilings, config: EvalConfig) -> Self {
+        let half = config.cache_bytes / 2;
+        Evaluator {
+            backend,
+            ceilings,
+            config,
+            problems: LruCache::new(half),
+            references: LruCache::new(half),
+            evaluations: 0,
+        }
+    }
+
+    pub fn backend(&self) -> &B {
+        &self.backend
+    }
+
+    pub fn backend_mut(&mut self) -> &mut B {
+        &mut self.backend
+    }
+
+    pub fn ceilings(&self) -> &Ceilings {
+        &self.ceilings
+    }
+
+    pub fn config(&self) -> &EvalConfig {
+        &self.config
+    }
+
+    fn problem(
+        &mut self,
+        task: &'static dyn Task,
+        size: &Size,
+        seed: u64,
+        wall: &mut WallTimes,
+    ) -> Arc<Problem> {
+        let key = (task.name(), size.clone(), seed);
+        if let Some(p) = self.problems.get(&key) {
+            return p;
+        }
+        let t = Instant::now();
+        let p = Arc::new(task.problem(size, seed));
+        wall.inputs_s += t.elapsed().as_secs_f64();
+        self.problems.insert(key, p.clone(), problem_bytes(&p));
+        p
+    }
+
+    fn reference(
+        &mut self,
+        task: &'static dyn Task,
+        size: &Size,
+        seed: u64,
+        problem: &Problem,
+        wall: &mut WallTimes,
+    ) -> Reference {
+        let key = (task.name(), size.clone(), seed);
+        if let Some(r) = self.references.get(&key) {
+            return r;
+        }
+        let t = Instant::now();
+        let r = task.reference(size, problem);
+        wall.reference_s += t.elapsed().as_secs_f64();
+        // References are about as large as one output buffer.
+        let bytes = problem
+            .outputs
+            .iter()
+            .map(|&i| problem.buffers[i].bytes)
+            .sum::<usize>()
+            + 256;
+        self.references.insert(key, r.clone(), bytes);
+        r
+    }
+
+    /// Evaluate `source` for `task` at `sizes`, in order.
+    pub fn evaluate(
+        &mut self,
+        task: &'static dyn Task,
+        source: &str,
+        sizes: &[Size],
+    ) -> Evaluation {
+        let start = Instant::now();
+        let mut wall = WallTimes::default();
+        let mut results = Vec::new();
+        let outcome = self.evaluate_inner(task, source, sizes, &mut wall, &mut results);
+        wall.total_s = start.elapsed().as_secs_f64();
+        self.evaluations += 1;
+        let info = self.backend.info();
+        Evaluation {
+            task: task.name().to_string(),
+            device: info.name.clone(),
+            backend: info.backend.clone(),
+            outcome,
+            sizes: results,
+            wall,
+        }
+    }
+
+    fn evaluate_inner(
+        &mut self,
+        task: &'static dyn Task,
+        source: &str,
+        sizes: &[Size],
+        wall: &mut WallTimes,
+        results: &mut Vec<SizeResult>,
+    ) -> Outcome {
+        if source.trim().is_empty() {
+            return Outcome::NoCode {
+                reason: "the kernel source is empty".into(),
+            };
+        }
+        let t = Instant::now();
+        let compiled = self.backend.compile(source, &self.config.compile);
+        wall.compile_s += t.elapsed().as_secs_f64();
+        let module = match compiled {
+            Ok(m) => m,
+            Err(BackendError::Compile(diagnostics)) => {
+                return Outcome::CompileError {
+                    message: diagnostics.summary(),
+                    diagnostics,
+                };
+            }
+            Err(e) => return runtime_error(None, e),
+        };
+        let outcome = (|| {
+            let mut kernels = Vec::new();
+            for name in task.kernel_names() {
+                match self.backend.kernel(module, name) {
+                    Ok(k) => kernels.push(k),
+                    Err(BackendError::MissingKernel { name }) => {
+                        let message =
+                            format!("the source does not define the entry point `{name}`");
+                        return Outcome::CompileError {
+                            diagnostics: kevo_backend::CompileDiagnostics::from_log(
+                                message.clone(),
+                            ),
+                            message,
+                        };
+                    }
+                    Err(e) => return runtime_error(None, e),
+                }
+            }
+            let seed_index = self.evaluations % self.config.verify_seed_pool.max(1) as u64;
+            for size in sizes {
+                match self.run_size(task, &kernels, size, seed_index, wall) {
+                    Ok(result) => {
+                        let ok = result.correct;
+                        let failure = (!ok).then(|| Outcome::WrongResult {
+                            size: size.label.clone(),
+                            metric: result.metric.clone(),
+                            value: result.error,
+                            tolerance: result.tolerance,
+                        });
+                        results.push(result);
+                        if let Some(f) = failure {
+                            return f;
+                        }
+                    }
+                    Err(e) => return runtime_error(Some(size.label.clone()), e),
+                }
+            }
+            Outcome::Correct {
+                score: geometric_mean(results.iter().map(|r| r.fraction)),
+            }
+        })();
+        self.backend.release_module(module);
+        outcome
+    }
+
+    fn run_size(
+        &mut self,
+        task: &'static dyn Task,
+        kernels: &[KernelId],
+        size: &Size,
+        seed_index: u64,
+        wall: &mut WallTimes,
+    ) -> Result<SizeResult, BackendError> {
+        let timed = self.problem(task, size, task.default_seed(), wall);
+        let vseed = verify_seed(task.default_seed(), seed_index);
+        let verify = self.problem(task, size, vseed, wall);
+        let launches = self.resolve_launches(&timed, kernels)?;
+
+        let t = Instant::now();
+        let mut device = DeviceBuffers::default();
+        let run = (|| {
+            device.allocate(&mut self.backend, &timed)?;
+            device.load_pristine(&mut self.backend, &timed)?;
+            let launches = device.bind(&launches)?;
+            for _ in 0..self.config.warmups {
+                device.reset(&mut self.backend, &timed)?;
+                self.backend.run_timed(&launches)?;
+            }
+            let mut samples = Vec::with_capacity(self.config.timed_runs);
+            for _ in 0..self.config.timed_runs {
+                device.reset(&mut self.backend, &timed)?;
+                samples.push(self.backend.run_timed(&launches)?.seconds());
+            }
+            // Verification: fresh inputs, outputs pre-filled with NaN.
+            device.load_pristine(&mut self.backend, &verify)?;
+            device.reset(&mut self.backend, &verify)?;
+            self.backend.run_timed(&launches)?;
+            let mut outputs = Vec::new();
+            for &i in &verify.outputs {
+                let mut out = vec![0u8; verify.buffers[i].bytes];
+                self.backend.download(device.working[i], &mut out)?;
+                outputs.push(out);
+            }
+            Ok((samples, outputs))
+        })();
+        device.free(&mut self.backend);
+        wall.device_s += t.elapsed().as_secs_f64();
+        let (samples, outputs) = run?;
+
+        let reference = self.reference(task, size, vseed, &verify, wall);
+        let t = Instant::now();
+        let verdict = task.check(size, &verify, &reference, &outputs);
+        wall.check_s += t.elapsed().as_secs_f64();
+
+        let time = TimeStats::from_samples(samples);
+        let work = task.work(size);
+        let achieved = work / time.median_s / 1e9;
+        let kind = task.ceiling();
+        let ceiling = match kind {
+            CeilingKind::Bandwidth => self.ceilings.bandwidth_gbs,
+            CeilingKind::Fp32 => self.ceilings.fp32_gflops,
+        };
+        Ok(SizeResult {
+            label: size.label.clone(),
+            correct: verdict.passed,
+            metric: verdict.metric,
+            error: verdict.value,
+            tolerance: verdict.tolerance,
+            time,
+            work,
+            achieved,
+            ceiling,
+            fraction: achieved / ceiling,
+            unit: kind.unit().to_string(),
+            work_note: task.work_note().to_string(),
+        })
+    }
+
+    /// Turn the task's launch specs into launches with concrete block shapes:
+    /// a default block is halved (z first, then y, then x) while it exceeds
+    /// the kernel's limit, as the Metal-Sci host does; a fixed block that
+    /// exceeds it is an error.
+    fn resolve_launches(
+        &self,
+        problem: &Problem,
+        kernels: &[KernelId],
+    ) -> Result<Vec<PendingLaunch>, BackendError> {
+        let mut limits = Vec::with_capacity(kernels.len());
+        for &k in kernels {
+            limits.push(self.backend.kernel_info(k)?.max_threads_per_block.max(1));
+        }
+        problem
+            .launches
+            .iter()
+            .map(|spec| {
+                let limit = limits[spec.kernel];
+                let block = match spec.block {
+                    Block::Default(mut b) => {
+                        while b.iter().map(|&x| u64::from(x)).product::<u64>() > limit {
+                            let d = (0..3).rev().find(|&d| b[d] > 1).unwrap_or(0);
+                            b[d] /= 2;
+                        }
+                        b
+                    }
+                    Block::Fixed(b) => {
+                        let threads: u64 = b.iter().map(|&x| u64::from(x)).product();
+                        if threads > limit {
+                            return Err(BackendError::InvalidLaunch(format!(
+                                "kernel `{}` allows {limit} threads per block, the task requires {b:?}",
+                                spec.kernel
+                            )));
+                        }
+                        b
+                    }
+                };
+                let global = [0, 1, 2].map(|d| spec.threads[d].div_ceil(u64::from(block[d])) * u64::from(block[d]));
+                Ok(PendingLaunch {
+                    kernel: kernels[spec.kernel],
+                    global,
+                    local: block,
+                    args: spec.args.clone(),
+                })
+            })
+            .collect()
+    }
+}
+
+/// A launch whose buffer arguments still refer to the problem's buffer list.
+struct PendingLaunch {
+    kernel: KernelId,
+    global: [u64; 3],
+    local: [u32; 3],
+    args: Vec<Arg>,
+}
+
+/// The device side of one size: a working buffer per problem buffer and a
+/// pristine copy of its initial contents to restore it from.
+#[derive(Default)]
+struct DeviceBuffers {
+    working: Vec<BufferId>,
+    pristine: Vec<Option<BufferId>>,
+}
+
+impl DeviceBuffers {
+    fn allocate(
+        &mut self,
+        backend: &mut impl Backend,
+        problem: &Problem,
+    ) -> Result<(), BackendError> {
+        for spec in &problem.buffers {
+            self.working.push(backend.alloc(spec.bytes)?);
+            self.pristine.push(match spec.init {
+                BufferInit::Data(_) => Some(backend.alloc(spec.bytes)?),
+                _ => None,
+            });
+        }
+        Ok(())
+    }
+
+    fn load_pristine(
+        &mut self,
+        backend: &mut impl Backend,
+        problem: &Problem,
+    ) -> Result<(), BackendError> {
+        for (spec, pristine) in problem.buffers.iter().zip(&self.pristine) {
+            if let (BufferInit::Data(data), Some(p)) = (&spec.init, pristine) {
+                backend.upload(*p, data)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Restore every buffer, inputs included, so a kernel that scribbles on
+    /// its inputs cannot speed up the next run.
+    fn reset(&self, backend: &mut impl Backend, problem: &Problem) -> Result<(), BackendError> {
+        for (i, spec) in problem.buffers.iter().enumerate() {
+            match (&spec.init, self.pristine[i]) {
+                (BufferInit::Data(_), Some(p)) => {
+                    backend.copy_buffer(p, self.working[i], spec.bytes)?
+                }
+                (BufferInit::Zero, _) => backend.fill_buffer(self.working[i], 0, spec.bytes)?,
+                // 0xFF bytes are a NaN in every f32 lane.
+                _ => backend.fill_buffer(self.working[i], 0xFF, spec.bytes)?,
+            }
+        }
+        Ok(())
+    }
+
+    fn bind(&self, pending: &[PendingLaunch]) -> Result<Vec<Launch>, BackendError> {
+        pending
+            .iter()
+            .map(|p| {
+                let args = p
+                    .args
+                    .iter()
+                    .map(|a| match *a {
+                        Arg::Buffer(i) => self
+                            .working
+                            .get(i)
+                            .copied()
+                            .map(KernelArg::Buffer)
+                            .ok_or_else(|| {
+                                BackendError::InvalidLaunch(format!(
+                                    "task refers to buffer {i}, which it does not define"
+                                ))
+                            }),
+                        Arg::U32(v) => Ok(KernelArg::U32(v)),
+                        Arg::I32(v) => Ok(KernelArg::I32(v)),
+                        Arg::F32(v) => Ok(KernelArg::F32(v)),
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(Launch {
+                    kernel: p.kernel,
+                    global: p.global,
+                    local: p.local,
+                    dynamic_shared_bytes: 0,
+                    args,
+                })
+            })
+            .collect()
+    }
+
+    fn free(&mut self, backend: &mut impl Backend) {
+        for b in self
+            .working
+            .drain(..)
+            .chain(self.pristine.drain(..).flatten())
+        {
+            backend.free(b);
+        }
+    }
+}
+
+fn runtime_error(size: Option<String>, e: BackendError) -> Outcome {
+    let fault = match &e {
+        BackendError::Fault { kind, .. } => Some(*kind),
+        _ => None,
+    };
+    Outcome::RuntimeError {
+        size,
+        fault,
+        message: e.to_string(),
+    }
+}
+
+/// exp(mean(ln(max(f, 1e-12)))): the 1e-12 floor only protects the logarithm.
+pub fn geometric_mean(fractions: impl IntoIterator<Item = f64>) -> f64 {
+    let (sum, n) = fractions
+        .into_iter()
+        .fold((0.0, 0usize), |(s, n), f| (s + f.max(1e-12).ln(), n + 1));
+    if n == 0 {
+        f64::NAN
+    } else {
+        (sum / n as f64).exp()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn geometric_mean_matches_hand_values() {
+        assert!((geometric_mean([0.5, 0.5, 0.5]) - 0.5).abs() < 1e-12);
+        assert!((geometric_mean([0.25, 1.0]) - 0.5).abs() < 1e-12);
+        // A zero fraction collapses the mean but stays finite.
+        assert!(geometric_mean([0.0, 1.0]) > 0.0);
+        assert!(geometric_mean(std::iter::empty()).is_nan());
+    }
+
+    #[test]
+    fn time_stats_take_the_median() {
+        let t = TimeStats::from_samples(vec![3.0, 1.0, 2.0, 10.0, 4.0]);
+        assert_eq!((t.median_s, t.min_s, t.max_s), (3.0, 1.0, 10.0));
+        let t = TimeStats::from_samples(vec![1.0, 2.0]);
+        assert_eq!(t.median_s, 1.5);
+    }
+
+    #[test]
+    fn verify_seeds_differ_from_the_timed_seed_and_each_other() {
+        let base = 0xBEEF;
+        let seeds: Vec<u64> = (0..4).map(|k| verify_seed(base, k)).collect();
+        assert!(!seeds.contains(&base));
+        for i in 0..4 {
+            for j in 0..i {
+                assert_ne!(seeds[i], seeds[j]);
+            }
+        }
+    }
+}

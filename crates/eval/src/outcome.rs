@@ -1,0 +1,190 @@
+use kevo_backend::{CompileDiagnostics, FaultKind};
+use serde::{Deserialize, Serialize};
+
+/// How a candidate fared. A failing candidate is data, never an `Err`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Outcome {
+    /// The proposer's response held no kernel source.
+    NoCode { reason: String },
+    /// The compiler rejected the source, or a required entry point is missing.
+    CompileError {
+        message: String,
+        diagnostics: CompileDiagnostics,
+    },
+    /// A launch failed or the device faulted at `size`.
+    RuntimeError {
+        size: Option<String>,
+        fault: Option<FaultKind>,
+        message: String,
+    },
+    /// The candidate ran past its wall-clock limit.
+    Timeout { size: Option<String>, limit_s: f64 },
+    /// The output at `size` failed the check; later sizes were not run.
+    WrongResult {
+        size: String,
+        metric: String,
+        value: f64,
+        tolerance: Option<f64>,
+    },
+    /// Every size passed; `score` is the geometric mean of the fractions.
+    Correct { score: f64 },
+}
+
+impl Outcome {
+    pub fn is_correct(&self) -> bool {
+        matches!(self, Outcome::Correct { .. })
+    }
+
+    /// The score, defined only for correct candidates (the hard gate).
+    pub fn score(&self) -> Option<f64> {
+        match self {
+            Outcome::Correct { score } => Some(*score),
+            _ => None,
+        }
+    }
+
+    /// Short machine-friendly name.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Outcome::NoCode { .. } => "no_code",
+            Outcome::CompileError { .. } => "compile_error",
+            Outcome::RuntimeError { .. } => "runtime_error",
+            Outcome::Timeout { .. } => "timeout",
+            Outcome::WrongResult { .. } => "wrong_result",
+            Outcome::Correct { .. } => "correct",
+        }
+    }
+
+    /// One line for people.
+    pub fn summary(&self) -> String {
+        match self {
+            Outcome::NoCode { reason } => format!("no code: {reason}"),
+            Outcome::CompileError { message, .. } => format!("compile error: {message}"),
+            Outcome::RuntimeError {
+                size,
+                fault,
+                message,
+            } => {
+                let at = size
+                    .as_ref()
+                    .map(|s| format!(" at size {s}"))
+                    .unwrap_or_default();
+                match fault {
+                    Some(f) => format!("runtime error{at} ({f}): {message}"),
+                    None => format!("runtime error{at}: {message}"),
+                }
+            }
+            Outcome::Timeout { size, limit_s } => {
+                let at = size
+                    .as_ref()
+                    .map(|s| format!(" at size {s}"))
+                    .unwrap_or_default();
+                format!("timeout{at} after {limit_s:.1} s")
+            }
+            Outcome::WrongResult {
+                size,
+                metric,
+                value,
+                tolerance,
+            } => match tolerance {
+                Some(t) => {
+                    format!("wrong result at size {size}: {metric}={value:.3e} (tolerance {t:.3e})")
+                }
+                None => format!("wrong result at size {size}: {metric}={value:.3e}"),
+            },
+            Outcome::Correct { score } => format!("correct, score {score:.4}"),
+        }
+    }
+}
+
+/// Device-clock times of the timed runs of one size, in seconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimeStats {
+    pub median_s: f64,
+    pub min_s: f64,
+    pub max_s: f64,
+    pub samples_s: Vec<f64>,
+}
+
+impl TimeStats {
+    pub fn from_samples(samples: Vec<f64>) -> Self {
+        let mut sorted = samples.clone();
+        sorted.sort_by(f64::total_cmp);
+        let n = sorted.len();
+        let median_s = if n == 0 {
+            f64::NAN
+        } else if n % 2 == 1 {
+            sorted[n / 2]
+        } else {
+            0.5 * (sorted[n / 2 - 1] + sorted[n / 2])
+        };
+        TimeStats {
+            median_s,
+            min_s: sorted.first().copied().unwrap_or(f64::NAN),
+            max_s: sorted.last().copied().unwrap_or(f64::NAN),
+            samples_s: samples,
+        }
+    }
+}
+
+/// Result of one size that ran to its check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SizeResult {
+    pub label: String,
+    pub correct: bool,
+    pub metric: String,
+    pub error: f64,
+    pub tolerance: Option<f64>,
+    pub time: TimeStats,
+    /// Bytes or FLOPs of one run (the task's work model).
+    pub work: f64,
+    /// work / median / 1e9, in `unit`.
+    pub achieved: f64,
+    pub ceiling: f64,
+    /// achieved / ceiling, not clamped: cache-resident sizes may exceed 1.
+    pub fraction: f64,
+    /// "GB/s" or "GFLOPS".
+    pub unit: String,
+    pub work_note: String,
+}
+
+/// Where the wall time of one evaluation went, in seconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WallTimes {
+    pub compile_s: f64,
+    /// Generating inputs (cached across candidates).
+    pub inputs_s: f64,
+    /// CPU references (cached per task, size and input seed).
+    pub reference_s: f64,
+    /// Allocation, resets, timed and verification runs, downloads.
+    pub device_s: f64,
+    /// Comparing outputs with the reference.
+    pub check_s: f64,
+    pub total_s: f64,
+}
+
+impl WallTimes {
+    /// Whatever the named phases do not account for.
+    pub fn other_s(&self) -> f64 {
+        (self.total_s
+            - self.compile_s
+            - self.inputs_s
+            - self.reference_s
+            - self.device_s
+            - self.check_s)
+            .max(0.0)
+    }
+}
+
+/// Everything known about one evaluation of one candidate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Evaluation {
+    pub task: String,
+    pub device: String,
+    pub backend: String,
+    pub outcome: Outcome,
+    /// The sizes that ran, in order, up to and including a failing one.
+    pub sizes: Vec<SizeResult>,
+    pub wall: WallTimes,
+}

@@ -1,0 +1,203 @@
+//! The evaluator end to end on a real OpenCL device (PoCL in CI).
+
+use kevo_backend::{Backend, DeviceSelector, Dialect};
+use kevo_eval::{EvalConfig, Evaluator, Outcome};
+use kevo_opencl::OpenClBackend;
+use kevo_roofline::{CeilingSource, Ceilings};
+use kevo_tasks::{SizeSet, Task};
+
+fn evaluator() -> Option<Evaluator<OpenClBackend>> {
+    let backend = match OpenClBackend::open(&DeviceSelector::default()) {
+        Ok(b) => b,
+        Err(e) if std::env::var_os("CI").is_none() => {
+            eprintln!("skipping: {e}");
+            return None;
+        }
+        Err(e) => panic!("OpenCL must be available in CI: {e}"),
+    };
+    // Fixed ceilings: these tests are about correctness and outcomes, not
+    // about the ceiling measurement (tested in kevo-roofline).
+    let ceilings = Ceilings {
+        bandwidth_gbs: 10.0,
+        fp32_gflops: 100.0,
+        source: CeilingSource::Datasheet {
+            entry: "test".into(),
+        },
+    };
+    Some(Evaluator::new(backend, ceilings, EvalConfig::default()))
+}
+
+fn smoke(task: &dyn Task) -> Vec<kevo_tasks::Size> {
+    task.sizes(SizeSet::Smoke).in_distribution
+}
+
+#[test]
+fn seeds_are_correct_with_a_score_at_smoke_sizes() {
+    let Some(mut ev) = evaluator() else { return };
+    for task in kevo_tasks::all() {
+        let seed = task.seed(Dialect::OpenCl).unwrap();
+        let e = ev.evaluate(task, seed, &smoke(task));
+        let Outcome::Correct { score } = e.outcome else {
+            panic!("{} seed: {}", task.name(), e.outcome.summary());
+        };
+        assert!(score > 0.0 && score.is_finite(), "{score}");
+        assert_eq!(e.sizes.len(), 3);
+        for s in &e.sizes {
+            assert!(s.correct && s.error <= s.tolerance.unwrap());
+            assert_eq!(s.time.samples_s.len(), 10);
+            assert!(
+                s.time.min_s > 0.0
+                    && s.time.min_s <= s.time.median_s
+                    && s.time.median_s <= s.time.max_s
+            );
+            assert!((s.fraction - s.achieved / s.ceiling).abs() < 1e-12);
+        }
+        let gmean = (e.sizes.iter().map(|s| s.fraction.ln()).sum::<f64>() / 3.0).exp();
+        assert!((score - gmean).abs() < 1e-9 * gmean);
+        // The held-out size evaluates too.
+        let held = task.sizes(SizeSet::Smoke).held_out;
+        let e = ev.evaluate(task, seed, std::slice::from_ref(&held));
+        assert!(
+            e.outcome.is_correct(),
+            "{} held-out: {}",
+            task.name(),
+            e.outcome.summary()
+        );
+        assert_eq!(e.sizes[0].label, held.label);
+    }
+}
+
+#[test]
+fn a_kernel_that_skips_the_boundary_is_wrong_with_nan() {
+    let Some(mut ev) = evaluator() else { return };
+    let task = kevo_tasks::by_name("heat2d").unwrap();
+    let e = ev.evaluate(
+        task,
+        include_str!("kernels/heat2d_skips_boundary.cl"),
+        &smoke(task),
+    );
+    match e.outcome {
+        Outcome::WrongResult {
+            size,
+            metric,
+            value,
+            tolerance,
+        } => {
+            assert_eq!(size, "64x64_20", "stops at the first size");
+            assert_eq!(metric, "max_abs");
+            assert!(
+                value.is_nan(),
+                "unwritten cells keep the NaN sentinel: {value}"
+            );
+            assert!(tolerance.unwrap() > 1e-4);
+        }
+        other => panic!("expected a wrong result, got {other:?}"),
+    }
+    assert_eq!(e.sizes.len(), 1, "later sizes do not run");
+}
+
+#[test]
+fn a_kernel_that_writes_nothing_is_wrong() {
+    let Some(mut ev) = evaluator() else { return };
+    let task = kevo_tasks::by_name("saxpy").unwrap();
+    let e = ev.evaluate(
+        task,
+        include_str!("kernels/saxpy_writes_nothing.cl"),
+        &smoke(task),
+    );
+    let Outcome::WrongResult {
+        value, tolerance, ..
+    } = e.outcome
+    else {
+        panic!("{:?}", e.outcome);
+    };
+    assert!(
+        value > tolerance.unwrap() * 1000.0,
+        "y unchanged is off by |a*x|: {value}"
+    );
+    assert_eq!(e.outcome.score(), None);
+}
+
+#[test]
+fn a_syntax_error_reports_the_compiler_message_and_line() {
+    let Some(mut ev) = evaluator() else { return };
+    let task = kevo_tasks::by_name("saxpy").unwrap();
+    let e = ev.evaluate(
+        task,
+        include_str!("kernels/saxpy_syntax_error.cl"),
+        &smoke(task),
+    );
+    let Outcome::CompileError {
+        message,
+        diagnostics,
+    } = &e.outcome
+    else {
+        panic!("{:?}", e.outcome);
+    };
+    let first = diagnostics.errors().next().expect("a parsed error");
+    assert_eq!(first.line, Some(4), "{diagnostics:?}");
+    assert!(message.contains("yy"), "{message}");
+    assert!(
+        e.outcome.summary().starts_with("compile error: line 4"),
+        "{}",
+        e.outcome.summary()
+    );
+}
+
+#[test]
+fn a_missing_entry_point_is_named() {
+    let Some(mut ev) = evaluator() else { return };
+    let task = kevo_tasks::by_name("saxpy").unwrap();
+    let e = ev.evaluate(
+        task,
+        include_str!("kernels/saxpy_wrong_name.cl"),
+        &smoke(task),
+    );
+    let Outcome::CompileError { message, .. } = &e.outcome else {
+        panic!("{:?}", e.outcome);
+    };
+    assert!(message.contains("`saxpy`"), "{message}");
+}
+
+#[test]
+fn a_wrong_argument_count_is_a_runtime_error_naming_the_counts() {
+    let Some(mut ev) = evaluator() else { return };
+    let task = kevo_tasks::by_name("saxpy").unwrap();
+    let e = ev.evaluate(
+        task,
+        include_str!("kernels/saxpy_missing_argument.cl"),
+        &smoke(task),
+    );
+    let Outcome::RuntimeError { size, message, .. } = &e.outcome else {
+        panic!("{:?}", e.outcome);
+    };
+    assert_eq!(size.as_deref(), Some("64K"));
+    assert!(
+        message.contains("takes 3 arguments") && message.contains("passes 4"),
+        "{message}"
+    );
+    // The evaluator is still usable afterwards.
+    let seed = task.seed(Dialect::OpenCl).unwrap();
+    assert!(ev.evaluate(task, seed, &smoke(task)).outcome.is_correct());
+}
+
+#[test]
+fn an_unusual_but_correct_kernel_is_accepted() {
+    let Some(mut ev) = evaluator() else { return };
+    let task = kevo_tasks::by_name("saxpy").unwrap();
+    let e = ev.evaluate(
+        task,
+        include_str!("kernels/saxpy_vectorised.cl"),
+        &smoke(task),
+    );
+    assert!(e.outcome.is_correct(), "{}", e.outcome.summary());
+}
+
+#[test]
+fn an_empty_source_is_no_code() {
+    let Some(mut ev) = evaluator() else { return };
+    let task = kevo_tasks::by_name("saxpy").unwrap();
+    let e = ev.evaluate(task, "  \n", &smoke(task));
+    assert_eq!(e.outcome.kind(), "no_code");
+    assert!(ev.backend().info().compute_units > 0);
+}
