@@ -15,7 +15,9 @@ use std::time::Instant;
 
 use kevo_backend::{Backend, BackendError, BufferId, CompileOptions, KernelArg, KernelId, Launch};
 use kevo_roofline::Ceilings;
-use kevo_tasks::{Arg, Block, BufferInit, CeilingKind, Problem, Reference, Size, Task};
+use kevo_tasks::{
+    Arg, Block, BlockDeclarations, BufferInit, CeilingKind, Problem, Reference, Size, Task,
+};
 
 pub use cache::LruCache;
 pub use outcome::*;
@@ -185,6 +187,20 @@ impl<B: Backend> Evaluator<B> {
                 reason: "the kernel source is empty".into(),
             };
         }
+        let declared = match BlockDeclarations::parse(source, task.kernel_names()) {
+            Ok(d) => d,
+            Err(e) => {
+                let log = format!(
+                    "candidate.{}:{}:1: error: {e}",
+                    self.backend.dialect().extension(),
+                    e.line
+                );
+                return Outcome::CompileError {
+                    message: e.to_string(),
+                    diagnostics: kevo_backend::CompileDiagnostics::from_log(log),
+                };
+            }
+        };
         let t = Instant::now();
         let compiled = self.backend.compile(source, &self.config.compile);
         wall.compile_s += t.elapsed().as_secs_f64();
@@ -218,7 +234,7 @@ impl<B: Backend> Evaluator<B> {
             }
             let seed_index = self.evaluations % self.config.verify_seed_pool.max(1) as u64;
             for size in sizes {
-                match self.run_size(task, &kernels, size, seed_index, wall) {
+                match self.run_size(task, &kernels, &declared, size, seed_index, wall) {
                     Ok(result) => {
                         let ok = result.correct;
                         let failure = (!ok).then(|| Outcome::WrongResult {
@@ -247,6 +263,7 @@ impl<B: Backend> Evaluator<B> {
         &mut self,
         task: &'static dyn Task,
         kernels: &[KernelId],
+        declared: &BlockDeclarations,
         size: &Size,
         seed_index: u64,
         wall: &mut WallTimes,
@@ -254,7 +271,7 @@ impl<B: Backend> Evaluator<B> {
         let timed = self.problem(task, size, task.default_seed(), wall);
         let vseed = verify_seed(task.default_seed(), seed_index);
         let verify = self.problem(task, size, vseed, wall);
-        let launches = self.resolve_launches(&timed, kernels)?;
+        let launches = self.resolve_launches(task, &timed, kernels, declared)?;
 
         let t = Instant::now();
         let mut device = DeviceBuffers::default();
@@ -316,38 +333,60 @@ impl<B: Backend> Evaluator<B> {
         })
     }
 
-    /// Turn the task's launch specs into launches with concrete block shapes:
-    /// a default block is halved (z first, then y, then x) while it exceeds
-    /// the kernel's limit, as the Metal-Sci host does; a fixed block that
-    /// exceeds it is an error.
+    /// Turn the task's launch specs into launches with concrete block shapes.
+    /// A block the candidate declares replaces the task's default and must
+    /// fit the kernel's limit; an undeclared default block is halved (z
+    /// first, then y, then x) while it exceeds the limit, as the Metal-Sci
+    /// host does; a fixed block that exceeds it is an error.
     fn resolve_launches(
         &self,
+        task: &dyn Task,
         problem: &Problem,
         kernels: &[KernelId],
+        declared: &BlockDeclarations,
     ) -> Result<Vec<PendingLaunch>, BackendError> {
         let mut limits = Vec::with_capacity(kernels.len());
         for &k in kernels {
             limits.push(self.backend.kernel_info(k)?.max_threads_per_block.max(1));
         }
+        let names = task.kernel_names();
         problem
             .launches
             .iter()
             .map(|spec| {
                 let limit = limits[spec.kernel];
+                let name = names[spec.kernel];
+                let threads_of = |b: [u32; 3]| b.iter().map(|&x| u64::from(x)).product::<u64>();
                 let block = match spec.block {
-                    Block::Default(mut b) => {
-                        while b.iter().map(|&x| u64::from(x)).product::<u64>() > limit {
-                            let d = (0..3).rev().find(|&d| b[d] > 1).unwrap_or(0);
-                            b[d] /= 2;
+                    Block::Default(default) => match declared.for_kernel(name) {
+                        Some(b) => {
+                            let dims = (0..3).rev().find(|&d| default[d] > 1 || spec.threads[d] > 1).unwrap_or(0) + 1;
+                            if b[dims..].iter().any(|&x| x != 1) {
+                                return Err(BackendError::InvalidLaunch(format!(
+                                    "declared block {b:?} for `{name}` has more dimensions than its {dims}-D grid"
+                                )));
+                            }
+                            if threads_of(b) > limit {
+                                return Err(BackendError::InvalidLaunch(format!(
+                                    "declared block {b:?} for `{name}` has {} threads; this kernel allows at most {limit} on this device",
+                                    threads_of(b)
+                                )));
+                            }
+                            b
                         }
-                        b
-                    }
+                        None => {
+                            let mut b = default;
+                            while threads_of(b) > limit {
+                                let d = (0..3).rev().find(|&d| b[d] > 1).unwrap_or(0);
+                                b[d] /= 2;
+                            }
+                            b
+                        }
+                    },
                     Block::Fixed(b) => {
-                        let threads: u64 = b.iter().map(|&x| u64::from(x)).product();
-                        if threads > limit {
+                        if threads_of(b) > limit {
                             return Err(BackendError::InvalidLaunch(format!(
-                                "kernel `{}` allows {limit} threads per block, the task requires {b:?}",
-                                spec.kernel
+                                "`{name}` allows {limit} threads per block, the task requires {b:?}"
                             )));
                         }
                         b

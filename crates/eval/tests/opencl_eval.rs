@@ -201,3 +201,48 @@ fn an_empty_source_is_no_code() {
     assert_eq!(e.outcome.kind(), "no_code");
     assert!(ev.backend().info().compute_units > 0);
 }
+
+#[test]
+fn a_declared_block_is_applied_to_every_launch() {
+    let Some(mut ev) = evaluator() else { return };
+    let task = kevo_tasks::by_name("heat2d").unwrap();
+    let e = ev.evaluate(
+        task,
+        include_str!("kernels/heat2d_checks_block.cl"),
+        &smoke(task),
+    );
+    assert!(e.outcome.is_correct(), "{}", e.outcome.summary());
+    // The same kernel without the declaration runs with the default 16x16
+    // block and writes NaN, which proves the check inside the kernel bites.
+    let undeclared =
+        include_str!("kernels/heat2d_checks_block.cl").replacen("// kevo: block 32x4", "//", 1);
+    let e = ev.evaluate(task, &undeclared, &smoke(task));
+    assert_eq!(e.outcome.kind(), "wrong_result", "{}", e.outcome.summary());
+}
+
+#[test]
+fn invalid_block_declarations_are_rejected_with_a_reason() {
+    let Some(mut ev) = evaluator() else { return };
+    let task = kevo_tasks::by_name("heat2d").unwrap();
+    let seed = include_str!("kernels/heat2d_block_32x4.cl");
+    let too_big = seed.replacen("block 32x4", "block 4096x4", 1);
+    let e = ev.evaluate(task, &too_big, &smoke(task));
+    let Outcome::RuntimeError { message, .. } = &e.outcome else {
+        panic!("{:?}", e.outcome);
+    };
+    assert!(message.contains("allows at most"), "{message}");
+    let three_d = seed.replacen("block 32x4", "block 8x8x4", 1);
+    let e = ev.evaluate(task, &three_d, &smoke(task));
+    assert!(
+        e.outcome.summary().contains("more dimensions"),
+        "{}",
+        e.outcome.summary()
+    );
+    let garbage = seed.replacen("block 32x4", "block banana", 1);
+    let e = ev.evaluate(task, &garbage, &smoke(task));
+    let Outcome::CompileError { diagnostics, .. } = &e.outcome else {
+        panic!("{:?}", e.outcome);
+    };
+    assert_eq!(diagnostics.errors().next().unwrap().line, Some(1));
+    assert!(ev.evaluate(task, seed, &smoke(task)).outcome.is_correct());
+}

@@ -3,6 +3,7 @@
 //! source files under `assets/`), seeded inputs, CPU reference, check and
 //! work model; the evaluator runs any of them through the same host loop.
 
+mod block;
 pub mod check;
 pub mod rng;
 mod task;
@@ -11,6 +12,7 @@ mod tasks {
     pub mod saxpy;
 }
 
+pub use block::{BlockDeclarationError, BlockDeclarations};
 pub use task::*;
 pub use tasks::heat2d::Heat2d;
 pub use tasks::saxpy::Saxpy;
