@@ -1,0 +1,254 @@
+//! `kevo`: the command-line front end. Thin glue over the library crates;
+//! errors that stop a command are reported in one line and exit with code 2,
+//! a candidate that is not correct exits with code 1.
+
+mod backends;
+mod report;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand};
+use kevo_backend::{CompileOptions, DeviceSelector};
+use kevo_eval::{EvalConfig, Evaluation, Evaluator};
+use kevo_roofline::CeilingCache;
+use kevo_tasks::{SizeSet, Task};
+
+use backends::BackendKind;
+
+#[derive(Parser)]
+#[command(
+    name = "kevo",
+    version,
+    about = "LLM-driven evolutionary optimisation of GPU kernels"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List the benchmark tasks with their regimes and sizes.
+    Tasks {
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the devices of every backend with their roofline ceilings.
+    Devices {
+        /// Run the copy and FMA micro-benchmarks even for datasheet devices.
+        #[arg(long)]
+        measure: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Evaluate a kernel (the task's seed by default) and print its score.
+    Eval(EvalArgs),
+    /// Measure the evaluation latency per candidate: the first (cold)
+    /// evaluation and the median of repeated (warm) ones, split by phase.
+    Bench(BenchArgs),
+}
+
+#[derive(Args)]
+struct BenchArgs {
+    /// Task name; every task when absent.
+    #[arg(long)]
+    task: Option<String>,
+    #[command(flatten)]
+    device: DeviceArgs,
+    /// Kernel source to evaluate; the task's seed when absent.
+    #[arg(long)]
+    kernel: Option<PathBuf>,
+    #[arg(long, default_value = "full")]
+    sizes: SizeSet,
+    /// Warm evaluations after the cold one.
+    #[arg(long, default_value_t = 10)]
+    repeats: usize,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct DeviceArgs {
+    /// Which GPU runtime to use.
+    #[arg(long, value_enum, default_value = "auto")]
+    backend: BackendKind,
+    /// OpenCL platform, by index or name substring.
+    #[arg(long)]
+    platform: Option<String>,
+    /// Device, by index or name substring.
+    #[arg(long)]
+    device: Option<String>,
+}
+
+impl DeviceArgs {
+    fn selector(&self) -> DeviceSelector {
+        DeviceSelector {
+            platform: self.platform.clone(),
+            device: self.device.clone(),
+        }
+    }
+}
+
+#[derive(Args)]
+struct EvalArgs {
+    /// Task name (see `kevo tasks`).
+    #[arg(long, required_unless_present = "all", conflicts_with = "all")]
+    task: Option<String>,
+    /// Evaluate the seed of every task and print one table.
+    #[arg(long)]
+    all: bool,
+    #[command(flatten)]
+    device: DeviceArgs,
+    /// Kernel source to evaluate; the task's seed when absent.
+    #[arg(long, conflicts_with = "all")]
+    kernel: Option<PathBuf>,
+    /// Size table: `smoke` (small, for CPUs and CI) or `full` (the paper's).
+    #[arg(long, default_value = "full")]
+    sizes: SizeSet,
+    /// Evaluate the held-out size of the chosen set instead of the in-distribution sizes.
+    #[arg(long)]
+    held_out: bool,
+    /// Compile without fast math (the default matches Metal's fast math).
+    #[arg(long)]
+    no_fast_math: bool,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Tasks { json } => {
+            report::print_tasks(json)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Devices { measure, json } => {
+            report::print_devices(measure, json)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Eval(args) => eval(args),
+        Command::Bench(args) => bench(args),
+    }
+}
+
+fn open_evaluator(
+    device: &DeviceArgs,
+    fast_math: bool,
+) -> Result<Evaluator<Box<dyn kevo_backend::Backend>>> {
+    let mut backend = backends::open(device.backend, &device.selector())?;
+    let ceilings = kevo_roofline::ceilings(backend.as_mut(), &CeilingCache::default_location())
+        .context("cannot determine the device's roofline ceilings")?;
+    let config = EvalConfig {
+        compile: CompileOptions {
+            fast_math,
+            ..CompileOptions::default()
+        },
+        ..EvalConfig::default()
+    };
+    Ok(Evaluator::new(backend, ceilings, config))
+}
+
+fn read_kernel(path: &Option<PathBuf>) -> Result<Option<String>> {
+    path.as_ref()
+        .map(|p| {
+            std::fs::read_to_string(p)
+                .with_context(|| format!("cannot read kernel file {}", p.display()))
+        })
+        .transpose()
+}
+
+fn source_for(
+    task: &dyn Task,
+    kernel: &Option<String>,
+    dialect: kevo_backend::Dialect,
+) -> Result<String> {
+    match kernel {
+        Some(s) => Ok(s.clone()),
+        None => Ok(task
+            .seed(dialect)
+            .with_context(|| format!("task {} has no {dialect} seed kernel", task.name()))?
+            .to_string()),
+    }
+}
+
+fn bench(args: BenchArgs) -> Result<ExitCode> {
+    let tasks: Vec<&'static dyn Task> = match &args.task {
+        Some(name) => vec![kevo_tasks::by_name(name)?],
+        None => kevo_tasks::all(),
+    };
+    let kernel = read_kernel(&args.kernel)?;
+    let mut evaluator = open_evaluator(&args.device, true)?;
+    let dialect = evaluator.backend().dialect();
+    let mut rows = Vec::new();
+    for task in tasks {
+        let source = source_for(task, &kernel, dialect)?;
+        let sizes = task.sizes(args.sizes).in_distribution;
+        let cold = evaluator.evaluate(task, &source, &sizes);
+        let warm: Vec<Evaluation> = (0..args.repeats)
+            .map(|_| evaluator.evaluate(task, &source, &sizes))
+            .collect();
+        rows.push(report::BenchRow::new(task.name(), &cold, &warm));
+    }
+    report::print_bench(&rows, evaluator.backend().info(), args.json)?;
+    Ok(if rows.iter().all(|r| r.correct) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn eval(args: EvalArgs) -> Result<ExitCode> {
+    let tasks: Vec<&'static dyn Task> = match (&args.task, args.all) {
+        (_, true) => kevo_tasks::all(),
+        (Some(name), false) => vec![kevo_tasks::by_name(name)?],
+        (None, false) => bail!("give --task NAME or --all"),
+    };
+    let kernel_source = read_kernel(&args.kernel)?;
+    let mut evaluator = open_evaluator(&args.device, !args.no_fast_math)?;
+    let dialect = evaluator.backend().dialect();
+
+    let mut evaluations: Vec<Evaluation> = Vec::new();
+    for task in &tasks {
+        let source = source_for(*task, &kernel_source, dialect)?;
+        let plan = task.sizes(args.sizes);
+        let sizes = if args.held_out {
+            vec![plan.held_out]
+        } else {
+            plan.in_distribution
+        };
+        let evaluation = evaluator.evaluate(*task, &source, &sizes);
+        if !args.json && !args.all {
+            report::print_evaluation(&evaluation, evaluator.ceilings());
+        }
+        evaluations.push(evaluation);
+    }
+    if args.json {
+        let value = if args.all {
+            serde_json::to_value(&evaluations)?
+        } else {
+            serde_json::to_value(&evaluations[0])?
+        };
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else if args.all {
+        report::print_summary(&evaluations, evaluator.ceilings());
+    }
+    let all_correct = evaluations.iter().all(|e| e.outcome.is_correct());
+    Ok(if all_correct {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

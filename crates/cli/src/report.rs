@@ -1,0 +1,366 @@
+//! Human-readable and JSON output of the CLI.
+
+use anyhow::Result;
+use kevo_eval::{Evaluation, Outcome};
+use kevo_roofline::Ceilings;
+use kevo_tasks::SizeSet;
+use serde_json::json;
+
+use crate::backends;
+
+pub fn print_tasks(json: bool) -> Result<()> {
+    let tasks = kevo_tasks::all();
+    if json {
+        let v: Vec<_> = tasks
+            .iter()
+            .map(|t| {
+                json!({
+                    "name": t.name(),
+                    "regime": t.regime(),
+                    "ceiling": t.ceiling(),
+                    "kernels": t.kernel_names(),
+                    "full": t.sizes(SizeSet::Full),
+                    "smoke": t.sizes(SizeSet::Smoke),
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
+    println!(
+        "{:<10} {:<14} {:<9} {:<44} {}",
+        "task", "regime", "ceiling", "sizes (full)", "held-out"
+    );
+    for t in tasks {
+        let full = t.sizes(SizeSet::Full);
+        let labels: Vec<&str> = full
+            .in_distribution
+            .iter()
+            .map(|s| s.label.as_str())
+            .collect();
+        println!(
+            "{:<10} {:<14} {:<9} {:<44} {}",
+            t.name(),
+            t.regime(),
+            t.ceiling().unit(),
+            labels.join(", "),
+            full.held_out.label
+        );
+    }
+    Ok(())
+}
+
+pub fn print_devices(measure: bool, json: bool) -> Result<()> {
+    let mut rows = Vec::new();
+    for (backend, devices) in backends::list() {
+        match devices {
+            Err(reason) => {
+                rows.push(json!({"backend": backend, "available": false, "reason": reason}))
+            }
+            Ok(devices) => {
+                for (id, info) in devices {
+                    let ceilings = device_ceilings(backend, &id, measure);
+                    rows.push(json!({
+                        "backend": backend,
+                        "available": true,
+                        "id": id,
+                        "device": info,
+                        "ceilings": ceilings.as_ref().ok(),
+                        "ceilings_error": ceilings.as_ref().err().map(|e| format!("{e:#}")),
+                    }));
+                }
+            }
+        }
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(());
+    }
+    for row in rows {
+        let backend = row["backend"].as_str().unwrap_or("?");
+        if row["available"] == false {
+            println!(
+                "{backend}: unavailable: {}",
+                row["reason"].as_str().unwrap_or("")
+            );
+            continue;
+        }
+        let d = &row["device"];
+        println!(
+            "{backend} {}: {} ({}; {} compute units, {:.1} GiB)",
+            row["id"].as_str().unwrap_or(""),
+            d["name"].as_str().unwrap_or(""),
+            d["platform"].as_str().unwrap_or(""),
+            d["compute_units"],
+            d["global_mem_bytes"].as_f64().unwrap_or(0.0) / (1u64 << 30) as f64
+        );
+        match (&row["ceilings"], row["ceilings_error"].as_str()) {
+            (c, None) if !c.is_null() => {
+                let c: Ceilings = serde_json::from_value(c.clone())?;
+                println!(
+                    "    ceilings: {:.1} GB/s DRAM, {:.1} GFLOPS FP32 — {}",
+                    c.bandwidth_gbs, c.fp32_gflops, c.source
+                );
+            }
+            (_, Some(e)) => println!("    ceilings: unavailable: {e}"),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+#[derive(serde::Serialize)]
+struct DeviceCeilings {
+    /// The ceilings scores use.
+    #[serde(flatten)]
+    used: Ceilings,
+    /// Micro-benchmark results, when measured.
+    measured: Option<kevo_roofline::Measurement>,
+}
+
+fn device_ceilings(backend: &str, id: &str, measure: bool) -> Result<serde_json::Value> {
+    let (platform, device) = match id.split_once(':') {
+        Some((p, d)) => (Some(p.to_string()), Some(d.to_string())),
+        None => (None, Some(id.to_string())),
+    };
+    let kind = match backend {
+        "cuda" => backends::BackendKind::Cuda,
+        _ => backends::BackendKind::Opencl,
+    };
+    let mut b = backends::open(kind, &kevo_backend::DeviceSelector { platform, device })?;
+    let cache = kevo_roofline::CeilingCache::default_location();
+    let used = kevo_roofline::ceilings(b.as_mut(), &cache)?;
+    let measured = if measure {
+        Some(kevo_roofline::measured(b.as_mut(), &cache)?.0)
+    } else {
+        None
+    };
+    let mut value = serde_json::to_value(DeviceCeilings { used, measured })?;
+    if value["measured"].is_null()
+        && let Some(obj) = value.as_object_mut()
+    {
+        obj.remove("measured");
+    }
+    Ok(value)
+}
+
+fn yes_no(b: bool) -> &'static str {
+    if b { "yes" } else { "NO" }
+}
+
+pub fn print_evaluation(e: &Evaluation, ceilings: &Ceilings) {
+    println!("task {} on {} ({})", e.task, e.device, e.backend);
+    println!(
+        "ceilings: {:.1} GB/s, {:.1} GFLOPS — {}",
+        ceilings.bandwidth_gbs, ceilings.fp32_gflops, ceilings.source
+    );
+    if !e.sizes.is_empty() {
+        println!(
+            "{:<16} {:>7} {:>11} {:>11} {:>11} {:>12} {:>10} {:>9}  {}",
+            "size",
+            "correct",
+            "median ms",
+            "min ms",
+            "max ms",
+            "achieved",
+            "ceiling",
+            "fraction",
+            "error (tolerance)"
+        );
+        for s in &e.sizes {
+            let tol = s
+                .tolerance
+                .map(|t| format!(" ({t:.3e})"))
+                .unwrap_or_default();
+            println!(
+                "{:<16} {:>7} {:>11.4} {:>11.4} {:>11.4} {:>7.2} {:<4} {:>10.1} {:>8.1}%  {}={:.3e}{}",
+                s.label,
+                yes_no(s.correct),
+                s.time.median_s * 1e3,
+                s.time.min_s * 1e3,
+                s.time.max_s * 1e3,
+                s.achieved,
+                s.unit,
+                s.ceiling,
+                s.fraction * 100.0,
+                s.metric,
+                s.error,
+                tol
+            );
+        }
+        if let Some(first) = e.sizes.first() {
+            println!("work model: {}", first.work_note);
+        }
+    }
+    match &e.outcome {
+        Outcome::Correct { score } => {
+            println!("result: correct, score {score:.4} (geometric mean of fraction)")
+        }
+        Outcome::CompileError { diagnostics, .. } => {
+            println!("result: {}", e.outcome.summary());
+            for line in diagnostics.log.lines().take(20) {
+                println!("    {line}");
+            }
+        }
+        other => println!("result: {}", other.summary()),
+    }
+    let w = &e.wall;
+    println!(
+        "wall {:.3} s: compile {:.3}, inputs {:.3}, reference {:.3}, device {:.3}, check {:.3}, other {:.3}",
+        w.total_s,
+        w.compile_s,
+        w.inputs_s,
+        w.reference_s,
+        w.device_s,
+        w.check_s,
+        w.other_s()
+    );
+}
+
+pub fn print_summary(evaluations: &[Evaluation], ceilings: &Ceilings) {
+    if let Some(e) = evaluations.first() {
+        println!("device {} ({})", e.device, e.backend);
+    }
+    println!(
+        "ceilings: {:.1} GB/s, {:.1} GFLOPS — {}",
+        ceilings.bandwidth_gbs, ceilings.fp32_gflops, ceilings.source
+    );
+    println!(
+        "{:<10} {:<14} {:>8}  {:<40} {:>8}",
+        "task", "outcome", "score", "fraction per size", "wall s"
+    );
+    for e in evaluations {
+        let per_size: Vec<String> = e
+            .sizes
+            .iter()
+            .map(|s| format!("{} {:.1}%", s.label, s.fraction * 100.0))
+            .collect();
+        let score = e
+            .outcome
+            .score()
+            .map(|s| format!("{s:.4}"))
+            .unwrap_or_else(|| "-".into());
+        println!(
+            "{:<10} {:<14} {:>8}  {:<40} {:>8.2}",
+            e.task,
+            e.outcome.kind(),
+            score,
+            per_size.join(", "),
+            e.wall.total_s
+        );
+        if !e.outcome.is_correct() {
+            println!("    {}", e.outcome.summary());
+        }
+    }
+}
+
+/// Latency of one task's evaluation: the cold first candidate (inputs and
+/// references generated) and the median over warm repeats (both cached).
+#[derive(serde::Serialize)]
+pub struct BenchRow {
+    pub task: String,
+    pub correct: bool,
+    pub cold: kevo_eval::WallTimes,
+    pub warm_median: kevo_eval::WallTimes,
+    pub warm_min_total_s: f64,
+    pub warm_max_total_s: f64,
+    pub repeats: usize,
+    /// Device time of the timed runs alone (sum over sizes of 10 medians).
+    pub timed_median_s: f64,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        0.5 * (v[n / 2 - 1] + v[n / 2])
+    }
+}
+
+impl BenchRow {
+    pub fn new(task: &str, cold: &Evaluation, warm: &[Evaluation]) -> Self {
+        let pick =
+            |f: fn(&kevo_eval::WallTimes) -> f64| median(warm.iter().map(|e| f(&e.wall)).collect());
+        let totals: Vec<f64> = warm.iter().map(|e| e.wall.total_s).collect();
+        BenchRow {
+            task: task.to_string(),
+            correct: cold.outcome.is_correct() && warm.iter().all(|e| e.outcome.is_correct()),
+            cold: cold.wall.clone(),
+            warm_median: kevo_eval::WallTimes {
+                compile_s: pick(|w| w.compile_s),
+                inputs_s: pick(|w| w.inputs_s),
+                reference_s: pick(|w| w.reference_s),
+                device_s: pick(|w| w.device_s),
+                check_s: pick(|w| w.check_s),
+                total_s: pick(|w| w.total_s),
+            },
+            warm_min_total_s: totals.iter().cloned().fold(f64::INFINITY, f64::min),
+            warm_max_total_s: totals.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
+            repeats: warm.len(),
+            timed_median_s: cold
+                .sizes
+                .iter()
+                .map(|s| s.time.median_s * s.time.samples_s.len() as f64)
+                .sum(),
+        }
+    }
+}
+
+pub fn print_bench(rows: &[BenchRow], device: &kevo_backend::DeviceInfo, json: bool) -> Result<()> {
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({"device": device, "rows": rows}))?
+        );
+        return Ok(());
+    }
+    println!("device {} ({})", device.name, device.backend);
+    println!(
+        "{:<10} {:<5} {:>9} | {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}  {}",
+        "task",
+        "",
+        "total s",
+        "compile",
+        "inputs",
+        "reference",
+        "device",
+        "check",
+        "other",
+        "timed",
+        "warm spread"
+    );
+    for r in rows {
+        for (label, w) in [("cold", &r.cold), ("warm", &r.warm_median)] {
+            println!(
+                "{:<10} {:<5} {:>9.4} | {:>9.4} {:>9.4} {:>9.4} {:>9.4} {:>9.4} {:>9.4} {:>9.4}  {}",
+                r.task,
+                label,
+                w.total_s,
+                w.compile_s,
+                w.inputs_s,
+                w.reference_s,
+                w.device_s,
+                w.check_s,
+                w.other_s(),
+                r.timed_median_s,
+                if label == "warm" {
+                    format!(
+                        "{:.4}..{:.4} (n={})",
+                        r.warm_min_total_s, r.warm_max_total_s, r.repeats
+                    )
+                } else {
+                    String::new()
+                }
+            );
+        }
+        if !r.correct {
+            println!("    (not correct on every repeat)");
+        }
+    }
+    Ok(())
+}

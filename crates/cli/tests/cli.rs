@@ -1,0 +1,288 @@
+//! The `kevo` binary end to end on PoCL: outputs, exit codes and one-line
+//! errors for bad input.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// One ceiling cache for the whole test binary, filled once, so the tests
+/// do not each run the micro-benchmarks.
+fn cache_dir() -> &'static PathBuf {
+    static DIR: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
+    &DIR.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_path_buf();
+        let out = Command::new(env!("CARGO_BIN_EXE_kevo"))
+            .arg("devices")
+            .env("KEVO_CACHE_DIR", &path)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (dir, path)
+    })
+    .1
+}
+
+fn opencl_available() -> bool {
+    let ok = kevo_available();
+    if !ok && std::env::var_os("CI").is_some() {
+        panic!("OpenCL must be available in CI");
+    }
+    ok
+}
+
+fn kevo_available() -> bool {
+    let out = Command::new(env!("CARGO_BIN_EXE_kevo"))
+        .arg("devices")
+        .arg("--json")
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v.as_array()
+        .unwrap()
+        .iter()
+        .any(|d| d["backend"] == "opencl" && d["available"] == true)
+}
+
+fn kevo(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kevo"))
+        .args(args)
+        .env("KEVO_CACHE_DIR", cache_dir())
+        .output()
+        .unwrap()
+}
+
+fn fixture(name: &str) -> String {
+    format!(
+        "{}/../eval/tests/kernels/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn tasks_lists_every_task_with_its_sizes() {
+    let out = kevo(&["tasks"]);
+    let (stdout, _) = text(&out);
+    assert!(out.status.success());
+    assert!(stdout.contains("saxpy") && stdout.contains("1M, 16M, 64M") && stdout.contains("4M"));
+    assert!(stdout.contains("heat2d") && stdout.contains("768x768_75"));
+    let json: serde_json::Value =
+        serde_json::from_slice(&kevo(&["tasks", "--json"]).stdout).unwrap();
+    assert_eq!(json[0]["name"], "saxpy");
+    assert_eq!(json[0]["smoke"]["held_out"]["label"], "128K");
+}
+
+#[test]
+fn seeds_evaluate_correct_at_smoke_sizes() {
+    if !opencl_available() {
+        return;
+    }
+    for task in ["saxpy", "heat2d"] {
+        let out = kevo(&[
+            "eval",
+            "--task",
+            task,
+            "--backend",
+            "opencl",
+            "--sizes",
+            "smoke",
+        ]);
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{stdout}\n{stderr}");
+        assert!(stdout.contains("result: correct, score"), "{stdout}");
+        assert!(
+            stdout.contains("wall") && stdout.contains("compile"),
+            "{stdout}"
+        );
+    }
+    let out = kevo(&[
+        "eval",
+        "--task",
+        "saxpy",
+        "--backend",
+        "opencl",
+        "--sizes",
+        "smoke",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["outcome"]["status"], "correct");
+    assert!(v["outcome"]["score"].as_f64().unwrap() > 0.0);
+    assert_eq!(v["sizes"].as_array().unwrap().len(), 3);
+    let out = kevo(&[
+        "eval",
+        "--task",
+        "heat2d",
+        "--backend",
+        "opencl",
+        "--sizes",
+        "smoke",
+        "--held-out",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["sizes"][0]["label"], "96x96_15");
+    assert_eq!(v["sizes"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn a_wrong_kernel_exits_1_with_size_metric_value_and_tolerance() {
+    if !opencl_available() {
+        return;
+    }
+    let k = fixture("heat2d_skips_boundary.cl");
+    let out = kevo(&[
+        "eval",
+        "--task",
+        "heat2d",
+        "--backend",
+        "opencl",
+        "--sizes",
+        "smoke",
+        "--kernel",
+        &k,
+    ]);
+    let (stdout, _) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("wrong result at size 64x64_20: max_abs=NaN (tolerance 1.05"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_syntax_error_exits_1_with_the_compiler_line() {
+    if !opencl_available() {
+        return;
+    }
+    let k = fixture("saxpy_syntax_error.cl");
+    let out = kevo(&[
+        "eval",
+        "--task",
+        "saxpy",
+        "--backend",
+        "opencl",
+        "--sizes",
+        "smoke",
+        "--kernel",
+        &k,
+    ]);
+    let (stdout, _) = text(&out);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout.contains("compile error: line 4"), "{stdout}");
+    assert!(stdout.contains("yy"), "{stdout}");
+}
+
+/// Each kind of bad input gets one line on stderr and no panic.
+#[test]
+fn bad_input_gets_a_one_line_error() {
+    let missing = fixture("does_not_exist.cl");
+    let cases: Vec<(Vec<&str>, &str, i32)> = vec![
+        (
+            vec!["eval", "--task", "nope", "--sizes", "smoke"],
+            "unknown task `nope`",
+            2,
+        ),
+        (
+            vec![
+                "eval",
+                "--task",
+                "saxpy",
+                "--backend",
+                "opencl",
+                "--sizes",
+                "smoke",
+                "--kernel",
+                &missing,
+            ],
+            "cannot read kernel file",
+            2,
+        ),
+        (
+            vec![
+                "eval",
+                "--task",
+                "saxpy",
+                "--backend",
+                "opencl",
+                "--device",
+                "no-such-gpu",
+                "--sizes",
+                "smoke",
+            ],
+            "no OpenCL device matches",
+            2,
+        ),
+        (
+            vec!["eval", "--task", "saxpy", "--sizes", "huge"],
+            "unknown size set `huge`",
+            2,
+        ),
+    ];
+    let opencl = opencl_available();
+    for (args, needle, code) in cases {
+        if !opencl && args.contains(&"--device") {
+            continue;
+        }
+        let out = kevo(&args);
+        let (_, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {stderr}");
+        let first = stderr.lines().next().unwrap_or("");
+        assert!(
+            first.starts_with("error: ") && first.contains(needle),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        // Beyond the message only clap's pointer to --help may follow.
+        assert!(
+            stderr
+                .trim()
+                .lines()
+                .skip(1)
+                .all(|l| l.trim().is_empty() || l.contains("--help")),
+            "{args:?}: {stderr}"
+        );
+    }
+    if !opencl {
+        return;
+    }
+    // Candidate-level failures are outcomes (exit 1), also in one line.
+    for (file, needle) in [
+        (
+            "saxpy_wrong_name.cl",
+            "does not define the entry point `saxpy`",
+        ),
+        (
+            "saxpy_missing_argument.cl",
+            "takes 3 arguments, the launch passes 4",
+        ),
+    ] {
+        let k = fixture(file);
+        let out = kevo(&[
+            "eval",
+            "--task",
+            "saxpy",
+            "--backend",
+            "opencl",
+            "--sizes",
+            "smoke",
+            "--kernel",
+            &k,
+        ]);
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{file}: {stdout}{stderr}");
+        assert!(stdout.contains(needle), "{file}: {stdout}");
+        assert!(!stderr.contains("panicked"));
+    }
+}
