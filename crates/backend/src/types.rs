@@ -305,7 +305,7 @@ impl Launch {
                     self.global, self.local
                 )));
             }
-            if self.global[d] % u64::from(self.local[d]) != 0 {
+            if !self.global[d].is_multiple_of(u64::from(self.local[d])) {
                 return Err(BackendError::InvalidLaunch(format!(
                     "global size {:?} is not a multiple of the block {:?}",
                     self.global, self.local

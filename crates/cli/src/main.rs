@@ -2,7 +2,6 @@
 //! errors that stop a command are reported in one line and exit with code 2,
 //! a candidate that is not correct exits with code 1.
 
-mod backends;
 mod report;
 
 use std::path::PathBuf;
@@ -15,7 +14,8 @@ use kevo_eval::{EvalConfig, Evaluation, Evaluator};
 use kevo_roofline::CeilingCache;
 use kevo_tasks::{SizeSet, Task};
 
-use backends::BackendKind;
+use kevo_worker::backends::{self, BackendKind};
+use kevo_worker::{Worker, WorkerCommand, WorkerConfig};
 
 #[derive(Parser)]
 #[command(
@@ -45,6 +45,12 @@ enum Command {
     },
     /// Evaluate a kernel (the task's seed by default) and print its score.
     Eval(EvalArgs),
+    /// Run an evaluation worker on stdin/stdout (started by kevo itself).
+    #[command(hide = true)]
+    Worker {
+        #[arg(long)]
+        config: String,
+    },
     /// Measure the evaluation latency per candidate: the first (cold)
     /// evaluation and the median of repeated (warm) ones, split by phase.
     Bench(BenchArgs),
@@ -71,8 +77,8 @@ struct BenchArgs {
 
 #[derive(Args)]
 struct DeviceArgs {
-    /// Which GPU runtime to use.
-    #[arg(long, value_enum, default_value = "auto")]
+    /// Which GPU runtime to use: auto, opencl or cuda.
+    #[arg(long, default_value = "auto")]
     backend: BackendKind,
     /// OpenCL platform, by index or name substring.
     #[arg(long)]
@@ -113,6 +119,10 @@ struct EvalArgs {
     /// Compile without fast math (the default matches Metal's fast math).
     #[arg(long)]
     no_fast_math: bool,
+    /// Hard wall-clock limit per candidate in seconds. Default: the larger of
+    /// 60 s and 14 runs at 0.1% of the roofline at every size.
+    #[arg(long)]
+    timeout: Option<f64>,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -141,6 +151,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Eval(args) => eval(args),
         Command::Bench(args) => bench(args),
+        Command::Worker { config } => {
+            kevo_worker::worker_main(&["--config".to_string(), config])?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 
@@ -159,6 +173,30 @@ fn open_evaluator(
         ..EvalConfig::default()
     };
     Ok(Evaluator::new(backend, ceilings, config))
+}
+
+fn worker_dialect(worker: &Worker) -> kevo_backend::Dialect {
+    if worker.device().backend == "cuda" {
+        kevo_backend::Dialect::Cuda
+    } else {
+        kevo_backend::Dialect::OpenCl
+    }
+}
+
+/// 14 runs (3 warm-up, 10 timed, 1 verification) of every size at 0.1% of
+/// the roofline, and never less than 60 s: a seed is at 0.3% (hmc d32 on
+/// the M1 Pro) or better in the Metal-Sci results.
+fn default_timeout(
+    task: &dyn Task,
+    sizes: &[kevo_tasks::Size],
+    ceilings: &kevo_roofline::Ceilings,
+) -> std::time::Duration {
+    let ceiling = match task.ceiling() {
+        kevo_tasks::CeilingKind::Bandwidth => ceilings.bandwidth_gbs,
+        kevo_tasks::CeilingKind::Fp32 => ceilings.fp32_gflops,
+    } * 1e9;
+    let slow_run_s: f64 = sizes.iter().map(|s| task.work(s) / (1e-3 * ceiling)).sum();
+    kevo_worker::timeout_from_seed(slow_run_s, 14.0, std::time::Duration::from_secs(60))
 }
 
 fn read_kernel(path: &Option<PathBuf>) -> Result<Option<String>> {
@@ -217,8 +255,14 @@ fn eval(args: EvalArgs) -> Result<ExitCode> {
         (None, false) => bail!("give --task NAME or --all"),
     };
     let kernel_source = read_kernel(&args.kernel)?;
-    let mut evaluator = open_evaluator(&args.device, !args.no_fast_math)?;
-    let dialect = evaluator.backend().dialect();
+    let config = WorkerConfig::new(args.device.backend, args.device.selector()).with_compile(
+        CompileOptions {
+            fast_math: !args.no_fast_math,
+            ..CompileOptions::default()
+        },
+    );
+    let mut worker = Worker::start(WorkerCommand::current_exe()?, config)?;
+    let dialect = worker_dialect(&worker);
 
     let mut evaluations: Vec<Evaluation> = Vec::new();
     for task in &tasks {
@@ -229,9 +273,14 @@ fn eval(args: EvalArgs) -> Result<ExitCode> {
         } else {
             plan.in_distribution
         };
-        let evaluation = evaluator.evaluate(*task, &source, &sizes);
+        let timeout = match args.timeout {
+            Some(s) if s > 0.0 && s.is_finite() => std::time::Duration::from_secs_f64(s),
+            Some(s) => bail!("--timeout must be a positive number of seconds, not {s}"),
+            None => default_timeout(*task, &sizes, worker.ceilings()),
+        };
+        let evaluation = worker.evaluate(task.name(), &source, &sizes, timeout);
         if !args.json && !args.all {
-            report::print_evaluation(&evaluation, evaluator.ceilings());
+            report::print_evaluation(&evaluation, worker.ceilings());
         }
         evaluations.push(evaluation);
     }
@@ -243,7 +292,7 @@ fn eval(args: EvalArgs) -> Result<ExitCode> {
         };
         println!("{}", serde_json::to_string_pretty(&value)?);
     } else if args.all {
-        report::print_summary(&evaluations, evaluator.ceilings());
+        report::print_summary(&evaluations, worker.ceilings());
     }
     let all_correct = evaluations.iter().all(|e| e.outcome.is_correct());
     Ok(if all_correct {

@@ -1,4 +1,7 @@
 //! Human-readable and JSON output of the CLI.
+// Table headers pass their titles through the same width specifiers as the
+// rows below them, which keeps the columns aligned by construction.
+#![allow(clippy::print_literal)]
 
 use anyhow::Result;
 use kevo_eval::{Evaluation, Outcome};
@@ -6,7 +9,7 @@ use kevo_roofline::Ceilings;
 use kevo_tasks::SizeSet;
 use serde_json::json;
 
-use crate::backends;
+use kevo_worker::backends;
 
 pub fn print_tasks(json: bool) -> Result<()> {
     let tasks = kevo_tasks::all();
@@ -52,14 +55,23 @@ pub fn print_tasks(json: bool) -> Result<()> {
 
 pub fn print_devices(measure: bool, json: bool) -> Result<()> {
     let mut rows = Vec::new();
-    for (backend, devices) in backends::list() {
+    for (kind, devices) in backends::list() {
+        let backend = match kind {
+            backends::BackendKind::Cuda => "cuda",
+            _ => "opencl",
+        };
         match devices {
             Err(reason) => {
                 rows.push(json!({"backend": backend, "available": false, "reason": reason}))
             }
             Ok(devices) => {
-                for (id, info) in devices {
-                    let ceilings = device_ceilings(backend, &id, measure);
+                for (selector, info) in devices {
+                    let id = match (&selector.platform, &selector.device) {
+                        (Some(p), Some(d)) => format!("{p}:{d}"),
+                        (_, Some(d)) => d.clone(),
+                        _ => String::new(),
+                    };
+                    let ceilings = device_ceilings(kind, &selector, measure);
                     rows.push(json!({
                         "backend": backend,
                         "available": true,
@@ -118,16 +130,12 @@ struct DeviceCeilings {
     measured: Option<kevo_roofline::Measurement>,
 }
 
-fn device_ceilings(backend: &str, id: &str, measure: bool) -> Result<serde_json::Value> {
-    let (platform, device) = match id.split_once(':') {
-        Some((p, d)) => (Some(p.to_string()), Some(d.to_string())),
-        None => (None, Some(id.to_string())),
-    };
-    let kind = match backend {
-        "cuda" => backends::BackendKind::Cuda,
-        _ => backends::BackendKind::Opencl,
-    };
-    let mut b = backends::open(kind, &kevo_backend::DeviceSelector { platform, device })?;
+fn device_ceilings(
+    kind: backends::BackendKind,
+    selector: &kevo_backend::DeviceSelector,
+    measure: bool,
+) -> Result<serde_json::Value> {
+    let mut b = backends::open(kind, selector)?;
     let cache = kevo_roofline::CeilingCache::default_location();
     let used = kevo_roofline::ceilings(b.as_mut(), &cache)?;
     let measured = if measure {

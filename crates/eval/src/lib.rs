@@ -8,6 +8,7 @@
 //! geometric mean of achieved / ceiling and exists only if every size passed.
 
 mod cache;
+pub mod json_f64;
 mod outcome;
 
 use std::sync::Arc;
@@ -23,7 +24,8 @@ pub use cache::LruCache;
 pub use outcome::*;
 
 /// How candidates are evaluated. The defaults are the Metal-Sci protocol.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct EvalConfig {
     pub warmups: usize,
     pub timed_runs: usize,
@@ -157,10 +159,22 @@ impl<B: Backend> Evaluator<B> {
         source: &str,
         sizes: &[Size],
     ) -> Evaluation {
+        self.evaluate_observed(task, source, sizes, &mut |_| {})
+    }
+
+    /// Like [`Evaluator::evaluate`], calling `on_size` with each size's label
+    /// before it runs, so a supervisor knows where a hung candidate stopped.
+    pub fn evaluate_observed(
+        &mut self,
+        task: &'static dyn Task,
+        source: &str,
+        sizes: &[Size],
+        on_size: &mut dyn FnMut(&str),
+    ) -> Evaluation {
         let start = Instant::now();
         let mut wall = WallTimes::default();
         let mut results = Vec::new();
-        let outcome = self.evaluate_inner(task, source, sizes, &mut wall, &mut results);
+        let outcome = self.evaluate_inner(task, source, sizes, &mut wall, &mut results, on_size);
         wall.total_s = start.elapsed().as_secs_f64();
         self.evaluations += 1;
         let info = self.backend.info();
@@ -181,6 +195,7 @@ impl<B: Backend> Evaluator<B> {
         sizes: &[Size],
         wall: &mut WallTimes,
         results: &mut Vec<SizeResult>,
+        on_size: &mut dyn FnMut(&str),
     ) -> Outcome {
         if source.trim().is_empty() {
             return Outcome::NoCode {
@@ -234,6 +249,7 @@ impl<B: Backend> Evaluator<B> {
             }
             let seed_index = self.evaluations % self.config.verify_seed_pool.max(1) as u64;
             for size in sizes {
+                on_size(&size.label);
                 match self.run_size(task, &kernels, &declared, size, seed_index, wall) {
                     Ok(result) => {
                         let ok = result.correct;

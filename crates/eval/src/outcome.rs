@@ -24,11 +24,15 @@ pub enum Outcome {
     WrongResult {
         size: String,
         metric: String,
+        #[serde(with = "crate::json_f64")]
         value: f64,
         tolerance: Option<f64>,
     },
     /// Every size passed; `score` is the geometric mean of the fractions.
-    Correct { score: f64 },
+    Correct {
+        #[serde(with = "crate::json_f64")]
+        score: f64,
+    },
 }
 
 impl Outcome {
@@ -101,8 +105,11 @@ impl Outcome {
 /// Device-clock times of the timed runs of one size, in seconds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TimeStats {
+    #[serde(with = "crate::json_f64")]
     pub median_s: f64,
+    #[serde(with = "crate::json_f64")]
     pub min_s: f64,
+    #[serde(with = "crate::json_f64")]
     pub max_s: f64,
     pub samples_s: Vec<f64>,
 }
@@ -134,15 +141,20 @@ pub struct SizeResult {
     pub label: String,
     pub correct: bool,
     pub metric: String,
+    #[serde(with = "crate::json_f64")]
     pub error: f64,
     pub tolerance: Option<f64>,
     pub time: TimeStats,
     /// Bytes or FLOPs of one run (the task's work model).
+    #[serde(with = "crate::json_f64")]
     pub work: f64,
     /// work / median / 1e9, in `unit`.
+    #[serde(with = "crate::json_f64")]
     pub achieved: f64,
+    #[serde(with = "crate::json_f64")]
     pub ceiling: f64,
     /// achieved / ceiling, not clamped: cache-resident sizes may exceed 1.
+    #[serde(with = "crate::json_f64")]
     pub fraction: f64,
     /// "GB/s" or "GFLOPS".
     pub unit: String,
@@ -152,15 +164,21 @@ pub struct SizeResult {
 /// Where the wall time of one evaluation went, in seconds.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct WallTimes {
+    #[serde(with = "crate::json_f64")]
     pub compile_s: f64,
     /// Generating inputs (cached across candidates).
+    #[serde(with = "crate::json_f64")]
     pub inputs_s: f64,
     /// CPU references (cached per task, size and input seed).
+    #[serde(with = "crate::json_f64")]
     pub reference_s: f64,
     /// Allocation, resets, timed and verification runs, downloads.
+    #[serde(with = "crate::json_f64")]
     pub device_s: f64,
     /// Comparing outputs with the reference.
+    #[serde(with = "crate::json_f64")]
     pub check_s: f64,
+    #[serde(with = "crate::json_f64")]
     pub total_s: f64,
 }
 

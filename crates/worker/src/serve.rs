@@ -1,0 +1,138 @@
+//! The worker side: open the device once, then evaluate requests until
+//! stdin closes. A panic while evaluating becomes a runtime-error outcome;
+//! a crash of the process is handled by the coordinator.
+
+use std::io::{BufRead, Write};
+use std::panic::AssertUnwindSafe;
+use std::time::Instant;
+
+use kevo_eval::{Evaluation, Evaluator, Outcome, WallTimes};
+use kevo_roofline::CeilingCache;
+
+use crate::backends;
+use crate::protocol::{Reply, Request, WorkerConfig};
+
+fn send(out: &mut impl Write, reply: &Reply) -> std::io::Result<()> {
+    let mut line = serde_json::to_string(reply).map_err(std::io::Error::other)?;
+    line.push('\n');
+    out.write_all(line.as_bytes())?;
+    out.flush()
+}
+
+/// Run a worker on `input`/`output` (stdin/stdout in the real process).
+/// Returns when the input closes.
+pub fn serve(
+    config: WorkerConfig,
+    input: impl BufRead,
+    mut output: impl Write,
+) -> std::io::Result<()> {
+    let start = Instant::now();
+    let backend = match backends::open(config.backend, &config.selector) {
+        Ok(b) => b,
+        Err(e) => {
+            return send(
+                &mut output,
+                &Reply::Fatal {
+                    message: e.to_string(),
+                },
+            );
+        }
+    };
+    let mut backend = backend;
+    let ceilings =
+        match kevo_roofline::ceilings(backend.as_mut(), &CeilingCache::default_location()) {
+            Ok(c) => c,
+            Err(e) => {
+                return send(
+                    &mut output,
+                    &Reply::Fatal {
+                        message: format!("cannot determine the device's roofline ceilings: {e}"),
+                    },
+                );
+            }
+        };
+    let device = backend.info().clone();
+    let mut evaluator = Evaluator::new(backend, ceilings.clone(), config.eval);
+    send(
+        &mut output,
+        &Reply::Ready {
+            device: device.clone(),
+            ceilings,
+            startup_s: start.elapsed().as_secs_f64(),
+        },
+    )?;
+    for line in input.lines() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let request: Request = match serde_json::from_str(&line) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("kevo worker: ignoring a malformed request: {e}");
+                continue;
+            }
+        };
+        match request {
+            Request::Evaluate {
+                id,
+                task,
+                source,
+                sizes,
+            } => {
+                let evaluation = match kevo_tasks::by_name(&task) {
+                    Err(e) => failed(&task, &device, e.to_string()),
+                    Ok(task_ref) => {
+                        let mut progress = |size: &str| {
+                            let _ = send(
+                                &mut output,
+                                &Reply::Progress {
+                                    id,
+                                    size: size.to_string(),
+                                },
+                            );
+                        };
+                        let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                            evaluator.evaluate_observed(task_ref, &source, &sizes, &mut progress)
+                        }));
+                        result.unwrap_or_else(|panic| {
+                            let message = panic
+                                .downcast_ref::<String>()
+                                .cloned()
+                                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                                .unwrap_or_else(|| "unknown panic".into());
+                            failed(
+                                &task,
+                                &device,
+                                format!("internal error while evaluating: {message}"),
+                            )
+                        })
+                    }
+                };
+                send(
+                    &mut output,
+                    &Reply::Result {
+                        id,
+                        evaluation: Box::new(evaluation),
+                    },
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn failed(task: &str, device: &kevo_backend::DeviceInfo, message: String) -> Evaluation {
+    Evaluation {
+        task: task.to_string(),
+        device: device.name.clone(),
+        backend: device.backend.clone(),
+        outcome: Outcome::RuntimeError {
+            size: None,
+            fault: None,
+            message,
+        },
+        sizes: Vec::new(),
+        wall: WallTimes::default(),
+    }
+}

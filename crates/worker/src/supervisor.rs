@@ -1,0 +1,470 @@
+//! The coordinator side: one worker process per device, driven over the
+//! line protocol, with a hard wall-clock timeout per candidate.
+//!
+//! A candidate that hangs gets its worker's whole process group killed
+//! (SIGKILL) and a `Timeout` outcome; a worker that dies (segfault, abort, a
+//! poisoned GPU context) gets a `RuntimeError` with its exit signal and the
+//! tail of its stderr. Either way the next candidate starts a fresh worker.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use kevo_backend::DeviceInfo;
+use kevo_eval::{Evaluation, Outcome, WallTimes};
+use kevo_roofline::Ceilings;
+use kevo_tasks::Size;
+use serde::Serialize;
+
+use crate::protocol::{Reply, Request, WorkerConfig};
+
+/// How to start a worker process: `program args... --config JSON`.
+#[derive(Debug, Clone)]
+pub struct WorkerCommand {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    /// Extra environment variables for the worker.
+    pub env: Vec<(String, String)>,
+}
+
+impl WorkerCommand {
+    /// The running `kevo` binary's own `worker` subcommand.
+    pub fn current_exe() -> std::io::Result<Self> {
+        Ok(WorkerCommand {
+            program: std::env::current_exe()?,
+            args: vec!["worker".into()],
+            env: Vec::new(),
+        })
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    #[error("cannot start the evaluation worker {program}: {source}")]
+    Spawn {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The worker started but could not open its device.
+    #[error("{0}")]
+    Startup(String),
+    #[error("the evaluation worker did not become ready within {0:.0} s")]
+    StartupTimeout(f64),
+}
+
+/// Counters a run reports: how often workers were replaced and how long
+/// starting one took.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct WorkerStats {
+    pub spawns: u64,
+    pub timeouts: u64,
+    pub crashes: u64,
+    /// Seconds from spawn to ready, per spawn (the first one included).
+    pub spawn_s: Vec<f64>,
+    /// The worker's own report of backend start-up (context creation), per spawn.
+    pub startup_s: Vec<f64>,
+}
+
+struct Running {
+    child: Child,
+    stdin: ChildStdin,
+    /// Parsed replies, or the text of a line that was not a reply.
+    replies: Receiver<Result<Reply, String>>,
+    stderr_tail: Arc<Mutex<VecDeque<String>>>,
+}
+
+/// Lines of stderr kept for a crash report.
+const STDERR_LINES: usize = 40;
+
+/// A supervised worker for one device.
+pub struct Worker {
+    command: WorkerCommand,
+    config: WorkerConfig,
+    running: Option<Running>,
+    device: DeviceInfo,
+    ceilings: Ceilings,
+    next_id: u64,
+    startup_timeout: Duration,
+    stats: WorkerStats,
+}
+
+fn kill_group(child: &mut Child) {
+    let pid = child.id() as i32;
+    // SAFETY: kill(2) with a negative pid signals the worker's own process
+    // group, which it leads (process_group(0) at spawn).
+    unsafe {
+        libc::kill(-pid, libc::SIGKILL);
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+fn describe_exit(status: Option<std::process::ExitStatus>) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match status {
+        None => "the worker stopped answering".into(),
+        Some(s) => match (s.code(), s.signal()) {
+            (_, Some(sig)) => {
+                let name = match sig {
+                    libc::SIGSEGV => "SIGSEGV",
+                    libc::SIGABRT => "SIGABRT",
+                    libc::SIGBUS => "SIGBUS",
+                    libc::SIGFPE => "SIGFPE",
+                    libc::SIGILL => "SIGILL",
+                    libc::SIGKILL => "SIGKILL",
+                    _ => "signal",
+                };
+                format!("the worker died from signal {sig} ({name})")
+            }
+            (Some(code), None) => format!("the worker exited with code {code}"),
+            (None, None) => "the worker exited".into(),
+        },
+    }
+}
+
+impl Worker {
+    /// Start a worker and wait until its device is open.
+    pub fn start(command: WorkerCommand, config: WorkerConfig) -> Result<Worker, WorkerError> {
+        let mut worker = Worker {
+            command,
+            config,
+            running: None,
+            device: placeholder_device(),
+            ceilings: Ceilings {
+                bandwidth_gbs: f64::NAN,
+                fp32_gflops: f64::NAN,
+                source: kevo_roofline::CeilingSource::Datasheet {
+                    entry: String::new(),
+                },
+            },
+            next_id: 1,
+            startup_timeout: Duration::from_secs(300),
+            stats: WorkerStats::default(),
+        };
+        worker.spawn()?;
+        Ok(worker)
+    }
+
+    pub fn device(&self) -> &DeviceInfo {
+        &self.device
+    }
+
+    pub fn ceilings(&self) -> &Ceilings {
+        &self.ceilings
+    }
+
+    pub fn stats(&self) -> &WorkerStats {
+        &self.stats
+    }
+
+    fn spawn(&mut self) -> Result<(), WorkerError> {
+        let started = Instant::now();
+        let config = serde_json::to_string(&self.config).expect("worker config serialises");
+        let mut cmd = Command::new(&self.command.program);
+        cmd.args(&self.command.args)
+            .arg("--config")
+            .arg(config)
+            .envs(self.command.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        {
+            use std::os::unix::process::CommandExt;
+            // Its own process group, so a timeout kills everything it started.
+            cmd.process_group(0);
+            #[cfg(target_os = "linux")]
+            // SAFETY: prctl is async-signal-safe; it only asks the kernel to
+            // SIGKILL the worker if the coordinator dies (kill -9 included).
+            unsafe {
+                cmd.pre_exec(|| {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                    Ok(())
+                });
+            }
+        }
+        let mut child = cmd.spawn().map_err(|source| WorkerError::Spawn {
+            program: self.command.program.display().to_string(),
+            source,
+        })?;
+        let stdin = child.stdin.take().expect("piped stdin");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let stderr = child.stderr.take().expect("piped stderr");
+        let (tx, replies) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let reply = serde_json::from_str::<Reply>(&line).map_err(|e| {
+                    let mut text = line.clone();
+                    text.truncate(200);
+                    format!("{e}: {text}")
+                });
+                if tx.send(reply).is_err() {
+                    break;
+                }
+            }
+        });
+        let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
+        let tail = stderr_tail.clone();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stderr);
+            let mut buf = Vec::new();
+            loop {
+                buf.clear();
+                match reader.by_ref().take(64 * 1024).read_until(b'\n', &mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        let mut t = tail.lock().unwrap_or_else(|p| p.into_inner());
+                        if t.len() == STDERR_LINES {
+                            t.pop_front();
+                        }
+                        t.push_back(String::from_utf8_lossy(&buf).trim_end().to_string());
+                    }
+                }
+            }
+        });
+        let mut running = Running {
+            child,
+            stdin,
+            replies,
+            stderr_tail,
+        };
+        self.stats.spawns += 1;
+        match running.replies.recv_timeout(self.startup_timeout) {
+            Ok(Err(line)) => {
+                kill_group(&mut running.child);
+                Err(WorkerError::Startup(format!(
+                    "the worker sent an unreadable reply: {line}"
+                )))
+            }
+            Ok(Ok(Reply::Ready {
+                device,
+                ceilings,
+                startup_s,
+            })) => {
+                self.device = device;
+                self.ceilings = ceilings;
+                self.stats.startup_s.push(startup_s);
+                self.stats.spawn_s.push(started.elapsed().as_secs_f64());
+                self.running = Some(running);
+                Ok(())
+            }
+            Ok(Ok(Reply::Fatal { message })) => {
+                kill_group(&mut running.child);
+                Err(WorkerError::Startup(message))
+            }
+            Ok(_) => {
+                kill_group(&mut running.child);
+                Err(WorkerError::Startup(
+                    "the worker sent a result before it was ready".into(),
+                ))
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                kill_group(&mut running.child);
+                Err(WorkerError::StartupTimeout(
+                    self.startup_timeout.as_secs_f64(),
+                ))
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                let status = running.child.wait().ok();
+                let tail = running
+                    .stderr_tail
+                    .lock()
+                    .map(|t| t.iter().cloned().collect::<Vec<_>>().join("\n"));
+                Err(WorkerError::Startup(format!(
+                    "{} before it was ready: {}",
+                    describe_exit(status),
+                    tail.unwrap_or_default()
+                )))
+            }
+        }
+    }
+
+    /// Evaluate one candidate with a hard wall-clock `timeout`. Never fails:
+    /// every failure is an outcome, and the worker is replaced when needed.
+    pub fn evaluate(
+        &mut self,
+        task: &str,
+        source: &str,
+        sizes: &[Size],
+        timeout: Duration,
+    ) -> Evaluation {
+        let started = Instant::now();
+        if self.running.is_none()
+            && let Err(e) = self.spawn()
+        {
+            return self.failure(
+                task,
+                None,
+                format!("cannot restart the evaluation worker: {e}"),
+                started,
+            );
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        let request = Request::Evaluate {
+            id,
+            task: task.to_string(),
+            source: source.to_string(),
+            sizes: sizes.to_vec(),
+        };
+        let mut line = serde_json::to_string(&request).expect("request serialises");
+        line.push('\n');
+        let running = self.running.as_mut().expect("spawned above");
+        if running
+            .stdin
+            .write_all(line.as_bytes())
+            .and_then(|_| running.stdin.flush())
+            .is_err()
+        {
+            return self.crashed(task, None, started);
+        }
+        let deadline = started + timeout;
+        let mut current_size: Option<String> = None;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let running = self.running.as_mut().expect("running");
+            match running.replies.recv_timeout(left) {
+                Ok(Ok(Reply::Progress { id: rid, size })) if rid == id => current_size = Some(size),
+                Ok(Ok(Reply::Result {
+                    id: rid,
+                    evaluation,
+                })) if rid == id => return *evaluation,
+                Ok(Ok(_)) => continue,
+                Ok(Err(line)) => {
+                    // A worker that breaks the protocol cannot be trusted
+                    // with the next candidate either.
+                    if let Some(mut r) = self.running.take() {
+                        kill_group(&mut r.child);
+                    }
+                    self.stats.crashes += 1;
+                    return self.failure(
+                        task,
+                        current_size,
+                        format!("worker protocol error: {line}"),
+                        started,
+                    );
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    if let Some(mut r) = self.running.take() {
+                        kill_group(&mut r.child);
+                    }
+                    self.stats.timeouts += 1;
+                    let mut e = self.failure(task, current_size.clone(), String::new(), started);
+                    e.outcome = Outcome::Timeout {
+                        size: current_size,
+                        limit_s: timeout.as_secs_f64(),
+                    };
+                    return e;
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    return self.crashed(task, current_size, started);
+                }
+            }
+        }
+    }
+
+    fn crashed(&mut self, task: &str, size: Option<String>, started: Instant) -> Evaluation {
+        self.stats.crashes += 1;
+        let (status, tail) = match self.running.take() {
+            Some(mut r) => {
+                // The reader saw EOF; give the process a moment to be reaped.
+                let mut status = None;
+                for _ in 0..100 {
+                    if let Ok(Some(s)) = r.child.try_wait() {
+                        status = Some(s);
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                if status.is_none() {
+                    kill_group(&mut r.child);
+                }
+                // Let the stderr reader drain what the worker printed last.
+                std::thread::sleep(Duration::from_millis(20));
+                let tail = r
+                    .stderr_tail
+                    .lock()
+                    .map(|t| {
+                        t.iter()
+                            .rev()
+                            .take(8)
+                            .rev()
+                            .cloned()
+                            .collect::<Vec<_>>()
+                            .join(" | ")
+                    })
+                    .unwrap_or_default();
+                (status, tail)
+            }
+            None => (None, String::new()),
+        };
+        let mut message = describe_exit(status);
+        if !tail.is_empty() {
+            message.push_str("; stderr: ");
+            message.push_str(&tail);
+        }
+        self.failure(task, size, message, started)
+    }
+
+    fn failure(
+        &self,
+        task: &str,
+        size: Option<String>,
+        message: String,
+        started: Instant,
+    ) -> Evaluation {
+        Evaluation {
+            task: task.to_string(),
+            device: self.device.name.clone(),
+            backend: self.device.backend.clone(),
+            outcome: Outcome::RuntimeError {
+                size,
+                fault: None,
+                message,
+            },
+            sizes: Vec::new(),
+            wall: WallTimes {
+                total_s: started.elapsed().as_secs_f64(),
+                ..WallTimes::default()
+            },
+        }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if let Some(mut r) = self.running.take() {
+            kill_group(&mut r.child);
+        }
+    }
+}
+
+fn placeholder_device() -> DeviceInfo {
+    DeviceInfo {
+        backend: String::new(),
+        platform: String::new(),
+        name: String::new(),
+        vendor: String::new(),
+        compute_units: 0,
+        global_mem_bytes: 0,
+        max_work_group_size: 0,
+        local_mem_bytes: 0,
+        clock_mhz: 0,
+        arch: String::new(),
+        driver_version: String::new(),
+        is_cpu: false,
+    }
+}
+
+/// The default per-candidate limit: generous next to what the seed needed,
+/// never below `floor` (a first evaluation also generates inputs and CPU
+/// references, which a respawned worker must redo).
+pub fn timeout_from_seed(seed_wall_s: f64, factor: f64, floor: Duration) -> Duration {
+    let derived = Duration::from_secs_f64((seed_wall_s * factor).max(0.0));
+    derived.max(floor)
+}
