@@ -132,6 +132,44 @@ pub fn copy_and_fill_buffers(b: &mut dyn Backend) {
     b.free(dst);
 }
 
+/// A view reads and writes the right window of its parent, also from a kernel.
+pub fn views_address_a_window_of_the_parent(b: &mut dyn Backend) {
+    let align = crate::VIEW_ALIGN;
+    let parent = b.alloc(3 * align).unwrap();
+    b.fill_buffer(parent, 0xA5, 3 * align).unwrap();
+    let view = b.view(parent, align, 64 * 4).expect("views are supported");
+    b.fill_buffer(view, 0, 64 * 4).unwrap();
+    let k = kernel(b, "increment");
+    let launch = launch_1d(k, 64, 64, vec![KernelArg::Buffer(view), KernelArg::U32(64)]);
+    b.run_timed(&[launch]).unwrap();
+    let mut all = vec![0u8; 3 * align];
+    b.download(parent, &mut all).unwrap();
+    let mut window = vec![0u8; 256];
+    b.download_range(parent, align, &mut window).unwrap();
+    assert_eq!(
+        window,
+        all[align..align + 256],
+        "download_range reads the wrong bytes"
+    );
+    assert!(
+        all[..align].iter().all(|&x| x == 0xA5),
+        "bytes before the view changed"
+    );
+    assert!(
+        u32s(&all[align..align + 256]).iter().all(|&v| v == 1),
+        "the kernel did not write through the view"
+    );
+    assert!(
+        all[align + 256..].iter().all(|&x| x == 0xA5),
+        "bytes after the view changed"
+    );
+    b.free(view);
+    let mut again = vec![0u8; 16];
+    b.download(parent, &mut again)
+        .expect("freeing a view leaves the parent usable");
+    b.free(parent);
+}
+
 /// Using a freed buffer is an error, not a crash.
 pub fn freed_buffer_is_rejected(b: &mut dyn Backend) {
     let buf = b.alloc(64).expect("alloc");
@@ -341,6 +379,7 @@ macro_rules! conformance_suite {
             missing_kernel_is_reported,
             buffer_round_trip,
             copy_and_fill_buffers,
+            views_address_a_window_of_the_parent,
             freed_buffer_is_rejected,
             argument_types_are_passed,
             wrong_argument_count_is_rejected,

@@ -11,6 +11,10 @@ pub mod conformance;
 
 pub use types::*;
 
+/// Alignment of view offsets: 4 KiB satisfies OpenCL's sub-buffer base
+/// alignment on every device seen (128 B to 4 KiB) and CUDA's 256 B.
+pub const VIEW_ALIGN: usize = 4096;
+
 /// A GPU runtime that can compile kernel source, move data and time launches.
 pub trait Backend {
     /// Which source language this backend compiles.
@@ -45,6 +49,43 @@ pub trait Backend {
     /// Copy the first `out.len()` bytes of `buffer` into `out` (blocking).
     fn download(&mut self, buffer: BufferId, out: &mut [u8]) -> Result<(), BackendError>;
 
+    /// A handle to `bytes` bytes of `parent` starting at `offset`, usable
+    /// wherever a buffer is. The evaluator puts guard regions around every
+    /// buffer this way and hands the kernel only the middle. `offset` must be
+    /// a multiple of [`VIEW_ALIGN`]. Freeing a view leaves its parent alone.
+    fn view(
+        &mut self,
+        parent: BufferId,
+        offset: usize,
+        bytes: usize,
+    ) -> Result<BufferId, BackendError> {
+        let _ = (parent, offset, bytes);
+        Err(BackendError::Runtime(
+            "this backend has no buffer views".into(),
+        ))
+    }
+
+    /// Whether a kernel given a view addresses its parent's memory directly,
+    /// so writes past the view's end land in the parent. True for CUDA
+    /// (a view is a pointer into the allocation); PoCL backs OpenCL
+    /// sub-buffers with memory of their own, so OpenCL says false.
+    fn views_alias(&self) -> bool {
+        false
+    }
+
+    /// Copy `out.len()` bytes starting at `offset` of `buffer` into `out`.
+    fn download_range(
+        &mut self,
+        buffer: BufferId,
+        offset: usize,
+        out: &mut [u8],
+    ) -> Result<(), BackendError> {
+        let mut all = vec![0u8; offset + out.len()];
+        self.download(buffer, &mut all)?;
+        out.copy_from_slice(&all[offset..]);
+        Ok(())
+    }
+
     /// Copy `bytes` bytes from the start of `src` to the start of `dst` on the
     /// device. The evaluator restores every buffer from a pristine device copy
     /// before each run: a host upload of saxpy's 512 MiB at 64M would cost
@@ -68,6 +109,14 @@ pub trait Backend {
         bytes: usize,
     ) -> Result<(), BackendError> {
         self.upload(buffer, &vec![value; bytes])
+    }
+
+    /// True once a device fault has left this backend unusable for the rest
+    /// of the process (CUDA after an illegal address: the driver refuses
+    /// every later call until the process exits). Whoever owns the process
+    /// must then replace it.
+    fn is_poisoned(&self) -> bool {
+        false
     }
 
     /// Run a sequence of launches in order, each seeing the previous one's
@@ -126,6 +175,20 @@ impl<B: Backend + ?Sized> Backend for Box<B> {
         bytes: usize,
     ) -> Result<(), BackendError> {
         (**self).fill_buffer(buffer, value, bytes)
+    }
+    fn is_poisoned(&self) -> bool {
+        (**self).is_poisoned()
+    }
+    fn views_alias(&self) -> bool {
+        (**self).views_alias()
+    }
+    fn download_range(
+        &mut self,
+        buffer: BufferId,
+        offset: usize,
+        out: &mut [u8],
+    ) -> Result<(), BackendError> {
+        (**self).download_range(buffer, offset, out)
     }
     fn run_timed(&mut self, launches: &[Launch]) -> Result<DeviceTime, BackendError> {
         (**self).run_timed(launches)

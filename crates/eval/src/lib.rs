@@ -17,7 +17,8 @@ use std::time::Instant;
 use kevo_backend::{Backend, BackendError, BufferId, CompileOptions, KernelArg, KernelId, Launch};
 use kevo_roofline::Ceilings;
 use kevo_tasks::{
-    Arg, Block, BlockDeclarations, BufferInit, CeilingKind, Problem, Reference, Size, Task,
+    Access, Arg, Block, BlockDeclarations, BufferInit, CeilingKind, Problem, Reference, Size, Task,
+    Verdict,
 };
 
 pub use cache::LruCache;
@@ -304,26 +305,58 @@ impl<B: Backend> Evaluator<B> {
                 device.reset(&mut self.backend, &timed)?;
                 samples.push(self.backend.run_timed(&launches)?.seconds());
             }
+            // The last timed run's output is checked too, so a kernel cannot
+            // be fast when timed and right only when verified.
+            let timed_outputs = device.download_outputs(&mut self.backend, &timed)?;
             // Verification: fresh inputs, outputs pre-filled with NaN.
             device.load_pristine(&mut self.backend, &verify)?;
             device.reset(&mut self.backend, &verify)?;
             self.backend.run_timed(&launches)?;
-            let mut outputs = Vec::new();
-            for &i in &verify.outputs {
-                let mut out = vec![0u8; verify.buffers[i].bytes];
-                self.backend.download(device.working[i], &mut out)?;
-                outputs.push(out);
-            }
-            Ok((samples, outputs))
+            let outputs = device.download_outputs(&mut self.backend, &verify)?;
+            let guard = device.overwritten_guard(&mut self.backend, &verify)?;
+            let modified = device.modified_input(&mut self.backend, &verify)?;
+            Ok((samples, timed_outputs, outputs, guard, modified))
         })();
         device.free(&mut self.backend);
         wall.device_s += t.elapsed().as_secs_f64();
-        let (samples, outputs) = run?;
+        let (samples, timed_outputs, outputs, guard, modified) = run?;
 
         let reference = self.reference(task, size, vseed, &verify, wall);
         let t = Instant::now();
-        let verdict = task.check(size, &verify, &reference, &outputs);
+        let mut verdict = task.check(size, &verify, &reference, &outputs);
         wall.check_s += t.elapsed().as_secs_f64();
+        if verdict.passed {
+            let timed_reference = self.reference(task, size, task.default_seed(), &timed, wall);
+            let t = Instant::now();
+            let timed_verdict = task.check(size, &timed, &timed_reference, &timed_outputs);
+            wall.check_s += t.elapsed().as_secs_f64();
+            if !timed_verdict.passed {
+                verdict = Verdict {
+                    metric: format!("{} (timed run)", timed_verdict.metric),
+                    ..timed_verdict
+                };
+            }
+        }
+        if verdict.passed
+            && let Some((name, bytes)) = guard
+        {
+            verdict = Verdict {
+                passed: false,
+                metric: format!("out_of_bounds_bytes({name})"),
+                value: bytes as f64,
+                tolerance: Some(0.0),
+            };
+        }
+        if verdict.passed
+            && let Some((name, bytes)) = modified
+        {
+            verdict = Verdict {
+                passed: false,
+                metric: format!("input_modified_bytes({name})"),
+                value: bytes as f64,
+                tolerance: Some(0.0),
+            };
+        }
 
         let time = TimeStats::from_samples(samples);
         let work = task.work(size);
@@ -428,12 +461,31 @@ struct PendingLaunch {
     args: Vec<Arg>,
 }
 
-/// The device side of one size: a working buffer per problem buffer and a
-/// pristine copy of its initial contents to restore it from.
+/// Bytes of guard region on each side of every buffer. An out-of-bounds
+/// write from a block that overruns the end of an f32 array lands within the
+/// first 64 KiB (16K elements) in practice.
+const GUARD_BYTES: usize = 64 << 10;
+/// Guard bytes hold this pattern; any other value afterwards is an
+/// out-of-bounds write.
+const CANARY: u8 = 0xA5;
+
+/// Guard regions of one buffer inside its allocation `parent`: `lo_bytes`
+/// before the kernel's window (zero when the backend cannot hand a kernel an
+/// interior pointer) and `GUARD_BYTES` after it, starting at `hi_offset`.
+struct Guards {
+    parent: BufferId,
+    lo_bytes: usize,
+    hi_offset: usize,
+}
+
+/// The device side of one size: a working buffer per problem buffer (the
+/// middle of a guarded allocation when the backend has views) and a pristine
+/// copy of its initial contents to restore it from.
 #[derive(Default)]
 struct DeviceBuffers {
     working: Vec<BufferId>,
     pristine: Vec<Option<BufferId>>,
+    guards: Vec<Option<Guards>>,
 }
 
 impl DeviceBuffers {
@@ -443,13 +495,50 @@ impl DeviceBuffers {
         problem: &Problem,
     ) -> Result<(), BackendError> {
         for spec in &problem.buffers {
-            self.working.push(backend.alloc(spec.bytes)?);
+            let (working, guards) = Self::guarded(backend, spec.bytes)?;
+            self.working.push(working);
+            self.guards.push(guards);
             self.pristine.push(match spec.init {
                 BufferInit::Data(_) => Some(backend.alloc(spec.bytes)?),
                 _ => None,
             });
         }
         Ok(())
+    }
+
+    /// A buffer of `bytes` with canary-filled guard regions: on both sides
+    /// when the backend's views alias their parent (CUDA), after it
+    /// otherwise (the kernel then gets the allocation itself).
+    fn guarded(
+        backend: &mut impl Backend,
+        bytes: usize,
+    ) -> Result<(BufferId, Option<Guards>), BackendError> {
+        let align = kevo_backend::VIEW_ALIGN;
+        let body = bytes.div_ceil(align) * align;
+        if backend.views_alias() {
+            let total = GUARD_BYTES + body + GUARD_BYTES;
+            let parent = backend.alloc(total)?;
+            backend.fill_buffer(parent, CANARY, total)?;
+            match backend.view(parent, GUARD_BYTES, bytes) {
+                Ok(working) => {
+                    let guards = Guards {
+                        parent,
+                        lo_bytes: GUARD_BYTES,
+                        hi_offset: GUARD_BYTES + bytes,
+                    };
+                    return Ok((working, Some(guards)));
+                }
+                Err(_) => backend.free(parent),
+            }
+        }
+        let parent = backend.alloc(bytes + GUARD_BYTES)?;
+        backend.fill_buffer(parent, CANARY, bytes + GUARD_BYTES)?;
+        let guards = Guards {
+            parent,
+            lo_bytes: 0,
+            hi_offset: bytes,
+        };
+        Ok((parent, Some(guards)))
     }
 
     fn load_pristine(
@@ -479,6 +568,62 @@ impl DeviceBuffers {
             }
         }
         Ok(())
+    }
+
+    fn download_outputs(
+        &self,
+        backend: &mut impl Backend,
+        problem: &Problem,
+    ) -> Result<Vec<Vec<u8>>, BackendError> {
+        let mut outputs = Vec::new();
+        for &i in &problem.outputs {
+            let mut out = vec![0u8; problem.buffers[i].bytes];
+            backend.download(self.working[i], &mut out)?;
+            outputs.push(out);
+        }
+        Ok(outputs)
+    }
+
+    /// The first buffer whose guard regions changed, with the number of
+    /// changed guard bytes.
+    fn overwritten_guard(
+        &self,
+        backend: &mut impl Backend,
+        problem: &Problem,
+    ) -> Result<Option<(&'static str, usize)>, BackendError> {
+        for (i, guards) in self.guards.iter().enumerate() {
+            let Some(g) = guards else { continue };
+            let mut lo = vec![0u8; g.lo_bytes];
+            backend.download_range(g.parent, 0, &mut lo)?;
+            let mut hi = vec![0u8; GUARD_BYTES];
+            backend.download_range(g.parent, g.hi_offset, &mut hi)?;
+            let changed = lo.iter().chain(&hi).filter(|&&b| b != CANARY).count();
+            if changed > 0 {
+                return Ok(Some((problem.buffers[i].name, changed)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The first read-only input that differs from what was uploaded, with
+    /// the number of changed bytes.
+    fn modified_input(
+        &self,
+        backend: &mut impl Backend,
+        problem: &Problem,
+    ) -> Result<Option<(&'static str, usize)>, BackendError> {
+        for (i, spec) in problem.buffers.iter().enumerate() {
+            let (Access::ReadOnly, BufferInit::Data(data)) = (spec.access, &spec.init) else {
+                continue;
+            };
+            let mut now = vec![0u8; spec.bytes];
+            backend.download(self.working[i], &mut now)?;
+            let changed = now.iter().zip(data.iter()).filter(|(a, b)| a != b).count();
+            if changed > 0 {
+                return Ok(Some((spec.name, changed)));
+            }
+        }
+        Ok(None)
     }
 
     fn bind(&self, pending: &[PendingLaunch]) -> Result<Vec<Launch>, BackendError> {
@@ -515,13 +660,20 @@ impl DeviceBuffers {
             .collect()
     }
 
+    /// Views first, then the allocations they live in.
     fn free(&mut self, backend: &mut impl Backend) {
-        for b in self
-            .working
-            .drain(..)
-            .chain(self.pristine.drain(..).flatten())
-        {
-            backend.free(b);
+        for (working, guards) in self.working.drain(..).zip(self.guards.drain(..)) {
+            match guards {
+                Some(g) if g.parent != working => {
+                    backend.free(working);
+                    backend.free(g.parent);
+                }
+                Some(g) => backend.free(g.parent),
+                None => backend.free(working),
+            }
+        }
+        for p in self.pristine.drain(..).flatten() {
+            backend.free(p);
         }
     }
 }

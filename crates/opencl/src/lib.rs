@@ -477,6 +477,56 @@ impl Backend for OpenClBackend {
         Ok(())
     }
 
+    fn download_range(
+        &mut self,
+        buffer: BufferId,
+        offset: usize,
+        out: &mut [u8],
+    ) -> Result<(), BackendError> {
+        let entry = self.buffer(buffer)?;
+        if offset
+            .checked_add(out.len())
+            .is_none_or(|end| end > entry.bytes)
+        {
+            return Err(BackendError::Runtime(format!(
+                "download of {} bytes at {offset} from a {}-byte buffer",
+                out.len(),
+                entry.bytes
+            )));
+        }
+        if out.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: blocking read of a range inside the buffer into a live slice.
+        unsafe {
+            self.queue
+                .enqueue_read_buffer(&entry.buffer, CL_BLOCKING, offset, out, &[])
+        }
+        .map_err(|e| launch_err("(reading results)", e))?;
+        Ok(())
+    }
+
+    fn view(
+        &mut self,
+        parent: BufferId,
+        offset: usize,
+        bytes: usize,
+    ) -> Result<BufferId, BackendError> {
+        let p = self.buffer(parent)?;
+        if bytes == 0 || offset + bytes > p.bytes || offset % kevo_backend::VIEW_ALIGN != 0 {
+            return Err(BackendError::Runtime(format!(
+                "view of {bytes} bytes at {offset} in a {}-byte buffer",
+                p.bytes
+            )));
+        }
+        // SAFETY: the region lies inside the live parent buffer.
+        let buffer = unsafe { p.buffer.create_sub_buffer(CL_MEM_READ_WRITE, offset, bytes) }
+            .map_err(|e| cl_err("creating a sub-buffer", e))?;
+        let id = self.fresh_id();
+        self.buffers.insert(id, BufferEntry { buffer, bytes });
+        Ok(BufferId(id))
+    }
+
     fn copy_buffer(
         &mut self,
         src: BufferId,

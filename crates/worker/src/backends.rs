@@ -40,11 +40,8 @@ pub fn open(
     }
 }
 
-fn open_cuda(_selector: &DeviceSelector) -> Result<Box<dyn Backend>, BackendError> {
-    Err(BackendError::Unavailable {
-        backend: "cuda",
-        reason: "this build of kevo has no CUDA backend".into(),
-    })
+fn open_cuda(selector: &DeviceSelector) -> Result<Box<dyn Backend>, BackendError> {
+    Ok(Box::new(kevo_cuda::CudaBackend::open(selector)?))
 }
 
 /// Devices of one backend, each with the selector that opens it, or the

@@ -66,5 +66,9 @@ pub enum Reply {
     Result {
         id: u64,
         evaluation: Box<Evaluation>,
+        /// The device is unusable for the rest of this process (a sticky
+        /// fault); the worker exits after this reply and must be replaced.
+        #[serde(default)]
+        restart: bool,
     },
 }

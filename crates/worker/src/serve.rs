@@ -109,13 +109,21 @@ pub fn serve(
                         })
                     }
                 };
+                let restart = evaluator.backend().is_poisoned();
                 send(
                     &mut output,
                     &Reply::Result {
                         id,
                         evaluation: Box::new(evaluation),
+                        restart,
                     },
                 )?;
+                if restart {
+                    eprintln!(
+                        "kevo worker: the device is unusable after a fault; exiting so a fresh worker takes over"
+                    );
+                    return Ok(());
+                }
             }
         }
     }

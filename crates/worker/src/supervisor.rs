@@ -64,6 +64,8 @@ pub struct WorkerStats {
     pub spawns: u64,
     pub timeouts: u64,
     pub crashes: u64,
+    /// Workers replaced because a fault left their device unusable.
+    pub restarts: u64,
     /// Seconds from spawn to ready, per spawn (the first one included).
     pub spawn_s: Vec<f64>,
     /// The worker's own report of backend start-up (context creation), per spawn.
@@ -294,6 +296,14 @@ impl Worker {
         timeout: Duration,
     ) -> Evaluation {
         let started = Instant::now();
+        // A worker that exited between candidates is replaced silently: the
+        // next candidate is not to blame.
+        if let Some(r) = self.running.as_mut()
+            && !matches!(r.child.try_wait(), Ok(None))
+        {
+            let mut r = self.running.take().expect("checked");
+            kill_group(&mut r.child);
+        }
         if self.running.is_none()
             && let Err(e) = self.spawn()
         {
@@ -333,7 +343,15 @@ impl Worker {
                 Ok(Ok(Reply::Result {
                     id: rid,
                     evaluation,
-                })) if rid == id => return *evaluation,
+                    restart,
+                })) if rid == id => {
+                    if restart && let Some(mut r) = self.running.take() {
+                        // It exits by itself; make sure, and start fresh next time.
+                        kill_group(&mut r.child);
+                        self.stats.restarts += 1;
+                    }
+                    return *evaluation;
+                }
                 Ok(Ok(_)) => continue,
                 Ok(Err(line)) => {
                     // A worker that breaks the protocol cannot be trusted

@@ -1,0 +1,297 @@
+//! CUDA C++ to device code with NVRTC.
+
+use std::ffi::{CString, c_char};
+use std::ptr;
+
+use cudarc::nvrtc::sys::{self as nv, nvrtcResult};
+use kevo_backend::{BackendError, CompileDiagnostics, CompileOptions};
+
+/// Name NVRTC gives the source in its diagnostics: `candidate.cu(5): error: ...`.
+pub(crate) const PROGRAM_NAME: &str = "candidate.cu";
+
+/// What NVRTC is asked to produce for a device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// A CUBIN for the device's own architecture (`sm_90a`): ptxas runs at
+    /// compile time, so its errors (too much shared memory, bad inline PTX)
+    /// are compile errors, and loading costs no JIT.
+    Cubin(String),
+    /// PTX for the newest virtual architecture NVRTC knows that the device
+    /// can run (`compute_90`), JIT-compiled by the driver at load time. Used
+    /// only when the device is newer than NVRTC.
+    Ptx(String),
+}
+
+impl Target {
+    /// The `--gpu-architecture` value (NVRTC has no `--gpu-arch` spelling).
+    pub fn arch(&self) -> &str {
+        match self {
+            Target::Cubin(a) | Target::Ptx(a) => a,
+        }
+    }
+}
+
+/// Compute capabilities whose architecture-specific variant (`sm_90a`)
+/// exists: it unlocks wgmma, setmaxnreg and TMA multicast on Hopper and
+/// tcgen05 on Blackwell, which portable `sm_90` code cannot use. The `a`
+/// code runs only on that exact capability, which is the device in hand.
+const ARCH_SPECIFIC: &[i32] = &[90, 100, 103, 110, 120, 121];
+
+/// Pick the NVRTC target for a device of compute capability `major.minor`.
+pub(crate) fn target_for(major: i32, minor: i32, supported: &[i32]) -> Result<Target, String> {
+    let cc = major * 10 + minor;
+    if supported.contains(&cc) {
+        let suffix = if ARCH_SPECIFIC.contains(&cc) { "a" } else { "" };
+        return Ok(Target::Cubin(format!("sm_{cc}{suffix}")));
+    }
+    match supported.iter().copied().filter(|&a| a <= cc).max() {
+        Some(a) => Ok(Target::Ptx(format!("compute_{a}"))),
+        None => Err(format!(
+            "NVRTC cannot generate code for compute capability {major}.{minor} (it supports {:?})",
+            supported
+        )),
+    }
+}
+
+/// The NVRTC command line for `options`.
+pub(crate) fn flags(
+    target: &Target,
+    options: &CompileOptions,
+    include_dir: Option<&str>,
+) -> Vec<String> {
+    let mut f = vec![
+        format!("--gpu-architecture={}", target.arch()),
+        "-std=c++17".to_string(),
+        // Line tables cost nothing at run time and let profilers map SASS
+        // back to the candidate's source lines.
+        "-lineinfo".to_string(),
+    ];
+    if options.fast_math {
+        f.push("--use_fast_math".into());
+    }
+    if let Some(n) = options.max_registers {
+        f.push(format!("--maxrregcount={n}"));
+    }
+    if let Some(dir) = include_dir {
+        f.push(format!("--include-path={dir}"));
+    }
+    f.extend(options.extra_flags.iter().cloned());
+    f
+}
+
+/// A compiled image ready for `cuModuleLoadDataEx`.
+pub(crate) enum Image {
+    /// ELF bytes.
+    Cubin(Vec<u8>),
+    /// NUL-terminated PTX text.
+    Ptx(Vec<u8>),
+}
+
+/// The program handle, destroyed on every path out of [`compile`].
+struct Program(nv::nvrtcProgram);
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        // SAFETY: created by nvrtcCreateProgram and destroyed only here.
+        unsafe {
+            nv::nvrtcDestroyProgram(&mut self.0);
+        }
+    }
+}
+
+fn nvrtc_error(r: nvrtcResult, what: &str) -> BackendError {
+    BackendError::Runtime(format!("NVRTC {what}: {r:?}"))
+}
+
+fn check(r: nvrtcResult, what: &str) -> Result<(), BackendError> {
+    if r == nvrtcResult::NVRTC_SUCCESS {
+        Ok(())
+    } else {
+        Err(nvrtc_error(r, what))
+    }
+}
+
+fn program_log(prog: &Program) -> String {
+    let mut size = 0usize;
+    // SAFETY: valid program, out-parameter.
+    if unsafe { nv::nvrtcGetProgramLogSize(prog.0, &mut size) } != nvrtcResult::NVRTC_SUCCESS
+        || size == 0
+    {
+        return String::new();
+    }
+    let mut buf = vec![0u8; size];
+    // SAFETY: the buffer has the size NVRTC asked for.
+    if unsafe { nv::nvrtcGetProgramLog(prog.0, buf.as_mut_ptr().cast::<c_char>()) }
+        != nvrtcResult::NVRTC_SUCCESS
+    {
+        return String::new();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// Compile `source`. On success returns the image and NVRTC's log (warnings,
+/// often empty); a rejected source is `BackendError::Compile` with the log.
+pub(crate) fn compile(
+    source: &str,
+    flags: &[String],
+    target: &Target,
+) -> Result<(Image, String), BackendError> {
+    let src = CString::new(source).map_err(|_| {
+        BackendError::Compile(CompileDiagnostics::from_log(
+            "the source contains a NUL byte",
+        ))
+    })?;
+    let name = CString::new(PROGRAM_NAME)
+        .map_err(|_| nvrtc_error(nvrtcResult::NVRTC_ERROR_INVALID_INPUT, "program name"))?;
+    let c_flags: Vec<CString> = flags
+        .iter()
+        .map(|f| CString::new(f.as_str()))
+        .collect::<Result<_, _>>()
+        .map_err(|_| {
+            BackendError::Compile(CompileDiagnostics::from_log(
+                "a compiler flag contains a NUL byte",
+            ))
+        })?;
+    let flag_ptrs: Vec<*const c_char> = c_flags.iter().map(|f| f.as_ptr()).collect();
+
+    let mut raw = ptr::null_mut();
+    // SAFETY: NUL-terminated strings that outlive the call; no headers.
+    check(
+        unsafe {
+            nv::nvrtcCreateProgram(
+                &mut raw,
+                src.as_ptr(),
+                name.as_ptr(),
+                0,
+                ptr::null(),
+                ptr::null(),
+            )
+        },
+        "creating a program",
+    )?;
+    let prog = Program(raw);
+    // SAFETY: the option pointers refer to live CStrings.
+    let r = unsafe { nv::nvrtcCompileProgram(prog.0, flag_ptrs.len() as i32, flag_ptrs.as_ptr()) };
+    let log = program_log(&prog);
+    match r {
+        nvrtcResult::NVRTC_SUCCESS => {}
+        // An unknown or malformed flag from `extra_flags` is the candidate
+        // configuration's fault, reported like a compile error.
+        nvrtcResult::NVRTC_ERROR_COMPILATION | nvrtcResult::NVRTC_ERROR_INVALID_OPTION => {
+            let log = if log.trim().is_empty() {
+                format!(
+                    "NVRTC failed with {r:?} and no log (flags: {})",
+                    flags.join(" ")
+                )
+            } else {
+                log
+            };
+            return Err(BackendError::Compile(CompileDiagnostics::from_log(log)));
+        }
+        _ => return Err(nvrtc_error(r, "compiling")),
+    }
+    let image = match target {
+        Target::Cubin(_) => {
+            let mut size = 0usize;
+            // SAFETY: compiled program, out-parameter.
+            check(
+                unsafe { nv::nvrtcGetCUBINSize(prog.0, &mut size) },
+                "CUBIN size",
+            )?;
+            let mut buf = vec![0u8; size];
+            // SAFETY: the buffer has the size NVRTC reported.
+            check(
+                unsafe { nv::nvrtcGetCUBIN(prog.0, buf.as_mut_ptr().cast::<c_char>()) },
+                "CUBIN",
+            )?;
+            Image::Cubin(buf)
+        }
+        Target::Ptx(_) => {
+            let mut size = 0usize;
+            // SAFETY: compiled program, out-parameter.
+            check(
+                unsafe { nv::nvrtcGetPTXSize(prog.0, &mut size) },
+                "PTX size",
+            )?;
+            let mut buf = vec![0u8; size];
+            // SAFETY: the buffer has the size NVRTC reported (NUL included).
+            check(
+                unsafe { nv::nvrtcGetPTX(prog.0, buf.as_mut_ptr().cast::<c_char>()) },
+                "PTX",
+            )?;
+            if buf.last() != Some(&0) {
+                buf.push(0);
+            }
+            Image::Ptx(buf)
+        }
+    };
+    Ok((image, log))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hopper_gets_the_arch_specific_cubin() {
+        let supported = [75, 80, 86, 89, 90, 100, 120];
+        assert_eq!(
+            target_for(9, 0, &supported),
+            Ok(Target::Cubin("sm_90a".into()))
+        );
+        assert_eq!(
+            target_for(8, 6, &supported),
+            Ok(Target::Cubin("sm_86".into()))
+        );
+        assert_eq!(
+            target_for(12, 0, &supported),
+            Ok(Target::Cubin("sm_120a".into()))
+        );
+    }
+
+    #[test]
+    fn a_device_newer_than_nvrtc_gets_ptx() {
+        let supported = [75, 80, 86, 89, 90];
+        assert_eq!(
+            target_for(10, 0, &supported),
+            Ok(Target::Ptx("compute_90".into()))
+        );
+        assert!(target_for(7, 0, &supported).is_err());
+    }
+
+    #[test]
+    fn options_become_nvrtc_flags() {
+        let opts = CompileOptions {
+            fast_math: true,
+            max_registers: Some(64),
+            extra_flags: vec!["-DTILE=32".into()],
+        };
+        let f = flags(
+            &Target::Cubin("sm_90a".into()),
+            &opts,
+            Some("/usr/local/cuda/include"),
+        );
+        assert_eq!(
+            f,
+            [
+                "--gpu-architecture=sm_90a",
+                "-std=c++17",
+                "-lineinfo",
+                "--use_fast_math",
+                "--maxrregcount=64",
+                "--include-path=/usr/local/cuda/include",
+                "-DTILE=32"
+            ]
+        );
+        let plain = CompileOptions {
+            fast_math: false,
+            ..CompileOptions::default()
+        };
+        let f = flags(&Target::Ptx("compute_90".into()), &plain, None);
+        assert_eq!(
+            f,
+            ["--gpu-architecture=compute_90", "-std=c++17", "-lineinfo"]
+        );
+    }
+}
