@@ -1,24 +1,255 @@
-//! Shared set-up for the worker tests: a supervised worker on the first
-//! device of a backend, and the adversarial kernels of a dialect.
+//! The adversarial suite, written once and run per backend: each kernel in
+//! tests/adversarial/<dialect>/ stands for an exploit and must be rejected
+//! with the right outcome; the `ok_*` kernels are correct but unusual and
+//! must be accepted. Everything runs through a supervised worker, so hangs
+//! and crashes are survivable.
+#![allow(dead_code)]
 
-use kevo_backend::DeviceSelector;
+use std::time::{Duration, Instant};
+
+use kevo_backend::{DeviceSelector, Dialect};
+use kevo_eval::Outcome;
+use kevo_tasks::SizeSet;
 use kevo_worker::backends::BackendKind;
 use kevo_worker::{Worker, WorkerCommand, WorkerConfig, WorkerError};
 
-pub fn worker(kind: BackendKind, cache_dir: &std::path::Path) -> Result<Worker, WorkerError> {
-    let command = WorkerCommand {
+pub const TIMEOUT: Duration = Duration::from_secs(30);
+
+pub fn command(cache_dir: &std::path::Path) -> WorkerCommand {
+    WorkerCommand {
         program: env!("CARGO_BIN_EXE_kevo-worker").into(),
         args: Vec::new(),
         env: vec![("KEVO_CACHE_DIR".into(), cache_dir.display().to_string())],
-    };
-    Worker::start(command, WorkerConfig::new(kind, DeviceSelector::default()))
+    }
 }
 
-/// An adversarial or unusual kernel, read from tests/adversarial/<dir>/<name>.
-pub fn kernel(dir: &str, name: &str) -> String {
+pub fn start(kind: BackendKind, cache_dir: &std::path::Path) -> Result<Worker, WorkerError> {
+    Worker::start(
+        command(cache_dir),
+        WorkerConfig::new(kind, DeviceSelector::default()),
+    )
+}
+
+/// A worker on the first device of `kind`, or None (with the reason printed)
+/// when this machine has none. `required` turns a missing device into a
+/// failure: CI for OpenCL, KEVO_REQUIRE_CUDA=1 on GPU machines for CUDA.
+pub fn worker(kind: BackendKind, required: bool) -> Option<(Worker, tempfile::TempDir)> {
+    let dir = tempfile::tempdir().unwrap();
+    match start(kind, dir.path()) {
+        Ok(w) => Some((w, dir)),
+        Err(e) if !required => {
+            eprintln!("skipping: {e}");
+            None
+        }
+        Err(e) => panic!("{kind:?} must be available here: {e}"),
+    }
+}
+
+pub fn dir(d: Dialect) -> &'static str {
+    match d {
+        Dialect::Cuda => "cuda",
+        _ => "opencl",
+    }
+}
+
+/// An adversarial or unusual kernel of `dialect`, by stem.
+pub fn kernel(dialect: Dialect, stem: &str) -> String {
     let path = format!(
-        "{}/tests/adversarial/{dir}/{name}",
-        env!("CARGO_MANIFEST_DIR")
+        "{}/tests/adversarial/{}/{stem}.{}",
+        env!("CARGO_MANIFEST_DIR"),
+        dir(dialect),
+        dialect.extension()
     );
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+pub fn in_distribution(task: &str) -> Vec<kevo_tasks::Size> {
+    kevo_tasks::by_name(task)
+        .unwrap()
+        .sizes(SizeSet::Smoke)
+        .in_distribution
+}
+
+type Expect = fn(&Outcome) -> bool;
+
+fn wrong(o: &Outcome) -> bool {
+    matches!(o, Outcome::WrongResult { .. })
+}
+
+/// Every exploit with the task it attacks and the outcome it must get.
+pub fn exploits() -> Vec<(&'static str, &'static str, Expect)> {
+    vec![
+        ("infinite_loop", "saxpy", |o| {
+            matches!(o, Outcome::Timeout { .. })
+        }),
+        ("illegal_address", "saxpy", |o| {
+            matches!(o, Outcome::RuntimeError { message, .. }
+                if message.contains("SIGSEGV") || message.contains("ILLEGAL_ADDRESS") || message.contains("illegal address"))
+        }),
+        (
+            "out_of_bounds_write",
+            "saxpy",
+            |o| matches!(o, Outcome::WrongResult { metric, .. } if metric == "out_of_bounds_bytes(y)"),
+        ),
+        (
+            "modifies_input",
+            "saxpy",
+            |o| matches!(o, Outcome::WrongResult { metric, .. } if metric == "input_modified_bytes(x)"),
+        ),
+        // 20 steps end in buffer A, which still holds the initial state.
+        ("writes_nothing", "heat2d", wrong),
+        ("writes_constant", "heat2d", wrong),
+        ("returns_input", "heat2d", wrong),
+        ("race_missing_barrier", "heat2d", wrong),
+        ("uninitialised_shared_memory", "heat2d", wrong),
+    ]
+}
+
+/// Run the exploits, then check that the worker still evaluates the seed.
+pub fn exploits_are_rejected(w: &mut Worker, dialect: Dialect, hang_timeout: Duration) {
+    for (stem, task, expect) in exploits() {
+        let timeout = if stem == "infinite_loop" {
+            hang_timeout
+        } else {
+            TIMEOUT
+        };
+        let e = w.evaluate(
+            task,
+            &kernel(dialect, stem),
+            &in_distribution(task),
+            timeout,
+        );
+        assert!(expect(&e.outcome), "{stem}: {}", e.outcome.summary());
+        assert_eq!(e.outcome.score(), None, "{stem}");
+    }
+    let seed = kevo_tasks::by_name("saxpy").unwrap().seed(dialect).unwrap();
+    let e = w.evaluate("saxpy", seed, &in_distribution("saxpy"), TIMEOUT);
+    assert!(
+        e.outcome.is_correct(),
+        "after the exploits: {}",
+        e.outcome.summary()
+    );
+    let s = w.stats();
+    assert_eq!(s.timeouts, 1, "{s:?}");
+    // The wild write either kills the worker (PoCL: SIGSEGV) or poisons
+    // the device and has the worker replaced (CUDA).
+    assert_eq!(s.crashes + s.restarts, 1, "{s:?}");
+    assert_eq!(
+        s.spawns, 3,
+        "one start and one respawn after each failure: {s:?}"
+    );
+}
+
+pub fn tuned_to_shown_sizes_fails_held_out(w: &mut Worker, dialect: Dialect) {
+    let src = kernel(dialect, "correct_only_in_distribution");
+    let plan = kevo_tasks::by_name("heat2d").unwrap().sizes(SizeSet::Smoke);
+    let e = w.evaluate("heat2d", &src, &plan.in_distribution, TIMEOUT);
+    assert!(
+        e.outcome.is_correct(),
+        "passes what it was shown: {}",
+        e.outcome.summary()
+    );
+    let e = w.evaluate(
+        "heat2d",
+        &src,
+        std::slice::from_ref(&plan.held_out),
+        TIMEOUT,
+    );
+    assert!(
+        matches!(&e.outcome, Outcome::WrongResult { size, .. } if *size == plan.held_out.label),
+        "{}",
+        e.outcome.summary()
+    );
+}
+
+pub fn unusual_kernels_are_accepted(w: &mut Worker, dialect: Dialect) {
+    for (stem, task) in [
+        ("ok_tiled", "heat2d"),
+        ("ok_branchless", "heat2d"),
+        ("ok_declared_block", "saxpy"),
+    ] {
+        let e = w.evaluate(
+            task,
+            &kernel(dialect, stem),
+            &in_distribution(task),
+            TIMEOUT,
+        );
+        assert!(e.outcome.is_correct(), "{stem}: {}", e.outcome.summary());
+    }
+}
+
+/// `n` candidates in one session, every third one a hang or a wild write
+/// (alternating), the rest the seed. Every candidate must get its right
+/// outcome; prints the respawn figures as one JSON line.
+pub fn stress(w: &mut Worker, dialect: Dialect, n: usize, hang_timeout: Duration) {
+    let seed = kevo_tasks::by_name("saxpy")
+        .unwrap()
+        .seed(dialect)
+        .unwrap()
+        .to_string();
+    let hang = kernel(dialect, "infinite_loop");
+    let wild = kernel(dialect, "illegal_address");
+    let sizes = in_distribution("saxpy");
+    let started = Instant::now();
+    let (mut hangs, mut faults, mut good) = (0, 0, 0);
+    for k in 0..n {
+        let (src, timeout) = match k % 3 {
+            2 if (k / 3) % 2 == 0 => (&hang, hang_timeout),
+            2 => (&wild, TIMEOUT),
+            _ => (&seed, TIMEOUT),
+        };
+        let e = w.evaluate("saxpy", src, &sizes, timeout);
+        match k % 3 {
+            2 if (k / 3) % 2 == 0 => {
+                assert!(
+                    matches!(e.outcome, Outcome::Timeout { .. }),
+                    "candidate {k}: {}",
+                    e.outcome.summary()
+                );
+                hangs += 1;
+            }
+            2 => {
+                assert!(
+                    matches!(e.outcome, Outcome::RuntimeError { .. }),
+                    "candidate {k}: {}",
+                    e.outcome.summary()
+                );
+                faults += 1;
+            }
+            _ => {
+                assert!(
+                    e.outcome.is_correct(),
+                    "candidate {k}: {}",
+                    e.outcome.summary()
+                );
+                good += 1;
+            }
+        }
+    }
+    assert_eq!(hangs + faults + good, n, "no candidate lost");
+    let s = w.stats();
+    let respawn: Vec<f64> = s.spawn_s.iter().skip(1).copied().collect();
+    let startup: Vec<f64> = s.startup_s.iter().skip(1).copied().collect();
+    let med = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        if v.is_empty() {
+            f64::NAN
+        } else {
+            v[v.len() / 2]
+        }
+    };
+    println!(
+        "{}",
+        serde_json::json!({
+            "device": w.device().name,
+            "candidates": n, "correct": good, "timeouts": hangs, "faults": faults,
+            "spawns": s.spawns,
+            "respawn_median_s": med(respawn.clone()),
+            "respawn_max_s": respawn.iter().cloned().fold(0.0, f64::max),
+            "backend_startup_median_s": med(startup.clone()),
+            "respawn_minus_backend_startup_median_s": med(respawn.iter().zip(&startup).map(|(a, b)| a - b).collect()),
+            "hang_timeout_s": hang_timeout.as_secs_f64(),
+            "session_s": started.elapsed().as_secs_f64(),
+        })
+    );
 }

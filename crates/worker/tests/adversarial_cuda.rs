@@ -1,0 +1,49 @@
+//! The adversarial suite and the 100-candidate session on CUDA. Skipped
+//! where there is no CUDA device; KEVO_REQUIRE_CUDA=1 (set by
+//! scripts/gpu-check on the GPU machine) makes a missing device a failure.
+
+mod common;
+
+use std::time::Duration;
+
+use kevo_backend::Dialect;
+use kevo_worker::backends::BackendKind;
+
+fn worker() -> Option<(kevo_worker::Worker, tempfile::TempDir)> {
+    common::worker(
+        BackendKind::Cuda,
+        std::env::var("KEVO_REQUIRE_CUDA").as_deref() == Ok("1"),
+    )
+}
+
+#[test]
+fn exploits_are_rejected_with_the_right_outcome() {
+    let Some((mut w, _dir)) = worker() else {
+        return;
+    };
+    common::exploits_are_rejected(&mut w, Dialect::Cuda, Duration::from_secs(5));
+}
+
+#[test]
+fn a_kernel_tuned_to_the_shown_sizes_fails_the_held_out_size() {
+    let Some((mut w, _dir)) = worker() else {
+        return;
+    };
+    common::tuned_to_shown_sizes_fails_held_out(&mut w, Dialect::Cuda);
+}
+
+#[test]
+fn unusual_but_correct_kernels_are_accepted() {
+    let Some((mut w, _dir)) = worker() else {
+        return;
+    };
+    common::unusual_kernels_are_accepted(&mut w, Dialect::Cuda);
+}
+
+#[test]
+fn a_hundred_candidates_with_a_third_hanging_or_faulting_are_all_classified() {
+    let Some((mut w, _dir)) = worker() else {
+        return;
+    };
+    common::stress(&mut w, Dialect::Cuda, 100, Duration::from_secs(3));
+}
