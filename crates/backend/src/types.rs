@@ -71,6 +71,10 @@ pub struct DeviceInfo {
     /// True for CPU devices (PoCL): they have no DRAM/compute split worth a
     /// datasheet entry, so their ceilings are always measured.
     pub is_cpu: bool,
+    /// Last-level cache in bytes (L2 on GPUs), 0 when unknown. A size whose
+    /// working set exceeds it cannot beat DRAM bandwidth by much.
+    #[serde(default)]
+    pub cache_bytes: u64,
 }
 
 /// How to compile a candidate. The same options are used for the seed and for

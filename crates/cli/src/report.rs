@@ -200,6 +200,9 @@ pub fn print_evaluation(e: &Evaluation, ceilings: &Ceilings) {
             println!("work model: {}", first.work_note);
         }
     }
+    for (label, why) in e.suspicious() {
+        println!("SUSPICIOUS at {label}: {why}");
+    }
     match &e.outcome {
         Outcome::Correct { score } => {
             println!("result: correct, score {score:.4} (geometric mean of fraction)")

@@ -271,6 +271,7 @@ fn device_info(dev: cu::CUdevice) -> Result<DeviceInfo, BackendError> {
         arch: format!("sm_{major}{minor}"),
         driver_version: driver,
         is_cpu: false,
+        cache_bytes: device_attr(dev, DevAttr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as u64,
     })
 }
 

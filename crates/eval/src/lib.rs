@@ -379,6 +379,7 @@ impl<B: Backend> Evaluator<B> {
             fraction: achieved / ceiling,
             unit: kind.unit().to_string(),
             work_note: task.work_note().to_string(),
+            suspicious: suspicion(achieved / ceiling, &timed, self.backend.info().cache_bytes),
         })
     }
 
@@ -690,6 +691,23 @@ fn runtime_error(size: Option<String>, e: BackendError) -> Outcome {
     }
 }
 
+/// Fractions above this with a working set past the last-level cache are
+/// flagged: DRAM cannot deliver 1.5x its datasheet bandwidth, and no FP32
+/// unit 1.5x its peak, so something is not doing the work it claims.
+pub const SUSPICIOUS_FRACTION: f64 = 1.5;
+
+fn suspicion(fraction: f64, problem: &Problem, cache_bytes: u64) -> Option<String> {
+    let working_set: u64 = problem.buffers.iter().map(|b| b.bytes as u64).sum();
+    (fraction > SUSPICIOUS_FRACTION && cache_bytes > 0 && working_set > cache_bytes).then(|| {
+        format!(
+            "{:.0}% of the ceiling with a {:.1} MiB working set, larger than the {:.1} MiB last-level cache",
+            fraction * 100.0,
+            working_set as f64 / (1 << 20) as f64,
+            cache_bytes as f64 / (1 << 20) as f64
+        )
+    })
+}
+
 /// exp(mean(ln(max(f, 1e-12)))): the 1e-12 floor only protects the logarithm.
 pub fn geometric_mean(fractions: impl IntoIterator<Item = f64>) -> f64 {
     let (sum, n) = fractions
@@ -713,6 +731,33 @@ mod tests {
         // A zero fraction collapses the mean but stays finite.
         assert!(geometric_mean([0.0, 1.0]) > 0.0);
         assert!(geometric_mean(std::iter::empty()).is_nan());
+    }
+
+    #[test]
+    fn implausible_fractions_past_the_cache_are_flagged() {
+        let problem = Problem {
+            buffers: vec![kevo_tasks::BufferSpec {
+                name: "x",
+                bytes: 64 << 20,
+                init: BufferInit::Zero,
+                access: Access::ReadWrite,
+            }],
+            launches: vec![],
+            outputs: vec![],
+        };
+        assert!(suspicion(2.0, &problem, 50 << 20).is_some());
+        assert!(
+            suspicion(1.2, &problem, 50 << 20).is_none(),
+            "within 1.5x is plausible"
+        );
+        assert!(
+            suspicion(2.0, &problem, 128 << 20).is_none(),
+            "cache-resident sizes may exceed 1"
+        );
+        assert!(
+            suspicion(2.0, &problem, 0).is_none(),
+            "unknown cache size: no claim"
+        );
     }
 
     #[test]

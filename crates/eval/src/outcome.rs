@@ -159,6 +159,10 @@ pub struct SizeResult {
     /// "GB/s" or "GFLOPS".
     pub unit: String,
     pub work_note: String,
+    /// Why this size's figure is implausible, when it is: more than 1.5x the
+    /// ceiling with a working set larger than the last-level cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspicious: Option<String>,
 }
 
 /// Where the wall time of one evaluation went, in seconds.
@@ -205,4 +209,13 @@ pub struct Evaluation {
     /// The sizes that ran, in order, up to and including a failing one.
     pub sizes: Vec<SizeResult>,
     pub wall: WallTimes,
+}
+
+impl Evaluation {
+    /// Sizes flagged as implausibly fast, with the reason.
+    pub fn suspicious(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.sizes
+            .iter()
+            .filter_map(|s| s.suspicious.as_deref().map(|why| (s.label.as_str(), why)))
+    }
 }

@@ -125,6 +125,7 @@ fn device_info(platform: &Platform, device: &Device) -> DeviceInfo {
             .trim()
             .to_string(),
         is_cpu: dev_type & CL_DEVICE_TYPE_CPU != 0,
+        cache_bytes: device.global_mem_cache_size().unwrap_or(0),
     }
 }
 

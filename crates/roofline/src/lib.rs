@@ -519,6 +519,7 @@ mod tests {
             arch: String::new(),
             driver_version: "1".into(),
             is_cpu: true,
+            cache_bytes: 0,
         }
     }
 

@@ -476,6 +476,7 @@ fn placeholder_device() -> DeviceInfo {
         arch: String::new(),
         driver_version: String::new(),
         is_cpu: false,
+        cache_bytes: 0,
     }
 }
 

@@ -15,9 +15,13 @@ use kevo_worker::{Worker, WorkerCommand, WorkerConfig, WorkerError};
 
 pub const TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The worker binary: the one cargo built next to this test, unless
+/// KEVO_WORKER_BIN points elsewhere (test binaries carried to a GPU machine).
 pub fn command(cache_dir: &std::path::Path) -> WorkerCommand {
+    let program = std::env::var_os("KEVO_WORKER_BIN")
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_kevo-worker").into());
     WorkerCommand {
-        program: env!("CARGO_BIN_EXE_kevo-worker").into(),
+        program: program.into(),
         args: Vec::new(),
         env: vec![("KEVO_CACHE_DIR".into(), cache_dir.display().to_string())],
     }
@@ -54,9 +58,10 @@ pub fn dir(d: Dialect) -> &'static str {
 
 /// An adversarial or unusual kernel of `dialect`, by stem.
 pub fn kernel(dialect: Dialect, stem: &str) -> String {
+    let root = std::env::var("KEVO_WORKER_TESTS_DIR")
+        .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string());
     let path = format!(
-        "{}/tests/adversarial/{}/{stem}.{}",
-        env!("CARGO_MANIFEST_DIR"),
+        "{root}/tests/adversarial/{}/{stem}.{}",
         dir(dialect),
         dialect.extension()
     );
