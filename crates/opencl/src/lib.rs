@@ -514,7 +514,10 @@ impl Backend for OpenClBackend {
         bytes: usize,
     ) -> Result<BufferId, BackendError> {
         let p = self.buffer(parent)?;
-        if bytes == 0 || offset + bytes > p.bytes || offset % kevo_backend::VIEW_ALIGN != 0 {
+        if bytes == 0
+            || offset + bytes > p.bytes
+            || !offset.is_multiple_of(kevo_backend::VIEW_ALIGN)
+        {
             return Err(BackendError::Runtime(format!(
                 "view of {bytes} bytes at {offset} in a {}-byte buffer",
                 p.bytes

@@ -54,7 +54,7 @@ pub enum Request {
 pub enum Reply {
     /// The device is open and the ceilings are known.
     Ready {
-        device: DeviceInfo,
+        device: Box<DeviceInfo>,
         ceilings: Ceilings,
         /// Seconds from process start to ready (backend + context creation).
         startup_s: f64,

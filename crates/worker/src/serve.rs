@@ -56,7 +56,7 @@ pub fn serve(
     send(
         &mut output,
         &Reply::Ready {
-            device: device.clone(),
+            device: Box::new(device.clone()),
             ceilings,
             startup_s: start.elapsed().as_secs_f64(),
         },

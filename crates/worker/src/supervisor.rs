@@ -248,7 +248,7 @@ impl Worker {
                 ceilings,
                 startup_s,
             })) => {
-                self.device = device;
+                self.device = *device;
                 self.ceilings = ceilings;
                 self.stats.startup_s.push(startup_s);
                 self.stats.spawn_s.push(started.elapsed().as_secs_f64());
