@@ -5,21 +5,45 @@
 
 mod block;
 pub mod check;
+pub mod hash;
 pub mod rng;
 mod task;
 mod tasks {
+    pub mod adi3d;
+    pub mod fft3d;
+    pub mod gradshaf;
     pub mod heat2d;
+    pub mod hmc;
+    pub mod ising;
+    pub mod lbm;
+    pub mod lj;
+    pub mod morton;
+    pub mod nbody;
     pub mod saxpy;
+    pub mod wave3d;
 }
 
 pub use block::{BlockDeclarationError, BlockDeclarations};
 pub use task::*;
+pub use tasks::adi3d::Adi3d;
+pub use tasks::fft3d::Fft3d;
+pub use tasks::gradshaf::Gradshaf;
 pub use tasks::heat2d::Heat2d;
+pub use tasks::hmc::Hmc;
+pub use tasks::ising::Ising;
+pub use tasks::lbm::Lbm;
+pub use tasks::lj::Lj;
+pub use tasks::morton::Morton;
+pub use tasks::nbody::Nbody;
 pub use tasks::saxpy::Saxpy;
+pub use tasks::wave3d::Wave3d;
 
 /// Every task, in the order of the specification.
 pub fn all() -> Vec<&'static dyn Task> {
-    vec![&Saxpy, &Heat2d]
+    vec![
+        &Saxpy, &Heat2d, &Wave3d, &Nbody, &Hmc, &Lbm, &Ising, &Lj, &Gradshaf, &Fft3d, &Adi3d,
+        &Morton,
+    ]
 }
 
 /// Look a task up by name.
@@ -118,5 +142,132 @@ mod tests {
             Saxpy.work(&Saxpy.sizes(SizeSet::Full).in_distribution[2]),
             805_306_368.0
         );
+        let full = |t: &dyn Task| {
+            let p = t.sizes(SizeSet::Full);
+            let mut v = p.in_distribution;
+            v.push(p.held_out);
+            v
+        };
+        let strs = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        for (task, want, work) in [
+            (
+                &Wave3d as &dyn Task,
+                [
+                    "64x64x64_30",
+                    "160x160x160_20",
+                    "192x192x192_15",
+                    "128x128x128_20",
+                ],
+                [94_371_840.0, 983_040_000.0, 1_274_019_840.0, 503_316_480.0],
+            ),
+            (
+                &Nbody,
+                ["256_10", "1024_10", "2048_10", "512_10"],
+                [13_107_200.0, 209_715_200.0, 838_860_800.0, 52_428_800.0],
+            ),
+            (
+                &Hmc,
+                ["d8_K16384", "d16_K4096", "d32_K1024", "d24_K2048"],
+                [
+                    4_325_376_000.0,
+                    4_469_555_200.0,
+                    4_541_644_800.0,
+                    5_082_316_800.0,
+                ],
+            ),
+            (
+                &Lbm,
+                ["64x64_50", "128x128_100", "256x256_100", "192x192_75"],
+                [14_745_600.0, 117_964_800.0, 471_859_200.0, 199_065_600.0],
+            ),
+            (
+                &Ising,
+                [
+                    "256x256_100",
+                    "1024x1024_50",
+                    "2048x2048_25",
+                    "1536x1536_40",
+                ],
+                [13_107_200.0, 104_857_600.0, 209_715_200.0, 188_743_680.0],
+            ),
+        ] {
+            let sizes = full(task);
+            let labels: Vec<String> = sizes.iter().map(|s| s.label.clone()).collect();
+            assert_eq!(labels, strs(&want), "{}", task.name());
+            for (s, w) in sizes.iter().zip(work) {
+                assert_eq!(task.work(s), w, "{} {}", task.name(), s.label);
+            }
+        }
+        assert_eq!(
+            [
+                Wave3d.ceiling(),
+                Nbody.ceiling(),
+                Hmc.ceiling(),
+                Lbm.ceiling(),
+                Ising.ceiling()
+            ],
+            [
+                CeilingKind::Bandwidth,
+                CeilingKind::Fp32,
+                CeilingKind::Fp32,
+                CeilingKind::Bandwidth,
+                CeilingKind::Bandwidth
+            ]
+        );
+        // lj, gradshaf, fft3d, adi3d, morton: labels, ceilings, and the
+        // spec's derived work figures.
+        for (task, want, work, ceiling) in [
+            (
+                &Gradshaf as &dyn Task,
+                ["65x65_30", "257x257_40", "513x513_30", "129x129_35"],
+                [1_521_000.0, 31_703_520.0, 94_740_840.0, 6_989_220.0],
+                CeilingKind::Bandwidth,
+            ),
+            (
+                &Fft3d,
+                ["32cube", "64cube", "128cube", "256cube"],
+                [3_145_728.0, 25_165_824.0, 201_326_592.0, 1_610_612_736.0],
+                CeilingKind::Bandwidth,
+            ),
+            (
+                &Adi3d,
+                ["N64_20", "N96_15", "N128_10", "P256x192x128_10"],
+                [125_829_120.0, 318_504_960.0, 503_316_480.0, 1_509_949_440.0],
+                CeilingKind::Bandwidth,
+            ),
+            (
+                &Morton,
+                ["N32_120", "N64_60", "N128_30", "N256_10"],
+                [31_457_280.0, 125_829_120.0, 503_316_480.0, 1_342_177_280.0],
+                CeilingKind::Bandwidth,
+            ),
+            (
+                &Lj,
+                [
+                    "N1728_M5_steps20",
+                    "N4096_M7_steps15",
+                    "N10648_M10_steps10",
+                    "N2744_M6_steps12",
+                ],
+                // 40·P·n_steps with the spec's P = 29,051 / 68,859 / 178,608
+                // / 46,093; our inputs are drawn by our own generator, so
+                // P (and the FLOPs) may differ from numpy's by a little.
+                [23_240_800.0, 41_315_400.0, 71_443_200.0, 22_124_640.0],
+                CeilingKind::Fp32,
+            ),
+        ] {
+            let sizes = full(task);
+            let labels: Vec<String> = sizes.iter().map(|s| s.label.clone()).collect();
+            assert_eq!(labels, strs(&want), "{}", task.name());
+            assert_eq!(task.ceiling(), ceiling, "{}", task.name());
+            for (s, w) in sizes.iter().zip(work) {
+                let got = task.work(s);
+                if task.name() == "lj" {
+                    assert!((got - w).abs() < 0.02 * w, "lj {}: {got} vs {w}", s.label);
+                } else {
+                    assert_eq!(got, w, "{} {}", task.name(), s.label);
+                }
+            }
+        }
     }
 }

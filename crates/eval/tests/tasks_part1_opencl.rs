@@ -1,0 +1,165 @@
+//! wave3d, nbody, hmc, lbm and ising end to end on a real OpenCL device
+//! (PoCL in CI): every seed is correct at the smoke sizes and the held-out
+//! smoke size, and a deliberately wrong kernel of each task is rejected.
+
+use std::time::Instant;
+
+use kevo_backend::{DeviceSelector, Dialect};
+use kevo_eval::{EvalConfig, Evaluator, Outcome};
+use kevo_opencl::OpenClBackend;
+use kevo_roofline::{CeilingSource, Ceilings};
+use kevo_tasks::{Size, SizeSet, Task};
+
+const TASKS: [&str; 5] = ["wave3d", "nbody", "hmc", "lbm", "ising"];
+
+fn evaluator() -> Option<Evaluator<OpenClBackend>> {
+    let backend = match OpenClBackend::open(&DeviceSelector::default()) {
+        Ok(b) => b,
+        Err(e) if std::env::var_os("CI").is_none() => {
+            eprintln!("skipping: {e}");
+            return None;
+        }
+        Err(e) => panic!("OpenCL must be available in CI: {e}"),
+    };
+    let ceilings = Ceilings {
+        bandwidth_gbs: 10.0,
+        fp32_gflops: 100.0,
+        source: CeilingSource::Datasheet {
+            entry: "test".into(),
+        },
+    };
+    Some(Evaluator::new(backend, ceilings, EvalConfig::default()))
+}
+
+fn task(name: &str) -> &'static dyn Task {
+    kevo_tasks::by_name(name).unwrap()
+}
+
+fn smoke(task: &dyn Task) -> Vec<Size> {
+    task.sizes(SizeSet::Smoke).in_distribution
+}
+
+#[test]
+fn seeds_are_correct_at_smoke_and_held_out_sizes() {
+    let Some(mut ev) = evaluator() else { return };
+    for name in TASKS {
+        let task = task(name);
+        let seed = task.seed(Dialect::OpenCl).unwrap();
+        let start = Instant::now();
+        let e = ev.evaluate(task, seed, &smoke(task));
+        let elapsed = start.elapsed().as_secs_f64();
+        let Outcome::Correct { score } = e.outcome else {
+            panic!("{name} seed: {}", e.outcome.summary());
+        };
+        assert!(score > 0.0 && score.is_finite(), "{name}: {score}");
+        assert_eq!(e.sizes.len(), 3);
+        for s in &e.sizes {
+            assert!(s.correct, "{name} {}", s.label);
+            match s.tolerance {
+                Some(t) => assert!(s.error <= t, "{name} {}", s.label),
+                None => assert!(s.error.is_finite()),
+            }
+            assert_eq!(s.time.samples_s.len(), 10);
+        }
+        eprintln!(
+            "{name}: seed at smoke sizes in {elapsed:.2} s wall ({:.2} s device, {:.2} s reference); errors {:?}",
+            e.wall.device_s,
+            e.wall.reference_s,
+            e.sizes.iter().map(|s| s.error).collect::<Vec<_>>()
+        );
+        let held = task.sizes(SizeSet::Smoke).held_out;
+        let e = ev.evaluate(task, seed, std::slice::from_ref(&held));
+        assert!(
+            e.outcome.is_correct(),
+            "{name} held-out: {}",
+            e.outcome.summary()
+        );
+        assert_eq!(e.sizes[0].label, held.label);
+    }
+}
+
+/// Evaluate a wrong kernel: it must be a wrong result at the first size
+/// with `metric`; returns (value, tolerance).
+fn expect_wrong(name: &str, source: &str, metric: &str) -> Option<(f64, Option<f64>)> {
+    let mut ev = evaluator()?;
+    let task = task(name);
+    let sizes = smoke(task);
+    let e = ev.evaluate(task, source, &sizes);
+    match e.outcome {
+        Outcome::WrongResult {
+            size,
+            metric: m,
+            value,
+            tolerance,
+        } => {
+            assert_eq!(size, sizes[0].label, "{name}: stops at the first size");
+            assert_eq!(m, metric, "{name}");
+            assert_eq!(e.sizes.len(), 1, "{name}: later sizes do not run");
+            Some((value, tolerance))
+        }
+        other => panic!("{name}: expected a wrong result, got {}", other.summary()),
+    }
+}
+
+#[test]
+fn wave3d_with_a_sign_error_is_rejected() {
+    let Some((value, tol)) = expect_wrong(
+        "wave3d",
+        include_str!("kernels/wave3d_sign_error.cl"),
+        "max_abs",
+    ) else {
+        return;
+    };
+    assert!(value.is_finite() && value > tol.unwrap(), "{value}");
+}
+
+#[test]
+fn nbody_without_softening_is_rejected() {
+    let Some((value, tol)) = expect_wrong(
+        "nbody",
+        include_str!("kernels/nbody_no_softening.cl"),
+        "max_abs_pos",
+    ) else {
+        return;
+    };
+    // The j = i term is 0/0: NaN, or garbage under relaxed math.
+    assert!(value.is_nan() || value > tol.unwrap(), "{value}");
+}
+
+#[test]
+fn hmc_with_a_wrong_rng_counter_is_rejected() {
+    let Some((value, tol)) = expect_wrong(
+        "hmc",
+        include_str!("kernels/hmc_wrong_counter.cl"),
+        "stat_err",
+    ) else {
+        return;
+    };
+    assert!(tol.is_none());
+    assert!(value > 1.0, "{value}");
+}
+
+#[test]
+fn lbm_streaming_the_wrong_way_is_rejected() {
+    let Some((value, tol)) = expect_wrong(
+        "lbm",
+        include_str!("kernels/lbm_push_streaming.cl"),
+        "max_abs",
+    ) else {
+        return;
+    };
+    assert!(value.is_finite() && value > tol.unwrap(), "{value}");
+}
+
+#[test]
+fn ising_with_the_wrong_checkerboard_parity_is_rejected() {
+    let Some((value, tol)) = expect_wrong(
+        "ising",
+        include_str!("kernels/ising_wrong_parity.cl"),
+        "spin_disagreements",
+    ) else {
+        return;
+    };
+    assert!(tol.is_none());
+    assert!(value >= 1.0, "{value}");
+}

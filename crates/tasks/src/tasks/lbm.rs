@@ -1,0 +1,307 @@
+//! lbm: D2Q9 lattice Boltzmann with BGK collision, fused pull-streaming and
+//! collision, periodic in both axes (spec section 6). Size dims:
+//! `[NX, NY, n_steps]`.
+
+use std::sync::Arc;
+
+use kevo_backend::Dialect;
+use rayon::prelude::*;
+
+use crate::check::{bytes_to_f32s, f32s_to_bytes, max_abs, max_abs_verdict};
+use crate::*;
+
+const TAU: f32 = 0.8;
+const CX: [i32; 9] = [0, 1, 0, -1, 0, 1, -1, -1, 1];
+const CY: [i32; 9] = [0, 0, 1, 0, -1, 1, 1, -1, -1];
+const W: [f32; 9] = [
+    4.0 / 9.0,
+    1.0 / 9.0,
+    1.0 / 9.0,
+    1.0 / 9.0,
+    1.0 / 9.0,
+    1.0 / 36.0,
+    1.0 / 36.0,
+    1.0 / 36.0,
+    1.0 / 36.0,
+];
+
+pub struct Lbm;
+
+fn dims(size: &Size) -> (usize, usize, usize) {
+    (
+        size.dims[0] as usize,
+        size.dims[1] as usize,
+        size.dims[2] as usize,
+    )
+}
+
+/// Deterministic initial populations: a density bump at rest,
+/// f_k = w_k * rho0 (SoA: f[k*NX*NY + j*NX + i]).
+fn initial(nx: usize, ny: usize) -> Vec<f32> {
+    let (cx, cy) = ((nx as f64 - 1.0) / 2.0, (ny as f64 - 1.0) / 2.0);
+    let sigma = 0.15 * nx.min(ny) as f64;
+    let cells = nx * ny;
+    let mut f = vec![0f32; 9 * cells];
+    for j in 0..ny {
+        for i in 0..nx {
+            let r2 = (i as f64 - cx).powi(2) + (j as f64 - cy).powi(2);
+            let bump = (-r2 / (2.0 * sigma * sigma)).exp();
+            let rho = (1.0 + 0.05 * bump) as f32;
+            for k in 0..9 {
+                f[k * cells + j * nx + i] = W[k] * rho;
+            }
+        }
+    }
+    f
+}
+
+/// Collide the nine pulled populations of one cell (f32, reference order).
+fn collide(ft: &[f32; 9], inv_tau: f32) -> [f32; 9] {
+    let mut rho = 0f32;
+    let (mut mx, mut my) = (0f32, 0f32);
+    for k in 0..9 {
+        rho += ft[k];
+        mx += CX[k] as f32 * ft[k];
+        my += CY[k] as f32 * ft[k];
+    }
+    let u = mx / rho;
+    let v = my / rho;
+    let usq = u * u + v * v;
+    let mut out = [0f32; 9];
+    for k in 0..9 {
+        let cu = CX[k] as f32 * u + CY[k] as f32 * v;
+        let feq = W[k] * rho * (1.0 + 3.0 * cu + 4.5 * cu * cu - 1.5 * usq);
+        out[k] = ft[k] - inv_tau * (ft[k] - feq);
+    }
+    out
+}
+
+/// One step: periodic pull from (i - cx, j - cy), then BGK collision.
+fn step(f: &[f32], out: &mut [f32], nx: usize, ny: usize) {
+    let cells = nx * ny;
+    let inv_tau = 1.0 / TAU;
+    // Rows of the output are spread over the nine planes; compute a row of
+    // all nine populations at a time, then scatter.
+    let rows: Vec<Vec<[f32; 9]>> = (0..ny)
+        .into_par_iter()
+        .map(|j| {
+            (0..nx)
+                .map(|i| {
+                    let mut ft = [0f32; 9];
+                    for k in 0..9 {
+                        let sj = (j as i64 - CY[k] as i64).rem_euclid(ny as i64) as usize;
+                        let si = (i as i64 - CX[k] as i64).rem_euclid(nx as i64) as usize;
+                        ft[k] = f[k * cells + sj * nx + si];
+                    }
+                    collide(&ft, inv_tau)
+                })
+                .collect()
+        })
+        .collect();
+    out.par_chunks_mut(cells)
+        .enumerate()
+        .for_each(|(k, plane)| {
+            for (j, row) in rows.iter().enumerate() {
+                for (i, cell) in row.iter().enumerate() {
+                    plane[j * nx + i] = cell[k];
+                }
+            }
+        });
+}
+
+impl Task for Lbm {
+    fn name(&self) -> &'static str {
+        "lbm"
+    }
+    fn regime(&self) -> &'static str {
+        "R3 multi-field"
+    }
+    fn description(&self) -> &'static str {
+        include_str!("../../assets/lbm/brief.md")
+    }
+    fn signature(&self, dialect: Dialect) -> Option<&'static str> {
+        match dialect {
+            Dialect::OpenCl => Some(include_str!("../../assets/lbm/signature.cl")),
+            Dialect::Cuda => Some(include_str!("../../assets/lbm/signature.cu")),
+            Dialect::Metal => None,
+        }
+    }
+    fn seed(&self, dialect: Dialect) -> Option<&'static str> {
+        match dialect {
+            Dialect::OpenCl => Some(include_str!("../../assets/lbm/seed.cl")),
+            Dialect::Cuda => Some(include_str!("../../assets/lbm/seed.cu")),
+            Dialect::Metal => None,
+        }
+    }
+    fn kernel_names(&self) -> &'static [&'static str] {
+        &["lbm_step"]
+    }
+    fn sizes(&self, set: SizeSet) -> SizePlan {
+        match set {
+            SizeSet::Full => SizePlan {
+                in_distribution: vec![
+                    Size::new("64x64_50", &[64, 64, 50]),
+                    Size::new("128x128_100", &[128, 128, 100]),
+                    Size::new("256x256_100", &[256, 256, 100]),
+                ],
+                held_out: Size::new("192x192_75", &[192, 192, 75]),
+            },
+            // A non-square grid that is no multiple of the block, and odd step
+            // counts that end in buffer B.
+            SizeSet::Smoke => SizePlan {
+                in_distribution: vec![
+                    Size::new("32x32_20", &[32, 32, 20]),
+                    Size::new("72x40_15", &[72, 40, 15]),
+                    Size::new("96x96_20", &[96, 96, 20]),
+                ],
+                held_out: Size::new("40x56_11", &[40, 56, 11]),
+            },
+        }
+    }
+    fn ceiling(&self) -> CeilingKind {
+        CeilingKind::Bandwidth
+    }
+    fn work(&self, size: &Size) -> f64 {
+        let (nx, ny, steps) = dims(size);
+        72.0 * (nx * ny * steps) as f64
+    }
+    fn work_note(&self) -> &'static str {
+        "effective, 72 B/cell/step"
+    }
+    fn default_seed(&self) -> u64 {
+        0
+    }
+    fn problem(&self, size: &Size, _seed: u64) -> Problem {
+        let (nx, ny, steps) = dims(size);
+        let f0 = initial(nx, ny);
+        let bytes = 4 * 9 * nx * ny;
+        let launches = (0..steps)
+            .map(|s| {
+                let (src, dst) = if s % 2 == 0 { (0, 1) } else { (1, 0) };
+                LaunchSpec {
+                    kernel: 0,
+                    threads: [nx as u64, ny as u64, 1],
+                    block: Block::Default([16, 16, 1]),
+                    args: vec![
+                        Arg::Buffer(src),
+                        Arg::Buffer(dst),
+                        Arg::U32(nx as u32),
+                        Arg::U32(ny as u32),
+                        Arg::F32(TAU),
+                    ],
+                }
+            })
+            .collect();
+        Problem {
+            buffers: vec![
+                BufferSpec {
+                    name: "f_a",
+                    bytes,
+                    init: BufferInit::Data(Arc::new(f32s_to_bytes(&f0))),
+                    access: Access::ReadWrite,
+                },
+                BufferSpec {
+                    name: "f_b",
+                    bytes,
+                    init: BufferInit::Sentinel,
+                    access: Access::ReadWrite,
+                },
+            ],
+            launches,
+            outputs: vec![steps % 2],
+        }
+    }
+    fn reference(&self, size: &Size, problem: &Problem) -> Reference {
+        let (nx, ny, steps) = dims(size);
+        let mut f = bytes_to_f32s(init_data(problem, 0));
+        let mut next = vec![0f32; f.len()];
+        for _ in 0..steps {
+            step(&f, &mut next, nx, ny);
+            std::mem::swap(&mut f, &mut next);
+        }
+        Arc::new(f)
+    }
+    fn check(
+        &self,
+        _size: &Size,
+        _problem: &Problem,
+        reference: &Reference,
+        outputs: &[Vec<u8>],
+    ) -> Verdict {
+        let want = reference.downcast_ref::<Vec<f32>>().expect("lbm reference");
+        let got = bytes_to_f32s(&outputs[0]);
+        max_abs_verdict(&got, want, 5e-4 + 1e-4 * max_abs(want))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn moments(f: &[f32], cells: usize) -> (f64, f64, f64) {
+        let (mut m, mut px, mut py) = (0f64, 0f64, 0f64);
+        for k in 0..9 {
+            for c in 0..cells {
+                let x = f[k * cells + c] as f64;
+                m += x;
+                px += CX[k] as f64 * x;
+                py += CY[k] as f64 * x;
+            }
+        }
+        (m, px, py)
+    }
+
+    #[test]
+    fn initial_state_matches_the_specification() {
+        let f = initial(64, 64);
+        assert!((max_abs(&f) - 0.46661).abs() < 1e-5, "{}", max_abs(&f));
+        let (mass, px, py) = moments(&f, 64 * 64);
+        assert!((mass - 4124.9036).abs() < 2e-3, "{mass}");
+        assert!(px.abs() < 1e-9 && py.abs() < 1e-9);
+    }
+
+    #[test]
+    fn steps_conserve_mass_and_momentum() {
+        let (nx, ny, steps) = (24, 20, 30);
+        let size = Size::new("t", &[nx as u64, ny as u64, steps]);
+        let p = Lbm.problem(&size, 0);
+        let r = Lbm.reference(&size, &p);
+        let f = r.downcast_ref::<Vec<f32>>().unwrap();
+        let f0 = bytes_to_f32s(init_data(&p, 0));
+        let (m0, _, _) = moments(&f0, nx * ny);
+        let (m, px, py) = moments(f, nx * ny);
+        assert!((m - m0).abs() < 1e-3 * m0 / 1e3, "mass {m0} -> {m}");
+        assert!(px.abs() < 1e-3 && py.abs() < 1e-3, "momentum ({px}, {py})");
+        assert_ne!(f, &f0, "the bump spreads");
+        assert_eq!(p.outputs, vec![0]);
+    }
+
+    #[test]
+    fn one_step_pulls_from_upstream_and_collides() {
+        let (nx, ny) = (5, 4);
+        let cells = nx * ny;
+        let f: Vec<f32> = (0..9 * cells)
+            .map(|n| 0.05 + ((n * 37) % 17) as f32 * 0.01)
+            .collect();
+        let mut out = vec![0f32; f.len()];
+        step(&f, &mut out, nx, ny);
+        // Cell (0, 0): the population k = 5 (c = (1, 1)) comes from (NX-1, NY-1).
+        let (i, j) = (0usize, 0usize);
+        let mut ft = [0f32; 9];
+        for k in 0..9 {
+            let si = (i as i32 - CX[k]).rem_euclid(nx as i32) as usize;
+            let sj = (j as i32 - CY[k]).rem_euclid(ny as i32) as usize;
+            ft[k] = f[k * cells + sj * nx + si];
+        }
+        assert_eq!(ft[5], f[5 * cells + (ny - 1) * nx + nx - 1]);
+        let rho: f32 = ft.iter().sum();
+        let u = (ft[1] + ft[5] + ft[8] - ft[3] - ft[6] - ft[7]) / rho;
+        let v = (ft[2] + ft[5] + ft[6] - ft[4] - ft[7] - ft[8]) / rho;
+        for k in 0..9 {
+            let cu = CX[k] as f32 * u + CY[k] as f32 * v;
+            let feq = W[k] * rho * (1.0 + 3.0 * cu + 4.5 * cu * cu - 1.5 * (u * u + v * v));
+            let want = ft[k] - 1.25 * (ft[k] - feq);
+            assert!((out[k * cells] - want).abs() < 1e-6, "k {k}");
+        }
+    }
+}

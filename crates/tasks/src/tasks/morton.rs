@@ -1,0 +1,333 @@
+//! morton: explicit 3-D heat stencil on an N³ grid stored in Z-order
+//! (Morton order) (spec section 12). Size dims: `[N, n_steps]`, N a power of
+//! two.
+
+use std::sync::Arc;
+
+use kevo_backend::Dialect;
+use rayon::prelude::*;
+
+use crate::check::{bytes_to_f32s, f32s_to_bytes, max_abs, max_abs_verdict};
+use crate::*;
+
+const ALPHA: f32 = 0.10;
+
+pub struct Morton;
+
+fn dims(size: &Size) -> (usize, usize) {
+    let n = size.dims[0] as usize;
+    assert!(
+        n.is_power_of_two() && (2..=1024).contains(&n),
+        "morton: N = {n} must be a power of two in [2, 1024]"
+    );
+    (n, size.dims[1] as usize)
+}
+
+/// Spread the low 10 bits of `v` so that bit b moves to bit 3b.
+fn spread3(v: usize) -> usize {
+    let mut x = (v as u32) & 0x3FF;
+    x = (x | (x << 16)) & 0x0300_00FF;
+    x = (x | (x << 8)) & 0x0300_F00F;
+    x = (x | (x << 4)) & 0x030C_30C3;
+    x = (x | (x << 2)) & 0x0924_9249;
+    x as usize
+}
+
+/// Inverse of `spread3`: gather every third bit.
+fn compact3(v: usize) -> usize {
+    let mut x = (v as u32) & 0x0924_9249;
+    x = (x | (x >> 2)) & 0x030C_30C3;
+    x = (x | (x >> 4)) & 0x0300_F00F;
+    x = (x | (x >> 8)) & 0x0300_00FF;
+    x = (x | (x >> 16)) & 0x3FF;
+    x as usize
+}
+
+/// Morton index: bit b of x, y, z goes to bit 3b, 3b+1, 3b+2 (N <= 1024).
+fn encode(x: usize, y: usize, z: usize) -> usize {
+    spread3(x) | (spread3(y) << 1) | (spread3(z) << 2)
+}
+
+fn decode(m: usize) -> (usize, usize, usize) {
+    (compact3(m), compact3(m >> 1), compact3(m >> 2))
+}
+
+/// Row-major Gaussian with faces zeroed (f32).
+fn initial_row_major(n: usize) -> Vec<f32> {
+    let sigma = (0.15 * n as f64) as f32;
+    let c = (n as f32 - 1.0) / 2.0;
+    let mut u = vec![0f32; n * n * n];
+    u.par_chunks_mut(n * n).enumerate().for_each(|(z, plane)| {
+        for y in 0..n {
+            for x in 0..n {
+                let face = [x, y, z].iter().any(|&v| v == 0 || v == n - 1);
+                if !face {
+                    let (dx, dy, dz) = (x as f32 - c, y as f32 - c, z as f32 - c);
+                    let r2 = dx * dx + dy * dy + dz * dz;
+                    plane[y * n + x] = (-r2 / (2.0 * sigma * sigma)).exp();
+                }
+            }
+        }
+    });
+    u
+}
+
+/// Row-major -> Morton order.
+fn to_morton(u: &[f32], n: usize) -> Vec<f32> {
+    (0..u.len())
+        .into_par_iter()
+        .map(|m| {
+            let (x, y, z) = decode(m);
+            u[(z * n + y) * n + x]
+        })
+        .collect()
+}
+
+/// Morton order -> row-major.
+fn from_morton(v: &[f32], n: usize) -> Vec<f32> {
+    let mut u = vec![0f32; v.len()];
+    u.par_chunks_mut(n).enumerate().for_each(|(row, out)| {
+        let yz = encode(0, row % n, row / n);
+        for (x, o) in out.iter_mut().enumerate() {
+            *o = v[spread3(x) | yz];
+        }
+    });
+    u
+}
+
+/// One forward-Euler step on the row-major grid (f32), summing x-, x+,
+/// y-, y+, z-, z+ and then subtracting 6c.
+fn step(u: &[f32], out: &mut [f32], n: usize) {
+    let p = n * n;
+    out.par_chunks_mut(p).enumerate().for_each(|(z, plane)| {
+        if z == 0 || z == n - 1 {
+            plane.copy_from_slice(&u[z * p..(z + 1) * p]);
+            return;
+        }
+        for (y, o) in plane.chunks_exact_mut(n).enumerate() {
+            let base = z * p + y * n;
+            let c = &u[base..base + n];
+            if y == 0 || y == n - 1 {
+                o.copy_from_slice(c);
+                continue;
+            }
+            let (ym, yp) = (&u[base - n..base], &u[base + n..base + 2 * n]);
+            let (zm, zp) = (&u[base - p..base - p + n], &u[base + p..base + p + n]);
+            o[0] = c[0];
+            o[n - 1] = c[n - 1];
+            for x in 1..n - 1 {
+                let lap = c[x - 1] + c[x + 1] + ym[x] + yp[x] + zm[x] + zp[x] - 6.0 * c[x];
+                o[x] = c[x] + ALPHA * lap;
+            }
+        }
+    });
+}
+
+impl Task for Morton {
+    fn name(&self) -> &'static str {
+        "morton"
+    }
+    fn regime(&self) -> &'static str {
+        "R8 stencil on Z-order storage"
+    }
+    fn description(&self) -> &'static str {
+        include_str!("../../assets/morton/brief.md")
+    }
+    fn signature(&self, dialect: Dialect) -> Option<&'static str> {
+        match dialect {
+            Dialect::OpenCl => Some(include_str!("../../assets/morton/signature.cl")),
+            Dialect::Cuda => Some(include_str!("../../assets/morton/signature.cu")),
+            Dialect::Metal => None,
+        }
+    }
+    fn seed(&self, dialect: Dialect) -> Option<&'static str> {
+        match dialect {
+            Dialect::OpenCl => Some(include_str!("../../assets/morton/seed.cl")),
+            Dialect::Cuda => Some(include_str!("../../assets/morton/seed.cu")),
+            Dialect::Metal => None,
+        }
+    }
+    fn kernel_names(&self) -> &'static [&'static str] {
+        &["morton_stencil"]
+    }
+    fn sizes(&self, set: SizeSet) -> SizePlan {
+        match set {
+            SizeSet::Full => SizePlan {
+                in_distribution: vec![
+                    Size::new("N32_120", &[32, 120]),
+                    Size::new("N64_60", &[64, 60]),
+                    Size::new("N128_30", &[128, 30]),
+                ],
+                held_out: Size::new("N256_10", &[256, 10]),
+            },
+            SizeSet::Smoke => SizePlan {
+                in_distribution: vec![
+                    Size::new("N8_40", &[8, 40]),
+                    Size::new("N16_20", &[16, 20]),
+                    Size::new("N32_10", &[32, 10]),
+                ],
+                held_out: Size::new("N64_4", &[64, 4]),
+            },
+        }
+    }
+    fn ceiling(&self) -> CeilingKind {
+        CeilingKind::Bandwidth
+    }
+    fn work(&self, size: &Size) -> f64 {
+        let (n, steps) = dims(size);
+        8.0 * (n * n * n * steps) as f64
+    }
+    fn work_note(&self) -> &'static str {
+        "effective, 8 B/cell/step (one read, one write, perfect neighbour reuse)"
+    }
+    fn default_seed(&self) -> u64 {
+        // The initial state is deterministic; the seed is unused.
+        0
+    }
+    fn problem(&self, size: &Size, _seed: u64) -> Problem {
+        let (n, steps) = dims(size);
+        let u0 = to_morton(&initial_row_major(n), n);
+        let n3 = n * n * n;
+        let launches = (0..steps)
+            .map(|s| {
+                let (src, dst) = if s % 2 == 0 { (0, 1) } else { (1, 0) };
+                LaunchSpec {
+                    kernel: 0,
+                    threads: [n3 as u64, 1, 1],
+                    block: Block::Default([256, 1, 1]),
+                    args: vec![
+                        Arg::Buffer(src),
+                        Arg::Buffer(dst),
+                        Arg::U32(n as u32),
+                        Arg::U32(n.trailing_zeros()),
+                        Arg::F32(ALPHA),
+                    ],
+                }
+            })
+            .collect();
+        Problem {
+            buffers: vec![
+                BufferSpec {
+                    name: "A",
+                    bytes: 4 * n3,
+                    init: BufferInit::Data(Arc::new(f32s_to_bytes(&u0))),
+                    access: Access::ReadWrite,
+                },
+                BufferSpec {
+                    name: "B",
+                    bytes: 4 * n3,
+                    init: BufferInit::Sentinel,
+                    access: Access::ReadWrite,
+                },
+            ],
+            launches,
+            outputs: vec![steps % 2],
+        }
+    }
+    fn reference(&self, size: &Size, problem: &Problem) -> Reference {
+        let (n, steps) = dims(size);
+        let mut u = from_morton(&bytes_to_f32s(init_data(problem, 0)), n);
+        let mut next = vec![0f32; u.len()];
+        for _ in 0..steps {
+            step(&u, &mut next, n);
+            std::mem::swap(&mut u, &mut next);
+        }
+        // Row-major; the output is un-permuted before the comparison.
+        Arc::new(u)
+    }
+    fn check(
+        &self,
+        size: &Size,
+        _problem: &Problem,
+        reference: &Reference,
+        outputs: &[Vec<u8>],
+    ) -> Verdict {
+        let (n, _) = dims(size);
+        let want = reference
+            .downcast_ref::<Vec<f32>>()
+            .expect("morton reference");
+        let stored = bytes_to_f32s(&outputs[0]);
+        if stored.len() != n * n * n {
+            return max_abs_verdict(&stored, want, 0.0);
+        }
+        let got = from_morton(&stored, n);
+        max_abs_verdict(&got, want, 1e-4 + 1e-5 * max_abs(want))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encoding_matches_the_spec_and_round_trips() {
+        assert_eq!(encode(1, 0, 0), 1);
+        assert_eq!(encode(0, 1, 0), 2);
+        assert_eq!(encode(0, 0, 1), 4);
+        assert_eq!(encode(3, 3, 3), 63);
+        // The O(1) spreading agrees with the per-bit definition.
+        let per_bit = |x: usize, y: usize, z: usize| {
+            (0..10).fold(0, |m, b| {
+                m | ((x >> b) & 1) << (3 * b)
+                    | ((y >> b) & 1) << (3 * b + 1)
+                    | ((z >> b) & 1) << (3 * b + 2)
+            })
+        };
+        for (x, y, z) in [
+            (1023, 0, 5),
+            (0, 1023, 17),
+            (513, 2, 1023),
+            (1023, 1023, 1023),
+        ] {
+            assert_eq!(encode(x, y, z), per_bit(x, y, z));
+            assert_eq!(decode(per_bit(x, y, z)), (x, y, z));
+        }
+        for log_n in [1u32, 3, 5] {
+            let n = 1usize << log_n;
+            let mut seen = vec![false; n * n * n];
+            for z in 0..n {
+                for y in 0..n {
+                    for x in 0..n {
+                        let m = encode(x, y, z);
+                        assert!(!seen[m]);
+                        seen[m] = true;
+                        assert_eq!(decode(m), (x, y, z));
+                    }
+                }
+            }
+        }
+        let u: Vec<f32> = (0..512).map(|v| v as f32).collect();
+        assert_eq!(from_morton(&to_morton(&u, 8), 8), u);
+    }
+
+    #[test]
+    fn reference_diffuses_and_keeps_faces() {
+        let size = Size::new("t", &[16, 6]);
+        let p = Morton.problem(&size, 0);
+        let r = Morton.reference(&size, &p);
+        let u = r.downcast_ref::<Vec<f32>>().unwrap();
+        let u0 = initial_row_major(16);
+        assert_eq!(from_morton(&bytes_to_f32s(init_data(&p, 0)), 16), u0);
+        assert!(max_abs(u) < max_abs(&u0));
+        assert!((0..16).all(|x| u[x] == 0.0 && u[15 * 256 + 15 * 16 + x] == 0.0));
+        // The check un-permutes: the reference scattered back passes.
+        let stored = to_morton(u, 16);
+        let v = Morton.check(&size, &p, &r, &[f32s_to_bytes(&stored)]);
+        assert!(v.passed && v.value == 0.0);
+        // The row-major layout itself does not.
+        assert!(!Morton.check(&size, &p, &r, &[f32s_to_bytes(u)]).passed);
+    }
+
+    #[test]
+    fn max_of_the_reference_matches_the_spec() {
+        // The initial state is deterministic, so the spec's derived
+        // max|ref| figures apply (up to f32 rounding).
+        let plan = Morton.sizes(SizeSet::Full);
+        for (size, want) in plan.in_distribution.iter().zip([0.34001, 0.82928]) {
+            let p = Morton.problem(size, 0);
+            let r = Morton.reference(size, &p);
+            let m = max_abs(r.downcast_ref::<Vec<f32>>().unwrap());
+            assert!((m - want).abs() < 2e-5, "{}: {m} vs {want}", size.label);
+        }
+    }
+}

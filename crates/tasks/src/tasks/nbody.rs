@@ -1,0 +1,314 @@
+//! nbody: all-pairs softened gravity with symplectic Euler updates (spec
+//! section 4). Size dims: `[N, n_steps]`.
+
+use std::sync::Arc;
+
+use kevo_backend::Dialect;
+use rayon::prelude::*;
+
+use crate::check::{bytes_to_f32s, f32s_to_bytes, max_abs};
+use crate::rng::uniform_f32;
+use crate::*;
+
+const DT: f32 = 1e-3;
+const EPS: f32 = 0.05;
+const G: f32 = 1.0;
+
+pub struct Nbody;
+
+fn dims(size: &Size) -> (usize, usize) {
+    (size.dims[0] as usize, size.dims[1] as usize)
+}
+
+/// Pack xyz triples into float4 with w = 0.
+fn to_float4(xyz: &[f32]) -> Vec<f32> {
+    xyz.chunks_exact(3)
+        .flat_map(|p| [p[0], p[1], p[2], 0.0])
+        .collect()
+}
+
+/// One step: accelerations from all pairs (including j = i, which
+/// contributes zero thanks to the softening), then v += a dt, r += v dt.
+/// The pair sums are formed in f64 and rounded once; the updates are f32.
+fn step(pos: &[f32], vel: &[f32], mass: &[f32], pos_out: &mut [f32], vel_out: &mut [f32]) {
+    let eps2 = (EPS as f64) * (EPS as f64);
+    pos_out
+        .par_chunks_mut(4)
+        .zip(vel_out.par_chunks_mut(4))
+        .enumerate()
+        .for_each(|(i, (po, vo))| {
+            let ri = [
+                pos[4 * i] as f64,
+                pos[4 * i + 1] as f64,
+                pos[4 * i + 2] as f64,
+            ];
+            let mut acc = [0f64; 3];
+            for (pj, &m) in pos.chunks_exact(4).zip(mass) {
+                let d = [
+                    pj[0] as f64 - ri[0],
+                    pj[1] as f64 - ri[1],
+                    pj[2] as f64 - ri[2],
+                ];
+                let r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2] + eps2;
+                let s = m as f64 / (r2 * r2.sqrt());
+                for c in 0..3 {
+                    acc[c] += s * d[c];
+                }
+            }
+            for c in 0..3 {
+                let a = (G as f64 * acc[c]) as f32;
+                let v = vel[4 * i + c] + a * DT;
+                vo[c] = v;
+                po[c] = pos[4 * i + c] + v * DT;
+            }
+            vo[3] = 0.0;
+            po[3] = 0.0;
+        });
+}
+
+/// Positions after `steps` steps.
+fn simulate(pos: &[f32], vel: &[f32], mass: &[f32], steps: usize) -> Vec<f32> {
+    let (mut p, mut v) = (pos.to_vec(), vel.to_vec());
+    let (mut p2, mut v2) = (vec![0f32; p.len()], vec![0f32; v.len()]);
+    for _ in 0..steps {
+        step(&p, &v, mass, &mut p2, &mut v2);
+        std::mem::swap(&mut p, &mut p2);
+        std::mem::swap(&mut v, &mut v2);
+    }
+    p
+}
+
+/// max over bodies and xyz of |got - want|; NaN if any xyz is not finite.
+fn max_abs_pos(got: &[f32], want: &[f32]) -> f64 {
+    if got.len() != want.len() {
+        return f64::NAN;
+    }
+    let mut worst = 0f64;
+    for (g, w) in got.chunks_exact(4).zip(want.chunks_exact(4)) {
+        for c in 0..3 {
+            if !g[c].is_finite() {
+                return f64::NAN;
+            }
+            worst = worst.max((g[c] as f64 - w[c] as f64).abs());
+        }
+    }
+    worst
+}
+
+impl Task for Nbody {
+    fn name(&self) -> &'static str {
+        "nbody"
+    }
+    fn regime(&self) -> &'static str {
+        "R2 compute-bound"
+    }
+    fn description(&self) -> &'static str {
+        include_str!("../../assets/nbody/brief.md")
+    }
+    fn signature(&self, dialect: Dialect) -> Option<&'static str> {
+        match dialect {
+            Dialect::OpenCl => Some(include_str!("../../assets/nbody/signature.cl")),
+            Dialect::Cuda => Some(include_str!("../../assets/nbody/signature.cu")),
+            Dialect::Metal => None,
+        }
+    }
+    fn seed(&self, dialect: Dialect) -> Option<&'static str> {
+        match dialect {
+            Dialect::OpenCl => Some(include_str!("../../assets/nbody/seed.cl")),
+            Dialect::Cuda => Some(include_str!("../../assets/nbody/seed.cu")),
+            Dialect::Metal => None,
+        }
+    }
+    fn kernel_names(&self) -> &'static [&'static str] {
+        &["nbody_step"]
+    }
+    fn sizes(&self, set: SizeSet) -> SizePlan {
+        match set {
+            SizeSet::Full => SizePlan {
+                in_distribution: vec![
+                    Size::new("256_10", &[256, 10]),
+                    Size::new("1024_10", &[1024, 10]),
+                    Size::new("2048_10", &[2048, 10]),
+                ],
+                held_out: Size::new("512_10", &[512, 10]),
+            },
+            // 320 is not a multiple of the block; 9 steps end in buffer B.
+            SizeSet::Smoke => SizePlan {
+                in_distribution: vec![
+                    Size::new("128_10", &[128, 10]),
+                    Size::new("320_9", &[320, 9]),
+                    Size::new("512_10", &[512, 10]),
+                ],
+                held_out: Size::new("192_10", &[192, 10]),
+            },
+        }
+    }
+    fn ceiling(&self) -> CeilingKind {
+        CeilingKind::Fp32
+    }
+    fn work(&self, size: &Size) -> f64 {
+        let (n, steps) = dims(size);
+        20.0 * (n * n * steps) as f64
+    }
+    fn work_note(&self) -> &'static str {
+        "useful pairs only, 20 FLOP/pair"
+    }
+    fn default_seed(&self) -> u64 {
+        0xCAFE
+    }
+    fn problem(&self, size: &Size, seed: u64) -> Problem {
+        let (n, steps) = dims(size);
+        let pos = to_float4(&uniform_f32(3 * n, seed, 0, -1.0, 1.0));
+        let vel = to_float4(&uniform_f32(3 * n, seed, 1, -0.01, 0.01));
+        let mass = uniform_f32(n, seed, 2, 0.5, 1.5);
+        let vec4 = 16 * n;
+        let buffer = |name, init, access| BufferSpec {
+            name,
+            bytes: vec4,
+            init,
+            access,
+        };
+        let data = |v: &[f32]| BufferInit::Data(Arc::new(f32s_to_bytes(v)));
+        let launches = (0..steps)
+            .map(|s| {
+                // (pos, vel) pairs ping-pong together: A -> B on even steps.
+                let (src, dst) = if s % 2 == 0 { (0, 1) } else { (1, 0) };
+                LaunchSpec {
+                    kernel: 0,
+                    threads: [n as u64, 1, 1],
+                    block: Block::Default([128, 1, 1]),
+                    args: vec![
+                        Arg::Buffer(src),
+                        Arg::Buffer(dst),
+                        Arg::Buffer(2 + src),
+                        Arg::Buffer(2 + dst),
+                        Arg::Buffer(4),
+                        Arg::U32(n as u32),
+                        Arg::F32(DT),
+                        Arg::F32(EPS),
+                        Arg::F32(G),
+                    ],
+                }
+            })
+            .collect();
+        Problem {
+            buffers: vec![
+                buffer("pos_a", data(&pos), Access::ReadWrite),
+                buffer("pos_b", BufferInit::Sentinel, Access::ReadWrite),
+                buffer("vel_a", data(&vel), Access::ReadWrite),
+                buffer("vel_b", BufferInit::Sentinel, Access::ReadWrite),
+                BufferSpec {
+                    name: "mass",
+                    bytes: 4 * n,
+                    init: data(&mass),
+                    access: Access::ReadOnly,
+                },
+            ],
+            launches,
+            // Final positions: A after an even number of steps, else B.
+            outputs: vec![steps % 2],
+        }
+    }
+    fn reference(&self, size: &Size, problem: &Problem) -> Reference {
+        let (_, steps) = dims(size);
+        let pos = bytes_to_f32s(init_data(problem, 0));
+        let vel = bytes_to_f32s(init_data(problem, 2));
+        let mass = bytes_to_f32s(init_data(problem, 4));
+        Arc::new(simulate(&pos, &vel, &mass, steps))
+    }
+    fn check(
+        &self,
+        _size: &Size,
+        _problem: &Problem,
+        reference: &Reference,
+        outputs: &[Vec<u8>],
+    ) -> Verdict {
+        let want = reference
+            .downcast_ref::<Vec<f32>>()
+            .expect("nbody reference");
+        let got = bytes_to_f32s(&outputs[0]);
+        let value = max_abs_pos(&got, want);
+        let xyz: Vec<f32> = want
+            .chunks_exact(4)
+            .flat_map(|p| [p[0], p[1], p[2]])
+            .collect();
+        let tolerance = 1e-3 + 1e-3 * max_abs(&xyz);
+        Verdict {
+            passed: value <= tolerance,
+            metric: "max_abs_pos".into(),
+            value,
+            tolerance: Some(tolerance),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_bodies_attract_by_the_softened_inverse_square_law() {
+        // Body 0 at the origin, body 1 at (0.5, 0, 0), both at rest.
+        let pos = [0.0, 0.0, 0.0, 0.0, 0.5, 0.0, 0.0, 0.0];
+        let vel = [0f32; 8];
+        let mass = [2.0f32, 3.0];
+        let (mut p, mut v) = ([0f32; 8], [0f32; 8]);
+        step(&pos, &vel, &mass, &mut p, &mut v);
+        let r2 = 0.25f64 + (EPS as f64).powi(2);
+        let a0 = 3.0 * 0.5 / r2.powf(1.5);
+        let a1 = -2.0 * 0.5 / r2.powf(1.5);
+        assert!((v[0] as f64 - a0 * DT as f64).abs() < 1e-6, "{}", v[0]);
+        assert!((v[4] as f64 - a1 * DT as f64).abs() < 1e-6, "{}", v[4]);
+        // Symplectic Euler: the drift uses the new velocity.
+        assert_eq!(p[0], v[0] * DT);
+        assert_eq!(p[4], 0.5 + v[4] * DT);
+        assert_eq!((p[1], p[2], p[3], v[3]), (0.0, 0.0, 0.0, 0.0));
+    }
+
+    #[test]
+    fn momentum_is_conserved_and_w_stays_zero() {
+        let size = Size::new("t", &[64, 10]);
+        let p = Nbody.problem(&size, 3);
+        let pos = bytes_to_f32s(init_data(&p, 0));
+        let vel = bytes_to_f32s(init_data(&p, 2));
+        let mass = bytes_to_f32s(init_data(&p, 4));
+        let (mut p1, mut v1) = (vec![0f32; pos.len()], vec![0f32; vel.len()]);
+        step(&pos, &vel, &mass, &mut p1, &mut v1);
+        let momentum = |v: &[f32]| {
+            (0..3)
+                .map(|c| {
+                    v.chunks_exact(4)
+                        .zip(&mass)
+                        .map(|(b, &m)| b[c] as f64 * m as f64)
+                        .sum::<f64>()
+                })
+                .collect::<Vec<_>>()
+        };
+        for (a, b) in momentum(&vel).iter().zip(momentum(&v1)) {
+            assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+        }
+        assert!(p1.chunks_exact(4).all(|b| b[3] == 0.0));
+        assert!(pos.iter().skip(3).step_by(4).all(|&w| w == 0.0));
+        assert!(pos.iter().all(|x| (-1.0..=1.0).contains(x)));
+        assert!(mass.iter().all(|m| (0.5..1.5).contains(m)));
+    }
+
+    #[test]
+    fn the_check_compares_xyz_only_and_fails_on_nan() {
+        let size = Size::new("t", &[32, 2]);
+        let p = Nbody.problem(&size, 1);
+        let r = Nbody.reference(&size, &p);
+        let want = r.downcast_ref::<Vec<f32>>().unwrap().clone();
+        let mut got = want.clone();
+        got[3] = f32::NAN; // w is padding
+        let v = Nbody.check(&size, &p, &r, &[f32s_to_bytes(&got)]);
+        assert!(v.passed && v.value == 0.0 && v.metric == "max_abs_pos");
+        got[5] = f32::NAN;
+        let v = Nbody.check(&size, &p, &r, &[f32s_to_bytes(&got)]);
+        assert!(!v.passed && v.value.is_nan());
+        // Not moving at all is wrong: the bodies travel further than the tolerance.
+        let v = Nbody.check(&size, &p, &r, &[init_data(&p, 0).to_vec()]);
+        assert!(v.value > 0.0);
+        assert_eq!(p.outputs, vec![0]);
+    }
+}
