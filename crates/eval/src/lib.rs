@@ -20,6 +20,7 @@ use kevo_tasks::{
     Access, Arg, Block, BlockDeclarations, BufferInit, CeilingKind, Problem, Reference, Size, Task,
     Verdict,
 };
+use rayon::prelude::*;
 
 pub use cache::LruCache;
 pub use outcome::*;
@@ -61,7 +62,96 @@ pub struct Evaluator<B: Backend> {
     config: EvalConfig,
     problems: LruCache<CacheKey, Arc<Problem>>,
     references: LruCache<CacheKey, Reference>,
+    /// Initial buffer contents kept on the device across candidates, so a
+    /// warm candidate uploads nothing (saxpy 64M: 1 GiB per candidate).
+    pristine: PristineCache,
     evaluations: u64,
+}
+
+/// Device buffers holding a problem's initial contents, per (task, size,
+/// seed), bounded by a share of device memory and evicted least recently
+/// used first.
+#[derive(Default)]
+struct PristineCache {
+    entries: Vec<(CacheKey, Vec<Option<BufferId>>, usize, u64)>,
+    clock: u64,
+}
+
+impl PristineCache {
+    /// The pristine buffers of `problem`, uploading them on a miss. Entries
+    /// whose key is in `protect` are never evicted to make room.
+    fn get(
+        &mut self,
+        backend: &mut impl Backend,
+        key: CacheKey,
+        problem: &Problem,
+        protect: &[&CacheKey],
+    ) -> Result<Vec<Option<BufferId>>, BackendError> {
+        self.clock += 1;
+        if let Some(e) = self.entries.iter_mut().find(|e| e.0 == key) {
+            e.3 = self.clock;
+            return Ok(e.1.clone());
+        }
+        let bytes: usize = problem
+            .buffers
+            .iter()
+            .filter(|b| matches!(b.init, BufferInit::Data(_)))
+            .map(|b| b.bytes)
+            .sum();
+        // A quarter of device memory: enough for every size of a task at two
+        // seeds, and far from what the candidate's own buffers need.
+        let budget = (backend.info().global_mem_bytes / 4) as usize;
+        while self.entries.iter().map(|e| e.2).sum::<usize>() + bytes > budget {
+            let victim = self
+                .entries
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| !protect.contains(&&e.0))
+                .min_by_key(|(_, e)| e.3)
+                .map(|(i, _)| i);
+            let Some(i) = victim else { break };
+            let (_, buffers, _, _) = self.entries.swap_remove(i);
+            for b in buffers.into_iter().flatten() {
+                backend.free(b);
+            }
+        }
+        let mut buffers: Vec<Option<BufferId>> = Vec::with_capacity(problem.buffers.len());
+        for spec in &problem.buffers {
+            let BufferInit::Data(data) = &spec.init else {
+                buffers.push(None);
+                continue;
+            };
+            let result = match backend.alloc(spec.bytes) {
+                Ok(b) => {
+                    buffers.push(Some(b));
+                    backend.upload(b, data)
+                }
+                Err(e) => Err(e),
+            };
+            if let Err(e) = result {
+                for b in buffers.into_iter().flatten() {
+                    backend.free(b);
+                }
+                return Err(e);
+            }
+        }
+        self.entries.push((key, buffers.clone(), bytes, self.clock));
+        Ok(buffers)
+    }
+
+    fn clear(&mut self, backend: &mut impl Backend) {
+        for (_, buffers, _, _) in self.entries.drain(..) {
+            for b in buffers.into_iter().flatten() {
+                backend.free(b);
+            }
+        }
+    }
+}
+
+impl<B: Backend> Drop for Evaluator<B> {
+    fn drop(&mut self) {
+        self.pristine.clear(&mut self.backend);
+    }
 }
 
 /// Seed of verification input number `k` for a task whose timed inputs use `base`.
@@ -89,6 +179,7 @@ impl<B: Backend> Evaluator<B> {
             config,
             problems: LruCache::new(half),
             references: LruCache::new(half),
+            pristine: PristineCache::default(),
             evaluations: 0,
         }
     }
@@ -292,9 +383,19 @@ impl<B: Backend> Evaluator<B> {
 
         let t = Instant::now();
         let mut device = DeviceBuffers::default();
+        let timed_key = (task.name(), size.clone(), task.default_seed());
+        let verify_key = (task.name(), size.clone(), vseed);
         let run = (|| {
+            device.pristine =
+                self.pristine
+                    .get(&mut self.backend, timed_key.clone(), &timed, &[&verify_key])?;
+            let verify_pristine = self.pristine.get(
+                &mut self.backend,
+                verify_key.clone(),
+                &verify,
+                &[&timed_key],
+            )?;
             device.allocate(&mut self.backend, &timed)?;
-            device.load_pristine(&mut self.backend, &timed)?;
             let launches = device.bind(&launches)?;
             for _ in 0..self.config.warmups {
                 device.reset(&mut self.backend, &timed)?;
@@ -309,7 +410,7 @@ impl<B: Backend> Evaluator<B> {
             // be fast when timed and right only when verified.
             let timed_outputs = device.download_outputs(&mut self.backend, &timed)?;
             // Verification: fresh inputs, outputs pre-filled with NaN.
-            device.load_pristine(&mut self.backend, &verify)?;
+            device.pristine = verify_pristine;
             device.reset(&mut self.backend, &verify)?;
             self.backend.run_timed(&launches)?;
             let outputs = device.download_outputs(&mut self.backend, &verify)?;
@@ -499,10 +600,6 @@ impl DeviceBuffers {
             let (working, guards) = Self::guarded(backend, spec.bytes)?;
             self.working.push(working);
             self.guards.push(guards);
-            self.pristine.push(match spec.init {
-                BufferInit::Data(_) => Some(backend.alloc(spec.bytes)?),
-                _ => None,
-            });
         }
         Ok(())
     }
@@ -540,19 +637,6 @@ impl DeviceBuffers {
             hi_offset: bytes,
         };
         Ok((parent, Some(guards)))
-    }
-
-    fn load_pristine(
-        &mut self,
-        backend: &mut impl Backend,
-        problem: &Problem,
-    ) -> Result<(), BackendError> {
-        for (spec, pristine) in problem.buffers.iter().zip(&self.pristine) {
-            if let (BufferInit::Data(data), Some(p)) = (&spec.init, pristine) {
-                backend.upload(*p, data)?;
-            }
-        }
-        Ok(())
     }
 
     /// Restore every buffer, inputs included, so a kernel that scribbles on
@@ -619,7 +703,11 @@ impl DeviceBuffers {
             };
             let mut now = vec![0u8; spec.bytes];
             backend.download(self.working[i], &mut now)?;
-            let changed = now.iter().zip(data.iter()).filter(|(a, b)| a != b).count();
+            let changed: usize = now
+                .par_chunks(1 << 20)
+                .zip(data.par_chunks(1 << 20))
+                .map(|(a, b)| a.iter().zip(b).filter(|(a, b)| a != b).count())
+                .sum();
             if changed > 0 {
                 return Ok(Some((spec.name, changed)));
             }
@@ -673,9 +761,8 @@ impl DeviceBuffers {
                 None => backend.free(working),
             }
         }
-        for p in self.pristine.drain(..).flatten() {
-            backend.free(p);
-        }
+        // The pristine buffers belong to the evaluator's cache.
+        self.pristine.clear();
     }
 }
 

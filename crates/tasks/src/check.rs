@@ -2,18 +2,34 @@
 
 use crate::Verdict;
 
+use rayon::prelude::*;
+
+/// Elements per parallel chunk: big enough to amortise scheduling, small
+/// enough to spread a 64M-element output over every core.
+const PAR_CHUNK: usize = 1 << 16;
+
 pub fn f32s_to_bytes(v: &[f32]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(v.len() * 4);
-    for x in v {
-        out.extend_from_slice(&x.to_le_bytes());
-    }
+    let mut out = vec![0u8; v.len() * 4];
+    out.par_chunks_mut(PAR_CHUNK * 4)
+        .zip(v.par_chunks(PAR_CHUNK))
+        .for_each(|(o, v)| {
+            for (o, x) in o.chunks_exact_mut(4).zip(v) {
+                o.copy_from_slice(&x.to_le_bytes());
+            }
+        });
     out
 }
 
 pub fn bytes_to_f32s(b: &[u8]) -> Vec<f32> {
-    b.chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
+    let mut out = vec![0f32; b.len() / 4];
+    out.par_chunks_mut(PAR_CHUNK)
+        .zip(b.par_chunks(PAR_CHUNK * 4))
+        .for_each(|(o, b)| {
+            for (o, c) in o.iter_mut().zip(b.chunks_exact(4)) {
+                *o = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+            }
+        });
+    out
 }
 
 /// max |got - want|, NaN if any element of `got` is not finite or the
@@ -22,21 +38,37 @@ pub fn max_abs_diff(got: &[f32], want: &[f32]) -> f64 {
     if got.len() != want.len() {
         return f64::NAN;
     }
-    let mut worst = 0f64;
-    for (&g, &w) in got.iter().zip(want) {
-        if !g.is_finite() {
-            return f64::NAN;
-        }
-        let d = (g as f64 - w as f64).abs();
-        if d > worst {
-            worst = d;
-        }
-    }
-    worst
+    got.par_chunks(PAR_CHUNK)
+        .zip(want.par_chunks(PAR_CHUNK))
+        .map(|(g, w)| {
+            let mut worst = 0f64;
+            for (&g, &w) in g.iter().zip(w) {
+                if !g.is_finite() {
+                    return f64::NAN;
+                }
+                let d = (g as f64 - w as f64).abs();
+                if d > worst {
+                    worst = d;
+                }
+            }
+            worst
+        })
+        .reduce(
+            || 0.0,
+            |a, b| {
+                if a.is_nan() || b.is_nan() {
+                    f64::NAN
+                } else {
+                    a.max(b)
+                }
+            },
+        )
 }
 
 pub fn max_abs(v: &[f32]) -> f64 {
-    v.iter().fold(0f64, |m, &x| m.max((x as f64).abs()))
+    v.par_chunks(PAR_CHUNK)
+        .map(|c| c.iter().fold(0f64, |m, &x| m.max((x as f64).abs())))
+        .reduce(|| 0.0, f64::max)
 }
 
 /// A max-abs check; NaN never passes.
@@ -67,6 +99,23 @@ mod tests {
         assert!(!v.passed && v.value.is_nan());
         assert!(!max_abs_verdict(&[1.0, f32::INFINITY, 3.0], &want, 1e9).passed);
         assert!(!max_abs_verdict(&[1.0, 2.0], &want, 1e9).passed);
+    }
+
+    #[test]
+    fn parallel_helpers_agree_with_a_serial_scan_across_chunks() {
+        let n = 3 * PAR_CHUNK + 17;
+        let want: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).sin()).collect();
+        let mut got = want.clone();
+        got[2 * PAR_CHUNK + 5] += 0.25;
+        assert_eq!(bytes_to_f32s(&f32s_to_bytes(&want)), want);
+        assert!((max_abs_diff(&got, &want) - 0.25).abs() < 1e-6);
+        got[n - 1] = f32::NAN;
+        assert!(
+            max_abs_diff(&got, &want).is_nan(),
+            "NaN in the last chunk propagates"
+        );
+        let serial = want.iter().fold(0f64, |m, &x| m.max((x as f64).abs()));
+        assert_eq!(max_abs(&want), serial);
     }
 
     #[test]

@@ -63,8 +63,18 @@ pub fn list() -> Vec<(BackendKind, DeviceList)> {
                 .collect()
         })
         .map_err(|e| e.to_string());
-    let cuda = open_cuda(&DeviceSelector::default())
-        .map(|_| Vec::new())
+    let cuda = kevo_cuda::list_devices()
+        .map(|v| {
+            v.into_iter()
+                .map(|e| {
+                    let sel = DeviceSelector {
+                        platform: None,
+                        device: Some(e.device_index.to_string()),
+                    };
+                    (sel, e.info)
+                })
+                .collect()
+        })
         .map_err(|e| e.to_string());
     vec![(BackendKind::Opencl, opencl), (BackendKind::Cuda, cuda)]
 }
