@@ -1,0 +1,181 @@
+//! The one error type of every provider. A candidate that fails to compile
+//! is data (an `Outcome`); a provider that fails to answer is an `Err` of
+//! this type, classified so the retry loop knows what is worth repeating.
+
+use std::time::Duration;
+
+use crate::spec::SpecError;
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ProviderError {
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+    /// A configuration problem found before any request was sent.
+    #[error("configuration: {0}")]
+    Config(String),
+    /// The API key is needed and neither the environment nor the config
+    /// file has it. Names the variable, never a value.
+    #[error(
+        "{provider}: no API key: set the environment variable {env} (or `api_key` under [endpoints.{provider}] in the config file)"
+    )]
+    MissingKey { provider: String, env: String },
+    /// The server answered with a non-success status. `body` is trimmed to
+    /// 1,000 characters and scrubbed of the key.
+    #[error("{provider}: HTTP {status}: {body}")]
+    Http {
+        provider: String,
+        status: u16,
+        body: String,
+        /// What `Retry-After` (or `retry-after-ms`) asked for, if anything.
+        retry_after: Option<Duration>,
+    },
+    /// No answer within the time limit (a request or a command).
+    #[error("{provider}: no response within {:.1} s", after.as_secs_f64())]
+    Timeout { provider: String, after: Duration },
+    /// Connecting failed, or the connection broke before the whole response
+    /// arrived (a truncated body lands here).
+    #[error("{provider}: connection failed: {message}")]
+    Connection { provider: String, message: String },
+    /// A complete response that is not what the API promises: malformed
+    /// JSON, no choices, no content blocks.
+    #[error("{provider}: invalid response: {message} (body starts: {body})")]
+    InvalidResponse {
+        provider: String,
+        message: String,
+        body: String,
+    },
+    /// The external command exited unsuccessfully.
+    #[error("command `{command}` {status}; stderr ends with:\n{stderr_tail}")]
+    Command {
+        command: String,
+        status: String,
+        stderr_tail: String,
+    },
+    /// The external command could not be started or talked to.
+    #[error("command `{command}`: {message}")]
+    CommandIo { command: String, message: String },
+    #[error("replay file {path}: {message}")]
+    Replay { path: String, message: String },
+    #[error(
+        "replay file {path} is exhausted: all {served} recorded responses were served and another was requested"
+    )]
+    ReplayExhausted { path: String, served: usize },
+    #[error(
+        "replay file {path} has no response left for prompt key {key} ({recorded} recorded for it; {keys} distinct keys in the file)"
+    )]
+    ReplayMissingKey {
+        path: String,
+        key: String,
+        recorded: usize,
+        keys: usize,
+    },
+    #[error("recording to {path}: {message}")]
+    Record { path: String, message: String },
+    /// The run's cost budget is spent; no further request is sent.
+    #[error("cost budget of ${budget:.2} reached (spent ${spent:.4})")]
+    BudgetExceeded { budget: f64, spent: f64 },
+    /// Every attempt failed; `last` is the final error.
+    #[error("gave up after {attempts} attempts: {last}")]
+    GaveUp {
+        attempts: u32,
+        last: Box<ProviderError>,
+    },
+}
+
+impl ProviderError {
+    /// Worth another attempt: 408, 409, 429 and every 5xx (Anthropic's 529
+    /// "overloaded" included), timeouts and broken connections. Other 4xx
+    /// mean the request itself is wrong and would fail again.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            ProviderError::Http { status, .. } => {
+                matches!(status, 408 | 409 | 429) || (500..600).contains(status)
+            }
+            ProviderError::Timeout { .. } | ProviderError::Connection { .. } => true,
+            _ => false,
+        }
+    }
+
+    /// The wait the server asked for, if any.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            ProviderError::Http { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
+    /// The error behind retries, for callers that want the root cause.
+    pub fn root(&self) -> &ProviderError {
+        match self {
+            ProviderError::GaveUp { last, .. } => last.root(),
+            other => other,
+        }
+    }
+}
+
+/// Replace every occurrence of `secret` in `text` with `[redacted]`: error
+/// bodies sometimes echo the key back.
+pub(crate) fn scrub(text: &str, secret: Option<&str>) -> String {
+    match secret {
+        Some(s) if s.len() >= 4 && text.contains(s) => text.replace(s, "[redacted]"),
+        _ => text.to_string(),
+    }
+}
+
+/// The first `max` characters of `text`, with an ellipsis when cut.
+pub(crate) fn snippet(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn http(status: u16) -> ProviderError {
+        ProviderError::Http {
+            provider: "p".into(),
+            status,
+            body: String::new(),
+            retry_after: None,
+        }
+    }
+
+    #[test]
+    fn retry_classification_follows_the_status() {
+        for s in [408, 409, 429, 500, 502, 503, 529] {
+            assert!(http(s).is_retryable(), "{s}");
+        }
+        for s in [400, 401, 403, 404, 413, 422] {
+            assert!(!http(s).is_retryable(), "{s}");
+        }
+        assert!(
+            ProviderError::Timeout {
+                provider: "p".into(),
+                after: Duration::from_secs(1)
+            }
+            .is_retryable()
+        );
+        assert!(
+            !ProviderError::InvalidResponse {
+                provider: "p".into(),
+                message: "m".into(),
+                body: "b".into()
+            }
+            .is_retryable()
+        );
+    }
+
+    #[test]
+    fn scrub_and_snippet() {
+        assert_eq!(
+            scrub("bad key sk-123456", Some("sk-123456")),
+            "bad key [redacted]"
+        );
+        assert_eq!(scrub("abc", None), "abc");
+        assert_eq!(snippet("héllo", 2), "hé…");
+        assert_eq!(snippet("hi", 5), "hi");
+    }
+}

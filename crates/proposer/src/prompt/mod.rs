@@ -1,0 +1,548 @@
+//! Prompt construction: a system prompt per dialect and a user prompt with
+//! the task brief, the previous candidate and the incumbent with their
+//! feedback packets, the last 8 history records and, when the search is
+//! stuck, Metal-Sci's stagnation notice.
+//!
+//! Held-out sizes never reach a prompt. The builder knows the task's size
+//! plan: an evaluation holding a result for any size outside the
+//! in-distribution list is refused ([`PromptError::HeldOut`] or
+//! [`PromptError::UnknownSize`]) before anything is rendered, and the
+//! generated feedback and history text is scanned for the held-out label
+//! as a second line of defence.
+
+pub mod feedback;
+pub mod history;
+pub mod templates;
+
+use kevo_backend::{DeviceInfo, Dialect};
+use kevo_eval::{Evaluation, Outcome};
+use kevo_roofline::{CeilingSource, Ceilings};
+use kevo_tasks::{CeilingKind, SizePlan, SizeSet, Task};
+use serde::{Deserialize, Serialize};
+
+pub use feedback::{Feedback, fmt_rate, sci, trim_compile_log};
+pub use history::{HistoryRecord, StagnationParams, is_stagnating};
+pub use templates::Templates;
+
+use crate::parse::{ExtractOptions, evolve};
+use crate::types::ChatRequest;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PromptError {
+    #[error("task `{task}` has no {dialect} {what}")]
+    MissingAsset {
+        task: String,
+        dialect: Dialect,
+        what: &'static str,
+    },
+    #[error(
+        "held-out size `{label}` reached the prompt builder ({context}); held-out results never go into a prompt"
+    )]
+    HeldOut { label: String, context: String },
+    #[error("size `{label}` ({context}) is not an in-distribution size of this task ({known})")]
+    UnknownSize {
+        label: String,
+        context: String,
+        known: String,
+    },
+    #[error("template {name}: {message}")]
+    Template { name: String, message: String },
+    #[error("template directory {dir}: {message}")]
+    TemplateDir { dir: String, message: String },
+}
+
+/// What the proposer is told about the device.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceBrief {
+    pub name: String,
+    pub ceilings: Ceilings,
+    /// Runtime limits (compute units, shared memory, block size) when known.
+    pub info: Option<DeviceInfo>,
+}
+
+/// How the proposer is asked to answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EditMode {
+    /// One fenced block with the complete source.
+    #[default]
+    FullSource,
+    /// SEARCH/REPLACE blocks against the incumbent (a full rewrite is still
+    /// accepted).
+    SearchReplace,
+}
+
+/// A candidate with its evaluation.
+#[derive(Debug, Clone, Copy)]
+pub struct Attempt<'a> {
+    pub source: &'a str,
+    pub evaluation: &'a Evaluation,
+}
+
+/// Everything that changes from one prompt to the next.
+#[derive(Debug, Clone, Copy)]
+pub struct UserContext<'a> {
+    /// The last candidate that was extracted and evaluated; `None` before
+    /// the first one (the prompt then shows the incumbent as the baseline).
+    pub previous: Option<Attempt<'a>>,
+    pub incumbent: Attempt<'a>,
+    /// The incumbent is still the seed (words the baseline as such).
+    pub incumbent_is_seed: bool,
+    /// The whole history; the prompt shows its last records.
+    pub history: &'a [HistoryRecord],
+}
+
+/// Builds the prompts of one run: one task, one dialect, one size set, one
+/// device.
+pub struct PromptBuilder<'t> {
+    task: &'t dyn Task,
+    dialect: Dialect,
+    plan: SizePlan,
+    device: DeviceBrief,
+    templates: Templates,
+    edit_mode: EditMode,
+    stagnation: StagnationParams,
+    history_len: usize,
+    fast_math: bool,
+}
+
+#[derive(Serialize)]
+struct DialectCtx {
+    name: String,
+    tag: &'static str,
+    shared: &'static str,
+    barrier: &'static str,
+    group: &'static str,
+    simd: &'static str,
+    simd_ops: &'static str,
+}
+
+fn dialect_ctx(d: Dialect) -> DialectCtx {
+    let (shared, barrier, group, simd, simd_ops) = match d {
+        Dialect::Cuda => (
+            "shared memory",
+            "`__syncthreads()`",
+            "block",
+            "warp",
+            "`__shfl_xor_sync`, `__shfl_down_sync`",
+        ),
+        Dialect::OpenCl => (
+            "`__local` memory",
+            "`barrier(CLK_LOCAL_MEM_FENCE)`",
+            "work-group",
+            "sub-group or work-group",
+            "`sub_group_reduce_add` where the device has sub-groups, else a `__local` tree reduction",
+        ),
+        Dialect::Metal => (
+            "threadgroup memory",
+            "`threadgroup_barrier(mem_flags::mem_threadgroup)`",
+            "threadgroup",
+            "SIMD-group",
+            "`simd_sum`, `simd_shuffle_down`",
+        ),
+    };
+    DialectCtx {
+        name: d.to_string(),
+        tag: d.fence_tag(),
+        shared,
+        barrier,
+        group,
+        simd,
+        simd_ops,
+    }
+}
+
+#[derive(Serialize)]
+struct SystemCtx {
+    dialect: DialectCtx,
+    edit_mode: &'static str,
+    fast_math: bool,
+}
+
+#[derive(Serialize)]
+struct TaskCtx<'a> {
+    name: &'a str,
+    regime: &'a str,
+    description: &'a str,
+    signature: &'a str,
+    kernel_names: &'a [&'a str],
+    sizes: Vec<&'a str>,
+    ceiling: &'static str,
+    unit: &'static str,
+    work_note: &'a str,
+}
+
+#[derive(Serialize)]
+struct DeviceCtx {
+    name: String,
+    bandwidth: String,
+    fp32: String,
+    source: String,
+    scored: String,
+    details: Option<String>,
+}
+
+#[derive(Serialize)]
+struct AttemptCtx {
+    source: String,
+    feedback: String,
+    outcome: String,
+    failed: bool,
+    is_seed: bool,
+    same_as_previous: bool,
+}
+
+#[derive(Serialize)]
+struct StagnationCtx {
+    window: usize,
+    gap_pct: String,
+    best: String,
+}
+
+#[derive(Serialize)]
+struct UserCtx<'a> {
+    task: TaskCtx<'a>,
+    dialect: DialectCtx,
+    device: DeviceCtx,
+    previous: Option<AttemptCtx>,
+    incumbent: AttemptCtx,
+    history: Vec<String>,
+    history_total: usize,
+    stagnation: Option<StagnationCtx>,
+    edit_mode: &'static str,
+    evolve_blocks: bool,
+}
+
+fn mode_name(mode: EditMode) -> &'static str {
+    match mode {
+        EditMode::FullSource => "full",
+        EditMode::SearchReplace => "diff",
+    }
+}
+
+/// `name` as a whole token in `text` (so `4M` is not found in `64M`).
+fn contains_token(text: &str, name: &str) -> bool {
+    let is_tok = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '.';
+    text.match_indices(name).any(|(i, _)| {
+        !text[..i].chars().next_back().is_some_and(is_tok)
+            && !text[i + name.len()..].chars().next().is_some_and(is_tok)
+    })
+}
+
+impl<'t> PromptBuilder<'t> {
+    /// A builder for `task` in `dialect`, scored on `sizes`' in-distribution
+    /// sizes. Fails when the task has no signature or seed in the dialect.
+    pub fn new(
+        task: &'t dyn Task,
+        dialect: Dialect,
+        sizes: SizeSet,
+        device: DeviceBrief,
+    ) -> Result<Self, PromptError> {
+        for (what, present) in [
+            ("signature", task.signature(dialect).is_some()),
+            ("seed kernel", task.seed(dialect).is_some()),
+        ] {
+            if !present {
+                return Err(PromptError::MissingAsset {
+                    task: task.name().to_string(),
+                    dialect,
+                    what,
+                });
+            }
+        }
+        Ok(PromptBuilder {
+            task,
+            dialect,
+            plan: task.sizes(sizes),
+            device,
+            templates: Templates::builtin(),
+            edit_mode: EditMode::FullSource,
+            stagnation: StagnationParams::default(),
+            history_len: 8,
+            fast_math: true,
+        })
+    }
+
+    pub fn with_templates(mut self, templates: Templates) -> Self {
+        self.templates = templates;
+        self
+    }
+
+    pub fn with_edit_mode(mut self, mode: EditMode) -> Self {
+        self.edit_mode = mode;
+        self
+    }
+
+    pub fn with_stagnation(mut self, params: StagnationParams) -> Self {
+        self.stagnation = params;
+        self
+    }
+
+    /// How many history records the prompt shows (8, as Metal-Sci).
+    pub fn with_history_len(mut self, n: usize) -> Self {
+        self.history_len = n;
+        self
+    }
+
+    /// Whether candidates are compiled with fast math (the system prompt
+    /// says so); match `CompileOptions::fast_math`.
+    pub fn with_fast_math(mut self, on: bool) -> Self {
+        self.fast_math = on;
+        self
+    }
+
+    pub fn edit_mode(&self) -> EditMode {
+        self.edit_mode
+    }
+
+    /// What [`crate::parse::extract`] needs for this run's responses; edits
+    /// apply to `parent` (the incumbent's source).
+    pub fn extract_options<'a>(&'a self, parent: Option<&'a str>) -> ExtractOptions<'a> {
+        ExtractOptions {
+            dialect: self.dialect,
+            kernel_names: self.task.kernel_names(),
+            parent,
+        }
+    }
+
+    fn mode_name(&self) -> &'static str {
+        mode_name(self.edit_mode)
+    }
+
+    /// The system prompt of this run's dialect and edit mode.
+    pub fn system(&self) -> Result<String, PromptError> {
+        Self::system_prompt(
+            &self.templates,
+            self.dialect,
+            self.edit_mode,
+            self.fast_math,
+        )
+    }
+
+    /// A system prompt without a task: it depends only on the dialect, the
+    /// edit mode and the fast-math setting, so it stays the same for a
+    /// whole run (and is cacheable by providers that cache prefixes).
+    pub fn system_prompt(
+        templates: &Templates,
+        dialect: Dialect,
+        mode: EditMode,
+        fast_math: bool,
+    ) -> Result<String, PromptError> {
+        let name = match dialect {
+            Dialect::Cuda => "system_cuda.j2",
+            Dialect::OpenCl => "system_opencl.j2",
+            Dialect::Metal => "system_metal.j2",
+        };
+        templates.render(
+            name,
+            &SystemCtx {
+                dialect: dialect_ctx(dialect),
+                edit_mode: mode_name(mode),
+                fast_math,
+            },
+        )
+    }
+
+    /// Refuse an evaluation that mentions any size outside the in-distribution list.
+    fn check_sizes(&self, eval: &Evaluation, context: &str) -> Result<(), PromptError> {
+        let outcome_size = match &eval.outcome {
+            Outcome::WrongResult { size, .. } => Some(size),
+            Outcome::RuntimeError { size, .. } | Outcome::Timeout { size, .. } => size.as_ref(),
+            _ => None,
+        };
+        for label in eval.sizes.iter().map(|s| &s.label).chain(outcome_size) {
+            if *label == self.plan.held_out.label {
+                return Err(PromptError::HeldOut {
+                    label: label.clone(),
+                    context: context.to_string(),
+                });
+            }
+            if !self.plan.in_distribution.iter().any(|s| s.label == *label) {
+                return Err(PromptError::UnknownSize {
+                    label: label.clone(),
+                    context: context.to_string(),
+                    known: self
+                        .plan
+                        .in_distribution
+                        .iter()
+                        .map(|s| s.label.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn guard_text(&self, text: &str, context: &str) -> Result<(), PromptError> {
+        let label = &self.plan.held_out.label;
+        if contains_token(text, label) {
+            return Err(PromptError::HeldOut {
+                label: label.clone(),
+                context: context.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The feedback packet of one attempt, after the held-out checks.
+    pub fn feedback(&self, eval: &Evaluation, context: &str) -> Result<Feedback, PromptError> {
+        self.check_sizes(eval, context)?;
+        let f = feedback::render(eval);
+        self.guard_text(&f.text, context)?;
+        Ok(f)
+    }
+
+    fn task_ctx(&self) -> TaskCtx<'_> {
+        let kind = self.task.ceiling();
+        TaskCtx {
+            name: self.task.name(),
+            regime: self.task.regime(),
+            description: self.task.description().trim(),
+            signature: self.task.signature(self.dialect).unwrap_or("").trim(),
+            kernel_names: self.task.kernel_names(),
+            sizes: self
+                .plan
+                .in_distribution
+                .iter()
+                .map(|s| s.label.as_str())
+                .collect(),
+            ceiling: match kind {
+                CeilingKind::Bandwidth => "DRAM bandwidth",
+                CeilingKind::Fp32 => "FP32",
+            },
+            unit: kind.unit(),
+            work_note: self.task.work_note(),
+        }
+    }
+
+    fn device_ctx(&self) -> DeviceCtx {
+        let c = &self.device.ceilings;
+        let scored = match self.task.ceiling() {
+            CeilingKind::Bandwidth => c.bandwidth_gbs,
+            CeilingKind::Fp32 => c.fp32_gflops,
+        };
+        // "measured now" and "measured (cached)" would make otherwise equal
+        // prompts differ between runs, which breaks keyed replay.
+        let source = match &c.source {
+            CeilingSource::Datasheet { entry } => format!("datasheet figures for {entry}"),
+            CeilingSource::Measured { .. } => "measured on this device".to_string(),
+        };
+        let details = self.device.info.as_ref().map(|i| {
+            let mut parts = Vec::new();
+            if i.compute_units > 0 {
+                parts.push(format!(
+                    "{} {}",
+                    i.compute_units,
+                    match self.dialect {
+                        Dialect::Cuda => "SMs",
+                        _ => "compute units",
+                    }
+                ));
+            }
+            if i.local_mem_bytes > 0 {
+                parts.push(format!(
+                    "{} KB of {} per {}",
+                    i.local_mem_bytes / 1024,
+                    dialect_ctx(self.dialect).shared.replace('`', ""),
+                    dialect_ctx(self.dialect).group
+                ));
+            }
+            if i.max_work_group_size > 0 {
+                parts.push(format!(
+                    "at most {} threads per {}",
+                    i.max_work_group_size,
+                    dialect_ctx(self.dialect).group
+                ));
+            }
+            format!("{}.", parts.join(", "))
+        });
+        DeviceCtx {
+            name: self.device.name.clone(),
+            bandwidth: fmt_rate(c.bandwidth_gbs),
+            fp32: fmt_rate(c.fp32_gflops),
+            source,
+            scored: fmt_rate(scored),
+            details: details.filter(|d| d.len() > 1),
+        }
+    }
+
+    /// The user prompt for the next candidate.
+    pub fn user(&self, ctx: &UserContext<'_>) -> Result<String, PromptError> {
+        let inc_fb = self.feedback(ctx.incumbent.evaluation, "incumbent")?;
+        let same = ctx
+            .previous
+            .is_some_and(|p| p.source.trim() == ctx.incumbent.source.trim());
+        let previous = match ctx.previous {
+            Some(p) => {
+                let fb = self.feedback(p.evaluation, "previous attempt")?;
+                Some(AttemptCtx {
+                    source: p.source.trim_end().to_string(),
+                    feedback: fb.text,
+                    outcome: fb.summary,
+                    failed: fb.failed,
+                    is_seed: false,
+                    same_as_previous: true,
+                })
+            }
+            None => None,
+        };
+        let start = ctx.history.len().saturating_sub(self.history_len);
+        let history: Vec<String> = ctx.history[start..]
+            .iter()
+            .map(HistoryRecord::line)
+            .collect();
+        self.guard_text(&history.join("\n"), "history")?;
+        let best = ctx.incumbent.evaluation.outcome.score();
+        let stagnation = is_stagnating(ctx.history, best, self.stagnation).then(|| StagnationCtx {
+            window: self.stagnation.window,
+            gap_pct: format!("{}", (self.stagnation.gap * 100.0 * 10.0).round() / 10.0),
+            best: format!("{:.4}", best.unwrap_or(0.0)),
+        });
+        let user = UserCtx {
+            task: self.task_ctx(),
+            dialect: dialect_ctx(self.dialect),
+            device: self.device_ctx(),
+            incumbent: AttemptCtx {
+                source: ctx.incumbent.source.trim_end().to_string(),
+                feedback: inc_fb.text,
+                outcome: inc_fb.summary,
+                failed: inc_fb.failed,
+                is_seed: ctx.incumbent_is_seed,
+                same_as_previous: same,
+            },
+            previous,
+            history,
+            history_total: ctx.history.len(),
+            stagnation,
+            edit_mode: self.mode_name(),
+            evolve_blocks: evolve::has_regions(ctx.incumbent.source),
+        };
+        self.templates.render("user.j2", &user)
+    }
+
+    /// System and user prompt as one request.
+    pub fn request(&self, ctx: &UserContext<'_>) -> Result<ChatRequest, PromptError> {
+        Ok(ChatRequest::new(self.system()?, self.user(ctx)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_whole() {
+        assert!(contains_token("sizes 1M, 4M", "4M"));
+        assert!(!contains_token("sizes 64M, 16M", "4M"));
+        assert!(!contains_token("4M5", "4M"));
+        assert!(contains_token("(768x768_75)", "768x768_75"));
+    }
+
+    #[test]
+    fn rates_are_rounded_by_size() {
+        assert_eq!(fmt_rate(3350.0), "3350");
+        assert_eq!(fmt_rate(20.34), "20.3");
+        assert_eq!(fmt_rate(2.345), "2.35");
+    }
+}

@@ -1,0 +1,146 @@
+//! One JSON POST, with every way it can fail mapped onto a classified
+//! [`ProviderError`] and the key scrubbed from anything that is reported.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::error::{ProviderError, scrub, snippet};
+use crate::retry::retry_after_from_headers;
+use crate::secret::Secret;
+
+pub(crate) struct Http {
+    client: reqwest::Client,
+    provider: String,
+    secret: Option<Secret>,
+    timeout: Duration,
+}
+
+impl Http {
+    pub fn new(
+        provider: &str,
+        secret: Option<Secret>,
+        timeout: Duration,
+        connect_timeout: Duration,
+    ) -> Result<Self, ProviderError> {
+        let client = reqwest::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(connect_timeout)
+            .user_agent(concat!("kevo/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| ProviderError::Config(format!("HTTP client: {e}")))?;
+        Ok(Http {
+            client,
+            provider: provider.to_string(),
+            secret,
+            timeout,
+        })
+    }
+
+    pub fn secret(&self) -> Option<&str> {
+        self.secret.as_ref().map(Secret::expose)
+    }
+
+    pub fn scrub(&self, text: &str) -> String {
+        scrub(text, self.secret())
+    }
+
+    /// POST `body` to `url` with `headers`; the parsed JSON of a 2xx answer.
+    pub async fn post_json(
+        &self,
+        url: &str,
+        headers: &[(&str, String)],
+        body: &Value,
+    ) -> Result<Value, ProviderError> {
+        let mut rb = self.client.post(url).json(body);
+        for (k, v) in headers {
+            rb = rb.header(*k, v);
+        }
+        let resp = rb.send().await.map_err(|e| self.map_err(e))?;
+        let status = resp.status();
+        let retry_after = retry_after_from_headers(resp.headers());
+        let bytes = resp.bytes().await.map_err(|e| self.map_err(e))?;
+        let text = String::from_utf8_lossy(&bytes);
+        if !status.is_success() {
+            return Err(ProviderError::Http {
+                provider: self.provider.clone(),
+                status: status.as_u16(),
+                body: snippet(&self.scrub(text.trim()), 1000),
+                retry_after,
+            });
+        }
+        serde_json::from_slice(&bytes).map_err(|e| ProviderError::InvalidResponse {
+            provider: self.provider.clone(),
+            message: format!("malformed JSON ({e})"),
+            body: snippet(&self.scrub(&text), 300),
+        })
+    }
+
+    fn map_err(&self, e: reqwest::Error) -> ProviderError {
+        let provider = self.provider.clone();
+        if e.is_timeout() {
+            return ProviderError::Timeout {
+                provider,
+                after: self.timeout,
+            };
+        }
+        // reqwest's own message is terse ("error sending request"); the
+        // cause chain says what actually happened.
+        let mut message = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(s) = source {
+            message.push_str(": ");
+            message.push_str(&s.to_string());
+            source = s.source();
+        }
+        if e.is_body() || e.is_decode() {
+            message = format!("response cut off: {message}");
+        }
+        ProviderError::Connection {
+            provider,
+            message: self.scrub(&message),
+        }
+    }
+
+    pub fn invalid(&self, message: impl Into<String>, body: &Value) -> ProviderError {
+        ProviderError::InvalidResponse {
+            provider: self.provider.clone(),
+            message: message.into(),
+            body: snippet(&self.scrub(&body.to_string()), 300),
+        }
+    }
+}
+
+/// An `{"error": {...}}` object in a 2xx body (OpenRouter and some proxies
+/// answer that way): a retryable HTTP error when its code is one, otherwise
+/// an invalid response.
+pub(crate) fn embedded_error(http: &Http, v: &Value) -> Option<ProviderError> {
+    let err = v.get("error")?;
+    let message = err
+        .get("message")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(|| err.to_string());
+    let code = err
+        .get("code")
+        .and_then(|c| c.as_u64().or_else(|| c.as_str()?.parse().ok()))
+        .filter(|c| (400..600).contains(c));
+    Some(match code {
+        Some(status) => ProviderError::Http {
+            provider: http.provider.clone(),
+            status: status as u16,
+            body: snippet(&http.scrub(&message), 1000),
+            retry_after: None,
+        },
+        None => http.invalid(format!("error in response: {message}"), v),
+    })
+}
+
+/// Read a token count that may be missing.
+pub(crate) fn count(v: &Value, path: &[&str]) -> Option<u64> {
+    let mut cur = v;
+    for p in path {
+        cur = cur.get(p)?;
+    }
+    cur.as_u64()
+}

@@ -1,0 +1,193 @@
+//! LLM providers behind one trait, and [`build`], which turns a model spec
+//! into a ready provider.
+//!
+//! Layering of what `build` returns:
+//!
+//! ```text
+//! Ensemble (only for several members; seeded weighted choice)
+//!   └─ Managed (per member: budget check, concurrency limit, retries,
+//!      │        cost from the price table, accounting)
+//!      └─ one attempt: OpenAi | Anthropic | Cmd | Replay
+//! ```
+//!
+//! [`Recording`] wraps any of these to append every exchange to a replay
+//! file.
+
+mod anthropic;
+mod cmd;
+mod ensemble;
+mod http;
+mod managed;
+mod openai;
+mod record;
+mod replay;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+pub use anthropic::AnthropicProvider;
+pub use cmd::CmdProvider;
+pub use ensemble::{Ensemble, EnsembleState};
+pub use managed::{CostPolicy, Managed};
+pub use openai::{OpenAiProvider, is_reasoning_model};
+pub use record::{Exchange, Recording};
+pub use replay::ReplayProvider;
+
+use crate::accounting::Accounting;
+use crate::config::{ApiKind, CmdFormat, ProviderConfig};
+use crate::error::ProviderError;
+use crate::retry::RetryPolicy;
+use crate::spec::{ModelSpec, SpecKind, parse_specs};
+use crate::types::{ChatRequest, Completion};
+
+/// A boxed future that can cross threads. The trait returns it instead of
+/// using `async fn` so that `dyn Provider` works (ensembles and spec-built
+/// providers are chosen at run time).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Anything that answers a prompt.
+pub trait Provider: Send + Sync {
+    /// A spec-like name for logs and accounting, e.g. `openai:gpt-5`.
+    fn label(&self) -> String;
+
+    fn complete<'a>(
+        &'a self,
+        req: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<Completion, ProviderError>>;
+
+    /// The ensemble's RNG state, for checkpoints; `None` for single models.
+    fn ensemble_state(&self) -> Option<EnsembleState> {
+        None
+    }
+
+    /// Restore a checkpointed ensemble state.
+    fn restore_ensemble_state(&self, _state: &EnsembleState) -> Result<(), ProviderError> {
+        Err(ProviderError::Config(format!(
+            "{} is not an ensemble; there is no state to restore",
+            self.label()
+        )))
+    }
+}
+
+impl<P: Provider + ?Sized> Provider for Arc<P> {
+    fn label(&self) -> String {
+        (**self).label()
+    }
+    fn complete<'a>(
+        &'a self,
+        req: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<Completion, ProviderError>> {
+        (**self).complete(req)
+    }
+    fn ensemble_state(&self) -> Option<EnsembleState> {
+        (**self).ensemble_state()
+    }
+    fn restore_ensemble_state(&self, state: &EnsembleState) -> Result<(), ProviderError> {
+        (**self).restore_ensemble_state(state)
+    }
+}
+
+/// Build the provider a spec names, reading API keys from the process
+/// environment. Every member shares `accounting`; the config's
+/// `budget_usd`, if set, becomes its budget.
+pub fn build(
+    spec: &str,
+    config: &ProviderConfig,
+    accounting: &Accounting,
+) -> Result<Arc<dyn Provider>, ProviderError> {
+    build_with_env(spec, config, accounting, &|k| std::env::var(k).ok())
+}
+
+/// [`build`] with the environment given as a lookup function, so callers
+/// and tests can supply keys without touching the process environment.
+pub fn build_with_env(
+    spec: &str,
+    config: &ProviderConfig,
+    accounting: &Accounting,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Arc<dyn Provider>, ProviderError> {
+    config.validate()?;
+    if let Some(b) = config.budget_usd {
+        accounting.set_budget(b);
+    }
+    let specs = parse_specs(spec)?;
+    let mut members = specs
+        .iter()
+        .map(|s| {
+            Ok((
+                s.weight.unwrap_or(1.0),
+                build_member(s, config, accounting, env)?,
+            ))
+        })
+        .collect::<Result<Vec<_>, ProviderError>>()?;
+    if members.len() == 1 {
+        return Ok(members.pop().expect("one member").1);
+    }
+    Ok(Arc::new(Ensemble::new(members, config.ensemble_seed)?))
+}
+
+/// One member, wrapped in [`Managed`].
+pub fn build_member(
+    spec: &ModelSpec,
+    config: &ProviderConfig,
+    accounting: &Accounting,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Arc<dyn Provider>, ProviderError> {
+    let label = spec.label();
+    let prices = config.price_table();
+    let (inner, policy, concurrency, cost, model): (Box<dyn Provider>, _, _, _, String) =
+        match &spec.kind {
+            SpecKind::Api {
+                provider,
+                base_url,
+                model,
+            } => {
+                let ep = config.resolve(provider, base_url.as_deref(), env)?;
+                let concurrency = ep.concurrency;
+                let inner: Box<dyn Provider> = match ep.kind {
+                    ApiKind::Openai => Box::new(OpenAiProvider::new(ep, model)?),
+                    ApiKind::Anthropic => Box::new(AnthropicProvider::new(ep, model)?),
+                };
+                (
+                    inner,
+                    config.retry_policy(),
+                    concurrency,
+                    CostPolicy::PriceTable,
+                    model.clone(),
+                )
+            }
+            SpecKind::Cmd { command, json } => {
+                let format = if *json {
+                    CmdFormat::Json
+                } else {
+                    config.cmd_format
+                };
+                let timeout = std::time::Duration::from_secs_f64(config.timeout_s);
+                (
+                    Box::new(CmdProvider::new(command, format, timeout)),
+                    config.retry_policy(),
+                    config.concurrency,
+                    CostPolicy::PriceTable,
+                    "cmd".to_string(),
+                )
+            }
+            SpecKind::Replay { path, mode } => (
+                Box::new(ReplayProvider::open(path, *mode)?),
+                RetryPolicy::none(),
+                usize::MAX >> 4,
+                CostPolicy::Free,
+                String::new(),
+            ),
+        };
+    Ok(Arc::new(Managed::new(
+        inner,
+        label,
+        model,
+        policy,
+        concurrency,
+        prices,
+        cost,
+        accounting.clone(),
+    )))
+}

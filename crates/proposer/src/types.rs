@@ -1,0 +1,174 @@
+//! What goes into a provider and what comes out.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// One prompt: a system part and a user part, plus optional per-request
+/// overrides of the provider's configured limits.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChatRequest {
+    pub system: String,
+    pub user: String,
+    /// Output-token limit for this request (reasoning included); the
+    /// provider's configured limit when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
+}
+
+impl ChatRequest {
+    pub fn new(system: impl Into<String>, user: impl Into<String>) -> Self {
+        ChatRequest {
+            system: system.into(),
+            user: user.into(),
+            ..Default::default()
+        }
+    }
+
+    /// The replay key: lowercase hex SHA-256 of the system text, one NUL
+    /// byte and the user text. The NUL keeps ("ab", "c") and ("a", "bc")
+    /// apart; the model is left out so a recording replays under any spec.
+    pub fn prompt_key(&self) -> String {
+        let mut h = Sha256::new();
+        h.update(self.system.as_bytes());
+        h.update([0u8]);
+        h.update(self.user.as_bytes());
+        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+/// Token counts as the provider reported them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens, cached ones included.
+    pub input_tokens: u64,
+    /// Generated tokens, reasoning/thinking included (that is how both
+    /// OpenAI and Anthropic bill them).
+    pub output_tokens: u64,
+    /// The reasoning share of `output_tokens`, when the API says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
+    /// The cached share of `input_tokens`, when the API says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_tokens: Option<u64>,
+}
+
+impl Usage {
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        if let Some(r) = other.reasoning_tokens {
+            *self.reasoning_tokens.get_or_insert(0) += r;
+        }
+        if let Some(c) = other.cached_tokens {
+            *self.cached_tokens.get_or_insert(0) += c;
+        }
+    }
+}
+
+/// One answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Completion {
+    pub text: String,
+    /// Reasoning or thinking text, when the API returns it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
+    pub usage: Usage,
+    /// From the price table; `None` when the model has no price there.
+    #[serde(default)]
+    pub cost_usd: Option<f64>,
+    /// Wall time of the successful attempt (retries not included).
+    #[serde(with = "duration_ms", rename = "latency_ms")]
+    pub latency: Duration,
+    /// The model the server says answered (may carry a date suffix).
+    pub model: String,
+    /// "openai", "anthropic", "cmd", "replay" or a configured endpoint name.
+    pub provider: String,
+    /// The API's own finish reason: "stop", "length", "end_turn",
+    /// "max_tokens", ...
+    #[serde(default)]
+    pub finish_reason: Option<String>,
+    /// Attempts it took, 1 when the first one succeeded.
+    #[serde(default = "one")]
+    pub attempts: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+impl Completion {
+    /// Cut off by the output-token limit: the code block is probably
+    /// incomplete.
+    pub fn truncated(&self) -> bool {
+        matches!(
+            self.finish_reason.as_deref(),
+            Some("length" | "max_tokens" | "max_output_tokens")
+        )
+    }
+}
+
+/// Durations as fractional milliseconds in JSON.
+pub(crate) mod duration_ms {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64() * 1e3)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let ms = f64::deserialize(d)?;
+        Ok(Duration::from_secs_f64((ms / 1e3).max(0.0)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompt_key_separates_system_and_user() {
+        let a = ChatRequest::new("ab", "c").prompt_key();
+        let b = ChatRequest::new("a", "bc").prompt_key();
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 64);
+        // Limits do not change the key.
+        let mut c = ChatRequest::new("ab", "c");
+        c.max_tokens = Some(5);
+        assert_eq!(c.prompt_key(), a);
+        // Known vector: sha256("\0") .
+        assert_eq!(
+            ChatRequest::new("", "").prompt_key(),
+            "6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d"
+        );
+    }
+
+    #[test]
+    fn completion_round_trips_with_latency_in_ms() {
+        let c = Completion {
+            text: "t".into(),
+            reasoning: None,
+            usage: Usage {
+                input_tokens: 3,
+                output_tokens: 4,
+                reasoning_tokens: Some(1),
+                cached_tokens: None,
+            },
+            cost_usd: Some(0.5),
+            latency: Duration::from_millis(1500),
+            model: "m".into(),
+            provider: "p".into(),
+            finish_reason: Some("length".into()),
+            attempts: 2,
+        };
+        let j = serde_json::to_value(&c).unwrap();
+        assert_eq!(j["latency_ms"], 1500.0);
+        let back: Completion = serde_json::from_value(j).unwrap();
+        assert_eq!(back, c);
+        assert!(back.truncated());
+    }
+}

@@ -1,0 +1,591 @@
+//! Prompt templates: snapshots of every template (through the prompts that
+//! use them) and the guarantee that no held-out size reaches a prompt.
+
+use kevo_backend::{CompileDiagnostics, DeviceInfo, Dialect, FaultKind};
+use kevo_eval::{Evaluation, Outcome, SizeResult, TimeStats, WallTimes};
+use kevo_proposer::prompt::feedback;
+use kevo_proposer::{
+    Attempt, DeviceBrief, EditMode, HistoryRecord, PromptBuilder, PromptError, Templates,
+    UserContext,
+};
+use kevo_roofline::{CeilingSource, Ceilings};
+use kevo_tasks::{CeilingKind, Problem, Reference, Size, SizePlan, SizeSet, Task, Verdict};
+
+/// A fixed task for the snapshots, so they change only when the
+/// templates or the feedback format do, not when a real task's brief does.
+struct Demo;
+
+const DEMO_CU: &str = "extern \"C\" __global__ void demo_step(const float* u_in, float* u_out, unsigned int N) {\n    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i >= N) return;\n    u_out[i] = 0.5f * u_in[i];\n}\n";
+const DEMO_CL: &str = "__kernel void demo_step(__global const float* u_in, __global float* u_out, uint N) {\n    uint i = get_global_id(0);\n    if (i >= N) return;\n    u_out[i] = 0.5f * u_in[i];\n}\n";
+const DEMO_METAL: &str = "#include <metal_stdlib>\nusing namespace metal;\n\nkernel void demo_step(device const float* u_in [[buffer(0)]],\n                      device float* u_out [[buffer(1)]],\n                      constant uint& N [[buffer(2)]],\n                      uint i [[thread_position_in_grid]]) {\n    if (i >= N) return;\n    u_out[i] = 0.5f * u_in[i];\n}\n";
+
+impl Task for Demo {
+    fn name(&self) -> &'static str {
+        "demo"
+    }
+    fn regime(&self) -> &'static str {
+        "R0 bandwidth"
+    }
+    fn description(&self) -> &'static str {
+        "demo: halve every element, u_out[i] = 0.5 * u_in[i], for i in [0, N).\nOne thread per element; threads with i >= N do nothing.\n"
+    }
+    fn signature(&self, d: Dialect) -> Option<&'static str> {
+        Some(match d {
+            Dialect::Cuda => {
+                "extern \"C\" __global__ void demo_step(const float* u_in, float* u_out, unsigned int N);\n"
+            }
+            Dialect::OpenCl => {
+                "__kernel void demo_step(__global const float* u_in, __global float* u_out, uint N);\n"
+            }
+            Dialect::Metal => {
+                "kernel void demo_step(device const float* u_in [[buffer(0)]], device float* u_out [[buffer(1)]], constant uint& N [[buffer(2)]], uint i [[thread_position_in_grid]]);\n"
+            }
+        })
+    }
+    fn seed(&self, d: Dialect) -> Option<&'static str> {
+        Some(match d {
+            Dialect::Cuda => DEMO_CU,
+            Dialect::OpenCl => DEMO_CL,
+            Dialect::Metal => DEMO_METAL,
+        })
+    }
+    fn kernel_names(&self) -> &'static [&'static str] {
+        &["demo_step"]
+    }
+    fn sizes(&self, set: SizeSet) -> SizePlan {
+        let s = |n: u64| Size::new(&format!("{}K", n >> 10), &[n]);
+        match set {
+            SizeSet::Smoke => SizePlan {
+                in_distribution: vec![s(16 << 10), s(64 << 10), s(256 << 10)],
+                held_out: s(32 << 10),
+            },
+            SizeSet::Full => SizePlan {
+                in_distribution: vec![s(1 << 20), s(16 << 20), s(64 << 20)],
+                held_out: s(4 << 20),
+            },
+        }
+    }
+    fn ceiling(&self) -> CeilingKind {
+        CeilingKind::Bandwidth
+    }
+    fn work(&self, size: &Size) -> f64 {
+        8.0 * size.dims[0] as f64
+    }
+    fn work_note(&self) -> &'static str {
+        "effective, 8 B/element"
+    }
+    fn default_seed(&self) -> u64 {
+        0
+    }
+    fn problem(&self, _: &Size, _: u64) -> Problem {
+        unreachable!("prompt tests never run the task")
+    }
+    fn reference(&self, _: &Size, _: &Problem) -> Reference {
+        unreachable!("prompt tests never run the task")
+    }
+    fn check(&self, _: &Size, _: &Problem, _: &Reference, _: &[Vec<u8>]) -> Verdict {
+        unreachable!("prompt tests never run the task")
+    }
+}
+
+fn h100() -> DeviceBrief {
+    DeviceBrief {
+        name: "NVIDIA H100 80GB HBM3".into(),
+        ceilings: Ceilings {
+            bandwidth_gbs: 3350.0,
+            fp32_gflops: 67000.0,
+            source: CeilingSource::Datasheet {
+                entry: "NVIDIA H100 SXM".into(),
+            },
+        },
+        info: None,
+    }
+}
+
+fn pocl() -> DeviceBrief {
+    DeviceBrief {
+        name: "cpu-haswell-AMD EPYC".into(),
+        ceilings: Ceilings {
+            bandwidth_gbs: 21.37,
+            fp32_gflops: 151.2,
+            source: CeilingSource::Measured {
+                measured_unix: 1_700_000_000,
+                cached: false,
+            },
+        },
+        info: Some(DeviceInfo {
+            backend: "opencl".into(),
+            platform: "Portable Computing Language".into(),
+            name: "cpu-haswell-AMD EPYC".into(),
+            vendor: "AuthenticAMD".into(),
+            compute_units: 2,
+            global_mem_bytes: 8 << 30,
+            max_work_group_size: 4096,
+            local_mem_bytes: 4 << 20,
+            clock_mhz: 2000,
+            arch: "OpenCL 3.0".into(),
+            driver_version: "6.0".into(),
+            is_cpu: true,
+            cache_bytes: 0,
+        }),
+    }
+}
+
+fn ceiling(task: &dyn Task, dev: &DeviceBrief) -> f64 {
+    match task.ceiling() {
+        CeilingKind::Bandwidth => dev.ceilings.bandwidth_gbs,
+        CeilingKind::Fp32 => dev.ceilings.fp32_gflops,
+    }
+}
+
+/// A size that ran: correct at `fraction` of the ceiling, or wrong.
+fn size_result(
+    task: &dyn Task,
+    dev: &DeviceBrief,
+    size: &Size,
+    fraction: Option<f64>,
+) -> SizeResult {
+    let ceiling = ceiling(task, dev);
+    let work = task.work(size);
+    let f = fraction.unwrap_or(0.05);
+    let median = work / (f * ceiling * 1e9);
+    SizeResult {
+        label: size.label.clone(),
+        correct: fraction.is_some(),
+        metric: "max_abs".into(),
+        error: if fraction.is_some() { 2.5e-7 } else { 0.0123 },
+        tolerance: Some(1.0e-5),
+        time: TimeStats::from_samples(vec![median * 0.98, median, median * 1.03]),
+        work,
+        achieved: work / median / 1e9,
+        ceiling,
+        fraction: f,
+        unit: task.ceiling().unit().into(),
+        work_note: task.work_note().into(),
+        suspicious: None,
+    }
+}
+
+fn evaluation(
+    task: &dyn Task,
+    dev: &DeviceBrief,
+    sizes: Vec<SizeResult>,
+    outcome: Outcome,
+) -> Evaluation {
+    Evaluation {
+        task: task.name().into(),
+        device: dev.name.clone(),
+        backend: "test".into(),
+        outcome,
+        sizes,
+        wall: WallTimes::default(),
+    }
+}
+
+fn correct(task: &dyn Task, dev: &DeviceBrief, set: SizeSet, fracs: [f64; 3]) -> Evaluation {
+    let plan = task.sizes(set);
+    let sizes: Vec<SizeResult> = plan
+        .in_distribution
+        .iter()
+        .zip(fracs)
+        .map(|(s, f)| size_result(task, dev, s, Some(f)))
+        .collect();
+    let score = kevo_eval::geometric_mean(fracs);
+    evaluation(task, dev, sizes, Outcome::Correct { score })
+}
+
+fn wrong_at_second(task: &dyn Task, dev: &DeviceBrief, set: SizeSet) -> Evaluation {
+    let plan = task.sizes(set);
+    let s = &plan.in_distribution;
+    evaluation(
+        task,
+        dev,
+        vec![
+            size_result(task, dev, &s[0], Some(0.4)),
+            size_result(task, dev, &s[1], None),
+        ],
+        Outcome::WrongResult {
+            size: s[1].label.clone(),
+            metric: "max_abs".into(),
+            value: 0.0123,
+            tolerance: Some(1.0e-5),
+        },
+    )
+}
+
+fn compile_error(task: &dyn Task, dev: &DeviceBrief) -> Evaluation {
+    let log = "kernel.cu(7): error: identifier \"uu\" is undefined\n      uu[i] = 0.0f;\n      ^\n\nkernel.cu(9): error: expected a \";\"\n\nkernel.cu(12): warning: variable \"t\" was declared but never referenced\n\nkernel.cu(15): error: too few arguments in function call\n\nkernel.cu(18): error: identifier \"vv\" is undefined\n\n4 errors detected in the compilation of \"kernel.cu\".\n";
+    let diagnostics = CompileDiagnostics::from_log(log);
+    evaluation(
+        task,
+        dev,
+        vec![],
+        Outcome::CompileError {
+            message: diagnostics.summary(),
+            diagnostics,
+        },
+    )
+}
+
+fn history(scores: &[(u32, Option<f64>, bool)]) -> Vec<HistoryRecord> {
+    scores
+        .iter()
+        .map(|&(i, s, p)| match s {
+            Some(score) => HistoryRecord::from_outcome(i, &Outcome::Correct { score }, p),
+            None => HistoryRecord {
+                iteration: i,
+                outcome: "compile_error".into(),
+                score: None,
+                promoted: false,
+            },
+        })
+        .collect()
+}
+
+#[test]
+fn system_prompts() {
+    let t = Templates::builtin();
+    for dialect in Dialect::all() {
+        for mode in [EditMode::FullSource, EditMode::SearchReplace] {
+            let text = PromptBuilder::system_prompt(&t, dialect, mode, true).unwrap();
+            let name = format!("system_{}_{:?}", dialect.extension(), mode).to_lowercase();
+            insta::assert_snapshot!(name, text);
+        }
+    }
+}
+
+#[test]
+fn user_first_iteration() {
+    let task: &dyn Task = &Demo;
+    let dev = h100();
+    let b = PromptBuilder::new(task, Dialect::Cuda, SizeSet::Full, dev.clone()).unwrap();
+    let seed = task.seed(Dialect::Cuda).unwrap();
+    let eval = correct(task, &dev, SizeSet::Full, [0.3, 0.7, 0.85]);
+    let text = b
+        .user(&UserContext {
+            previous: None,
+            incumbent: Attempt {
+                source: seed,
+                evaluation: &eval,
+            },
+            incumbent_is_seed: true,
+            history: &history(&[(0, eval.outcome.score(), true)]),
+        })
+        .unwrap();
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn user_after_a_compile_error() {
+    let task: &dyn Task = &Demo;
+    let dev = h100();
+    let b = PromptBuilder::new(task, Dialect::Cuda, SizeSet::Full, dev.clone()).unwrap();
+    let seed = task.seed(Dialect::Cuda).unwrap();
+    let incumbent = seed.replace("0.5f * u_in[i]", "__ldg(u_in + i) * 0.5f");
+    let inc_eval = correct(task, &dev, SizeSet::Full, [0.21, 0.35, 0.4]);
+    let prev_src = "// kevo: block 512\nextern \"C\" __global__ void demo_step(const float* u_in, float* u_out, unsigned int N) {\n    uu[0] = 0.0f;\n}\n";
+    let prev_eval = compile_error(task, &dev);
+    let h = history(&[
+        (0, Some(0.12), true),
+        (1, Some(0.2), true),
+        (2, None, false),
+        (3, Some(0.31), true),
+        (4, None, false),
+    ]);
+    let text = b
+        .user(&UserContext {
+            previous: Some(Attempt {
+                source: prev_src,
+                evaluation: &prev_eval,
+            }),
+            incumbent: Attempt {
+                source: &incumbent,
+                evaluation: &inc_eval,
+            },
+            incumbent_is_seed: false,
+            history: &h,
+        })
+        .unwrap();
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn user_with_stagnation_notice_on_a_measured_device() {
+    let task: &dyn Task = &Demo;
+    let dev = pocl();
+    let b = PromptBuilder::new(task, Dialect::OpenCl, SizeSet::Smoke, dev.clone()).unwrap();
+    let seed = task.seed(Dialect::OpenCl).unwrap();
+    let inc_eval = correct(task, &dev, SizeSet::Smoke, [0.5, 0.6, 0.62]);
+    let prev_eval = correct(task, &dev, SizeSet::Smoke, [0.48, 0.55, 0.6]);
+    let best = inc_eval.outcome.score();
+    let h: Vec<HistoryRecord> = (0..11)
+        .map(|i| match i {
+            0 => HistoryRecord::from_outcome(0, &Outcome::Correct { score: 0.3 }, true),
+            5 => HistoryRecord::from_outcome(
+                5,
+                &Outcome::Correct {
+                    score: best.unwrap(),
+                },
+                true,
+            ),
+            i if i >= 8 => HistoryRecord::from_outcome(i, &prev_eval.outcome, false),
+            i => HistoryRecord::from_outcome(i, &Outcome::NoCode { reason: "x".into() }, false),
+        })
+        .collect();
+    let text = b
+        .user(&UserContext {
+            previous: Some(Attempt {
+                source: &seed.replace("0.5f * u_in[i]", "native_divide(u_in[i], 2.0f)"),
+                evaluation: &prev_eval,
+            }),
+            incumbent: Attempt {
+                source: seed,
+                evaluation: &inc_eval,
+            },
+            incumbent_is_seed: false,
+            history: &h,
+        })
+        .unwrap();
+    assert!(text.contains("## Stagnation notice"));
+    assert!(text.contains("last 8 of 11 records"));
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn user_in_diff_mode_with_evolve_blocks_after_a_wrong_result() {
+    let task: &dyn Task = &Demo;
+    let dev = pocl();
+    let b = PromptBuilder::new(task, Dialect::Metal, SizeSet::Smoke, dev.clone())
+        .unwrap()
+        .with_edit_mode(EditMode::SearchReplace);
+    let incumbent = format!(
+        "// EVOLVE-BLOCK-START\n{}// EVOLVE-BLOCK-END\n",
+        task.seed(Dialect::Metal).unwrap()
+    );
+    let inc_eval = correct(task, &dev, SizeSet::Smoke, [0.2, 0.25, 0.3]);
+    let prev_eval = wrong_at_second(task, &dev, SizeSet::Smoke);
+    let h = history(&[(0, Some(0.2), true)]);
+    let text = b
+        .user(&UserContext {
+            previous: Some(Attempt {
+                source: &incumbent.replace("0.5f *", "0.25f *"),
+                evaluation: &prev_eval,
+            }),
+            incumbent: Attempt {
+                source: &incumbent,
+                evaluation: &inc_eval,
+            },
+            incumbent_is_seed: true,
+            history: &h,
+        })
+        .unwrap();
+    assert!(text.contains("EVOLVE-BLOCK-START` and `EVOLVE-BLOCK-END`"));
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn feedback_packets_for_every_outcome() {
+    let task: &dyn Task = &Demo;
+    let dev = h100();
+    let plan = task.sizes(SizeSet::Full);
+    let s = &plan.in_distribution;
+    let mut flagged = correct(task, &dev, SizeSet::Full, [0.31, 0.82, 2.4]);
+    flagged.sizes[2].suspicious =
+        Some("240% of the ceiling with a working set larger than the 50 MB L2".into());
+    let evals = [
+        correct(task, &dev, SizeSet::Full, [0.31, 0.82, 0.9]),
+        flagged,
+        wrong_at_second(task, &dev, SizeSet::Full),
+        evaluation(
+            task,
+            &dev,
+            vec![size_result(task, &dev, &s[0], Some(0.2))],
+            Outcome::RuntimeError {
+                size: Some(s[1].label.clone()),
+                fault: Some(FaultKind::IllegalAddress),
+                message: "an illegal memory access was encountered".into(),
+            },
+        ),
+        evaluation(
+            task,
+            &dev,
+            vec![],
+            Outcome::Timeout {
+                size: Some(s[0].label.clone()),
+                limit_s: 30.0,
+            },
+        ),
+        compile_error(task, &dev),
+        evaluation(
+            task,
+            &dev,
+            vec![],
+            Outcome::NoCode {
+                reason: "no fenced code block (```cuda) in the response".into(),
+            },
+        ),
+        evaluation(
+            task,
+            &dev,
+            vec![SizeResult {
+                error: f64::NAN,
+                ..size_result(task, &dev, &s[0], None)
+            }],
+            Outcome::WrongResult {
+                size: s[0].label.clone(),
+                metric: "max_abs".into(),
+                value: f64::NAN,
+                tolerance: None,
+            },
+        ),
+    ];
+    let text = evals
+        .iter()
+        .map(|e| format!("# {}\n{}\n", e.outcome.kind(), feedback::render(e).text))
+        .collect::<Vec<_>>()
+        .join("\n");
+    insta::assert_snapshot!(text);
+}
+
+fn contains_token(text: &str, name: &str) -> bool {
+    let is_tok = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '.';
+    text.match_indices(name).any(|(i, _)| {
+        !text[..i].chars().next_back().is_some_and(is_tok)
+            && !text[i + name.len()..].chars().next().is_some_and(is_tok)
+    })
+}
+
+/// Every task, every dialect it supports, both size sets, every kind of
+/// feedback: the held-out label never appears in a rendered prompt.
+#[test]
+fn no_held_out_label_reaches_any_prompt() {
+    let mut rendered = 0;
+    for task in kevo_tasks::all() {
+        for dialect in Dialect::all() {
+            if task.signature(dialect).is_none() || task.seed(dialect).is_none() {
+                continue;
+            }
+            for set in [SizeSet::Smoke, SizeSet::Full] {
+                for dev in [h100(), pocl()] {
+                    for mode in [EditMode::FullSource, EditMode::SearchReplace] {
+                        let held_out = task.sizes(set).held_out.label;
+                        let b = PromptBuilder::new(task, dialect, set, dev.clone())
+                            .unwrap()
+                            .with_edit_mode(mode);
+                        let seed = task.seed(dialect).unwrap();
+                        let good = correct(task, &dev, set, [0.2, 0.3, 0.4]);
+                        let evals = [
+                            good.clone(),
+                            wrong_at_second(task, &dev, set),
+                            compile_error(task, &dev),
+                        ];
+                        let h = history(&[
+                            (0, Some(0.2), true),
+                            (1, None, false),
+                            (2, Some(0.19), false),
+                        ]);
+                        let mut prompts = vec![b.system().unwrap()];
+                        prompts.push(
+                            b.user(&UserContext {
+                                previous: None,
+                                incumbent: Attempt {
+                                    source: seed,
+                                    evaluation: &good,
+                                },
+                                incumbent_is_seed: true,
+                                history: &h[..1],
+                            })
+                            .unwrap(),
+                        );
+                        for prev in &evals {
+                            prompts.push(
+                                b.user(&UserContext {
+                                    previous: Some(Attempt {
+                                        source: "// previous\n",
+                                        evaluation: prev,
+                                    }),
+                                    incumbent: Attempt {
+                                        source: seed,
+                                        evaluation: &good,
+                                    },
+                                    incumbent_is_seed: false,
+                                    history: &h,
+                                })
+                                .unwrap(),
+                            );
+                        }
+                        for p in &prompts {
+                            assert!(
+                                !contains_token(p, &held_out),
+                                "{} {dialect} {set}: held-out `{held_out}` in:\n{p}",
+                                task.name()
+                            );
+                            rendered += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(rendered >= 2 * 2 * 2 * 2 * 2 * 5, "{rendered}");
+}
+
+#[test]
+fn held_out_results_are_refused() {
+    let task = kevo_tasks::by_name("saxpy").unwrap();
+    let dev = h100();
+    let plan = task.sizes(SizeSet::Full);
+    let b = PromptBuilder::new(task, Dialect::Cuda, SizeSet::Full, dev.clone()).unwrap();
+    let seed = task.seed(Dialect::Cuda).unwrap();
+    let ctx = |e| UserContext {
+        previous: None,
+        incumbent: Attempt {
+            source: seed,
+            evaluation: e,
+        },
+        incumbent_is_seed: true,
+        history: &[],
+    };
+    // A held-out size among the results.
+    let mut e = correct(task, &dev, SizeSet::Full, [0.2, 0.3, 0.4]);
+    e.sizes
+        .push(size_result(task, &dev, &plan.held_out, Some(0.5)));
+    let err = b.user(&ctx(&e)).unwrap_err();
+    assert!(
+        matches!(&err, PromptError::HeldOut { label, .. } if *label == plan.held_out.label),
+        "{err}"
+    );
+    // A held-out size named by the outcome.
+    let mut e = wrong_at_second(task, &dev, SizeSet::Full);
+    e.sizes.truncate(1);
+    e.outcome = Outcome::RuntimeError {
+        size: Some(plan.held_out.label.clone()),
+        fault: None,
+        message: "m".into(),
+    };
+    assert!(matches!(b.user(&ctx(&e)), Err(PromptError::HeldOut { .. })));
+    // A held-out label inside a message is caught by the text guard.
+    let mut e = wrong_at_second(task, &dev, SizeSet::Full);
+    e.outcome = Outcome::RuntimeError {
+        size: None,
+        fault: None,
+        message: format!("failed while preparing {}", plan.held_out.label),
+    };
+    e.sizes.truncate(1);
+    assert!(matches!(b.user(&ctx(&e)), Err(PromptError::HeldOut { .. })));
+    // A size of the other size set is not in distribution either.
+    let smoke = kevo_tasks::by_name("saxpy").unwrap().sizes(SizeSet::Smoke);
+    let mut e = correct(task, &dev, SizeSet::Full, [0.2, 0.3, 0.4]);
+    e.sizes[0].label = smoke.in_distribution[0].label.clone();
+    let err = b.user(&ctx(&e)).unwrap_err();
+    assert!(matches!(err, PromptError::UnknownSize { .. }), "{err}");
+}
+
+#[test]
+fn missing_dialect_assets_are_reported() {
+    let task = kevo_tasks::by_name("saxpy").unwrap();
+    let err = PromptBuilder::new(task, Dialect::Metal, SizeSet::Full, h100())
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("Metal"), "{err}");
+}
