@@ -45,6 +45,11 @@ enum Command {
     },
     /// Evaluate a kernel (the task's seed by default) and print its score.
     Eval(EvalArgs),
+    /// Language-model utilities.
+    Llm {
+        #[command(subcommand)]
+        command: LlmCommand,
+    },
     /// Run an evaluation worker on stdin/stdout (started by kevo itself).
     #[command(hide = true)]
     Worker {
@@ -54,6 +59,58 @@ enum Command {
     /// Measure the evaluation latency per candidate: the first (cold)
     /// evaluation and the median of repeated (warm) ones, split by phase.
     Bench(BenchArgs),
+}
+
+#[derive(Subcommand)]
+enum LlmCommand {
+    /// Send one small prompt to each model and print latency, tokens and cost.
+    Test {
+        /// Model spec, e.g. openai:gpt-5, anthropic:claude-opus-4-1,
+        /// openai@http://localhost:8000/v1:qwen2.5-coder, cmd:./agent.sh,
+        /// replay:run.jsonl; repeat for an ensemble (a:m1=0.7).
+        #[arg(long, required = true)]
+        llm: Vec<String>,
+        /// Provider configuration (TOML or JSON): endpoints, keys, prices.
+        #[arg(long, env = "KEVO_LLM_CONFIG")]
+        llm_config: Option<PathBuf>,
+    },
+}
+
+/// The provider configuration from a file, or the built-in defaults.
+fn llm_config(path: &Option<PathBuf>) -> Result<kevo_proposer::ProviderConfig> {
+    match path {
+        Some(p) => Ok(kevo_proposer::ProviderConfig::load(p)?),
+        None => Ok(kevo_proposer::ProviderConfig::default()),
+    }
+}
+
+fn llm(command: LlmCommand) -> Result<ExitCode> {
+    let LlmCommand::Test {
+        llm,
+        llm_config: path,
+    } = command;
+    let config = llm_config(&path)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let mut failed = false;
+    for spec in &llm {
+        let results = runtime.block_on(kevo_proposer::probe_all(spec, &config))?;
+        for r in results {
+            match r {
+                Ok(report) => println!("{report}"),
+                Err(e) => {
+                    failed = true;
+                    println!("{spec}: FAILED: {e}");
+                }
+            }
+        }
+    }
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 #[derive(Args)]
@@ -151,6 +208,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Eval(args) => eval(args),
         Command::Bench(args) => bench(args),
+        Command::Llm { command } => llm(command),
         Command::Worker { config } => {
             kevo_worker::worker_main(&["--config".to_string(), config])?;
             Ok(ExitCode::SUCCESS)
