@@ -92,6 +92,20 @@ impl Ensemble {
 }
 
 impl Provider for Ensemble {
+    /// Each member skips the calls it answered (matched by label).
+    fn fast_forward(&self, served: &[(String, ChatRequest)]) -> Result<(), ProviderError> {
+        for (_, member) in &self.members {
+            let label = member.label();
+            let mine: Vec<(String, ChatRequest)> = served
+                .iter()
+                .filter(|(l, _)| *l == label)
+                .cloned()
+                .collect();
+            member.fast_forward(&mine)?;
+        }
+        Ok(())
+    }
+
     fn label(&self) -> String {
         self.members
             .iter()

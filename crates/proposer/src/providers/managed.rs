@@ -103,4 +103,8 @@ impl Provider for Managed {
     ) -> BoxFuture<'a, Result<Completion, ProviderError>> {
         Box::pin(self.run(req))
     }
+
+    fn fast_forward(&self, served: &[(String, ChatRequest)]) -> Result<(), ProviderError> {
+        self.inner.fast_forward(served)
+    }
 }

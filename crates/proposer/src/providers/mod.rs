@@ -61,6 +61,17 @@ pub trait Provider: Send + Sync {
         None
     }
 
+    /// Skip what a resumed run already consumed: `served` holds the label of
+    /// the provider that answered and the request, for every call made
+    /// before the checkpoint, in order. Live models need nothing; an ordered
+    /// replay advances past that many records and a keyed one drops the
+    /// records those prompts used, so a resumed run gets the responses the
+    /// uninterrupted run would have got.
+    fn fast_forward(&self, served: &[(String, ChatRequest)]) -> Result<(), ProviderError> {
+        let _ = served;
+        Ok(())
+    }
+
     /// Restore a checkpointed ensemble state.
     fn restore_ensemble_state(&self, _state: &EnsembleState) -> Result<(), ProviderError> {
         Err(ProviderError::Config(format!(
@@ -85,6 +96,9 @@ impl<P: Provider + ?Sized> Provider for Arc<P> {
     }
     fn restore_ensemble_state(&self, state: &EnsembleState) -> Result<(), ProviderError> {
         (**self).restore_ensemble_state(state)
+    }
+    fn fast_forward(&self, served: &[(String, ChatRequest)]) -> Result<(), ProviderError> {
+        (**self).fast_forward(served)
     }
 }
 

@@ -90,6 +90,10 @@ impl Recording {
 }
 
 impl Provider for Recording {
+    fn fast_forward(&self, served: &[(String, ChatRequest)]) -> Result<(), ProviderError> {
+        self.inner.fast_forward(served)
+    }
+
     fn label(&self) -> String {
         self.inner.label()
     }

@@ -139,6 +139,21 @@ impl ReplayProvider {
 }
 
 impl Provider for ReplayProvider {
+    fn fast_forward(&self, served: &[(String, ChatRequest)]) -> Result<(), ProviderError> {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        match self.mode {
+            ReplayMode::Ordered => s.next = (s.next + served.len()).min(self.records.len()),
+            ReplayMode::Keyed => {
+                for (_, req) in served {
+                    if let Some(q) = s.by_key.get_mut(&req.prompt_key()) {
+                        q.pop_front();
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn label(&self) -> String {
         match self.mode {
             ReplayMode::Ordered => format!("replay:{}", self.path),
@@ -188,6 +203,23 @@ mod tests {
             line("s", "a", "A2"),
         ]
         .join("\n")
+    }
+
+    #[tokio::test]
+    async fn fast_forward_skips_what_a_resumed_run_already_used() {
+        let served = vec![("replay".to_string(), ChatRequest::new("s", "a"))];
+        let p = ReplayProvider::from_jsonl("f.jsonl", &file(), ReplayMode::Ordered).unwrap();
+        p.fast_forward(&served).unwrap();
+        let any = ChatRequest::new("x", "y");
+        assert_eq!(p.complete(&any).await.unwrap().text, "B");
+        let p = ReplayProvider::from_jsonl("f.jsonl", &file(), ReplayMode::Keyed).unwrap();
+        p.fast_forward(&served).unwrap();
+        let a = ChatRequest::new("s", "a");
+        assert_eq!(
+            p.complete(&a).await.unwrap().text,
+            "A2",
+            "the first `a` was used before the checkpoint"
+        );
     }
 
     #[tokio::test]
