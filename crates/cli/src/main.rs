@@ -2,6 +2,7 @@
 //! errors that stop a command are reported in one line and exit with code 2,
 //! a candidate that is not correct exits with code 1.
 
+mod evolve;
 mod report;
 
 use std::path::PathBuf;
@@ -45,6 +46,31 @@ enum Command {
     },
     /// Evaluate a kernel (the task's seed by default) and print its score.
     Eval(EvalArgs),
+    /// Search for a faster kernel: the (1+1) loop with a language model.
+    Evolve(Box<evolve::EvolveArgs>),
+    /// List stored runs.
+    Runs {
+        #[command(flatten)]
+        store: evolve::StoreArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// A run's history and its winner's per-size numbers.
+    Show {
+        run: String,
+        #[command(flatten)]
+        store: evolve::StoreArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a run's winning kernel source (to stdout, or --out FILE).
+    Export {
+        run: String,
+        #[arg(long)]
+        out: Option<PathBuf>,
+        #[command(flatten)]
+        store: evolve::StoreArgs,
+    },
     /// Language-model utilities.
     Llm {
         #[command(subcommand)]
@@ -133,20 +159,20 @@ struct BenchArgs {
 }
 
 #[derive(Args)]
-struct DeviceArgs {
+pub struct DeviceArgs {
     /// Which GPU runtime to use: auto, opencl or cuda.
     #[arg(long, default_value = "auto")]
-    backend: BackendKind,
+    pub backend: BackendKind,
     /// OpenCL platform, by index or name substring.
     #[arg(long)]
-    platform: Option<String>,
+    pub platform: Option<String>,
     /// Device, by index or name substring.
     #[arg(long)]
-    device: Option<String>,
+    pub device: Option<String>,
 }
 
 impl DeviceArgs {
-    fn selector(&self) -> DeviceSelector {
+    pub fn selector(&self) -> DeviceSelector {
         DeviceSelector {
             platform: self.platform.clone(),
             device: self.device.clone(),
@@ -209,6 +235,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Eval(args) => eval(args),
         Command::Bench(args) => bench(args),
         Command::Llm { command } => llm(command),
+        Command::Evolve(args) => evolve::evolve(*args),
+        Command::Runs { store, json } => evolve::runs(store, json),
+        Command::Show { run, store, json } => evolve::show(&run, store, json),
+        Command::Export { run, out, store } => evolve::export(&run, out.as_deref(), store),
         Command::Worker { config } => {
             kevo_worker::worker_main(&["--config".to_string(), config])?;
             Ok(ExitCode::SUCCESS)

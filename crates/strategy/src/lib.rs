@@ -128,6 +128,34 @@ impl OnePlusOne {
         }
     }
 
+    /// Rebuild the state a checkpoint describes (history is not needed to
+    /// decide, so a resumed run starts with an empty one).
+    pub fn restore(seed: i64, seed_score: f64, incumbent: i64, incumbent_score: f64, previous: i64) -> Self {
+        OnePlusOne {
+            seed,
+            seed_score,
+            incumbent,
+            incumbent_score,
+            previous,
+            history: Vec::new(),
+        }
+    }
+
+    /// Replace a provisional candidate id (used before the store assigned
+    /// one) by the stored id.
+    pub fn rename(&mut self, from: i64, to: i64) {
+        for id in [&mut self.seed, &mut self.incumbent, &mut self.previous] {
+            if *id == from {
+                *id = to;
+            }
+        }
+        for h in &mut self.history {
+            if h.candidate == from {
+                h.candidate = to;
+            }
+        }
+    }
+
     /// Improvement of the incumbent over the seed, measured in this session.
     pub fn speedup(&self) -> f64 {
         self.incumbent_score / self.seed_score
@@ -203,20 +231,21 @@ mod tests {
     }
 
     #[test]
+    fn provisional_ids_are_renamed_everywhere() {
+        let mut s = OnePlusOne::new(&c(-1, Some(0.5))).unwrap();
+        s.rename(-1, 10);
+        s.step(1, &[c(-2, Some(0.7))]);
+        s.rename(-2, 11);
+        assert_eq!((s.seed, s.incumbent, s.previous), (10, 11, 11));
+        assert_eq!(s.history.iter().map(|h| h.candidate).collect::<Vec<_>>(), vec![10, 11]);
+        let r = OnePlusOne::restore(10, 0.5, 11, 0.7, 11);
+        assert_eq!((r.incumbent, r.incumbent_score), (11, 0.7));
+    }
+
+    #[test]
     fn an_incorrect_seed_cannot_start_a_search() {
         let e = OnePlusOne::new(&c(1, None)).unwrap_err();
         assert!(e.contains("not correct"), "{e}");
     }
 
-    #[test]
-    fn state_round_trips_for_resume() {
-        let mut s = OnePlusOne::new(&c(1, Some(0.5))).unwrap();
-        s.step(1, &[c(2, Some(0.6))]);
-        let text = serde_json_like(&s);
-        assert!(text.contains("incumbent"));
-    }
-
-    fn serde_json_like(s: &OnePlusOne) -> String {
-        format!("{s:?}")
-    }
 }

@@ -1,0 +1,461 @@
+//! `kevo evolve`, `kevo runs`, `kevo show` and `kevo export`.
+// Table headers pass their titles through the same width specifiers as the
+// rows below them, which keeps the columns aligned by construction.
+#![allow(clippy::print_literal)]
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use kevo_evolve::{Environment, Event, EvolveOptions};
+use kevo_proposer::EditMode;
+use kevo_store::{RunId, Store};
+use kevo_tasks::SizeSet;
+use kevo_worker::WorkerCommand;
+
+use crate::DeviceArgs;
+
+#[derive(Args)]
+pub struct StoreArgs {
+    /// Workspace directory: the SQLite store and the run directories.
+    #[arg(long, default_value = ".kevo", env = "KEVO_WORKSPACE")]
+    pub workspace: PathBuf,
+    /// A store other than the workspace's SQLite file, e.g. postgres://host/db.
+    #[arg(long, env = "KEVO_STORE")]
+    pub store: Option<String>,
+}
+
+impl StoreArgs {
+    pub async fn open(&self) -> Result<Store> {
+        Ok(match &self.store {
+            Some(url) => Store::open(url).await?,
+            None => Store::open_workspace(&self.workspace).await?,
+        })
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum EditModeArg {
+    /// The proposer returns the whole kernel.
+    Full,
+    /// The proposer returns SEARCH/REPLACE edits to the incumbent.
+    Diff,
+}
+
+#[derive(Args)]
+pub struct EvolveArgs {
+    /// Task name (see `kevo tasks`).
+    #[arg(long, required_unless_present = "resume")]
+    task: Option<String>,
+    #[command(flatten)]
+    device: DeviceArgs,
+    /// Model spec (see `kevo llm test --help`); repeat for a weighted ensemble.
+    #[arg(long, required_unless_present = "resume")]
+    llm: Vec<String>,
+    /// Provider configuration (TOML or JSON): endpoints, keys, prices.
+    #[arg(long, env = "KEVO_LLM_CONFIG")]
+    llm_config: Option<PathBuf>,
+    #[arg(long, default_value_t = 10)]
+    iterations: u32,
+    /// `smoke` (small, for CPUs and CI) or `full` (the paper's sizes).
+    #[arg(long, default_value = "full")]
+    sizes: SizeSet,
+    /// Proposals per iteration; the best competes with the incumbent.
+    #[arg(long, default_value_t = 1)]
+    candidates_per_iteration: u32,
+    /// Continue a run from its last completed step.
+    #[arg(long, conflicts_with_all = ["task", "llm"])]
+    resume: Option<String>,
+    /// Stop after this many seconds of wall time.
+    #[arg(long)]
+    max_wall_s: Option<f64>,
+    /// Stop once this much has been spent on the proposer (USD).
+    #[arg(long)]
+    max_cost_usd: Option<f64>,
+    /// Stop once the incumbent's score reaches this.
+    #[arg(long)]
+    target_score: Option<f64>,
+    /// Hard limit per candidate in seconds; default 10x the seed's evaluation, at least 30 s.
+    #[arg(long)]
+    timeout: Option<f64>,
+    #[arg(long, value_enum, default_value = "full")]
+    edit_mode: EditModeArg,
+    #[arg(long)]
+    no_fast_math: bool,
+    /// Seed of the ensemble's model choice.
+    #[arg(long, default_value_t = 0x6B65_766F)]
+    rng_seed: u64,
+    /// Start from this kernel instead of the task's seed kernel.
+    #[arg(long)]
+    seed_kernel: Option<PathBuf>,
+    #[command(flatten)]
+    store: StoreArgs,
+    /// Print only the final summary.
+    #[arg(long)]
+    quiet: bool,
+    /// Print progress and the summary as JSON lines.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Live progress: a spinner line with iteration, best score, speedup, last
+/// outcome, tokens and cost; JSON lines with --json; nothing with --quiet.
+struct Progress {
+    bar: Option<ProgressBar>,
+    json: bool,
+    quiet: bool,
+    iterations: u32,
+}
+
+impl Progress {
+    fn new(json: bool, quiet: bool) -> Self {
+        let bar = (!json && !quiet && std::io::stderr().is_terminal()).then(|| {
+            let bar = ProgressBar::new(0);
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} [{elapsed_precise}] {pos}/{len} {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            bar.enable_steady_tick(std::time::Duration::from_millis(200));
+            bar
+        });
+        Progress {
+            bar,
+            json,
+            quiet,
+            iterations: 0,
+        }
+    }
+
+    fn line(&self, text: String) {
+        match &self.bar {
+            Some(bar) => bar.println(text),
+            None if !self.quiet && !self.json => eprintln!("{text}"),
+            None => {}
+        }
+    }
+}
+
+impl kevo_evolve::Observer for Progress {
+    fn on(&mut self, event: &Event) {
+        if self.json {
+            if let Ok(text) = serde_json::to_string(event) {
+                println!("{text}");
+            }
+            return;
+        }
+        match event {
+            Event::Started {
+                run,
+                task,
+                device,
+                backend,
+                resumed_from,
+                iterations,
+            } => {
+                self.iterations = *iterations;
+                if let Some(bar) = &self.bar {
+                    bar.set_length(u64::from(*iterations));
+                    bar.set_position(u64::from(resumed_from.unwrap_or(0)));
+                }
+                let how = match resumed_from {
+                    Some(k) => format!("resuming after iteration {k}"),
+                    None => "new run".into(),
+                };
+                self.line(format!("run {run}: {task} on {device} ({backend}), {how}"));
+            }
+            Event::Seed { score, wall_s } => {
+                self.line(format!("seed: score {score:.4} ({wall_s:.2} s)"))
+            }
+            Event::Iteration {
+                iteration,
+                outcomes,
+                scores,
+                promoted,
+                best_score,
+                speedup,
+                input_tokens,
+                output_tokens,
+                cost_usd,
+                ..
+            } => {
+                let last = outcomes
+                    .iter()
+                    .zip(scores)
+                    .map(|(o, s)| match s {
+                        Some(s) => format!("{o} {s:.4}"),
+                        None => o.clone(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let mark = if *promoted { " NEW BEST" } else { "" };
+                let msg = format!(
+                    "best {best_score:.4} ({speedup:.2}x seed) | last: {last}{mark} | tokens {input_tokens}+{output_tokens} | ${cost_usd:.4}"
+                );
+                match &self.bar {
+                    Some(bar) => {
+                        bar.set_position(u64::from(*iteration));
+                        bar.set_message(msg.clone());
+                        if *promoted {
+                            bar.println(format!("iteration {iteration}: {msg}"));
+                        }
+                    }
+                    None => self.line(format!("iteration {iteration}/{}: {msg}", self.iterations)),
+                }
+            }
+            Event::HeldOut(h) => self.line(format!(
+                "held-out {}: seed {}, winner {}; Φ = {:.4}{}",
+                h.size,
+                h.seed_fraction
+                    .map(|f| format!("{:.1}%", f * 100.0))
+                    .unwrap_or_else(|| h.seed_outcome.clone()),
+                h.winner_fraction
+                    .map(|f| format!("{:.1}%", f * 100.0))
+                    .unwrap_or_else(|| h.winner_outcome.clone()),
+                h.phi,
+                h.speedup
+                    .map(|s| format!(", {s:.2}x the seed"))
+                    .unwrap_or_default()
+            )),
+            Event::Finished(_) => {
+                if let Some(bar) = &self.bar {
+                    bar.finish_and_clear();
+                }
+            }
+        }
+    }
+}
+
+pub fn evolve(args: EvolveArgs) -> Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let store = args.store.open().await?;
+        let env = Environment {
+            store,
+            workspace: args.store.workspace.clone(),
+            worker: WorkerCommand::current_exe()?,
+        };
+        let mut progress = Progress::new(args.json, args.quiet);
+        let summary = match &args.resume {
+            Some(run) => kevo_evolve::resume(run, &env, &mut progress).await?,
+            None => {
+                let task = args.task.clone().context("--task is required")?;
+                let mut options = EvolveOptions::new(&task, &args.llm, args.iterations);
+                options.backend = args.device.backend;
+                options.selector = args.device.selector();
+                options.sizes = args.sizes;
+                options.llm_config = args.llm_config.clone();
+                options.candidates_per_iteration = args.candidates_per_iteration;
+                options.max_wall_s = args.max_wall_s;
+                options.max_cost_usd = args.max_cost_usd;
+                options.target_score = args.target_score;
+                options.timeout_s = args.timeout;
+                options.edit_mode = match args.edit_mode {
+                    EditModeArg::Full => EditMode::FullSource,
+                    EditModeArg::Diff => EditMode::SearchReplace,
+                };
+                options.fast_math = !args.no_fast_math;
+                options.rng_seed = args.rng_seed;
+                options.start_source = match &args.seed_kernel {
+                    Some(p) => Some(
+                        std::fs::read_to_string(p)
+                            .with_context(|| format!("cannot read seed kernel {}", p.display()))?,
+                    ),
+                    None => None,
+                };
+                if args.candidates_per_iteration == 0 {
+                    bail!("--candidates-per-iteration must be at least 1");
+                }
+                kevo_evolve::start(options, &env, &mut progress).await?
+            }
+        };
+        if args.json {
+            return Ok(ExitCode::SUCCESS);
+        }
+        println!(
+            "run {} ({}): {}",
+            summary.run, summary.task, summary.stop_reason
+        );
+        println!(
+            "in-distribution: seed {:.4} -> best {:.4} ({:.2}x), found at iteration {}",
+            summary.seed_score, summary.best_score, summary.speedup, summary.best_iteration
+        );
+        if let Some(h) = &summary.held_out {
+            println!(
+                "held-out {}: Φ = {:.4}, {} (seed: {})",
+                h.size,
+                h.phi,
+                h.speedup
+                    .map(|s| format!("{s:.2}x the seed"))
+                    .unwrap_or_else(|| h.winner_outcome.clone()),
+                h.seed_outcome
+            );
+        }
+        println!(
+            "spent: {} input + {} output tokens, ${:.4}, {:.1} s",
+            summary.spent.input_tokens,
+            summary.spent.output_tokens,
+            summary.spent.cost_usd,
+            summary.spent.wall_s
+        );
+        println!("winner: kevo export {}", summary.run);
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+fn score(s: Option<f64>) -> String {
+    s.map(|s| format!("{s:.4}")).unwrap_or_else(|| "-".into())
+}
+
+pub fn runs(store: StoreArgs, json: bool) -> Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let store = store.open().await?;
+        let runs = store.list_runs().await?;
+        if json {
+            println!("{}", serde_json::to_string_pretty(&runs)?);
+            return Ok(ExitCode::SUCCESS);
+        }
+        println!(
+            "{:<28} {:<10} {:<8} {:<6} {:<12} {:>5} {:>8} {:>9}  {}",
+            "run", "task", "backend", "sizes", "status", "iter", "best", "cost $", "device"
+        );
+        for r in runs {
+            println!(
+                "{:<28} {:<10} {:<8} {:<6} {:<12} {:>5} {:>8} {:>9.4}  {}",
+                r.id.0,
+                r.task,
+                r.backend,
+                r.size_set.to_string(),
+                r.status.as_str(),
+                r.last_iteration
+                    .map(|i| i.to_string())
+                    .unwrap_or_else(|| "-".into()),
+                score(r.best_score),
+                r.cost_usd.unwrap_or(0.0),
+                r.device
+            );
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+pub fn show(run: &str, store: StoreArgs, json: bool) -> Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let store = store.open().await?;
+        let id = RunId(run.to_string());
+        let info = store.run(&id).await?;
+        let history = store.history(&id).await?;
+        let best = store.best_candidate(&id).await?;
+        let held_out = store.held_out_results(&id).await?;
+        if json {
+            let value = serde_json::json!({
+                "run": info, "history": history, "best": best, "held_out": held_out,
+            });
+            println!("{}", serde_json::to_string_pretty(&value)?);
+            return Ok(ExitCode::SUCCESS);
+        }
+        println!(
+            "run {} — {} on {} ({}), {} sizes, {}{}",
+            info.id.0,
+            info.task,
+            info.device,
+            info.backend,
+            info.size_set,
+            info.status.as_str(),
+            info.status_reason
+                .as_ref()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default()
+        );
+        println!(
+            "{:>9} {:<15} {:>8} {:>8}  {}",
+            "iteration", "outcome", "score", "new best", "reason"
+        );
+        for h in &history {
+            println!(
+                "{:>9} {:<15} {:>8} {:>8}  {}",
+                h.iteration,
+                h.outcome_kind.as_deref().unwrap_or("skipped"),
+                score(h.score),
+                if h.promoted { "yes" } else { "" },
+                h.reason
+            );
+        }
+        if let Some(b) = &best {
+            println!(
+                "winner: candidate {} from iteration {} ({}), score {}",
+                b.candidate.id.0,
+                b.candidate.iteration,
+                b.candidate
+                    .model
+                    .as_deref()
+                    .or(b.candidate.provider.as_deref())
+                    .unwrap_or("?"),
+                score(b.evaluation.score)
+            );
+            if let Ok(e) = b.evaluation.evaluation() {
+                for s in &e.sizes {
+                    println!(
+                        "  {:<16} {:>10.4} ms  {:>9.2} {}  {:>6.1}% of {:.0}",
+                        s.label,
+                        s.time.median_s * 1e3,
+                        s.achieved,
+                        s.unit,
+                        s.fraction * 100.0,
+                        s.ceiling
+                    );
+                }
+            }
+        }
+        for h in &held_out {
+            println!(
+                "held-out ({}): candidate {} {}: Φ {} fraction {} speedup {}",
+                h.role.as_str(),
+                h.candidate_id.0,
+                h.outcome_kind,
+                score(h.phi),
+                score(h.fraction),
+                score(h.speedup)
+            );
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+pub fn export(run: &str, out: Option<&Path>, store: StoreArgs) -> Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let store = store.open().await?;
+        let id = RunId(run.to_string());
+        let best = store
+            .best_candidate(&id)
+            .await?
+            .with_context(|| format!("run {run} has no correct candidate"))?;
+        match out {
+            Some(path) => {
+                std::fs::write(path, &best.candidate.source)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+                eprintln!(
+                    "wrote candidate {} (score {}) to {}",
+                    best.candidate.id.0,
+                    score(best.evaluation.score),
+                    path.display()
+                );
+            }
+            None => print!("{}", best.candidate.source),
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+}

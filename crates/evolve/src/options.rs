@@ -1,0 +1,67 @@
+use std::path::PathBuf;
+
+use kevo_backend::DeviceSelector;
+use kevo_proposer::EditMode;
+use kevo_tasks::SizeSet;
+use kevo_worker::backends::BackendKind;
+use serde::{Deserialize, Serialize};
+
+/// Everything that defines a run; stored with it, so `resume` continues
+/// with exactly the same settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvolveOptions {
+    pub task: String,
+    pub backend: BackendKind,
+    #[serde(default)]
+    pub selector: DeviceSelector,
+    pub sizes: SizeSet,
+    /// Model specs; several form a weighted ensemble.
+    pub llm: Vec<String>,
+    /// Provider configuration file (endpoints, prices); keys never stored.
+    pub llm_config: Option<PathBuf>,
+    pub iterations: u32,
+    /// Proposals per iteration (λ); the best competes with the incumbent.
+    pub candidates_per_iteration: u32,
+    pub max_wall_s: Option<f64>,
+    pub max_cost_usd: Option<f64>,
+    /// Stop once the incumbent's score reaches this.
+    pub target_score: Option<f64>,
+    /// Hard limit per candidate; default: 10x the seed's evaluation, at least 30 s.
+    pub timeout_s: Option<f64>,
+    pub edit_mode: EditMode,
+    pub fast_math: bool,
+    /// Seed of the ensemble's model choice.
+    pub rng_seed: u64,
+    /// Start from this kernel instead of the task's seed (kept in the run,
+    /// so a resume needs nothing else).
+    #[serde(default)]
+    pub start_source: Option<String>,
+}
+
+impl EvolveOptions {
+    pub fn new(task: &str, llm: &[String], iterations: u32) -> Self {
+        EvolveOptions {
+            task: task.to_string(),
+            backend: BackendKind::Auto,
+            selector: DeviceSelector::default(),
+            sizes: SizeSet::Full,
+            llm: llm.to_vec(),
+            llm_config: None,
+            iterations,
+            candidates_per_iteration: 1,
+            max_wall_s: None,
+            max_cost_usd: None,
+            target_score: None,
+            timeout_s: None,
+            edit_mode: EditMode::FullSource,
+            fast_math: true,
+            rng_seed: 0x6B65_766F,
+            start_source: None,
+        }
+    }
+
+    /// The ensemble spec string the proposer parses.
+    pub fn llm_spec(&self) -> String {
+        self.llm.join(",")
+    }
+}

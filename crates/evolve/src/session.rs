@@ -1,0 +1,1013 @@
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kevo_backend::Dialect;
+use kevo_eval::{Evaluation, Outcome, WallTimes};
+use kevo_proposer::{
+    Accounting, Attempt, ChatRequest, Completion, DeviceBrief, EnsembleState, Extraction,
+    HistoryRecord, PromptBuilder, Provider, ProviderConfig, UserContext,
+};
+use kevo_store::artifacts::RunDir;
+use kevo_store::{
+    CandidateId, CandidateRef, Checkpoint, HeldOutRole, IterationRecord, NewCandidate, NewDecision,
+    NewEvaluation, NewHeldOut, NewLlmCall, NewRun, Proposal, RunId, Spent, Store, StoreError,
+    source_sha256,
+};
+use kevo_strategy::{OnePlusOne, Scored};
+use kevo_tasks::Task;
+use kevo_worker::{Worker, WorkerCommand, WorkerConfig, WorkerError};
+use serde::{Deserialize, Serialize};
+
+use crate::options::EvolveOptions;
+
+/// Where a run lives and how workers are started.
+pub struct Environment {
+    pub store: Store,
+    /// Run directories (human-readable artifacts) go under `<workspace>/runs`.
+    pub workspace: PathBuf,
+    pub worker: WorkerCommand,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EvolveError {
+    #[error(transparent)]
+    Task(#[from] kevo_tasks::UnknownTask),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Worker(#[from] WorkerError),
+    #[error("proposer: {0}")]
+    Provider(#[from] kevo_proposer::ProviderError),
+    #[error("prompt: {0}")]
+    Prompt(#[from] kevo_proposer::PromptError),
+    /// The seed must be correct: there is nothing to improve on otherwise.
+    #[error("the seed kernel of {task} is not correct on this device: {reason}")]
+    SeedFailed { task: String, reason: String },
+    #[error("run {run} cannot be resumed: {reason}")]
+    Resume { run: String, reason: String },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Progress of a run, for live display or JSON lines.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    Started {
+        run: String,
+        task: String,
+        device: String,
+        backend: String,
+        resumed_from: Option<u32>,
+        iterations: u32,
+    },
+    Seed {
+        score: f64,
+        wall_s: f64,
+    },
+    Iteration {
+        iteration: u32,
+        outcomes: Vec<String>,
+        scores: Vec<Option<f64>>,
+        promoted: bool,
+        best_score: f64,
+        speedup: f64,
+        input_tokens: u64,
+        output_tokens: u64,
+        cost_usd: f64,
+        wall_s: f64,
+    },
+    HeldOut(HeldOutSummary),
+    Finished(Summary),
+}
+
+pub trait Observer {
+    fn on(&mut self, event: &Event);
+}
+
+impl<F: FnMut(&Event)> Observer for F {
+    fn on(&mut self, event: &Event) {
+        self(event)
+    }
+}
+
+/// The held-out gate: the incumbent and the seed at the held-out size,
+/// measured in one session; only their ratio compares across sessions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeldOutSummary {
+    pub size: String,
+    pub seed_outcome: String,
+    pub winner_outcome: String,
+    pub seed_fraction: Option<f64>,
+    pub winner_fraction: Option<f64>,
+    /// Φ = the winner's fraction of the ceiling times its correctness.
+    pub phi: f64,
+    /// The winner's fraction over the seed's, same session.
+    pub speedup: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub run: String,
+    pub task: String,
+    pub device: String,
+    pub backend: String,
+    pub iterations: u32,
+    pub stop_reason: String,
+    pub seed_score: f64,
+    pub best_score: f64,
+    /// best / seed, in-distribution, measured in this run.
+    pub speedup: f64,
+    pub best_candidate: i64,
+    pub best_iteration: u32,
+    pub held_out: Option<HeldOutSummary>,
+    pub spent: Spent,
+}
+
+/// What a checkpoint needs beyond the store's own columns.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct StrategyState {
+    history: Vec<HistoryRecord>,
+    /// When the last proposal produced no evaluable source (no code,
+    /// rejected edits), the reason shown to the proposer next time.
+    previous_failure: Option<String>,
+    seed_wall_s: f64,
+    best_iteration: u32,
+}
+
+/// Start a new run.
+pub async fn start(
+    options: EvolveOptions,
+    env: &Environment,
+    observer: &mut dyn Observer,
+) -> Result<Summary, EvolveError> {
+    let task = kevo_tasks::by_name(&options.task)?;
+    if options.candidates_per_iteration == 0 {
+        return Err(EvolveError::Invalid(
+            "--candidates-per-iteration must be at least 1".into(),
+        ));
+    }
+    let mut session = Session::open(options, task, env, None).await?;
+    session.run_seed(observer).await?;
+    session.run_loop(observer).await
+}
+
+/// Continue a run from its last completed step.
+pub async fn resume(
+    run: &str,
+    env: &Environment,
+    observer: &mut dyn Observer,
+) -> Result<Summary, EvolveError> {
+    let run_id = RunId(run.to_string());
+    let (info, checkpoint) = env.store.resume_run(&run_id).await?;
+    let options: EvolveOptions =
+        serde_json::from_value(info.config.clone()).map_err(|e| EvolveError::Resume {
+            run: run.to_string(),
+            reason: format!("its stored settings are unreadable: {e}"),
+        })?;
+    let task = kevo_tasks::by_name(&options.task)?;
+    let mut session = Session::open(options, task, env, Some(run_id)).await?;
+    match checkpoint {
+        None => session.run_seed(observer).await?,
+        Some(cp) => session.restore(cp).await?,
+    }
+    session.run_loop(observer).await
+}
+
+struct Session<'e> {
+    options: EvolveOptions,
+    task: &'static dyn Task,
+    env: &'e Environment,
+    run: RunId,
+    dir: RunDir,
+    worker: Worker,
+    dialect: Dialect,
+    provider: Arc<dyn Provider>,
+    accounting: Accounting,
+    prompts: PromptBuilder<'static>,
+    strategy: Option<OnePlusOne>,
+    state: StrategyState,
+    /// Sources and in-distribution evaluations by candidate id.
+    sources: HashMap<i64, String>,
+    evaluations: HashMap<i64, Evaluation>,
+    /// The last completed iteration.
+    iteration: u32,
+    spent_before: Spent,
+    started: Instant,
+    timeout: Duration,
+    resumed_from: Option<u32>,
+}
+
+fn dialect_of(backend: &str) -> Dialect {
+    if backend == "cuda" {
+        Dialect::Cuda
+    } else {
+        Dialect::OpenCl
+    }
+}
+
+impl<'e> Session<'e> {
+    async fn open(
+        options: EvolveOptions,
+        task: &'static dyn Task,
+        env: &'e Environment,
+        existing: Option<RunId>,
+    ) -> Result<Session<'e>, EvolveError> {
+        let config = WorkerConfig::new(options.backend, options.selector.clone()).with_compile(
+            kevo_backend::CompileOptions {
+                fast_math: options.fast_math,
+                ..Default::default()
+            },
+        );
+        let command = env.worker.clone();
+        let worker = tokio::task::block_in_place(|| Worker::start(command, config))?;
+        let device = worker.device().clone();
+        let dialect = dialect_of(&device.backend);
+        let provider_config = match &options.llm_config {
+            Some(p) => ProviderConfig::load(p)?,
+            None => ProviderConfig::default(),
+        };
+        let accounting = match options.max_cost_usd {
+            Some(usd) => Accounting::with_budget(usd),
+            None => Accounting::new(),
+        };
+        let provider = kevo_proposer::build(&options.llm_spec(), &provider_config, &accounting)?;
+        let brief = DeviceBrief {
+            name: device.name.clone(),
+            ceilings: worker.ceilings().clone(),
+            info: Some(device.clone()),
+        };
+        let prompts = PromptBuilder::new(task, dialect, options.sizes, brief)?
+            .with_edit_mode(options.edit_mode)
+            .with_fast_math(options.fast_math);
+        let run = match existing {
+            Some(run) => run,
+            None => {
+                env.store
+                    .create_run(&NewRun {
+                        task: task.name().to_string(),
+                        backend: device.backend.clone(),
+                        device: device.name.clone(),
+                        size_set: options.sizes,
+                        strategy: "one_plus_one".into(),
+                        config: serde_json::to_value(&options)
+                            .map_err(|e| EvolveError::Invalid(e.to_string()))?,
+                        rng_state: provider
+                            .ensemble_state()
+                            .map(|s| serde_json::to_value(s).unwrap_or_default()),
+                    })
+                    .await?
+            }
+        };
+        let dir = RunDir::create(&env.workspace, &run, dialect.extension())?;
+        Ok(Session {
+            options,
+            task,
+            env,
+            run,
+            dir,
+            worker,
+            dialect,
+            provider,
+            accounting,
+            prompts,
+            strategy: None,
+            state: StrategyState::default(),
+            sources: HashMap::new(),
+            evaluations: HashMap::new(),
+            iteration: 0,
+            spent_before: Spent::default(),
+            started: Instant::now(),
+            timeout: Duration::from_secs(60),
+            resumed_from: None,
+        })
+    }
+
+    fn evaluate(
+        &mut self,
+        source: &str,
+        sizes: &[kevo_tasks::Size],
+        timeout: Duration,
+    ) -> Evaluation {
+        let task = self.task.name();
+        tokio::task::block_in_place(|| self.worker.evaluate(task, source, sizes, timeout))
+    }
+
+    fn spent(&self) -> Spent {
+        let t = self.accounting.totals().all;
+        Spent {
+            input_tokens: self.spent_before.input_tokens + t.usage.input_tokens,
+            output_tokens: self.spent_before.output_tokens + t.usage.output_tokens,
+            reasoning_tokens: self.spent_before.reasoning_tokens
+                + t.usage.reasoning_tokens.unwrap_or(0),
+            cost_usd: self.spent_before.cost_usd + t.cost_usd,
+            wall_s: self.spent_before.wall_s + self.started.elapsed().as_secs_f64(),
+        }
+    }
+
+    fn strategy_state(&self) -> serde_json::Value {
+        serde_json::to_value(&self.state).unwrap_or_default()
+    }
+
+    fn rng_state(&self) -> Option<serde_json::Value> {
+        self.provider
+            .ensemble_state()
+            .and_then(|s| serde_json::to_value(s).ok())
+    }
+
+    /// Evaluate and record the seed (iteration 0). A seed that is not
+    /// correct aborts the run with the reason.
+    async fn run_seed(&mut self, observer: &mut dyn Observer) -> Result<(), EvolveError> {
+        let source = match &self.options.start_source {
+            Some(s) => s.clone(),
+            None => self
+                .task
+                .seed(self.dialect)
+                .ok_or_else(|| {
+                    EvolveError::Invalid(format!(
+                        "{} has no {} seed",
+                        self.task.name(),
+                        self.dialect
+                    ))
+                })?
+                .to_string(),
+        };
+        let sizes = self.task.sizes(self.options.sizes).in_distribution;
+        // The seed gets a generous limit; candidates get one derived from it.
+        let seed_limit =
+            Duration::from_secs_f64(self.options.timeout_s.unwrap_or(600.0).max(600.0));
+        let evaluation = self.evaluate(&source, &sizes, seed_limit);
+        self.dir.write_seed(&source)?;
+        self.dir.write_result(0, &evaluation)?;
+        let Some(score) = evaluation.outcome.score() else {
+            let reason = evaluation.outcome.summary();
+            self.env
+                .store
+                .mark_failed(&self.run, &format!("seed failed: {reason}"))
+                .await?;
+            return Err(EvolveError::SeedFailed {
+                task: self.task.name().to_string(),
+                reason,
+            });
+        };
+        self.state.seed_wall_s = evaluation.wall.total_s;
+        self.timeout = self.candidate_timeout();
+        self.state
+            .history
+            .push(HistoryRecord::from_outcome(0, &evaluation.outcome, true));
+        let record = IterationRecord {
+            iteration: 0,
+            proposals: vec![Proposal {
+                llm_calls: Vec::new(),
+                candidate: Some(NewCandidate {
+                    source: source.clone(),
+                    parents: Vec::new(),
+                    island: None,
+                    cell: None,
+                    descriptors: None,
+                    provider: Some("seed".into()),
+                    model: None,
+                }),
+                evaluation: Some(NewEvaluation::from(evaluation.clone())),
+                decision: NewDecision {
+                    promoted: true,
+                    incumbent: Some(CandidateRef::Proposal(0)),
+                    island: None,
+                    cell: None,
+                    reason: "the seed is the first incumbent".into(),
+                },
+            }],
+            checkpoint: Checkpoint {
+                incumbent: Some(CandidateRef::Proposal(0)),
+                previous: Some(CandidateRef::Proposal(0)),
+                rng_state: self.rng_state(),
+                strategy_state: Some(self.strategy_state()),
+                spent: self.spent(),
+            },
+        };
+        let ids = self.env.store.record_iteration(&self.run, &record).await?;
+        let id = ids[0].candidate.map(|c| c.0).unwrap_or_default();
+        self.sources.insert(id, source.clone());
+        self.evaluations.insert(id, evaluation.clone());
+        self.strategy = Some(
+            OnePlusOne::new(&Scored {
+                id,
+                score: Some(score),
+                outcome: evaluation.outcome.kind().into(),
+            })
+            .map_err(EvolveError::Invalid)?,
+        );
+        self.dir.write_best(&source, &evaluation)?;
+        self.write_history()?;
+        observer.on(&Event::Started {
+            run: self.run.0.clone(),
+            task: self.task.name().into(),
+            device: self.worker.device().name.clone(),
+            backend: self.worker.device().backend.clone(),
+            resumed_from: None,
+            iterations: self.options.iterations,
+        });
+        observer.on(&Event::Seed {
+            score,
+            wall_s: evaluation.wall.total_s,
+        });
+        Ok(())
+    }
+
+    fn candidate_timeout(&self) -> Duration {
+        match self.options.timeout_s {
+            Some(s) => Duration::from_secs_f64(s),
+            None => kevo_worker::timeout_from_seed(
+                self.state.seed_wall_s,
+                10.0,
+                Duration::from_secs(30),
+            ),
+        }
+    }
+
+    async fn load(&mut self, id: CandidateId) -> Result<(), EvolveError> {
+        if self.sources.contains_key(&id.0) {
+            return Ok(());
+        }
+        let source = self.env.store.candidate_source(id).await?;
+        let evaluation = self
+            .env
+            .store
+            .evaluations_of(id)
+            .await?
+            .into_iter()
+            .find(|e| e.kind == kevo_store::EvaluationKind::InDistribution)
+            .ok_or_else(|| EvolveError::Resume {
+                run: self.run.0.clone(),
+                reason: format!("candidate {} has no stored evaluation", id.0),
+            })?
+            .evaluation()
+            .map_err(|e| EvolveError::Invalid(e.to_string()))?;
+        self.sources.insert(id.0, source);
+        self.evaluations.insert(id.0, evaluation);
+        Ok(())
+    }
+
+    /// Continue from a stored checkpoint: strategy, history, spend, RNG
+    /// state, and the proposer fast-forwarded past the calls already made.
+    async fn restore(&mut self, cp: kevo_store::StoredCheckpoint) -> Result<(), EvolveError> {
+        let run_name = self.run.0.clone();
+        let bad = |reason: String| EvolveError::Resume {
+            run: run_name.clone(),
+            reason,
+        };
+        let state: StrategyState = cp
+            .strategy_state
+            .clone()
+            .map(serde_json::from_value)
+            .transpose()
+            .map_err(|e| bad(format!("unreadable strategy state: {e}")))?
+            .unwrap_or_default();
+        let incumbent = cp
+            .incumbent
+            .ok_or_else(|| bad("the checkpoint has no incumbent".into()))?;
+        let previous = cp.previous.unwrap_or(incumbent);
+        let history = self.env.store.history(&self.run).await?;
+        let seed = history
+            .iter()
+            .find(|h| h.iteration == 0)
+            .and_then(|h| h.candidate_id)
+            .ok_or_else(|| bad("the seed was never recorded".into()))?;
+        for id in [seed, incumbent, previous] {
+            self.load(id).await?;
+        }
+        let score_of = |s: &Self, id: CandidateId| s.evaluations[&id.0].outcome.score();
+        let seed_score =
+            score_of(self, seed).ok_or_else(|| bad("the stored seed has no score".into()))?;
+        let incumbent_score = score_of(self, incumbent)
+            .ok_or_else(|| bad("the stored incumbent has no score".into()))?;
+        self.strategy = Some(OnePlusOne::restore(
+            seed.0,
+            seed_score,
+            incumbent.0,
+            incumbent_score,
+            previous.0,
+        ));
+        self.state = state;
+        self.timeout = self.candidate_timeout();
+        self.iteration = cp.iteration;
+        self.spent_before = cp.spent;
+        self.resumed_from = Some(cp.iteration);
+        if let Some(rng) = &cp.rng_state {
+            let s: EnsembleState = serde_json::from_value(rng.clone())
+                .map_err(|e| bad(format!("unreadable RNG state: {e}")))?;
+            self.provider.restore_ensemble_state(&s)?;
+        }
+        let served: Vec<(String, ChatRequest)> = self
+            .env
+            .store
+            .llm_calls(&self.run)
+            .await?
+            .into_iter()
+            .filter(|c| c.call.error.is_none() || c.call.response.is_some())
+            .map(|c| {
+                (
+                    c.call.provider.clone(),
+                    ChatRequest::new(c.call.prompt_system.clone(), c.call.prompt_user.clone()),
+                )
+            })
+            .collect();
+        self.provider.fast_forward(&served)?;
+        Ok(())
+    }
+
+    fn write_history(&self) -> Result<(), EvolveError> {
+        self.dir.write_history(&self.state.history)?;
+        Ok(())
+    }
+
+    /// Why the loop stops before iteration `next`, if it does.
+    fn stop_reason(&self, next: u32) -> Option<String> {
+        let strategy = self.strategy.as_ref()?;
+        if next > self.options.iterations {
+            return Some(format!("{} iterations done", self.options.iterations));
+        }
+        if let Some(target) = self.options.target_score
+            && strategy.incumbent_score >= target
+        {
+            return Some(format!("target score {target} reached"));
+        }
+        let spent = self.spent();
+        if let Some(limit) = self.options.max_wall_s
+            && spent.wall_s >= limit
+        {
+            return Some(format!("wall-time limit of {limit:.0} s reached"));
+        }
+        if let Some(cap) = self.options.max_cost_usd
+            && spent.cost_usd >= cap
+        {
+            return Some(format!("cost cap of ${cap:.2} reached"));
+        }
+        None
+    }
+
+    async fn run_loop(&mut self, observer: &mut dyn Observer) -> Result<Summary, EvolveError> {
+        if self.resumed_from.is_some() {
+            observer.on(&Event::Started {
+                run: self.run.0.clone(),
+                task: self.task.name().into(),
+                device: self.worker.device().name.clone(),
+                backend: self.worker.device().backend.clone(),
+                resumed_from: self.resumed_from,
+                iterations: self.options.iterations,
+            });
+        }
+        let stop_reason = loop {
+            let next = self.iteration + 1;
+            if let Some(reason) = self.stop_reason(next) {
+                break reason;
+            }
+            match self.run_iteration(next, observer).await {
+                Ok(()) => self.iteration = next,
+                Err(EvolveError::Provider(kevo_proposer::ProviderError::BudgetExceeded {
+                    ..
+                })) => {
+                    break "the proposer's cost budget is spent".to_string();
+                }
+                Err(e) => {
+                    let _ = self
+                        .env
+                        .store
+                        .mark_interrupted(&self.run, &e.to_string())
+                        .await;
+                    return Err(e);
+                }
+            }
+        };
+        let held_out = self.held_out().await?;
+        observer.on(&Event::HeldOut(held_out.clone()));
+        let strategy = self.strategy.as_ref().expect("seed evaluated");
+        let summary = Summary {
+            run: self.run.0.clone(),
+            task: self.task.name().into(),
+            device: self.worker.device().name.clone(),
+            backend: self.worker.device().backend.clone(),
+            iterations: self.iteration,
+            stop_reason,
+            seed_score: strategy.seed_score,
+            best_score: strategy.incumbent_score,
+            speedup: strategy.speedup(),
+            best_candidate: strategy.incumbent,
+            best_iteration: self.state.best_iteration,
+            held_out: Some(held_out),
+            spent: self.spent(),
+        };
+        let value =
+            serde_json::to_value(&summary).map_err(|e| EvolveError::Invalid(e.to_string()))?;
+        self.dir.write_summary(&value)?;
+        self.env.store.mark_finished(&self.run, &value).await?;
+        observer.on(&Event::Finished(summary.clone()));
+        Ok(summary)
+    }
+
+    fn user_context_parts(&self) -> (String, Evaluation, Option<(String, Evaluation)>, bool) {
+        let s = self.strategy.as_ref().expect("seed evaluated");
+        let inc_src = self.sources[&s.incumbent].clone();
+        let inc_eval = self.evaluations[&s.incumbent].clone();
+        let previous = match &self.state.previous_failure {
+            // The last proposal gave nothing to evaluate: tell the proposer
+            // why, against the source it was asked to improve.
+            Some(reason) => Some((
+                inc_src.clone(),
+                Evaluation {
+                    task: inc_eval.task.clone(),
+                    device: inc_eval.device.clone(),
+                    backend: inc_eval.backend.clone(),
+                    outcome: Outcome::NoCode {
+                        reason: reason.clone(),
+                    },
+                    sizes: Vec::new(),
+                    wall: WallTimes::default(),
+                },
+            )),
+            // Before the first candidate the incumbent is the only baseline.
+            None if self.iteration == 0 => None,
+            None => Some((
+                self.sources[&s.previous].clone(),
+                self.evaluations[&s.previous].clone(),
+            )),
+        };
+        (inc_src, inc_eval, previous, s.incumbent == s.seed)
+    }
+
+    async fn run_iteration(
+        &mut self,
+        k: u32,
+        observer: &mut dyn Observer,
+    ) -> Result<(), EvolveError> {
+        let (inc_src, inc_eval, previous, incumbent_is_seed) = self.user_context_parts();
+        let request = {
+            let prev = previous
+                .as_ref()
+                .map(|(source, evaluation)| Attempt { source, evaluation });
+            self.prompts.request(&UserContext {
+                previous: prev,
+                incumbent: Attempt {
+                    source: &inc_src,
+                    evaluation: &inc_eval,
+                },
+                incumbent_is_seed,
+                history: &self.state.history,
+            })?
+        };
+        self.dir.write_prompt(k, &request.system, &request.user)?;
+
+        let n = self.options.candidates_per_iteration.max(1) as usize;
+        let calls: Vec<_> = (0..n)
+            .map(|_| {
+                let p = self.provider.clone();
+                let r = request.clone();
+                async move {
+                    let t = Instant::now();
+                    let res = p.complete(&r).await;
+                    (res, t.elapsed().as_secs_f64())
+                }
+            })
+            .collect();
+        let mut handles = Vec::with_capacity(n);
+        for c in calls {
+            handles.push(tokio::spawn(c));
+        }
+        let mut completions: Vec<(Result<Completion, kevo_proposer::ProviderError>, f64)> =
+            Vec::with_capacity(n);
+        for h in handles {
+            completions.push(
+                h.await
+                    .map_err(|e| EvolveError::Invalid(format!("proposer task failed: {e}")))?,
+            );
+        }
+        if let Some((Err(e @ kevo_proposer::ProviderError::BudgetExceeded { .. }), _)) =
+            completions.first()
+            && completions.iter().all(|(r, _)| r.is_err())
+        {
+            return Err(EvolveError::Provider(e.clone()));
+        }
+
+        let incumbent_id = self.strategy.as_ref().expect("seed").incumbent;
+        let mut proposals = Vec::with_capacity(n);
+        let mut scored = Vec::new();
+        let mut outcomes = Vec::new();
+        let mut scores = Vec::new();
+        let mut new_sources: Vec<Option<(String, Evaluation)>> = Vec::new();
+        let mut failure: Option<String> = None;
+        let mut any_candidate = false;
+        for (j, (result, latency)) in completions.into_iter().enumerate() {
+            let mut call = NewLlmCall {
+                purpose: "propose".into(),
+                provider: self.provider.label(),
+                model: String::new(),
+                prompt_system: request.system.clone(),
+                prompt_user: request.user.clone(),
+                response: None,
+                reasoning: None,
+                input_tokens: None,
+                output_tokens: None,
+                reasoning_tokens: None,
+                cost_usd: None,
+                latency_s: latency,
+                error: None,
+            };
+            let completion = match result {
+                Err(e) => {
+                    call.error = Some(e.to_string());
+                    self.state.history.push(HistoryRecord {
+                        iteration: k,
+                        outcome: "skipped".into(),
+                        score: None,
+                        promoted: false,
+                    });
+                    outcomes.push("skipped".to_string());
+                    scores.push(None);
+                    new_sources.push(None);
+                    proposals.push(Proposal {
+                        llm_calls: vec![call],
+                        candidate: None,
+                        evaluation: None,
+                        decision: NewDecision {
+                            promoted: false,
+                            incumbent: Some(CandidateRef::Stored(CandidateId(incumbent_id))),
+                            island: None,
+                            cell: None,
+                            reason: format!("the proposer failed: {e}"),
+                        },
+                    });
+                    continue;
+                }
+                Ok(c) => c,
+            };
+            call.model = completion.model.clone();
+            call.response = Some(completion.text.clone());
+            call.reasoning = completion.reasoning.clone();
+            call.input_tokens = Some(completion.usage.input_tokens);
+            call.output_tokens = Some(completion.usage.output_tokens);
+            call.reasoning_tokens = completion.usage.reasoning_tokens;
+            call.cost_usd = completion.cost_usd;
+            if j == 0 {
+                self.dir.write_response(k, &completion.text)?;
+                if let Some(r) = &completion.reasoning {
+                    self.dir.write_reasoning(k, r)?;
+                }
+            }
+            let extraction = kevo_proposer::extract(
+                &completion.text,
+                &self.prompts.extract_options(Some(&inc_src)),
+            );
+            let source = match extraction {
+                Extraction::Code { source, .. } => source,
+                other => {
+                    let reason = other
+                        .failure_reason()
+                        .unwrap_or_else(|| "no code in the response".into());
+                    let kind = match other {
+                        Extraction::NoCode { .. } => "no_code",
+                        _ => "edit_rejected",
+                    };
+                    failure = Some(reason.clone());
+                    self.state.history.push(HistoryRecord {
+                        iteration: k,
+                        outcome: kind.into(),
+                        score: None,
+                        promoted: false,
+                    });
+                    outcomes.push(kind.to_string());
+                    scores.push(None);
+                    new_sources.push(None);
+                    proposals.push(Proposal {
+                        llm_calls: vec![call],
+                        candidate: None,
+                        evaluation: None,
+                        decision: NewDecision {
+                            promoted: false,
+                            incumbent: Some(CandidateRef::Stored(CandidateId(incumbent_id))),
+                            island: None,
+                            cell: None,
+                            reason,
+                        },
+                    });
+                    continue;
+                }
+            };
+            any_candidate = true;
+            if j == 0 {
+                self.dir.write_candidate(k, &source)?;
+            }
+            // A source this run already measured is not measured again.
+            let sha = source_sha256(&source);
+            let (evaluation, reused_from) =
+                match self.env.store.find_evaluation(&self.run, &sha).await? {
+                    Some(stored) => match stored.evaluation() {
+                        Ok(e) => (e, Some(stored.id)),
+                        Err(_) => (self.evaluate(&source, &self.sizes(), self.timeout), None),
+                    },
+                    None => match proposals_with_same_source(&new_sources, &source) {
+                        Some(e) => (e, None),
+                        None => (self.evaluate(&source, &self.sizes(), self.timeout), None),
+                    },
+                };
+            if j == 0 {
+                self.dir.write_result(k, &evaluation)?;
+            }
+            outcomes.push(evaluation.outcome.kind().to_string());
+            scores.push(evaluation.outcome.score());
+            scored.push((
+                j,
+                Scored {
+                    id: -1 - j as i64,
+                    score: evaluation.outcome.score(),
+                    outcome: evaluation.outcome.kind().into(),
+                },
+            ));
+            new_sources.push(Some((source.clone(), evaluation.clone())));
+            proposals.push(Proposal {
+                llm_calls: vec![call],
+                candidate: Some(NewCandidate {
+                    source,
+                    parents: vec![CandidateRef::Stored(CandidateId(incumbent_id))],
+                    island: None,
+                    cell: None,
+                    descriptors: None,
+                    provider: Some(completion.provider.clone()),
+                    model: Some(completion.model.clone()),
+                }),
+                evaluation: Some(NewEvaluation {
+                    evaluation,
+                    reused_from,
+                }),
+                decision: NewDecision {
+                    promoted: false,
+                    incumbent: None,
+                    island: None,
+                    cell: None,
+                    reason: String::new(),
+                },
+            });
+        }
+
+        let strategy = self.strategy.as_mut().expect("seed");
+        let batch: Vec<Scored> = scored.iter().map(|(_, s)| s.clone()).collect();
+        let decision = if batch.is_empty() {
+            None
+        } else {
+            Some(strategy.step(k, &batch))
+        };
+        let incumbent_ref = |id: i64| {
+            if id < 0 {
+                CandidateRef::Proposal((-1 - id) as usize)
+            } else {
+                CandidateRef::Stored(CandidateId(id))
+            }
+        };
+        let promoted = decision.as_ref().is_some_and(|d| d.promoted);
+        for (j, s) in &scored {
+            let is_winner = decision
+                .as_ref()
+                .is_some_and(|d| d.promoted && d.contender == Some(s.id));
+            let p = &mut proposals[*j];
+            p.decision = NewDecision {
+                promoted: is_winner,
+                incumbent: Some(incumbent_ref(strategy.incumbent)),
+                island: None,
+                cell: None,
+                reason: decision
+                    .as_ref()
+                    .map(|d| d.reason.clone())
+                    .unwrap_or_default(),
+            };
+            self.state.history.push(HistoryRecord {
+                iteration: k,
+                outcome: s.outcome.clone(),
+                score: s.score,
+                promoted: is_winner,
+            });
+        }
+        self.state.previous_failure = if any_candidate { None } else { failure };
+        if promoted {
+            self.state.best_iteration = k;
+        }
+        let record = IterationRecord {
+            iteration: k,
+            proposals,
+            checkpoint: Checkpoint {
+                incumbent: Some(incumbent_ref(strategy.incumbent)),
+                previous: Some(incumbent_ref(strategy.previous)),
+                rng_state: self.rng_state(),
+                strategy_state: Some(self.strategy_state()),
+                spent: self.spent(),
+            },
+        };
+        let ids = self.env.store.record_iteration(&self.run, &record).await?;
+        let strategy = self.strategy.as_mut().expect("seed");
+        for (j, s) in &scored {
+            if let Some(real) = ids[*j].candidate {
+                strategy.rename(s.id, real.0);
+                if let Some((src, ev)) = new_sources[*j].clone() {
+                    self.sources.insert(real.0, src);
+                    self.evaluations.insert(real.0, ev);
+                }
+            }
+        }
+        if promoted {
+            let id = strategy.incumbent;
+            self.dir
+                .write_best(&self.sources[&id], &self.evaluations[&id])?;
+        }
+        self.write_history()?;
+        let spent = self.spent();
+        let strategy = self.strategy.as_ref().expect("seed");
+        observer.on(&Event::Iteration {
+            iteration: k,
+            outcomes,
+            scores,
+            promoted,
+            best_score: strategy.incumbent_score,
+            speedup: strategy.speedup(),
+            input_tokens: spent.input_tokens,
+            output_tokens: spent.output_tokens,
+            cost_usd: spent.cost_usd,
+            wall_s: spent.wall_s,
+        });
+        Ok(())
+    }
+
+    fn sizes(&self) -> Vec<kevo_tasks::Size> {
+        self.task.sizes(self.options.sizes).in_distribution
+    }
+
+    /// The held-out gate: the incumbent and the seed at the held-out size in
+    /// one session. Stored, reported, and never shown to the proposer.
+    async fn held_out(&mut self) -> Result<HeldOutSummary, EvolveError> {
+        let strategy = self.strategy.clone().expect("seed evaluated");
+        let size = self.task.sizes(self.options.sizes).held_out;
+        let session = format!("{}-held-out-{}", self.run.0, self.iteration);
+        let limit = self.timeout.max(Duration::from_secs(60));
+        let winner_src = self.sources[&strategy.incumbent].clone();
+        let seed_src = self.sources[&strategy.seed].clone();
+        let winner = self.evaluate(&winner_src, std::slice::from_ref(&size), limit);
+        let seed = self.evaluate(&seed_src, std::slice::from_ref(&size), limit);
+        let fraction = |e: &Evaluation| {
+            e.outcome
+                .is_correct()
+                .then(|| e.sizes.first().map(|s| s.fraction))
+                .flatten()
+        };
+        let (wf, sf) = (fraction(&winner), fraction(&seed));
+        let speedup = match (wf, sf) {
+            (Some(w), Some(s)) if s > 0.0 => Some(w / s),
+            _ => None,
+        };
+        for (id, role, evaluation, frac, speed) in [
+            (strategy.seed, HeldOutRole::Seed, &seed, sf, Some(1.0)),
+            (
+                strategy.incumbent,
+                HeldOutRole::Winner,
+                &winner,
+                wf,
+                speedup,
+            ),
+        ] {
+            self.env
+                .store
+                .record_held_out(
+                    &self.run,
+                    &NewHeldOut {
+                        candidate_id: CandidateId(id),
+                        role,
+                        evaluation: evaluation.clone(),
+                        session: Some(session.clone()),
+                        phi: Some(frac.unwrap_or(0.0)),
+                        fraction: frac,
+                        speedup: if frac.is_some() { speed } else { None },
+                    },
+                )
+                .await?;
+        }
+        Ok(HeldOutSummary {
+            size: size.label,
+            seed_outcome: seed.outcome.summary(),
+            winner_outcome: winner.outcome.summary(),
+            seed_fraction: sf,
+            winner_fraction: wf,
+            phi: wf.unwrap_or(0.0),
+            speedup,
+        })
+    }
+}
+
+/// An evaluation of `source` made earlier in the same batch.
+fn proposals_with_same_source(
+    batch: &[Option<(String, Evaluation)>],
+    source: &str,
+) -> Option<Evaluation> {
+    batch
+        .iter()
+        .flatten()
+        .find(|(s, _)| s == source)
+        .map(|(_, e)| e.clone())
+}

@@ -1,0 +1,482 @@
+//! What the store keeps, as Rust types: records to write (`New*`,
+//! [`IterationRecord`]) and rows read back (`Stored*`, listings, history).
+
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, Utc};
+use kevo_eval::Evaluation;
+use kevo_tasks::SizeSet;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A run's id: `<task>-<yyyymmdd>-<hhmmss>-<6 hex>`. Readable in a directory
+/// listing and unique across machines that share one server.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct RunId(pub String);
+
+impl RunId {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for RunId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&str> for RunId {
+    fn from(s: &str) -> Self {
+        RunId(s.to_string())
+    }
+}
+
+macro_rules! int_id {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(transparent)]
+        pub struct $name(pub i64);
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}", self.0)
+            }
+        }
+    };
+}
+
+int_id!(
+    /// A candidate's id, unique across all runs of a store.
+    CandidateId
+);
+int_id!(
+    /// An evaluation's id.
+    EvaluationId
+);
+int_id!(
+    /// An LLM call's id.
+    LlmCallId
+);
+int_id!(
+    /// A decision's id.
+    DecisionId
+);
+int_id!(
+    /// A held-out result's id.
+    HeldOutId
+);
+
+/// Where a run stands. A run killed without a chance to say so stays
+/// `Running`; `resume` accepts that as well as `Interrupted` and `Failed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Running,
+    Finished,
+    Failed,
+    Interrupted,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Finished => "finished",
+            RunStatus::Failed => "failed",
+            RunStatus::Interrupted => "interrupted",
+        }
+    }
+}
+
+impl fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for RunStatus {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "running" => Ok(RunStatus::Running),
+            "finished" => Ok(RunStatus::Finished),
+            "failed" => Ok(RunStatus::Failed),
+            "interrupted" => Ok(RunStatus::Interrupted),
+            other => Err(format!("unknown run status `{other}`")),
+        }
+    }
+}
+
+/// Which sizes an evaluation ran on. Held-out evaluations are kept apart so
+/// that no query used for search can see them by accident.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EvaluationKind {
+    InDistribution,
+    HeldOut,
+}
+
+impl EvaluationKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EvaluationKind::InDistribution => "in_distribution",
+            EvaluationKind::HeldOut => "held_out",
+        }
+    }
+}
+
+impl FromStr for EvaluationKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "in_distribution" => Ok(EvaluationKind::InDistribution),
+            "held_out" => Ok(EvaluationKind::HeldOut),
+            other => Err(format!("unknown evaluation kind `{other}`")),
+        }
+    }
+}
+
+/// Which candidate of a run a held-out result is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HeldOutRole {
+    /// The task's seed kernel: the baseline the winner is compared with.
+    Seed,
+    /// The run's final best candidate.
+    Winner,
+}
+
+impl HeldOutRole {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HeldOutRole::Seed => "seed",
+            HeldOutRole::Winner => "winner",
+        }
+    }
+}
+
+impl FromStr for HeldOutRole {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "seed" => Ok(HeldOutRole::Seed),
+            "winner" => Ok(HeldOutRole::Winner),
+            other => Err(format!("unknown held-out role `{other}`")),
+        }
+    }
+}
+
+/// What is known when a run starts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewRun {
+    pub task: String,
+    pub backend: String,
+    pub device: String,
+    pub size_set: SizeSet,
+    /// "one_plus_one", later "map_elites", "islands".
+    pub strategy: String,
+    /// Model specs, iteration and cost budgets, seeds: enough to understand
+    /// and repeat the run.
+    pub config: Value,
+    /// The generator state the run starts from.
+    pub rng_state: Option<Value>,
+}
+
+/// A run as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunInfo {
+    pub id: RunId,
+    pub created_at: DateTime<Utc>,
+    pub task: String,
+    pub backend: String,
+    pub device: String,
+    pub size_set: SizeSet,
+    pub strategy: String,
+    pub config: Value,
+    pub status: RunStatus,
+    /// Why the run failed or was interrupted.
+    pub status_reason: Option<String>,
+    pub rng_state: Option<Value>,
+    pub finished_at: Option<DateTime<Utc>>,
+    pub summary: Option<Value>,
+}
+
+/// One line of `kevo list`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunListing {
+    pub id: RunId,
+    pub created_at: DateTime<Utc>,
+    pub task: String,
+    pub backend: String,
+    pub device: String,
+    pub size_set: SizeSet,
+    pub strategy: String,
+    pub status: RunStatus,
+    pub finished_at: Option<DateTime<Utc>>,
+    /// The last completed iteration (0 once the seed is in); None before.
+    pub last_iteration: Option<u32>,
+    /// Candidates stored, the seed included.
+    pub candidates: u64,
+    /// The best in-distribution score; None while nothing is correct.
+    pub best_score: Option<f64>,
+    /// Spend recorded in the last checkpoint.
+    pub cost_usd: Option<f64>,
+}
+
+/// A reference to a candidate from inside an [`IterationRecord`]: either one
+/// already stored, or the candidate of a proposal of the same record (whose
+/// id does not exist until the record is written).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CandidateRef {
+    Stored(CandidateId),
+    /// Index into [`IterationRecord::proposals`].
+    Proposal(usize),
+}
+
+impl From<CandidateId> for CandidateRef {
+    fn from(id: CandidateId) -> Self {
+        CandidateRef::Stored(id)
+    }
+}
+
+/// A kernel source to store. Its SHA-256 is computed by the store.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewCandidate {
+    pub source: String,
+    /// In the order the strategy chose them. Proposal refs must point to an
+    /// earlier proposal of the same record.
+    pub parents: Vec<CandidateRef>,
+    pub island: Option<i64>,
+    /// Descriptor key of a MAP-Elites cell.
+    pub cell: Option<String>,
+    pub descriptors: Option<Value>,
+    /// Who wrote it: an LLM provider, "seed", "tuner", ...
+    pub provider: Option<String>,
+    pub model: Option<String>,
+}
+
+/// One request to a language model, failed or not.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewLlmCall {
+    /// "propose" for proposals; other purposes (analysis) later.
+    pub purpose: String,
+    pub provider: String,
+    pub model: String,
+    pub prompt_system: String,
+    pub prompt_user: String,
+    pub response: Option<String>,
+    pub reasoning: Option<String>,
+    /// None when the provider did not report it: unknown is not zero.
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    pub reasoning_tokens: Option<u64>,
+    pub cost_usd: Option<f64>,
+    pub latency_s: f64,
+    pub error: Option<String>,
+}
+
+/// An in-distribution evaluation of a proposal's candidate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewEvaluation {
+    pub evaluation: Evaluation,
+    /// Set when this is a copy of an earlier evaluation of the same source
+    /// (found with `find_evaluation`) rather than a new measurement.
+    pub reused_from: Option<EvaluationId>,
+}
+
+impl From<Evaluation> for NewEvaluation {
+    fn from(evaluation: Evaluation) -> Self {
+        NewEvaluation {
+            evaluation,
+            reused_from: None,
+        }
+    }
+}
+
+/// What the strategy decided about one proposal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewDecision {
+    pub promoted: bool,
+    /// The incumbent after the decision (of `island`/`cell` when given).
+    pub incumbent: Option<CandidateRef>,
+    pub island: Option<i64>,
+    pub cell: Option<String>,
+    pub reason: String,
+}
+
+/// One proposal of an iteration: the calls that produced it, the candidate
+/// (None when nothing usable came back), its evaluation and the decision.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Proposal {
+    /// Linked to the candidate when there is one.
+    pub llm_calls: Vec<NewLlmCall>,
+    pub candidate: Option<NewCandidate>,
+    pub evaluation: Option<NewEvaluation>,
+    pub decision: NewDecision,
+}
+
+/// Cumulative spend of a run up to a checkpoint.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Spent {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub reasoning_tokens: u64,
+    pub cost_usd: f64,
+    pub wall_s: f64,
+}
+
+/// Where a run continues from after this iteration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    pub incumbent: Option<CandidateRef>,
+    /// The last candidate evaluated (shown to the proposer next).
+    pub previous: Option<CandidateRef>,
+    pub rng_state: Option<Value>,
+    /// Anything else a strategy needs to continue (archive, islands).
+    pub strategy_state: Option<Value>,
+    pub spent: Spent,
+}
+
+/// Everything one iteration produced, written in one transaction: after a
+/// crash the store holds all of it or none of it. Iteration 0 is the seed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IterationRecord {
+    pub iteration: u32,
+    /// One for (1+1); several when a strategy proposes in batches.
+    pub proposals: Vec<Proposal>,
+    pub checkpoint: Checkpoint,
+}
+
+/// Ids given to what one proposal wrote, in the order of
+/// [`IterationRecord::proposals`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProposalIds {
+    pub candidate: Option<CandidateId>,
+    pub evaluation: Option<EvaluationId>,
+    pub llm_calls: Vec<LlmCallId>,
+    pub decision: DecisionId,
+}
+
+/// The last completed step of a run, as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredCheckpoint {
+    pub run_id: RunId,
+    pub iteration: u32,
+    pub incumbent: Option<CandidateId>,
+    pub previous: Option<CandidateId>,
+    pub rng_state: Option<Value>,
+    pub strategy_state: Option<Value>,
+    pub spent: Spent,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A candidate as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredCandidate {
+    pub id: CandidateId,
+    pub run_id: RunId,
+    pub iteration: u32,
+    pub parents: Vec<CandidateId>,
+    pub island: Option<i64>,
+    pub cell: Option<String>,
+    pub descriptors: Option<Value>,
+    pub source: String,
+    pub source_sha256: String,
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// An evaluation as stored. `json` is the [`Evaluation`] exactly as
+/// serde_json wrote it; see [`StoredEvaluation::evaluation`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredEvaluation {
+    pub id: EvaluationId,
+    pub candidate_id: CandidateId,
+    pub kind: EvaluationKind,
+    pub outcome_kind: String,
+    pub score: Option<f64>,
+    pub device: String,
+    pub backend: String,
+    pub json: Value,
+    pub reused_from: Option<EvaluationId>,
+    pub created_at: DateTime<Utc>,
+}
+
+impl StoredEvaluation {
+    /// The typed evaluation. Fails only if the stored JSON was written by
+    /// an `Evaluation` type this build cannot read (an older or newer kevo);
+    /// `json`, `outcome_kind` and `score` are usable either way.
+    pub fn evaluation(&self) -> Result<Evaluation, serde_json::Error> {
+        serde_json::from_value(self.json.clone())
+    }
+}
+
+/// A run's best candidate with the evaluation that makes it the best.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BestCandidate {
+    pub candidate: StoredCandidate,
+    pub evaluation: StoredEvaluation,
+}
+
+/// One row of a run's history: one per proposal, in iteration order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistoryRow {
+    pub iteration: u32,
+    pub candidate_id: Option<CandidateId>,
+    /// None when the proposal had no evaluation (skipped).
+    pub outcome_kind: Option<String>,
+    pub score: Option<f64>,
+    pub promoted: bool,
+    pub incumbent_id: Option<CandidateId>,
+    pub island: Option<i64>,
+    pub cell: Option<String>,
+    pub reason: String,
+}
+
+/// An LLM call as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredLlmCall {
+    pub id: LlmCallId,
+    pub run_id: RunId,
+    pub candidate_id: Option<CandidateId>,
+    pub iteration: u32,
+    pub call: NewLlmCall,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A held-out measurement to record: the evaluation on the held-out size
+/// and the figures derived from it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewHeldOut {
+    pub candidate_id: CandidateId,
+    pub role: HeldOutRole,
+    pub evaluation: Evaluation,
+    /// Rows measured together share a session; only their ratios compare.
+    pub session: Option<String>,
+    /// Fraction of ceiling times correctness.
+    pub phi: Option<f64>,
+    pub fraction: Option<f64>,
+    /// This candidate's fraction over the seed's in the same session.
+    pub speedup: Option<f64>,
+}
+
+/// A held-out result as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeldOutResult {
+    pub id: HeldOutId,
+    pub run_id: RunId,
+    pub candidate_id: CandidateId,
+    pub role: HeldOutRole,
+    pub evaluation_id: EvaluationId,
+    pub outcome_kind: String,
+    pub session: Option<String>,
+    pub phi: Option<f64>,
+    pub fraction: Option<f64>,
+    pub speedup: Option<f64>,
+    pub created_at: DateTime<Utc>,
+}

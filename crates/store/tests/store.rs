@@ -1,0 +1,974 @@
+//! The run store against real databases: every test body runs on SQLite and
+//! on PostgreSQL.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Kind, TestDb, correct, runtime_error, wrong_nan};
+use kevo_store::*;
+use kevo_tasks::SizeSet;
+use serde_json::json;
+
+fn new_run(task: &str) -> NewRun {
+    NewRun {
+        task: task.into(),
+        backend: "opencl".into(),
+        device: "Test GPU".into(),
+        size_set: SizeSet::Smoke,
+        strategy: "one_plus_one".into(),
+        config: json!({
+            "models": [{"provider": "openai", "model": "gpt-test", "effort": "high"}],
+            "iterations": 10,
+            "budget": {"usd": 5.0, "tokens": 2_000_000},
+            "seed": 42
+        }),
+        rng_state: Some(json!({"chacha": [1, 2, 3], "word_pos": "18446744073709551615"})),
+    }
+}
+
+fn llm_call(user: &str, response: Option<&str>, error: Option<&str>) -> NewLlmCall {
+    NewLlmCall {
+        purpose: "propose".into(),
+        provider: "openai".into(),
+        model: "gpt-test".into(),
+        prompt_system: "You write OpenCL kernels.".into(),
+        prompt_user: user.into(),
+        response: response.map(Into::into),
+        reasoning: response.map(|_| "thinking about coalescing".into()),
+        input_tokens: Some(1200),
+        output_tokens: response.map(|_| 800),
+        reasoning_tokens: None,
+        cost_usd: Some(0.0125),
+        latency_s: 3.5,
+        error: error.map(Into::into),
+    }
+}
+
+fn candidate(source: &str, parents: Vec<CandidateRef>) -> NewCandidate {
+    NewCandidate {
+        source: source.into(),
+        parents,
+        island: None,
+        cell: None,
+        descriptors: None,
+        provider: Some("openai".into()),
+        model: Some("gpt-test".into()),
+    }
+}
+
+fn decision(promoted: bool, incumbent: CandidateRef, reason: &str) -> NewDecision {
+    NewDecision {
+        promoted,
+        incumbent: Some(incumbent),
+        island: None,
+        cell: None,
+        reason: reason.into(),
+    }
+}
+
+fn checkpoint(incumbent: CandidateRef, previous: Option<CandidateRef>, n: u64) -> Checkpoint {
+    Checkpoint {
+        incumbent: Some(incumbent),
+        previous,
+        rng_state: Some(json!({"state": n})),
+        strategy_state: None,
+        spent: Spent {
+            input_tokens: 1200 * n,
+            output_tokens: 800 * n,
+            reasoning_tokens: 0,
+            cost_usd: 0.0125 * n as f64,
+            wall_s: 10.0 * n as f64,
+        },
+    }
+}
+
+/// The seed, evaluated: iteration 0, promoted by definition.
+fn seed_record(task: &str, score: f64) -> IterationRecord {
+    let mut c = candidate("__kernel void saxpy() { /* seed */ }", vec![]);
+    c.provider = Some("seed".into());
+    c.model = None;
+    IterationRecord {
+        iteration: 0,
+        proposals: vec![Proposal {
+            llm_calls: vec![],
+            candidate: Some(c),
+            evaluation: Some(correct(task, score).into()),
+            decision: decision(true, CandidateRef::Proposal(0), "seed"),
+        }],
+        checkpoint: checkpoint(
+            CandidateRef::Proposal(0),
+            Some(CandidateRef::Proposal(0)),
+            0,
+        ),
+    }
+}
+
+/// One proposal evaluated against `incumbent`.
+fn step(
+    iteration: u32,
+    source: &str,
+    evaluation: kevo_eval::Evaluation,
+    incumbent: CandidateId,
+    promoted: bool,
+) -> IterationRecord {
+    let new_incumbent = if promoted {
+        CandidateRef::Proposal(0)
+    } else {
+        incumbent.into()
+    };
+    IterationRecord {
+        iteration,
+        proposals: vec![Proposal {
+            llm_calls: vec![llm_call(
+                &format!("improve iteration {iteration}"),
+                Some(&format!("```opencl\n{source}\n```")),
+                None,
+            )],
+            candidate: Some(candidate(source, vec![incumbent.into()])),
+            evaluation: Some(evaluation.into()),
+            decision: decision(
+                promoted,
+                new_incumbent,
+                if promoted { "better" } else { "not better" },
+            ),
+        }],
+        checkpoint: checkpoint(
+            new_incumbent,
+            Some(CandidateRef::Proposal(0)),
+            u64::from(iteration),
+        ),
+    }
+}
+
+async fn lifecycle(db: &TestDb) {
+    let store = &db.store;
+    let run = store.create_run(&new_run("saxpy")).await.unwrap();
+    assert!(run.as_str().starts_with("saxpy-"), "{run}");
+
+    let info = store.run(&run).await.unwrap();
+    assert_eq!(info.status, RunStatus::Running);
+    assert_eq!(info.config, new_run("saxpy").config);
+    assert_eq!(info.rng_state, new_run("saxpy").rng_state);
+    assert_eq!(info.size_set, SizeSet::Smoke);
+    assert!(info.finished_at.is_none() && info.summary.is_none());
+
+    // Iteration 0: the seed.
+    let ids = store
+        .record_iteration(&run, &seed_record("saxpy", 0.5))
+        .await
+        .unwrap();
+    let seed = ids[0].candidate.unwrap();
+    assert!(ids[0].evaluation.is_some() && ids[0].llm_calls.is_empty());
+
+    // 1: wrong (NaN error), kept out.
+    let ids = store
+        .record_iteration(&run, &step(1, "/* v1 */", wrong_nan("saxpy"), seed, false))
+        .await
+        .unwrap();
+    let c1 = ids[0].candidate.unwrap();
+
+    // 2: the model call failed; nothing to evaluate.
+    let skipped = IterationRecord {
+        iteration: 2,
+        proposals: vec![Proposal {
+            llm_calls: vec![llm_call("improve", None, Some("HTTP 529 overloaded"))],
+            candidate: None,
+            evaluation: None,
+            decision: NewDecision {
+                promoted: false,
+                incumbent: Some(seed.into()),
+                island: None,
+                cell: None,
+                reason: "skipped: model error".into(),
+            },
+        }],
+        checkpoint: checkpoint(seed.into(), Some(c1.into()), 2),
+    };
+    let ids = store.record_iteration(&run, &skipped).await.unwrap();
+    assert_eq!(ids[0].candidate, None);
+    assert_eq!(ids[0].llm_calls.len(), 1);
+
+    // 3: better, promoted.
+    let ids = store
+        .record_iteration(
+            &run,
+            &step(3, "/* v3 */", correct("saxpy", 0.7), seed, true),
+        )
+        .await
+        .unwrap();
+    let c3 = ids[0].candidate.unwrap();
+
+    let history = store.history(&run).await.unwrap();
+    let summary: Vec<_> = history
+        .iter()
+        .map(|h| {
+            (
+                h.iteration,
+                h.outcome_kind.as_deref(),
+                h.score,
+                h.promoted,
+                h.incumbent_id,
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        vec![
+            (0, Some("correct"), Some(0.5), true, Some(seed)),
+            (1, Some("wrong_result"), None, false, Some(seed)),
+            (2, None, None, false, Some(seed)),
+            (3, Some("correct"), Some(0.7), true, Some(c3)),
+        ]
+    );
+    assert_eq!(history[2].reason, "skipped: model error");
+
+    let best = store.best_candidate(&run).await.unwrap().unwrap();
+    assert_eq!(best.candidate.id, c3);
+    assert_eq!(best.candidate.source, "/* v3 */");
+    assert_eq!(best.candidate.parents, vec![seed]);
+    assert_eq!(best.evaluation.score, Some(0.7));
+    assert_eq!(
+        best.evaluation.evaluation().unwrap(),
+        correct("saxpy", 0.7),
+        "a correct evaluation reads back exactly"
+    );
+    assert_eq!(store.candidate_source(c1).await.unwrap(), "/* v1 */");
+    let c = store.candidate(seed).await.unwrap();
+    assert_eq!(c.iteration, 0);
+    assert_eq!(c.provider.as_deref(), Some("seed"));
+    assert_eq!(c.source_sha256, source_sha256(&c.source));
+
+    // The NaN evaluation is stored with its kind, no score, and its NaN.
+    let wrong = store
+        .find_evaluation(&run, &source_sha256("/* v1 */"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(wrong.outcome_kind, "wrong_result");
+    assert_eq!(wrong.score, None);
+    assert_eq!(wrong.candidate_id, c1);
+    match wrong.evaluation().unwrap().outcome {
+        kevo_eval::Outcome::WrongResult { value, .. } => assert!(value.is_nan()),
+        other => panic!("expected a wrong result, got {other:?}"),
+    }
+    assert!(
+        store
+            .find_evaluation(&run, &source_sha256("never seen"))
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    let calls = store.llm_calls(&run).await.unwrap();
+    assert_eq!(calls.len(), 3);
+    assert_eq!(calls[0].candidate_id, Some(c1));
+    assert_eq!(
+        calls[0].call,
+        llm_call(
+            "improve iteration 1",
+            Some("```opencl\n/* v1 */\n```"),
+            None
+        )
+    );
+    assert_eq!(calls[1].candidate_id, None);
+    assert_eq!(calls[1].call.error.as_deref(), Some("HTTP 529 overloaded"));
+    assert_eq!(calls[1].call.output_tokens, None);
+
+    // Held-out gate: seed and winner, one session.
+    store
+        .record_held_out(
+            &run,
+            &NewHeldOut {
+                candidate_id: seed,
+                role: HeldOutRole::Seed,
+                evaluation: correct("saxpy", 0.4),
+                session: Some("s1".into()),
+                phi: Some(0.4),
+                fraction: Some(0.4),
+                speedup: None,
+            },
+        )
+        .await
+        .unwrap();
+    store
+        .record_held_out(
+            &run,
+            &NewHeldOut {
+                candidate_id: c3,
+                role: HeldOutRole::Winner,
+                evaluation: correct("saxpy", 0.6),
+                session: Some("s1".into()),
+                phi: Some(0.6),
+                fraction: Some(0.6),
+                speedup: Some(1.5),
+            },
+        )
+        .await
+        .unwrap();
+    let held = store.held_out_results(&run).await.unwrap();
+    assert_eq!(held.len(), 2);
+    assert_eq!(held[1].role, HeldOutRole::Winner);
+    assert_eq!(held[1].speedup, Some(1.5));
+    assert_eq!(held[1].outcome_kind, "correct");
+    // Held-out numbers never leak into what the search reads.
+    assert_eq!(store.history(&run).await.unwrap(), history);
+    assert_eq!(
+        store
+            .best_candidate(&run)
+            .await
+            .unwrap()
+            .unwrap()
+            .evaluation
+            .score,
+        Some(0.7)
+    );
+    let kinds: Vec<_> = store
+        .evaluations_of(c3)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![EvaluationKind::InDistribution, EvaluationKind::HeldOut]
+    );
+
+    let summary =
+        json!({"task": "saxpy", "seed_score": 0.5, "best_score": 0.7, "improvement": 1.4});
+    store.mark_finished(&run, &summary).await.unwrap();
+    let info = store.run(&run).await.unwrap();
+    assert_eq!(info.status, RunStatus::Finished);
+    assert_eq!(info.summary, Some(summary));
+    assert!(info.finished_at.unwrap() >= info.created_at);
+
+    // A finished run neither grows nor resumes.
+    let err = store
+        .record_iteration(&run, &step(4, "/* v4 */", correct("saxpy", 0.9), c3, true))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::RunStatus {
+                status: RunStatus::Finished,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(matches!(
+        store.resume_run(&run).await.unwrap_err(),
+        StoreError::RunStatus { .. }
+    ));
+    assert!(matches!(
+        store.mark_failed(&run, "late").await.unwrap_err(),
+        StoreError::RunStatus { .. }
+    ));
+
+    let listing = store.list_runs().await.unwrap();
+    assert_eq!(listing.len(), 1);
+    let l = &listing[0];
+    assert_eq!(l.id, run);
+    assert_eq!(l.status, RunStatus::Finished);
+    assert_eq!(l.last_iteration, Some(3));
+    assert_eq!(l.candidates, 3);
+    assert_eq!(l.best_score, Some(0.7));
+    assert!((l.cost_usd.unwrap() - 0.0375).abs() < 1e-12);
+
+    let missing = RunId::from("nope");
+    assert!(matches!(
+        store.run(&missing).await,
+        Err(StoreError::RunNotFound(_))
+    ));
+    assert!(matches!(
+        store.history(&missing).await,
+        Err(StoreError::RunNotFound(_))
+    ));
+    assert!(matches!(
+        store.candidate(CandidateId(987_654)).await,
+        Err(StoreError::CandidateNotFound(_))
+    ));
+}
+
+async fn atomic_iterations(db: &TestDb) {
+    let store = &db.store;
+    let run = store.create_run(&new_run("saxpy")).await.unwrap();
+    let other = store.create_run(&new_run("saxpy")).await.unwrap();
+    let seed = store
+        .record_iteration(&run, &seed_record("saxpy", 0.5))
+        .await
+        .unwrap()[0]
+        .candidate
+        .unwrap();
+    let other_seed = store
+        .record_iteration(&other, &seed_record("saxpy", 0.5))
+        .await
+        .unwrap()[0]
+        .candidate
+        .unwrap();
+    let before = db.row_counts().await;
+
+    // The database rejects the second proposal's parent after the first
+    // proposal's rows (and the second's candidate) were already written.
+    let mut bad = step(1, "/* a */", correct("saxpy", 0.6), seed, false);
+    let mut second = bad.proposals[0].clone();
+    second.candidate = Some(candidate("/* b */", vec![CandidateId(9_999_999).into()]));
+    bad.proposals.push(second);
+    let err = store.record_iteration(&run, &bad).await.unwrap_err();
+    assert!(matches!(err, StoreError::Database { .. }), "{err}");
+    assert_eq!(
+        db.row_counts().await,
+        before,
+        "a failed iteration left rows behind"
+    );
+
+    // An incumbent from another run is refused inside the transaction.
+    let cross = step(1, "/* c */", correct("saxpy", 0.6), other_seed, false);
+    let err = store.record_iteration(&run, &cross).await.unwrap_err();
+    assert!(matches!(err, StoreError::InvalidRecord(_)), "{err}");
+    assert_eq!(db.row_counts().await, before);
+
+    // An evaluation of another task.
+    let wrong_task = step(1, "/* d */", correct("heat2d", 0.6), seed, false);
+    assert!(matches!(
+        store.record_iteration(&run, &wrong_task).await.unwrap_err(),
+        StoreError::InvalidRecord(_)
+    ));
+    // Contradictory records are refused before anything is written.
+    let mut orphan = step(1, "/* e */", correct("saxpy", 0.6), seed, false);
+    orphan.proposals[0].candidate = None;
+    assert!(matches!(
+        store.record_iteration(&run, &orphan).await.unwrap_err(),
+        StoreError::InvalidRecord(_)
+    ));
+    let mut dangling = step(1, "/* f */", correct("saxpy", 0.6), seed, false);
+    dangling.checkpoint.incumbent = Some(CandidateRef::Proposal(3));
+    assert!(matches!(
+        store.record_iteration(&run, &dangling).await.unwrap_err(),
+        StoreError::InvalidRecord(_)
+    ));
+    let mut nan_cost = step(1, "/* g */", correct("saxpy", 0.6), seed, false);
+    nan_cost.checkpoint.spent.cost_usd = f64::NAN;
+    assert!(matches!(
+        store.record_iteration(&run, &nan_cost).await.unwrap_err(),
+        StoreError::InvalidRecord(_)
+    ));
+    assert_eq!(db.row_counts().await, before);
+
+    // A cancelled write (the future dropped mid-way, as on Ctrl-C) commits
+    // nothing either: either it finished or it left no trace.
+    let big = "x".repeat(512 * 1024);
+    let slow = step(1, &big, correct("saxpy", 0.6), seed, false);
+    let cancelled = tokio::time::timeout(
+        Duration::from_micros(200),
+        store.record_iteration(&run, &slow),
+    )
+    .await;
+    let after = db.row_counts().await;
+    match cancelled {
+        Ok(result) => {
+            result.unwrap();
+            assert_ne!(after, before);
+            assert!(
+                store
+                    .last_checkpoint(&run)
+                    .await
+                    .unwrap()
+                    .unwrap()
+                    .iteration
+                    == 1
+            );
+        }
+        Err(_) => {
+            if after != before {
+                // The commit raced the cancellation and won: then it is whole.
+                assert_eq!(
+                    store
+                        .last_checkpoint(&run)
+                        .await
+                        .unwrap()
+                        .unwrap()
+                        .iteration,
+                    1
+                );
+                assert_eq!(store.history(&run).await.unwrap().len(), 2);
+            }
+        }
+    }
+
+    // The store is still usable after all of this.
+    let next = store
+        .last_checkpoint(&run)
+        .await
+        .unwrap()
+        .unwrap()
+        .iteration
+        + 1;
+    store
+        .record_iteration(
+            &run,
+            &step(next, "/* ok */", correct("saxpy", 0.6), seed, true),
+        )
+        .await
+        .unwrap();
+}
+
+async fn resume_round_trip(db: &TestDb) {
+    let store = &db.store;
+    let run = store.create_run(&new_run("heat2d")).await.unwrap();
+    assert_eq!(store.last_checkpoint(&run).await.unwrap(), None);
+
+    let seed = store
+        .record_iteration(&run, &seed_record("heat2d", 0.3))
+        .await
+        .unwrap()[0]
+        .candidate
+        .unwrap();
+    let mut one = step(1, "/* one */", runtime_error("heat2d"), seed, false);
+    let rng = json!({"chacha20": {"seed": [7, 7, 7, 7], "stream": 0, "word_pos": "340282366920938463463374607431768211455"}});
+    let strategy_state = json!({"archive": {"2-1-3": 17}, "islands": [[1, 2], [3]]});
+    one.checkpoint.rng_state = Some(rng.clone());
+    one.checkpoint.strategy_state = Some(strategy_state.clone());
+    one.checkpoint.spent = Spent {
+        input_tokens: 9_000_000_000,
+        output_tokens: 123_456,
+        reasoning_tokens: 7,
+        cost_usd: 12.345678901234,
+        wall_s: 3600.25,
+    };
+    let c1 = store.record_iteration(&run, &one).await.unwrap()[0]
+        .candidate
+        .unwrap();
+    store.mark_interrupted(&run, "SIGINT").await.unwrap();
+    let info = store.run(&run).await.unwrap();
+    assert_eq!(info.status, RunStatus::Interrupted);
+    assert_eq!(info.status_reason.as_deref(), Some("SIGINT"));
+
+    // Another process opens the store and resumes.
+    let again = db.reopen().await.unwrap();
+    let (info, cp) = again.resume_run(&run).await.unwrap();
+    assert_eq!(info.status, RunStatus::Running);
+    assert_eq!(info.status_reason, None);
+    let cp = cp.unwrap();
+    assert_eq!(cp.run_id, run);
+    assert_eq!(cp.iteration, 1);
+    assert_eq!(cp.incumbent, Some(seed));
+    assert_eq!(cp.previous, Some(c1));
+    assert_eq!(cp.rng_state, Some(rng));
+    assert_eq!(cp.strategy_state, Some(strategy_state));
+    assert_eq!(cp.spent, one.checkpoint.spent);
+    assert_eq!(store.last_checkpoint(&run).await.unwrap(), Some(cp.clone()));
+
+    // The step that was already recorded cannot be recorded again...
+    let err = again.record_iteration(&run, &one).await.unwrap_err();
+    assert!(
+        matches!(err, StoreError::IterationExists { iteration: 1, .. }),
+        "{err}"
+    );
+    let err = again
+        .record_iteration(&run, &seed_record("heat2d", 0.3))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::IterationOutOfOrder {
+                iteration: 0,
+                last: 1,
+                ..
+            }
+        ),
+        "{err}"
+    );
+
+    // ...and a source proposed again is not measured again: the earlier
+    // evaluation is found and copied, marked as a copy.
+    let earlier = again
+        .find_evaluation(&run, &source_sha256("/* one */"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(earlier.outcome_kind, "runtime_error");
+    let mut two = step(2, "/* one */", earlier.evaluation().unwrap(), seed, false);
+    two.proposals[0].evaluation.as_mut().unwrap().reused_from = Some(earlier.id);
+    let ids = again.record_iteration(&run, &two).await.unwrap();
+    let copy = again
+        .evaluations_of(ids[0].candidate.unwrap())
+        .await
+        .unwrap();
+    assert_eq!(copy[0].reused_from, Some(earlier.id));
+    assert_eq!(
+        again
+            .find_evaluation(&run, &source_sha256("/* one */"))
+            .await
+            .unwrap()
+            .unwrap()
+            .id,
+        earlier.id,
+        "the original measurement is the one found"
+    );
+
+    // A run killed without being marked is still `running`: resumable too.
+    let (_, cp) = again.resume_run(&run).await.unwrap();
+    assert_eq!(cp.unwrap().iteration, 2);
+    again.mark_failed(&run, "out of budget").await.unwrap();
+    let (_, cp) = again.resume_run(&run).await.unwrap();
+    assert_eq!(cp.unwrap().iteration, 2);
+    again.close().await;
+}
+
+async fn listing(db: &TestDb) {
+    let store = &db.store;
+    assert!(store.list_runs().await.unwrap().is_empty());
+    let a = store.create_run(&new_run("saxpy")).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let b = store.create_run(&new_run("nbody")).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let c = store.create_run(&new_run("lbm")).await.unwrap();
+
+    let seed = store
+        .record_iteration(&a, &seed_record("saxpy", 0.25))
+        .await
+        .unwrap()[0]
+        .candidate
+        .unwrap();
+    store
+        .record_iteration(&a, &step(1, "/* a1 */", correct("saxpy", 0.5), seed, true))
+        .await
+        .unwrap();
+    store
+        .record_iteration(&b, &seed_record("nbody", 0.0))
+        .await
+        .unwrap();
+    store.mark_failed(&c, "device lost").await.unwrap();
+
+    let runs = store.list_runs().await.unwrap();
+    let ids: Vec<_> = runs.iter().map(|r| r.id.clone()).collect();
+    assert_eq!(ids, vec![c.clone(), b.clone(), a.clone()], "newest first");
+    let (rc, rb, ra) = (&runs[0], &runs[1], &runs[2]);
+    assert_eq!(
+        (ra.task.as_str(), ra.last_iteration, ra.candidates),
+        ("saxpy", Some(1), 2)
+    );
+    assert_eq!(ra.best_score, Some(0.5));
+    assert_eq!(ra.status, RunStatus::Running);
+    assert_eq!(
+        (rb.last_iteration, rb.candidates, rb.best_score),
+        (Some(0), 1, Some(0.0))
+    );
+    assert_eq!(
+        (rc.last_iteration, rc.candidates, rc.best_score),
+        (None, 0, None)
+    );
+    assert_eq!(rc.status, RunStatus::Failed);
+    assert_eq!(rc.cost_usd, None);
+    assert_eq!(
+        store.run(&c).await.unwrap().status_reason.as_deref(),
+        Some("device lost")
+    );
+}
+
+async fn idempotent_migrations(db: &TestDb) {
+    let run = db.store.create_run(&new_run("saxpy")).await.unwrap();
+    db.store
+        .record_iteration(&run, &seed_record("saxpy", 0.5))
+        .await
+        .unwrap();
+    // Opening again (twice, at the same time) applies nothing and loses nothing.
+    let (s1, s2) = tokio::join!(db.reopen(), db.reopen());
+    let (s1, s2) = (s1.unwrap(), s2.unwrap());
+    assert_eq!(s1.schema_version(), db.store.schema_version());
+    assert_eq!(s1.history(&run).await.unwrap().len(), 1);
+    assert_eq!(s2.list_runs().await.unwrap().len(), 1);
+    let applied = db.scalar("SELECT COUNT(*) FROM _sqlx_migrations").await;
+    assert_eq!(applied, 1);
+    s1.close().await;
+    s2.close().await;
+}
+
+async fn schema_too_new(db: &TestDb) {
+    let blob = match db.kind {
+        Kind::Sqlite => "X'00'",
+        Kind::Postgres => "'\\x00'::bytea",
+    };
+    db.exec(&format!(
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+         VALUES (99990101000000, 'from the future', TRUE, {blob}, 0)"
+    ))
+    .await;
+    let err = db.reopen().await.unwrap_err();
+    match &err {
+        StoreError::SchemaTooNew {
+            found,
+            known,
+            location,
+        } => {
+            assert_eq!(*found, 99990101000000);
+            assert_eq!(*known, db.store.schema_version());
+            assert_eq!(location, db.store.location());
+        }
+        other => panic!("expected SchemaTooNew, got {other}"),
+    }
+    assert!(err.to_string().contains("upgrade kevo"), "{err}");
+}
+
+async fn text_with_nul(db: &TestDb) {
+    // Postgres rejects NUL in text and JSON; a response containing one must
+    // not abort the iteration, and both backends must store the same thing.
+    let store = &db.store;
+    let run = store.create_run(&new_run("saxpy")).await.unwrap();
+    let seed = store
+        .record_iteration(&run, &seed_record("saxpy", 0.5))
+        .await
+        .unwrap()[0]
+        .candidate
+        .unwrap();
+    let mut rec = step(1, "/* nul \0 here */", runtime_error("saxpy"), seed, false);
+    rec.proposals[0].llm_calls[0].response = Some("bad\0byte".into());
+    let mut ev = runtime_error("saxpy");
+    ev.outcome = kevo_eval::Outcome::RuntimeError {
+        size: None,
+        fault: None,
+        message: "driver said \0".into(),
+    };
+    rec.proposals[0].evaluation = Some(ev.into());
+    let ids = store.record_iteration(&run, &rec).await.unwrap();
+    let c = store.candidate(ids[0].candidate.unwrap()).await.unwrap();
+    assert_eq!(c.source, "/* nul \u{FFFD} here */");
+    // The hash is of what was evaluated, so the lookup by the original works.
+    assert!(
+        store
+            .find_evaluation(&run, &source_sha256("/* nul \0 here */"))
+            .await
+            .unwrap()
+            .is_some()
+    );
+    let calls = store.llm_calls(&run).await.unwrap();
+    assert_eq!(calls[0].call.response.as_deref(), Some("bad\u{FFFD}byte"));
+}
+
+async fn islands_and_cells(db: &TestDb) {
+    // A population strategy: several proposals per iteration, each placed
+    // on an island and in a cell, one a child of another.
+    let store = &db.store;
+    let run = store.create_run(&new_run("saxpy")).await.unwrap();
+    let seed = store
+        .record_iteration(&run, &seed_record("saxpy", 0.5))
+        .await
+        .unwrap()[0]
+        .candidate
+        .unwrap();
+    let mut p0 = step(1, "/* island 0 */", correct("saxpy", 0.6), seed, true)
+        .proposals
+        .remove(0);
+    let c = p0.candidate.as_mut().unwrap();
+    c.island = Some(0);
+    c.cell = Some("1-0-2".into());
+    c.descriptors = Some(json!({"memory": 1, "structure": 0, "parallelism": 2}));
+    p0.decision.island = Some(0);
+    p0.decision.cell = Some("1-0-2".into());
+    let mut p1 = step(1, "/* island 1 */", correct("saxpy", 0.55), seed, true)
+        .proposals
+        .remove(0);
+    let c = p1.candidate.as_mut().unwrap();
+    c.island = Some(1);
+    c.cell = Some("0-0-1".into());
+    c.parents = vec![seed.into(), CandidateRef::Proposal(0)];
+    p1.decision.island = Some(1);
+    p1.decision.incumbent = Some(CandidateRef::Proposal(1));
+    let rec = IterationRecord {
+        iteration: 1,
+        proposals: vec![p0, p1],
+        checkpoint: Checkpoint {
+            incumbent: Some(CandidateRef::Proposal(0)),
+            previous: Some(CandidateRef::Proposal(1)),
+            rng_state: None,
+            strategy_state: Some(json!({"islands": 2})),
+            spent: Spent::default(),
+        },
+    };
+    let ids = store.record_iteration(&run, &rec).await.unwrap();
+    let (a, b) = (ids[0].candidate.unwrap(), ids[1].candidate.unwrap());
+    let cb = store.candidate(b).await.unwrap();
+    assert_eq!(cb.parents, vec![seed, a]);
+    assert_eq!((cb.island, cb.cell.as_deref()), (Some(1), Some("0-0-1")));
+    let ca = store.candidate(a).await.unwrap();
+    assert_eq!(
+        ca.descriptors,
+        Some(json!({"memory": 1, "structure": 0, "parallelism": 2}))
+    );
+    let history = store.history(&run).await.unwrap();
+    assert_eq!(history.len(), 3);
+    assert_eq!(history[1].island, Some(0));
+    assert_eq!(history[2].incumbent_id, Some(b));
+    let cp = store.last_checkpoint(&run).await.unwrap().unwrap();
+    assert_eq!((cp.incumbent, cp.previous), (Some(a), Some(b)));
+}
+
+both_backends!(
+    lifecycle,
+    atomic_iterations,
+    resume_round_trip,
+    listing,
+    idempotent_migrations,
+    schema_too_new,
+    text_with_nul,
+    islands_and_cells,
+);
+
+// ------------------------------------------------------- backend-specific
+
+#[tokio::test]
+async fn corrupt_sqlite_file_is_reported_and_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kevo.db");
+    let garbage: Vec<u8> = (0..8192u32).map(|i| (i * 7919 % 251) as u8).collect();
+    std::fs::write(&path, &garbage).unwrap();
+    let err = Store::open(path.to_str().unwrap()).await.unwrap_err();
+    assert!(matches!(err, StoreError::Open { .. }), "{err}");
+    let msg = err.to_string();
+    assert!(msg.contains(path.to_str().unwrap()), "{msg}");
+    assert!(msg.contains("not a database"), "{msg}");
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        garbage,
+        "the file was modified"
+    );
+}
+
+#[tokio::test]
+async fn sqlite_database_with_a_damaged_header_keeps_its_data() {
+    // A real store whose header is then overwritten: opening fails, and
+    // once the header is restored every run is still there.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kevo.db");
+    let store = Store::open(path.to_str().unwrap()).await.unwrap();
+    let run = store.create_run(&new_run("saxpy")).await.unwrap();
+    store.close().await;
+    let original = std::fs::read(&path).unwrap();
+    let mut damaged = original.clone();
+    damaged[..16].copy_from_slice(b"definitely not!!");
+    std::fs::write(&path, &damaged).unwrap();
+    let err = Store::open(path.to_str().unwrap()).await.unwrap_err();
+    assert!(matches!(err, StoreError::Open { .. }), "{err}");
+    assert_eq!(std::fs::read(&path).unwrap(), damaged);
+    std::fs::write(&path, &original).unwrap();
+    let store = Store::open(path.to_str().unwrap()).await.unwrap();
+    assert_eq!(store.run(&run).await.unwrap().task, "saxpy");
+}
+
+#[tokio::test]
+async fn sqlite_path_that_is_a_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = Store::open(dir.path().to_str().unwrap()).await.unwrap_err();
+    assert!(
+        err.to_string().contains(dir.path().to_str().unwrap()),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn sqlite_default_location_is_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_workspace(dir.path()).await.unwrap();
+    assert_eq!(store.backend_name(), "sqlite");
+    assert!(dir.path().join(".kevo/kevo.db").is_file());
+    let mode = db_journal_mode(&dir.path().join(".kevo/kevo.db")).await;
+    assert_eq!(mode, "wal");
+}
+
+async fn db_journal_mode(path: &std::path::Path) -> String {
+    use sqlx::Connection;
+    let mut c = sqlx::SqliteConnection::connect_with(
+        &sqlx::sqlite::SqliteConnectOptions::new().filename(path),
+    )
+    .await
+    .unwrap();
+    sqlx::query_scalar("PRAGMA journal_mode")
+        .fetch_one(&mut c)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn postgres_down_names_the_redacted_url() {
+    // Port 1 has no server: the connection is refused at once.
+    let url = "postgres://postgres:hunter2@127.0.0.1:1/test";
+    let started = std::time::Instant::now();
+    let err = Store::open(url).await.unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        started.elapsed()
+    );
+    let msg = err.to_string();
+    assert!(matches!(err, StoreError::Open { .. }), "{msg}");
+    assert!(
+        msg.contains("postgres://postgres:***@127.0.0.1:1/test"),
+        "{msg}"
+    );
+    assert!(!msg.contains("hunter2"), "{msg}");
+    assert!(!format!("{err:?}").contains("hunter2"));
+}
+
+#[tokio::test]
+async fn postgres_missing_database_names_the_url() {
+    let base = common::postgres_url();
+    let url = match base.rfind('/') {
+        Some(i) => format!("{}/kevo_no_such_database", &base[..i]),
+        None => panic!("unexpected URL {base}"),
+    };
+    let err = Store::open(&url).await.unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, StoreError::Open { .. }), "{msg}");
+    assert!(msg.contains("kevo_no_such_database"), "{msg}");
+}
+
+#[tokio::test]
+async fn unsupported_location() {
+    let err = Store::open("mysql://root:pw@localhost/db")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::InvalidTarget { .. }));
+    assert!(!err.to_string().contains("pw@"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_first_open_sqlite() {
+    // Two processes starting on a fresh workspace at once both migrate.
+    for _ in 0..10 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kevo.db");
+        let p = path.to_str().unwrap();
+        let (a, b, c) = tokio::join!(Store::open(p), Store::open(p), Store::open(p));
+        for s in [a, b, c] {
+            let s = s.unwrap();
+            assert!(s.list_runs().await.unwrap().is_empty());
+            s.close().await;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_first_open_postgres() {
+    for _ in 0..5 {
+        let schema = common::unique_schema();
+        let _guard = common::SchemaGuard {
+            url: common::postgres_url(),
+            schema: schema.clone(),
+        };
+        let open = || {
+            let mut options = StoreOptions::new(Target::Postgres(common::postgres_url()));
+            options.pg_schema = Some(schema.clone());
+            Store::open_with(options)
+        };
+        let (a, b, c) = tokio::join!(open(), open(), open());
+        for s in [a, b, c] {
+            let s = s.unwrap();
+            assert!(s.list_runs().await.unwrap().is_empty());
+            s.close().await;
+        }
+    }
+}

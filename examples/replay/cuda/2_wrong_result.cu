@@ -1,0 +1,6 @@
+// Forgets to add y: y = a * x.
+extern "C" __global__ void saxpy(const float* x, float* y, float a, unsigned int N) {
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= N) return;
+    y[i] = a * x[i];
+}

@@ -1,0 +1,8 @@
+// Correct but slower than the start: 512 dependent FMAs per element.
+__kernel void saxpy(__global const float* x, __global float* y, float a, uint N) {
+    uint i = get_global_id(0);
+    if (i >= N) return;
+    float busy = x[i];
+    for (int k = 0; k < 512; ++k) busy = busy * 0.999f + 0.001f;
+    y[i] = a * x[i] + y[i] + busy * 1e-30f;
+}
