@@ -1,0 +1,394 @@
+//! `kevo evolve` end to end on PoCL with a replay proposer: the exact
+//! promotion sequence, Φ, what the prompts held (never a held-out size),
+//! a failing seed, and a run killed with SIGKILL that resumes without
+//! repeating work.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn kevo() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_kevo"))
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn fixture(name: &str) -> String {
+    root()
+        .join("examples/replay/opencl")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+fn opencl_available() -> bool {
+    let out = kevo().args(["devices", "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    let ok = v.as_array().is_some_and(|a| {
+        a.iter()
+            .any(|d| d["backend"] == "opencl" && d["available"] == true)
+    });
+    if !ok && std::env::var_os("CI").is_some() {
+        panic!("OpenCL must be available in CI");
+    }
+    ok
+}
+
+/// A replay file serving these fixture kernels in order.
+fn replay(dir: &Path, kernels: &[&str]) -> String {
+    let out = dir.join("replay.jsonl");
+    let status = Command::new("python3")
+        .arg(root().join("scripts/make-replay"))
+        .arg(&out)
+        .args(kernels.iter().map(|k| fixture(k)))
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    format!("replay:{}", out.display())
+}
+
+fn evolve_args<'a>(ws: &'a str, llm: &'a str, iterations: &'a str) -> Vec<String> {
+    [
+        "evolve",
+        "--task",
+        "saxpy",
+        "--backend",
+        "opencl",
+        "--sizes",
+        "smoke",
+        "--llm",
+        llm,
+        "--iterations",
+        iterations,
+        "--workspace",
+        ws,
+        "--json",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+fn events(out: &Output) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+fn show(ws: &str, run: &str) -> serde_json::Value {
+    let out = kevo()
+        .args(["show", run, "--workspace", ws, "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn cache_env<'a>(cmd: &'a mut Command, dir: &Path) -> &'a mut Command {
+    cmd.env("KEVO_CACHE_DIR", dir.join("cache"))
+}
+
+#[test]
+fn evolve_promotes_exactly_the_faster_kernel_and_gates_on_the_held_out_size() {
+    if !opencl_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws").display().to_string();
+    let llm = replay(
+        dir.path(),
+        &[
+            "1_compile_error.cl",
+            "2_wrong_result.cl",
+            "3_slower.cl",
+            "4_faster.cl",
+        ],
+    );
+    let mut cmd = kevo();
+    let mut args = evolve_args(&ws, &llm, "4");
+    args.extend(["--seed-kernel".into(), fixture("start_slow.cl")]);
+    let out = cache_env(cmd.args(&args), dir.path()).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events = events(&out);
+    let iterations: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["event"] == "iteration")
+        .collect();
+    let outcomes: Vec<&str> = iterations
+        .iter()
+        .map(|e| e["outcomes"][0].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        outcomes,
+        ["compile_error", "wrong_result", "correct", "correct"]
+    );
+    let promoted: Vec<bool> = iterations
+        .iter()
+        .map(|e| e["promoted"].as_bool().unwrap())
+        .collect();
+    assert_eq!(
+        promoted,
+        [false, false, false, true],
+        "only the faster kernel is promoted"
+    );
+
+    let summary = events
+        .iter()
+        .find(|e| e["event"] == "finished")
+        .expect("a summary");
+    let run = summary["run"].as_str().unwrap().to_string();
+    assert_eq!(summary["best_iteration"], 4);
+    assert!(summary["speedup"].as_f64().unwrap() > 5.0, "{summary}");
+    let held = &summary["held_out"];
+    assert_eq!(held["size"], "128K");
+    let phi = held["phi"].as_f64().unwrap();
+    assert!(phi > 0.0 && (phi - held["winner_fraction"].as_f64().unwrap()).abs() < 1e-12);
+    assert!(held["speedup"].as_f64().unwrap() > 5.0, "{held}");
+
+    // The store agrees, and holds both held-out rows of one session.
+    let shown = show(&ws, &run);
+    assert_eq!(shown["run"]["status"], "finished");
+    let rows = shown["history"].as_array().unwrap();
+    let kinds: Vec<&str> = rows
+        .iter()
+        .map(|r| r["outcome_kind"].as_str().unwrap_or("-"))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "correct",
+            "compile_error",
+            "wrong_result",
+            "correct",
+            "correct"
+        ]
+    );
+    let held_rows = shown["held_out"].as_array().unwrap();
+    assert_eq!(held_rows.len(), 2);
+    assert_eq!(held_rows[0]["session"], held_rows[1]["session"]);
+
+    // What the prompts held: feedback on each failure, and never the
+    // held-out size.
+    let run_dir = Path::new(&ws).join("runs").join(&run);
+    let prompt =
+        |k: u32| std::fs::read_to_string(run_dir.join(format!("{k:02}_prompt.md"))).unwrap();
+    assert!(
+        prompt(2).contains("COMPILE FAILED: line 5"),
+        "{}",
+        prompt(2)
+    );
+    assert!(prompt(3).contains("INCORRECT (max_abs="), "{}", prompt(3));
+    assert!(
+        prompt(4).contains("does not beat") || prompt(4).contains("score"),
+        "{}",
+        prompt(4)
+    );
+    for k in 1..=4 {
+        let p = prompt(k);
+        assert!(
+            p.contains("64K") && p.contains("1M"),
+            "in-distribution sizes are shown"
+        );
+        assert!(!p.contains("128K"), "held-out size in prompt {k}");
+    }
+    // The winner exports.
+    let out = kevo()
+        .args(["export", &run, "--workspace", &ws])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("fma(a, x[i], y[i])"));
+}
+
+#[test]
+fn a_failing_seed_aborts_the_run_with_the_reason() {
+    if !opencl_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws").display().to_string();
+    let llm = replay(dir.path(), &["4_faster.cl"]);
+    let mut args = evolve_args(&ws, &llm, "1");
+    args.extend(["--seed-kernel".into(), fixture("2_wrong_result.cl")]);
+    let out = cache_env(kevo().args(&args), dir.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("seed kernel of saxpy is not correct") && err.contains("wrong result"),
+        "{err}"
+    );
+    let runs = kevo()
+        .args(["runs", "--workspace", &ws, "--json"])
+        .output()
+        .unwrap();
+    let runs: serde_json::Value = serde_json::from_slice(&runs.stdout).unwrap();
+    assert_eq!(runs[0]["status"], "failed");
+}
+
+#[test]
+fn a_run_killed_with_sigkill_resumes_without_repeating_work() {
+    if !opencl_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws").display().to_string();
+    let kernels = [
+        "3_slower.cl",
+        "1_compile_error.cl",
+        "3_slower.cl",
+        "2_wrong_result.cl",
+        "3_slower.cl",
+        "4_faster.cl",
+        "3_slower.cl",
+        "4_faster.cl",
+    ];
+    let llm = replay(dir.path(), &kernels);
+    let mut args = evolve_args(&ws, &llm, "8");
+    args.extend(["--seed-kernel".into(), fixture("start_slow.cl")]);
+    let mut child = cache_env(kevo().args(&args), dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill it once iteration 3 is stored, while later ones are in flight.
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(240);
+    let mut run = String::new();
+    loop {
+        let line = rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .expect("progress");
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        if v["event"] == "started" {
+            run = v["run"].as_str().unwrap().to_string();
+        }
+        if v["event"] == "iteration" && v["iteration"] == 3 {
+            break;
+        }
+    }
+    // SAFETY: signalling our own child process.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGKILL);
+    }
+    let _ = child.wait();
+    let before = show(&ws, &run);
+    assert_ne!(before["run"]["status"], "finished");
+    let done_before = before["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["iteration"].as_u64().unwrap())
+        .max();
+    assert!(
+        done_before.is_some_and(|k| (3..8).contains(&k)),
+        "killed mid-run: {done_before:?}"
+    );
+
+    let out = cache_env(
+        kevo().args(["evolve", "--resume", &run, "--workspace", &ws, "--json"]),
+        dir.path(),
+    )
+    .output()
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let after = show(&ws, &run);
+    assert_eq!(after["run"]["status"], "finished");
+    let rows = after["history"].as_array().unwrap();
+    let iters: Vec<u64> = rows
+        .iter()
+        .map(|r| r["iteration"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        iters,
+        (0..=8).collect::<Vec<_>>(),
+        "every iteration exactly once"
+    );
+    let kinds: Vec<&str> = rows
+        .iter()
+        .map(|r| r["outcome_kind"].as_str().unwrap_or("-"))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "correct",
+            "correct",
+            "compile_error",
+            "correct",
+            "wrong_result",
+            "correct",
+            "correct",
+            "correct",
+            "correct"
+        ],
+        "the resumed run got the responses the uninterrupted one would have"
+    );
+    let promoted: Vec<u64> = rows
+        .iter()
+        .filter(|r| r["promoted"] == true)
+        .map(|r| r["iteration"].as_u64().unwrap())
+        .collect();
+    assert_eq!(promoted, [0, 6], "only the faster kernel, once");
+    // Sources that came again (the slower kernel four times, the faster
+    // twice) reuse their first measurement: nothing is evaluated twice,
+    // across the kill as well.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (measured, reused) = runtime.block_on(async {
+        let store = kevo_store::Store::open_workspace(Path::new(&ws))
+            .await
+            .unwrap();
+        let (mut measured, mut reused) = (std::collections::HashMap::new(), 0);
+        for r in rows.iter().skip(1) {
+            let Some(id) = r["candidate_id"].as_i64() else {
+                continue;
+            };
+            let c = store.candidate(kevo_store::CandidateId(id)).await.unwrap();
+            let evs = store.evaluations_of(c.id).await.unwrap();
+            let e = evs
+                .iter()
+                .find(|e| e.kind == kevo_store::EvaluationKind::InDistribution)
+                .unwrap();
+            if e.reused_from.is_some() {
+                reused += 1;
+            } else {
+                *measured.entry(c.source_sha256).or_insert(0) += 1;
+            }
+        }
+        (measured, reused)
+    });
+    assert!(
+        measured.values().all(|&n| n == 1),
+        "a source measured twice: {measured:?}"
+    );
+    assert_eq!(reused, 4, "slower x3 and faster x1 reused");
+    let summary = &after["run"]["summary"];
+    assert_eq!(summary["iterations"], 8);
+    assert_eq!(summary["best_iteration"], 6);
+}
