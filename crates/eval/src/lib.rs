@@ -65,6 +65,12 @@ pub struct Evaluator<B: Backend> {
     /// Initial buffer contents kept on the device across candidates, so a
     /// warm candidate uploads nothing (saxpy 64M: 1 GiB per candidate).
     pristine: PristineCache,
+    /// The evaluator's own device utility (a buffer compare), compiled on
+    /// first use; `Some(None)` when this dialect has none or it failed.
+    compare: Option<Option<KernelId>>,
+    /// Host buffers for downloads, reused across candidates: a fresh 256 MiB
+    /// allocation costs ~60k page faults on first touch.
+    scratch: Vec<Vec<u8>>,
     evaluations: u64,
 }
 
@@ -180,6 +186,8 @@ impl<B: Backend> Evaluator<B> {
             problems: LruCache::new(half),
             references: LruCache::new(half),
             pristine: PristineCache::default(),
+            compare: None,
+            scratch: Vec::new(),
             evaluations: 0,
         }
     }
@@ -242,6 +250,24 @@ impl<B: Backend> Evaluator<B> {
             + 256;
         self.references.insert(key, r.clone(), bytes);
         r
+    }
+
+    /// The buffer-compare utility kernel, compiled once.
+    fn compare_kernel(&mut self) -> Option<KernelId> {
+        if let Some(k) = self.compare {
+            return k;
+        }
+        let source = match self.backend.dialect() {
+            kevo_backend::Dialect::OpenCl => Some(include_str!("../kernels/compare.cl")),
+            kevo_backend::Dialect::Cuda => Some(include_str!("../kernels/compare.cu")),
+            kevo_backend::Dialect::Metal => None,
+        };
+        let kernel = source.and_then(|src| {
+            let module = self.backend.compile(src, &CompileOptions::default()).ok()?;
+            self.backend.kernel(module, "count_differences").ok()
+        });
+        self.compare = Some(kernel);
+        kernel
     }
 
     /// Evaluate `source` for `task` at `sizes`, in order.
@@ -408,14 +434,16 @@ impl<B: Backend> Evaluator<B> {
             }
             // The last timed run's output is checked too, so a kernel cannot
             // be fast when timed and right only when verified.
-            let timed_outputs = device.download_outputs(&mut self.backend, &timed)?;
+            let timed_outputs =
+                device.download_outputs(&mut self.backend, &timed, &mut self.scratch)?;
             // Verification: fresh inputs, outputs pre-filled with NaN.
             device.pristine = verify_pristine;
             device.reset(&mut self.backend, &verify)?;
             self.backend.run_timed(&launches)?;
-            let outputs = device.download_outputs(&mut self.backend, &verify)?;
+            let outputs = device.download_outputs(&mut self.backend, &verify, &mut self.scratch)?;
             let guard = device.overwritten_guard(&mut self.backend, &verify)?;
-            let modified = device.modified_input(&mut self.backend, &verify)?;
+            let compare = self.compare_kernel();
+            let modified = device.modified_input(&mut self.backend, &verify, compare)?;
             Ok((samples, timed_outputs, outputs, guard, modified))
         })();
         device.free(&mut self.backend);
@@ -453,12 +481,14 @@ impl<B: Backend> Evaluator<B> {
         {
             verdict = Verdict {
                 passed: false,
-                metric: format!("input_modified_bytes({name})"),
+                metric: format!("input_modified_words({name})"),
                 value: bytes as f64,
                 tolerance: Some(0.0),
             };
         }
 
+        self.scratch.extend(outputs);
+        self.scratch.extend(timed_outputs);
         let time = TimeStats::from_samples(samples);
         let work = task.work(size);
         let achieved = work / time.median_s / 1e9;
@@ -659,10 +689,21 @@ impl DeviceBuffers {
         &self,
         backend: &mut impl Backend,
         problem: &Problem,
+        pool: &mut Vec<Vec<u8>>,
     ) -> Result<Vec<Vec<u8>>, BackendError> {
         let mut outputs = Vec::new();
         for &i in &problem.outputs {
-            let mut out = vec![0u8; problem.buffers[i].bytes];
+            let bytes = problem.buffers[i].bytes;
+            // The largest pooled buffer that fits, else a new one.
+            let pick = pool
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| b.capacity() >= bytes)
+                .min_by_key(|(_, b)| b.capacity())
+                .map(|(k, _)| k);
+            let mut out = pick.map(|k| pool.swap_remove(k)).unwrap_or_default();
+            out.resize(bytes, 0);
+            out.truncate(bytes);
             backend.download(self.working[i], &mut out)?;
             outputs.push(out);
         }
@@ -691,23 +732,61 @@ impl DeviceBuffers {
     }
 
     /// The first read-only input that differs from what was uploaded, with
-    /// the number of changed bytes.
+    /// the number of changed 32-bit words. Compared on the device against
+    /// the pristine copy when the compare kernel is available (no download
+    /// of the inputs), on the host otherwise.
     fn modified_input(
         &self,
         backend: &mut impl Backend,
         problem: &Problem,
+        compare: Option<KernelId>,
     ) -> Result<Option<(&'static str, usize)>, BackendError> {
         for (i, spec) in problem.buffers.iter().enumerate() {
             let (Access::ReadOnly, BufferInit::Data(data)) = (spec.access, &spec.init) else {
                 continue;
             };
-            let mut now = vec![0u8; spec.bytes];
-            backend.download(self.working[i], &mut now)?;
-            let changed: usize = now
-                .par_chunks(1 << 20)
-                .zip(data.par_chunks(1 << 20))
-                .map(|(a, b)| a.iter().zip(b).filter(|(a, b)| a != b).count())
-                .sum();
+            let words = spec.bytes / 4;
+            let changed = match (compare, self.pristine.get(i).copied().flatten()) {
+                (Some(kernel), Some(pristine)) if words > 0 => {
+                    let count = backend.alloc(4)?;
+                    let result = (|| {
+                        backend.fill_buffer(count, 0, 4)?;
+                        let local = 256u32;
+                        backend.run_timed(&[Launch {
+                            kernel,
+                            global: [
+                                (words as u64).div_ceil(u64::from(local)) * u64::from(local),
+                                1,
+                                1,
+                            ],
+                            local: [local, 1, 1],
+                            dynamic_shared_bytes: 0,
+                            args: vec![
+                                KernelArg::Buffer(self.working[i]),
+                                KernelArg::Buffer(pristine),
+                                KernelArg::U32(words as u32),
+                                KernelArg::Buffer(count),
+                            ],
+                        }])?;
+                        let mut c = [0u8; 4];
+                        backend.download(count, &mut c)?;
+                        let mut tail = vec![0u8; spec.bytes % 4];
+                        backend.download_range(self.working[i], words * 4, &mut tail)?;
+                        let tail_changed = tail.iter().zip(&data[words * 4..]).any(|(a, b)| a != b);
+                        Ok(u32::from_le_bytes(c) as usize + usize::from(tail_changed))
+                    })();
+                    backend.free(count);
+                    result?
+                }
+                _ => {
+                    let mut now = vec![0u8; spec.bytes];
+                    backend.download(self.working[i], &mut now)?;
+                    now.par_chunks(1 << 20)
+                        .zip(data.par_chunks(1 << 20))
+                        .map(|(a, b)| a.chunks(4).zip(b.chunks(4)).filter(|(a, b)| a != b).count())
+                        .sum()
+                }
+            };
             if changed > 0 {
                 return Ok(Some((spec.name, changed)));
             }

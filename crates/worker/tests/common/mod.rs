@@ -99,7 +99,7 @@ pub fn exploits() -> Vec<(&'static str, &'static str, Expect)> {
         (
             "modifies_input",
             "saxpy",
-            |o| matches!(o, Outcome::WrongResult { metric, .. } if metric == "input_modified_bytes(x)"),
+            |o| matches!(o, Outcome::WrongResult { metric, .. } if metric == "input_modified_words(x)"),
         ),
         // 20 steps end in buffer A, which still holds the initial state.
         ("writes_nothing", "heat2d", wrong),
