@@ -154,6 +154,10 @@ struct BenchArgs {
     /// Warm evaluations after the cold one.
     #[arg(long, default_value_t = 10)]
     repeats: usize,
+    /// Also evaluate through a worker process and report the cost of
+    /// isolation: round trip minus the worker's own evaluation time.
+    #[arg(long)]
+    isolated: bool,
     #[arg(long)]
     json: bool,
 }
@@ -329,6 +333,30 @@ fn bench(args: BenchArgs) -> Result<ExitCode> {
         rows.push(report::BenchRow::new(task.name(), &cold, &warm));
     }
     report::print_bench(&rows, evaluator.backend().info(), args.json)?;
+    if args.isolated {
+        drop(evaluator);
+        let config = WorkerConfig::new(args.device.backend, args.device.selector());
+        let mut worker = Worker::start(WorkerCommand::current_exe()?, config)?;
+        let mut isolation = Vec::new();
+        for row in &rows {
+            let task = kevo_tasks::by_name(&row.task)?;
+            let source = source_for(task, &kernel, dialect)?;
+            let sizes = task.sizes(args.sizes).in_distribution;
+            let limit = std::time::Duration::from_secs(600);
+            worker.evaluate(task.name(), &source, &sizes, limit);
+            let mut cost = Vec::new();
+            let mut totals = Vec::new();
+            for _ in 0..args.repeats {
+                let t = std::time::Instant::now();
+                let e = worker.evaluate(task.name(), &source, &sizes, limit);
+                let round_trip = t.elapsed().as_secs_f64();
+                cost.push(round_trip - e.wall.total_s);
+                totals.push(round_trip);
+            }
+            isolation.push(report::IsolationRow::new(task.name(), &cost, &totals));
+        }
+        report::print_isolation(&isolation, args.json)?;
+    }
     Ok(if rows.iter().all(|r| r.correct) {
         ExitCode::SUCCESS
     } else {

@@ -375,3 +375,55 @@ pub fn print_bench(rows: &[BenchRow], device: &kevo_backend::DeviceInfo, json: b
     }
     Ok(())
 }
+
+/// The cost of evaluating through a worker process for one task: the
+/// round trip minus the worker's own evaluation time (request and reply
+/// serialisation, the pipe, waiting for the reply).
+#[derive(serde::Serialize)]
+pub struct IsolationRow {
+    pub task: String,
+    pub cost_median_s: f64,
+    pub cost_max_s: f64,
+    pub round_trip_median_s: f64,
+    /// cost / round trip, medians.
+    pub share: f64,
+}
+
+impl IsolationRow {
+    pub fn new(task: &str, cost: &[f64], totals: &[f64]) -> Self {
+        let cost_median_s = median(cost.to_vec());
+        let round_trip_median_s = median(totals.to_vec());
+        IsolationRow {
+            task: task.to_string(),
+            cost_median_s,
+            cost_max_s: cost.iter().cloned().fold(0.0, f64::max),
+            round_trip_median_s,
+            share: cost_median_s / round_trip_median_s,
+        }
+    }
+}
+
+pub fn print_isolation(rows: &[IsolationRow], json: bool) -> Result<()> {
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({ "isolation": rows }))?
+        );
+        return Ok(());
+    }
+    println!(
+        "{:<10} {:>14} {:>12} {:>16} {:>8}",
+        "task", "isolation ms", "max ms", "round trip ms", "share"
+    );
+    for r in rows {
+        println!(
+            "{:<10} {:>14.3} {:>12.3} {:>16.3} {:>7.2}%",
+            r.task,
+            r.cost_median_s * 1e3,
+            r.cost_max_s * 1e3,
+            r.round_trip_median_s * 1e3,
+            r.share * 100.0
+        );
+    }
+    Ok(())
+}
