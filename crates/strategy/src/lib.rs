@@ -130,7 +130,13 @@ impl OnePlusOne {
 
     /// Rebuild the state a checkpoint describes (history is not needed to
     /// decide, so a resumed run starts with an empty one).
-    pub fn restore(seed: i64, seed_score: f64, incumbent: i64, incumbent_score: f64, previous: i64) -> Self {
+    pub fn restore(
+        seed: i64,
+        seed_score: f64,
+        incumbent: i64,
+        incumbent_score: f64,
+        previous: i64,
+    ) -> Self {
         OnePlusOne {
             seed,
             seed_score,
@@ -237,7 +243,10 @@ mod tests {
         s.step(1, &[c(-2, Some(0.7))]);
         s.rename(-2, 11);
         assert_eq!((s.seed, s.incumbent, s.previous), (10, 11, 11));
-        assert_eq!(s.history.iter().map(|h| h.candidate).collect::<Vec<_>>(), vec![10, 11]);
+        assert_eq!(
+            s.history.iter().map(|h| h.candidate).collect::<Vec<_>>(),
+            vec![10, 11]
+        );
         let r = OnePlusOne::restore(10, 0.5, 11, 0.7, 11);
         assert_eq!((r.incumbent, r.incumbent_score), (11, 0.7));
     }
@@ -247,5 +256,4 @@ mod tests {
         let e = OnePlusOne::new(&c(1, None)).unwrap_err();
         assert!(e.contains("not correct"), "{e}");
     }
-
 }
