@@ -206,6 +206,11 @@ struct EvalArgs {
     /// Compile without fast math (the default matches Metal's fast math).
     #[arg(long)]
     no_fast_math: bool,
+    /// Evaluate once more under NVIDIA compute-sanitizer (CUDA only):
+    /// memcheck, racecheck, initcheck or synccheck. Slow: meant for a final
+    /// winner, best at smoke sizes. A reported error fails the candidate.
+    #[arg(long)]
+    sanitize: Option<kevo_worker::sanitizer::SanitizerTool>,
     /// Hard wall-clock limit per candidate in seconds. Default: the larger of
     /// 60 s and 14 runs at 0.1% of the roofline at every size.
     #[arg(long)]
@@ -394,7 +399,39 @@ fn eval(args: EvalArgs) -> Result<ExitCode> {
             Some(s) => bail!("--timeout must be a positive number of seconds, not {s}"),
             None => default_timeout(*task, &sizes, worker.ceilings()),
         };
-        let evaluation = worker.evaluate(task.name(), &source, &sizes, timeout);
+        let mut evaluation = worker.evaluate(task.name(), &source, &sizes, timeout);
+        if let Some(tool) = args.sanitize {
+            if worker.device().backend != "cuda" {
+                bail!("--sanitize needs the CUDA backend (compute-sanitizer checks CUDA kernels)");
+            }
+            let config = WorkerConfig::new(args.device.backend, args.device.selector())
+                .with_compile(CompileOptions {
+                    fast_math: !args.no_fast_math,
+                    ..CompileOptions::default()
+                });
+            // The sanitizer slows kernels 10-100x; give it room.
+            let checked = kevo_worker::sanitizer::sanitized_evaluation(
+                &WorkerCommand::current_exe()?,
+                config,
+                tool,
+                &kevo_worker::sanitizer::SanitizeRequest {
+                    task: task.name(),
+                    source: &source,
+                    sizes: &sizes,
+                    timeout: timeout * 20,
+                    log_dir: &std::env::temp_dir(),
+                },
+            )?;
+            match &checked.outcome {
+                kevo_eval::Outcome::RuntimeError { message, .. }
+                    if message.starts_with("compute-sanitizer") =>
+                {
+                    evaluation.outcome = checked.outcome.clone();
+                }
+                _ if !args.json => println!("compute-sanitizer {}: no errors", tool.name()),
+                _ => {}
+            }
+        }
         if !args.json && !args.all {
             report::print_evaluation(&evaluation, worker.ceilings());
         }

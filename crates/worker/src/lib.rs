@@ -5,6 +5,7 @@
 
 pub mod backends;
 mod protocol;
+pub mod sanitizer;
 mod serve;
 mod supervisor;
 

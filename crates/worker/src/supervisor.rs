@@ -454,6 +454,25 @@ impl Worker {
     }
 }
 
+impl Worker {
+    /// Close the worker's input and give it `grace` to exit by itself (a
+    /// wrapper such as compute-sanitizer writes its summary only on a clean
+    /// exit), then kill whatever is left.
+    pub fn shutdown(mut self, grace: Duration) {
+        if let Some(mut r) = self.running.take() {
+            drop(r.stdin);
+            let deadline = Instant::now() + grace;
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = r.child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            kill_group(&mut r.child);
+        }
+    }
+}
+
 impl Drop for Worker {
     fn drop(&mut self) {
         if let Some(mut r) = self.running.take() {
