@@ -1,35 +1,12 @@
 //! The evaluator end to end on a real OpenCL device (PoCL in CI).
 
-use kevo_backend::{Backend, DeviceSelector, Dialect};
-use kevo_eval::{EvalConfig, Evaluator, Outcome};
-use kevo_opencl::OpenClBackend;
-use kevo_roofline::{CeilingSource, Ceilings};
-use kevo_tasks::{SizeSet, Task};
+mod common;
 
-fn evaluator() -> Option<Evaluator<OpenClBackend>> {
-    let backend = match OpenClBackend::open(&DeviceSelector::default()) {
-        Ok(b) => b,
-        Err(e) if std::env::var_os("CI").is_none() => {
-            eprintln!("skipping: {e}");
-            return None;
-        }
-        Err(e) => panic!("OpenCL must be available in CI: {e}"),
-    };
-    // Fixed ceilings: these tests are about correctness and outcomes, not
-    // about the ceiling measurement (tested in kevo-roofline).
-    let ceilings = Ceilings {
-        bandwidth_gbs: 10.0,
-        fp32_gflops: 100.0,
-        source: CeilingSource::Datasheet {
-            entry: "test".into(),
-        },
-    };
-    Some(Evaluator::new(backend, ceilings, EvalConfig::default()))
-}
+use kevo_backend::{Backend, Dialect};
+use kevo_eval::Outcome;
+use kevo_tasks::SizeSet;
 
-fn smoke(task: &dyn Task) -> Vec<kevo_tasks::Size> {
-    task.sizes(SizeSet::Smoke).in_distribution
-}
+use common::{evaluator, smoke};
 
 #[test]
 fn seeds_are_correct_with_a_score_at_smoke_sizes() {

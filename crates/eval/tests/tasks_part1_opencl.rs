@@ -2,41 +2,20 @@
 //! (PoCL in CI): every seed is correct at the smoke sizes and the held-out
 //! smoke size, and a deliberately wrong kernel of each task is rejected.
 
+mod common;
+
 use std::time::Instant;
 
-use kevo_backend::{DeviceSelector, Dialect};
-use kevo_eval::{EvalConfig, Evaluator, Outcome};
-use kevo_opencl::OpenClBackend;
-use kevo_roofline::{CeilingSource, Ceilings};
-use kevo_tasks::{Size, SizeSet, Task};
+use kevo_backend::Dialect;
+use kevo_eval::Outcome;
+use kevo_tasks::{SizeSet, Task};
 
 const TASKS: [&str; 5] = ["wave3d", "nbody", "hmc", "lbm", "ising"];
 
-fn evaluator() -> Option<Evaluator<OpenClBackend>> {
-    let backend = match OpenClBackend::open(&DeviceSelector::default()) {
-        Ok(b) => b,
-        Err(e) if std::env::var_os("CI").is_none() => {
-            eprintln!("skipping: {e}");
-            return None;
-        }
-        Err(e) => panic!("OpenCL must be available in CI: {e}"),
-    };
-    let ceilings = Ceilings {
-        bandwidth_gbs: 10.0,
-        fp32_gflops: 100.0,
-        source: CeilingSource::Datasheet {
-            entry: "test".into(),
-        },
-    };
-    Some(Evaluator::new(backend, ceilings, EvalConfig::default()))
-}
+use common::{evaluator, smoke};
 
 fn task(name: &str) -> &'static dyn Task {
     kevo_tasks::by_name(name).unwrap()
-}
-
-fn smoke(task: &dyn Task) -> Vec<Size> {
-    task.sizes(SizeSet::Smoke).in_distribution
 }
 
 #[test]

@@ -2,38 +2,17 @@
 //! (PoCL in CI): every seed is correct at the smoke sizes and at the smoke
 //! held-out size, and a kernel with a typical bug is rejected.
 
+mod common;
+
 use std::time::Instant;
 
-use kevo_backend::{DeviceSelector, Dialect};
-use kevo_eval::{EvalConfig, Evaluator, Outcome};
-use kevo_opencl::OpenClBackend;
-use kevo_roofline::{CeilingSource, Ceilings};
-use kevo_tasks::{SizeSet, Task};
+use kevo_backend::Dialect;
+use kevo_eval::Outcome;
+use kevo_tasks::SizeSet;
 
 const TASKS: [&str; 5] = ["lj", "gradshaf", "fft3d", "adi3d", "morton"];
 
-fn evaluator() -> Option<Evaluator<OpenClBackend>> {
-    let backend = match OpenClBackend::open(&DeviceSelector::default()) {
-        Ok(b) => b,
-        Err(e) if std::env::var_os("CI").is_none() => {
-            eprintln!("skipping: {e}");
-            return None;
-        }
-        Err(e) => panic!("OpenCL must be available in CI: {e}"),
-    };
-    let ceilings = Ceilings {
-        bandwidth_gbs: 10.0,
-        fp32_gflops: 100.0,
-        source: CeilingSource::Datasheet {
-            entry: "test".into(),
-        },
-    };
-    Some(Evaluator::new(backend, ceilings, EvalConfig::default()))
-}
-
-fn smoke(task: &dyn Task) -> Vec<kevo_tasks::Size> {
-    task.sizes(SizeSet::Smoke).in_distribution
-}
+use common::{evaluator, smoke};
 
 #[test]
 fn seeds_are_correct_at_smoke_and_held_out_sizes() {
