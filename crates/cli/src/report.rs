@@ -31,7 +31,7 @@ pub fn print_tasks(json: bool) -> Result<()> {
         return Ok(());
     }
     println!(
-        "{:<10} {:<14} {:<9} {:<44} {}",
+        "{:<10} {:<18} {:<9} {:<56} {}",
         "task", "regime", "ceiling", "sizes (full)", "held-out"
     );
     for t in tasks {
@@ -42,7 +42,7 @@ pub fn print_tasks(json: bool) -> Result<()> {
             .map(|s| s.label.as_str())
             .collect();
         println!(
-            "{:<10} {:<14} {:<9} {:<44} {}",
+            "{:<10} {:<18} {:<9} {:<56} {}",
             t.name(),
             t.regime(),
             t.ceiling().unit(),

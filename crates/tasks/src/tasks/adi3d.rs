@@ -208,7 +208,7 @@ impl Task for Adi3d {
         "adi3d"
     }
     fn regime(&self) -> &'static str {
-        "R7 tridiagonal line solves"
+        "R7 tridiagonal"
     }
     fn description(&self) -> &'static str {
         include_str!("../../assets/adi3d/brief.md")

@@ -103,7 +103,7 @@ impl Task for Gradshaf {
         "gradshaf"
     }
     fn regime(&self) -> &'static str {
-        "R5 reduction + variable-coefficient stencil"
+        "R5 reduce+stencil"
     }
     fn description(&self) -> &'static str {
         include_str!("../../assets/gradshaf/brief.md")

@@ -308,7 +308,7 @@ impl Task for Lj {
         "lj"
     }
     fn regime(&self) -> &'static str {
-        "R4 molecular dynamics with a cell list and atomics"
+        "R4 MD, atomics"
     }
     fn description(&self) -> &'static str {
         include_str!("../../assets/lj/brief.md")

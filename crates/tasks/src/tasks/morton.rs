@@ -128,7 +128,7 @@ impl Task for Morton {
         "morton"
     }
     fn regime(&self) -> &'static str {
-        "R8 stencil on Z-order storage"
+        "R8 Z-order"
     }
     fn description(&self) -> &'static str {
         include_str!("../../assets/morton/brief.md")
