@@ -73,6 +73,36 @@ fn launch_err(kernel: &str, e: ClError) -> BackendError {
     }
 }
 
+/// Name the source `candidate.cl` in a build log. PoCL compiles a copy with
+/// a random name (`/root/.cache/pocl/kcache/tempfile_DvQyYh.cl:5:14: ...`);
+/// left as is, the path would reach the proposer's prompt and make two
+/// identical failures look different (and a keyed replay miss its record).
+fn normalise_log(log: &str) -> String {
+    log.lines()
+        .map(|line| {
+            let mut out = String::with_capacity(line.len());
+            let mut rest = line;
+            while let Some(pos) = rest.find(".cl:") {
+                let start = rest[..pos]
+                    .rfind(char::is_whitespace)
+                    .map(|i| i + 1)
+                    .unwrap_or(0);
+                if rest[start..pos].contains('/') {
+                    out.push_str(&rest[..start]);
+                    out.push_str("candidate");
+                } else {
+                    out.push_str(&rest[..pos]);
+                }
+                out.push_str(".cl:");
+                rest = &rest[pos + 4..];
+            }
+            out.push_str(rest);
+            out
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// Make sure the OpenCL loader library can be opened before calling into it.
 fn ensure_runtime() -> Result<(), BackendError> {
     if cl3::is_opencl_runtime_available() {
@@ -338,7 +368,7 @@ impl Backend for OpenClBackend {
             let log = if log.trim().is_empty() {
                 format!("build failed: {e} ({})", e.0)
             } else {
-                log
+                normalise_log(&log)
             };
             return Err(BackendError::Compile(CompileDiagnostics::from_log(log)));
         }
@@ -643,5 +673,27 @@ impl Backend for OpenClBackend {
             .profiling_command_end()
             .map_err(|e| cl_err("profiling end", e))?;
         Ok(DeviceTime(end.saturating_sub(start) as f64 * 1e-9))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::normalise_log;
+
+    #[test]
+    fn build_logs_name_the_source_candidate_cl() {
+        let log = "error: /root/.cache/pocl/kcache/tempfile_DvQyYh.cl:5:14: use of undeclared identifier 'v'\nDevice failed";
+        assert_eq!(
+            normalise_log(log),
+            "error: candidate.cl:5:14: use of undeclared identifier 'v'\nDevice failed"
+        );
+        let other = "<program source>:3:5: error: expected ';'";
+        assert_eq!(
+            normalise_log(other),
+            other,
+            "logs without a path stay as they are"
+        );
+        let d = kevo_backend::CompileDiagnostics::from_log(normalise_log(log));
+        assert_eq!(d.diagnostics[0].line, Some(5));
     }
 }
