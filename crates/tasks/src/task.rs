@@ -210,3 +210,54 @@ pub fn init_data(problem: &Problem, buffer: usize) -> &[u8] {
         _ => &[],
     }
 }
+
+/// The brief, the signatures and the seed kernels of a task, read from
+/// `assets/<name>/` (`brief.md`, `signature.{cl,cu}`, `seed.{cl,cu}`): the
+/// three `Task` methods every task would otherwise spell out alike.
+macro_rules! task_assets {
+    ($name:literal) => {
+        fn description(&self) -> &'static str {
+            include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/assets/",
+                $name,
+                "/brief.md"
+            ))
+        }
+        fn signature(&self, dialect: kevo_backend::Dialect) -> Option<&'static str> {
+            match dialect {
+                kevo_backend::Dialect::OpenCl => Some(include_str!(concat!(
+                    env!("CARGO_MANIFEST_DIR"),
+                    "/assets/",
+                    $name,
+                    "/signature.cl"
+                ))),
+                kevo_backend::Dialect::Cuda => Some(include_str!(concat!(
+                    env!("CARGO_MANIFEST_DIR"),
+                    "/assets/",
+                    $name,
+                    "/signature.cu"
+                ))),
+                kevo_backend::Dialect::Metal => None,
+            }
+        }
+        fn seed(&self, dialect: kevo_backend::Dialect) -> Option<&'static str> {
+            match dialect {
+                kevo_backend::Dialect::OpenCl => Some(include_str!(concat!(
+                    env!("CARGO_MANIFEST_DIR"),
+                    "/assets/",
+                    $name,
+                    "/seed.cl"
+                ))),
+                kevo_backend::Dialect::Cuda => Some(include_str!(concat!(
+                    env!("CARGO_MANIFEST_DIR"),
+                    "/assets/",
+                    $name,
+                    "/seed.cu"
+                ))),
+                kevo_backend::Dialect::Metal => None,
+            }
+        }
+    };
+}
+pub(crate) use task_assets;

@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use kevo_backend::Dialect;
 use rayon::prelude::*;
 
 use crate::check::{bytes_to_f32s, f32s_to_bytes, max_abs, max_abs_verdict};
@@ -210,23 +209,7 @@ impl Task for Adi3d {
     fn regime(&self) -> &'static str {
         "R7 tridiagonal"
     }
-    fn description(&self) -> &'static str {
-        include_str!("../../assets/adi3d/brief.md")
-    }
-    fn signature(&self, dialect: Dialect) -> Option<&'static str> {
-        match dialect {
-            Dialect::OpenCl => Some(include_str!("../../assets/adi3d/signature.cl")),
-            Dialect::Cuda => Some(include_str!("../../assets/adi3d/signature.cu")),
-            Dialect::Metal => None,
-        }
-    }
-    fn seed(&self, dialect: Dialect) -> Option<&'static str> {
-        match dialect {
-            Dialect::OpenCl => Some(include_str!("../../assets/adi3d/seed.cl")),
-            Dialect::Cuda => Some(include_str!("../../assets/adi3d/seed.cu")),
-            Dialect::Metal => None,
-        }
-    }
+    task_assets!("adi3d");
     fn kernel_names(&self) -> &'static [&'static str] {
         &["adi_x", "adi_y", "adi_z"]
     }

@@ -9,7 +9,6 @@
 
 use std::sync::Arc;
 
-use kevo_backend::Dialect;
 use rayon::prelude::*;
 
 use crate::check::{bytes_to_f32s, max_abs, max_abs_verdict};
@@ -176,23 +175,7 @@ impl Task for Fft3d {
     fn regime(&self) -> &'static str {
         "R6 3-D FFT"
     }
-    fn description(&self) -> &'static str {
-        include_str!("../../assets/fft3d/brief.md")
-    }
-    fn signature(&self, dialect: Dialect) -> Option<&'static str> {
-        match dialect {
-            Dialect::OpenCl => Some(include_str!("../../assets/fft3d/signature.cl")),
-            Dialect::Cuda => Some(include_str!("../../assets/fft3d/signature.cu")),
-            Dialect::Metal => None,
-        }
-    }
-    fn seed(&self, dialect: Dialect) -> Option<&'static str> {
-        match dialect {
-            Dialect::OpenCl => Some(include_str!("../../assets/fft3d/seed.cl")),
-            Dialect::Cuda => Some(include_str!("../../assets/fft3d/seed.cu")),
-            Dialect::Metal => None,
-        }
-    }
+    task_assets!("fft3d");
     fn kernel_names(&self) -> &'static [&'static str] {
         &["fft3d_x", "fft3d_y", "fft3d_z"]
     }

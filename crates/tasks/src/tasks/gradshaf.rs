@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use kevo_backend::Dialect;
 use rayon::prelude::*;
 
 use crate::check::{bytes_to_f32s, f32s_to_bytes, max_abs, max_abs_verdict};
@@ -105,23 +104,7 @@ impl Task for Gradshaf {
     fn regime(&self) -> &'static str {
         "R5 reduce+stencil"
     }
-    fn description(&self) -> &'static str {
-        include_str!("../../assets/gradshaf/brief.md")
-    }
-    fn signature(&self, dialect: Dialect) -> Option<&'static str> {
-        match dialect {
-            Dialect::OpenCl => Some(include_str!("../../assets/gradshaf/signature.cl")),
-            Dialect::Cuda => Some(include_str!("../../assets/gradshaf/signature.cu")),
-            Dialect::Metal => None,
-        }
-    }
-    fn seed(&self, dialect: Dialect) -> Option<&'static str> {
-        match dialect {
-            Dialect::OpenCl => Some(include_str!("../../assets/gradshaf/seed.cl")),
-            Dialect::Cuda => Some(include_str!("../../assets/gradshaf/seed.cu")),
-            Dialect::Metal => None,
-        }
-    }
+    task_assets!("gradshaf");
     fn kernel_names(&self) -> &'static [&'static str] {
         &["gradshaf_axis_reduce", "gradshaf_step"]
     }

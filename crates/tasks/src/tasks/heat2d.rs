@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use kevo_backend::Dialect;
 use rayon::prelude::*;
 
 use crate::check::{bytes_to_f32s, f32s_to_bytes, max_abs, max_abs_verdict};
@@ -51,23 +50,7 @@ impl Task for Heat2d {
     fn regime(&self) -> &'static str {
         "R1 stencil"
     }
-    fn description(&self) -> &'static str {
-        include_str!("../../assets/heat2d/brief.md")
-    }
-    fn signature(&self, dialect: Dialect) -> Option<&'static str> {
-        match dialect {
-            Dialect::OpenCl => Some(include_str!("../../assets/heat2d/signature.cl")),
-            Dialect::Cuda => Some(include_str!("../../assets/heat2d/signature.cu")),
-            Dialect::Metal => None,
-        }
-    }
-    fn seed(&self, dialect: Dialect) -> Option<&'static str> {
-        match dialect {
-            Dialect::OpenCl => Some(include_str!("../../assets/heat2d/seed.cl")),
-            Dialect::Cuda => Some(include_str!("../../assets/heat2d/seed.cu")),
-            Dialect::Metal => None,
-        }
-    }
+    task_assets!("heat2d");
     fn kernel_names(&self) -> &'static [&'static str] {
         &["heat_step"]
     }

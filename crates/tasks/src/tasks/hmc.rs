@@ -10,7 +10,6 @@
 
 use std::sync::Arc;
 
-use kevo_backend::Dialect;
 use rayon::prelude::*;
 
 use crate::check::{bytes_to_f32s, f32s_to_bytes};
@@ -360,23 +359,7 @@ impl Task for Hmc {
     fn regime(&self) -> &'static str {
         "R2 compute-bound"
     }
-    fn description(&self) -> &'static str {
-        include_str!("../../assets/hmc/brief.md")
-    }
-    fn signature(&self, dialect: Dialect) -> Option<&'static str> {
-        match dialect {
-            Dialect::OpenCl => Some(include_str!("../../assets/hmc/signature.cl")),
-            Dialect::Cuda => Some(include_str!("../../assets/hmc/signature.cu")),
-            Dialect::Metal => None,
-        }
-    }
-    fn seed(&self, dialect: Dialect) -> Option<&'static str> {
-        match dialect {
-            Dialect::OpenCl => Some(include_str!("../../assets/hmc/seed.cl")),
-            Dialect::Cuda => Some(include_str!("../../assets/hmc/seed.cu")),
-            Dialect::Metal => None,
-        }
-    }
+    task_assets!("hmc");
     fn kernel_names(&self) -> &'static [&'static str] {
         &["hmc_step"]
     }

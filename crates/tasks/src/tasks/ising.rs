@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use kevo_backend::Dialect;
 use rayon::prelude::*;
 
 use crate::hash::{fmix32, ising_mixed_key, unit};
@@ -102,23 +101,7 @@ impl Task for Ising {
     fn regime(&self) -> &'static str {
         "R3 Monte Carlo"
     }
-    fn description(&self) -> &'static str {
-        include_str!("../../assets/ising/brief.md")
-    }
-    fn signature(&self, dialect: Dialect) -> Option<&'static str> {
-        match dialect {
-            Dialect::OpenCl => Some(include_str!("../../assets/ising/signature.cl")),
-            Dialect::Cuda => Some(include_str!("../../assets/ising/signature.cu")),
-            Dialect::Metal => None,
-        }
-    }
-    fn seed(&self, dialect: Dialect) -> Option<&'static str> {
-        match dialect {
-            Dialect::OpenCl => Some(include_str!("../../assets/ising/seed.cl")),
-            Dialect::Cuda => Some(include_str!("../../assets/ising/seed.cu")),
-            Dialect::Metal => None,
-        }
-    }
+    task_assets!("ising");
     fn kernel_names(&self) -> &'static [&'static str] {
         &["ising_step"]
     }

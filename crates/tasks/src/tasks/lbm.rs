@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use kevo_backend::Dialect;
 use rayon::prelude::*;
 
 use crate::check::{bytes_to_f32s, f32s_to_bytes, max_abs, max_abs_verdict};
@@ -116,23 +115,7 @@ impl Task for Lbm {
     fn regime(&self) -> &'static str {
         "R3 multi-field"
     }
-    fn description(&self) -> &'static str {
-        include_str!("../../assets/lbm/brief.md")
-    }
-    fn signature(&self, dialect: Dialect) -> Option<&'static str> {
-        match dialect {
-            Dialect::OpenCl => Some(include_str!("../../assets/lbm/signature.cl")),
-            Dialect::Cuda => Some(include_str!("../../assets/lbm/signature.cu")),
-            Dialect::Metal => None,
-        }
-    }
-    fn seed(&self, dialect: Dialect) -> Option<&'static str> {
-        match dialect {
-            Dialect::OpenCl => Some(include_str!("../../assets/lbm/seed.cl")),
-            Dialect::Cuda => Some(include_str!("../../assets/lbm/seed.cu")),
-            Dialect::Metal => None,
-        }
-    }
+    task_assets!("lbm");
     fn kernel_names(&self) -> &'static [&'static str] {
         &["lbm_step"]
     }

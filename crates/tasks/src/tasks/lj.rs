@@ -6,7 +6,6 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use kevo_backend::Dialect;
 use rayon::prelude::*;
 
 use crate::check::max_abs_diff;
@@ -310,23 +309,7 @@ impl Task for Lj {
     fn regime(&self) -> &'static str {
         "R4 MD, atomics"
     }
-    fn description(&self) -> &'static str {
-        include_str!("../../assets/lj/brief.md")
-    }
-    fn signature(&self, dialect: Dialect) -> Option<&'static str> {
-        match dialect {
-            Dialect::OpenCl => Some(include_str!("../../assets/lj/signature.cl")),
-            Dialect::Cuda => Some(include_str!("../../assets/lj/signature.cu")),
-            Dialect::Metal => None,
-        }
-    }
-    fn seed(&self, dialect: Dialect) -> Option<&'static str> {
-        match dialect {
-            Dialect::OpenCl => Some(include_str!("../../assets/lj/seed.cl")),
-            Dialect::Cuda => Some(include_str!("../../assets/lj/seed.cu")),
-            Dialect::Metal => None,
-        }
-    }
+    task_assets!("lj");
     fn kernel_names(&self) -> &'static [&'static str] {
         &["lj_clear_cells", "lj_build_cells", "lj_step"]
     }

@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use kevo_backend::Dialect;
 use rayon::prelude::*;
 
 use crate::check::{bytes_to_f32s, f32s_to_bytes, max_abs, max_abs_verdict};
@@ -130,23 +129,7 @@ impl Task for Morton {
     fn regime(&self) -> &'static str {
         "R8 Z-order"
     }
-    fn description(&self) -> &'static str {
-        include_str!("../../assets/morton/brief.md")
-    }
-    fn signature(&self, dialect: Dialect) -> Option<&'static str> {
-        match dialect {
-            Dialect::OpenCl => Some(include_str!("../../assets/morton/signature.cl")),
-            Dialect::Cuda => Some(include_str!("../../assets/morton/signature.cu")),
-            Dialect::Metal => None,
-        }
-    }
-    fn seed(&self, dialect: Dialect) -> Option<&'static str> {
-        match dialect {
-            Dialect::OpenCl => Some(include_str!("../../assets/morton/seed.cl")),
-            Dialect::Cuda => Some(include_str!("../../assets/morton/seed.cu")),
-            Dialect::Metal => None,
-        }
-    }
+    task_assets!("morton");
     fn kernel_names(&self) -> &'static [&'static str] {
         &["morton_stencil"]
     }

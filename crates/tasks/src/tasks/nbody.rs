@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use kevo_backend::Dialect;
 use rayon::prelude::*;
 
 use crate::check::{bytes_to_f32s, f32s_to_bytes, max_abs};
@@ -102,23 +101,7 @@ impl Task for Nbody {
     fn regime(&self) -> &'static str {
         "R2 compute-bound"
     }
-    fn description(&self) -> &'static str {
-        include_str!("../../assets/nbody/brief.md")
-    }
-    fn signature(&self, dialect: Dialect) -> Option<&'static str> {
-        match dialect {
-            Dialect::OpenCl => Some(include_str!("../../assets/nbody/signature.cl")),
-            Dialect::Cuda => Some(include_str!("../../assets/nbody/signature.cu")),
-            Dialect::Metal => None,
-        }
-    }
-    fn seed(&self, dialect: Dialect) -> Option<&'static str> {
-        match dialect {
-            Dialect::OpenCl => Some(include_str!("../../assets/nbody/seed.cl")),
-            Dialect::Cuda => Some(include_str!("../../assets/nbody/seed.cu")),
-            Dialect::Metal => None,
-        }
-    }
+    task_assets!("nbody");
     fn kernel_names(&self) -> &'static [&'static str] {
         &["nbody_step"]
     }

@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 
-use kevo_backend::Dialect;
 use rayon::prelude::*;
 
 use crate::check::{bytes_to_f32s, f32s_to_bytes, max_abs, max_abs_verdict};
@@ -24,23 +23,7 @@ impl Task for Saxpy {
     fn regime(&self) -> &'static str {
         "R0 bandwidth"
     }
-    fn description(&self) -> &'static str {
-        include_str!("../../assets/saxpy/brief.md")
-    }
-    fn signature(&self, dialect: Dialect) -> Option<&'static str> {
-        match dialect {
-            Dialect::OpenCl => Some(include_str!("../../assets/saxpy/signature.cl")),
-            Dialect::Cuda => Some(include_str!("../../assets/saxpy/signature.cu")),
-            Dialect::Metal => None,
-        }
-    }
-    fn seed(&self, dialect: Dialect) -> Option<&'static str> {
-        match dialect {
-            Dialect::OpenCl => Some(include_str!("../../assets/saxpy/seed.cl")),
-            Dialect::Cuda => Some(include_str!("../../assets/saxpy/seed.cu")),
-            Dialect::Metal => None,
-        }
-    }
+    task_assets!("saxpy");
     fn kernel_names(&self) -> &'static [&'static str] {
         &["saxpy"]
     }

@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use kevo_backend::Dialect;
 use rayon::prelude::*;
 
 use crate::check::{bytes_to_f32s, f32s_to_bytes, max_abs, max_abs_verdict};
@@ -101,23 +100,7 @@ impl Task for Wave3d {
     fn regime(&self) -> &'static str {
         "R1 stencil"
     }
-    fn description(&self) -> &'static str {
-        include_str!("../../assets/wave3d/brief.md")
-    }
-    fn signature(&self, dialect: Dialect) -> Option<&'static str> {
-        match dialect {
-            Dialect::OpenCl => Some(include_str!("../../assets/wave3d/signature.cl")),
-            Dialect::Cuda => Some(include_str!("../../assets/wave3d/signature.cu")),
-            Dialect::Metal => None,
-        }
-    }
-    fn seed(&self, dialect: Dialect) -> Option<&'static str> {
-        match dialect {
-            Dialect::OpenCl => Some(include_str!("../../assets/wave3d/seed.cl")),
-            Dialect::Cuda => Some(include_str!("../../assets/wave3d/seed.cu")),
-            Dialect::Metal => None,
-        }
-    }
+    task_assets!("wave3d");
     fn kernel_names(&self) -> &'static [&'static str] {
         &["wave_step"]
     }
