@@ -84,7 +84,13 @@ fn expect_wrong(name: &str, source: &str, metric: &str) -> Option<(f64, Option<f
 fn wave3d_with_a_sign_error_is_rejected() {
     let Some((value, tol)) = expect_wrong(
         "wave3d",
-        include_str!("kernels/wave3d_sign_error.cl"),
+        &common::mutant(
+            "wave3d",
+            &[(
+                "xm + xp + ym + yp + zm + zp - 6.0f * c",
+                "xm + xp + ym + yp + zm - zp - 6.0f * c",
+            )],
+        ),
         "max_abs",
     ) else {
         return;
@@ -96,7 +102,13 @@ fn wave3d_with_a_sign_error_is_rejected() {
 fn nbody_without_softening_is_rejected() {
     let Some((value, tol)) = expect_wrong(
         "nbody",
-        include_str!("kernels/nbody_no_softening.cl"),
+        &common::mutant(
+            "nbody",
+            &[(
+                "d.x * d.x + d.y * d.y + d.z * d.z + eps2;",
+                "d.x * d.x + d.y * d.y + d.z * d.z;",
+            )],
+        ),
         "max_abs_pos",
     ) else {
         return;
@@ -109,7 +121,13 @@ fn nbody_without_softening_is_rejected() {
 fn hmc_with_a_wrong_rng_counter_is_rejected() {
     let Some((value, tol)) = expect_wrong(
         "hmc",
-        include_str!("kernels/hmc_wrong_counter.cl"),
+        &common::mutant(
+            "hmc",
+            &[(
+                "uint base = hmc_step_idx * (d + 1u);",
+                "uint base = d + 1u;",
+            )],
+        ),
         "stat_err",
     ) else {
         return;
@@ -122,7 +140,13 @@ fn hmc_with_a_wrong_rng_counter_is_rejected() {
 fn lbm_streaming_the_wrong_way_is_rejected() {
     let Some((value, tol)) = expect_wrong(
         "lbm",
-        include_str!("kernels/lbm_push_streaming.cl"),
+        &common::mutant(
+            "lbm",
+            &[
+                ("(int)i - LBM_CX[k]", "(int)i + LBM_CX[k]"),
+                ("(int)j - LBM_CY[k]", "(int)j + LBM_CY[k]"),
+            ],
+        ),
         "max_abs",
     ) else {
         return;
@@ -134,7 +158,13 @@ fn lbm_streaming_the_wrong_way_is_rejected() {
 fn ising_with_the_wrong_checkerboard_parity_is_rejected() {
     let Some((value, tol)) = expect_wrong(
         "ising",
-        include_str!("kernels/ising_wrong_parity.cl"),
+        &common::mutant(
+            "ising",
+            &[(
+                "!= (step_idx & 1u)) return;",
+                "!= ((step_idx + 1u) & 1u)) return;",
+            )],
+        ),
         "spin_disagreements",
     ) else {
         return;

@@ -34,3 +34,23 @@ pub fn evaluator() -> Option<Evaluator<OpenClBackend>> {
 pub fn smoke(task: &dyn Task) -> Vec<Size> {
     task.sizes(SizeSet::Smoke).in_distribution
 }
+
+/// The task's OpenCL seed with one deliberate bug: every `(from, to)`
+/// replacement must match exactly once, so a change to the seed cannot
+/// quietly turn the mutant back into the seed.
+pub fn mutant(task: &str, edits: &[(&str, &str)]) -> String {
+    let mut source = kevo_tasks::by_name(task)
+        .unwrap()
+        .seed(kevo_backend::Dialect::OpenCl)
+        .unwrap()
+        .to_string();
+    for (from, to) in edits {
+        assert_eq!(
+            source.matches(from).count(),
+            1,
+            "{task} seed: `{from}` must occur once"
+        );
+        source = source.replacen(from, to, 1);
+    }
+    source
+}
