@@ -63,6 +63,10 @@ impl Task for Demo {
                 in_distribution: vec![s(1 << 20), s(16 << 20), s(64 << 20)],
                 held_out: s(4 << 20),
             },
+            SizeSet::Large => SizePlan {
+                in_distribution: vec![s(64 << 20), s(128 << 20), s(256 << 20)],
+                held_out: s(96 << 20),
+            },
         }
     }
     fn ceiling(&self) -> CeilingKind {

@@ -107,6 +107,8 @@ impl Task for Ising {
     }
     fn sizes(&self, set: SizeSet) -> SizePlan {
         match set {
+            // LARGE-SCAFFOLD: replace with the task's own large sizes.
+            SizeSet::Large => self.sizes(SizeSet::Full),
             SizeSet::Full => SizePlan {
                 in_distribution: vec![
                     Size::new("256x256_100", &[256, 256, 100]),

@@ -315,6 +315,8 @@ impl Task for Lj {
     }
     fn sizes(&self, set: SizeSet) -> SizePlan {
         match set {
+            // LARGE-SCAFFOLD: replace with the task's own large sizes.
+            SizeSet::Large => self.sizes(SizeSet::Full),
             SizeSet::Full => SizePlan {
                 in_distribution: vec![
                     Size::new("N1728_M5_steps20", &[1728, 5, 20]),

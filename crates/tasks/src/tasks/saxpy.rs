@@ -29,6 +29,8 @@ impl Task for Saxpy {
     }
     fn sizes(&self, set: SizeSet) -> SizePlan {
         match set {
+            // LARGE-SCAFFOLD: replace with the task's own large sizes.
+            SizeSet::Large => self.sizes(SizeSet::Full),
             SizeSet::Full => SizePlan {
                 in_distribution: vec![
                     Size::new("1M", &[1 << 20]),

@@ -106,6 +106,8 @@ impl Task for Wave3d {
     }
     fn sizes(&self, set: SizeSet) -> SizePlan {
         match set {
+            // LARGE-SCAFFOLD: replace with the task's own large sizes.
+            SizeSet::Large => self.sizes(SizeSet::Full),
             SizeSet::Full => SizePlan {
                 in_distribution: vec![
                     Size::new("64x64x64_30", &[64, 64, 64, 30]),
