@@ -37,6 +37,14 @@ pub trait Backend {
     /// Drop a module and every kernel taken from it.
     fn release_module(&mut self, module: ModuleId);
 
+    /// What the compiled module holds besides code: writable module-scope
+    /// state survives from one launch to the next, so the evaluator refuses
+    /// it. The default knows nothing (`None` fields).
+    fn module_info(&self, module: ModuleId) -> Result<ModuleInfo, BackendError> {
+        let _ = module;
+        Ok(ModuleInfo::default())
+    }
+
     /// Allocate `bytes` of device memory (contents unspecified).
     fn alloc(&mut self, bytes: usize) -> Result<BufferId, BackendError>;
 
@@ -147,6 +155,9 @@ impl<B: Backend + ?Sized> Backend for Box<B> {
     }
     fn release_module(&mut self, module: ModuleId) {
         (**self).release_module(module)
+    }
+    fn module_info(&self, module: ModuleId) -> Result<ModuleInfo, BackendError> {
+        (**self).module_info(module)
     }
     fn alloc(&mut self, bytes: usize) -> Result<BufferId, BackendError> {
         (**self).alloc(bytes)

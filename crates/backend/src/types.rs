@@ -273,6 +273,15 @@ pub struct KernelInfo {
     pub num_args: Option<u32>,
 }
 
+/// Facts about a compiled module as a whole.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModuleInfo {
+    /// Bytes of writable module-scope variables (CUDA `__device__` and
+    /// `__managed__` variables, OpenCL program-scope `global` variables);
+    /// `None` when the runtime cannot tell.
+    pub writable_global_bytes: Option<u64>,
+}
+
 /// One by-value or buffer argument of a launch.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum KernelArg {

@@ -247,6 +247,8 @@ pub fn evolve(args: EvolveArgs) -> Result<ExitCode> {
                 let mut options = EvolveOptions::new(&task, &args.llm, args.iterations);
                 options.backend = args.device.backend;
                 options.selector = args.device.selector();
+                options.timing = args.device.timing()?;
+                options.limits = args.device.limits()?;
                 options.sizes = args.sizes;
                 options.llm_config = args.llm_config.clone();
                 options.candidates_per_iteration = args.candidates_per_iteration;

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 use kevo_backend::{CompileOptions, DeviceSelector};
-use kevo_eval::{EvalConfig, Evaluation, Evaluator};
+use kevo_eval::{Evaluation, Evaluator};
 use kevo_roofline::CeilingCache;
 use kevo_tasks::{SizeSet, Task};
 
@@ -81,6 +81,9 @@ enum Command {
     Worker {
         #[arg(long)]
         config: String,
+        /// The descriptor kevo reads replies from.
+        #[arg(long)]
+        protocol_fd: i32,
     },
     /// Measure the evaluation latency per candidate: the first (cold)
     /// evaluation and the median of repeated (warm) ones, split by phase.
@@ -173,6 +176,30 @@ pub struct DeviceArgs {
     /// Device, by index or name substring.
     #[arg(long)]
     pub device: Option<String>,
+    /// CUDA: replay each size's launch sequence as one CUDA graph (launch
+    /// overhead stops dominating small sizes).
+    #[arg(long)]
+    pub cuda_graph: bool,
+    /// CUDA: flush the L2 cache before every timed run (outside the timing),
+    /// so sizes that fit in L2 are not timed warm.
+    #[arg(long)]
+    pub flush_l2: bool,
+    /// Repeat timed runs until (q3 - q1) / median is at most this.
+    #[arg(long, default_value_t = 0.01)]
+    pub target_spread: f64,
+    /// ... or until this many runs were timed (at least 10).
+    #[arg(long, default_value_t = 50)]
+    pub max_timed_runs: usize,
+    /// Seconds a candidate's compilation may take.
+    #[arg(long, default_value_t = 30.0)]
+    pub compile_timeout: f64,
+    /// GiB of memory a compilation may add to the worker.
+    #[arg(long, default_value_t = 4.0)]
+    pub compile_memory_gib: f64,
+    /// GiB of memory the worker may add once its device is open; 0 is half
+    /// the machine's memory.
+    #[arg(long, default_value_t = 0.0)]
+    pub worker_memory_gib: f64,
 }
 
 impl DeviceArgs {
@@ -181,6 +208,52 @@ impl DeviceArgs {
             platform: self.platform.clone(),
             device: self.device.clone(),
         }
+    }
+
+    pub fn timing(&self) -> Result<kevo_worker::TimingOptions> {
+        if !(self.target_spread.is_finite() && self.target_spread >= 0.0) {
+            bail!(
+                "--target-spread must be a non-negative number, not {}",
+                self.target_spread
+            );
+        }
+        Ok(kevo_worker::TimingOptions {
+            cuda_graph: self.cuda_graph,
+            flush_l2: self.flush_l2,
+            target_spread: Some(self.target_spread),
+            max_timed_runs: Some(self.max_timed_runs),
+        })
+    }
+
+    pub fn limits(&self) -> Result<kevo_worker::Limits> {
+        let gib = |name: &str, v: f64| -> Result<u64> {
+            if !(v.is_finite() && v >= 0.0) {
+                bail!("--{name} must be a non-negative number of GiB, not {v}");
+            }
+            Ok((v * f64::from(1u32 << 30)) as u64)
+        };
+        if !(self.compile_timeout.is_finite() && self.compile_timeout > 0.0) {
+            bail!(
+                "--compile-timeout must be a positive number of seconds, not {}",
+                self.compile_timeout
+            );
+        }
+        Ok(kevo_worker::Limits {
+            compile_memory_bytes: gib("compile-memory-gib", self.compile_memory_gib)?.max(64 << 20),
+            worker_memory_bytes: gib("worker-memory-gib", self.worker_memory_gib)?,
+            compile_timeout_s: self.compile_timeout,
+        })
+    }
+
+    /// The worker configuration these flags describe.
+    pub fn worker_config(&self, fast_math: bool) -> Result<WorkerConfig> {
+        Ok(WorkerConfig::new(self.backend, self.selector())
+            .with_compile(CompileOptions {
+                fast_math,
+                ..CompileOptions::default()
+            })
+            .with_timing(self.timing()?)
+            .with_limits(self.limits()?))
     }
 }
 
@@ -248,8 +321,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Runs { store, json } => evolve::runs(store, json),
         Command::Show { run, store, json } => evolve::show(&run, store, json),
         Command::Export { run, out, store } => evolve::export(&run, out.as_deref(), store),
-        Command::Worker { config } => {
-            kevo_worker::worker_main(&["--config".to_string(), config])?;
+        Command::Worker {
+            config,
+            protocol_fd,
+        } => {
+            kevo_worker::worker_main(&[
+                "--config".to_string(),
+                config,
+                "--protocol-fd".to_string(),
+                protocol_fd.to_string(),
+            ])?;
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -259,17 +340,11 @@ fn open_evaluator(
     device: &DeviceArgs,
     fast_math: bool,
 ) -> Result<Evaluator<Box<dyn kevo_backend::Backend>>> {
-    let mut backend = backends::open(device.backend, &device.selector())?;
+    let worker = device.worker_config(fast_math)?;
+    let mut backend = backends::open(device.backend, &device.selector(), worker.timing)?;
     let ceilings = kevo_roofline::ceilings(backend.as_mut(), &CeilingCache::default_location())
         .context("cannot determine the device's roofline ceilings")?;
-    let config = EvalConfig {
-        compile: CompileOptions {
-            fast_math,
-            ..CompileOptions::default()
-        },
-        ..EvalConfig::default()
-    };
-    Ok(Evaluator::new(backend, ceilings, config))
+    Ok(Evaluator::new(backend, ceilings, worker.eval))
 }
 
 fn worker_dialect(worker: &Worker) -> kevo_backend::Dialect {
@@ -340,7 +415,7 @@ fn bench(args: BenchArgs) -> Result<ExitCode> {
     report::print_bench(&rows, evaluator.backend().info(), args.json)?;
     if args.isolated {
         drop(evaluator);
-        let config = WorkerConfig::new(args.device.backend, args.device.selector());
+        let config = args.device.worker_config(true)?;
         let mut worker = Worker::start(WorkerCommand::current_exe()?, config)?;
         let mut isolation = Vec::new();
         for row in &rows {
@@ -376,12 +451,7 @@ fn eval(args: EvalArgs) -> Result<ExitCode> {
         (None, false) => bail!("give --task NAME or --all"),
     };
     let kernel_source = read_kernel(&args.kernel)?;
-    let config = WorkerConfig::new(args.device.backend, args.device.selector()).with_compile(
-        CompileOptions {
-            fast_math: !args.no_fast_math,
-            ..CompileOptions::default()
-        },
-    );
+    let config = args.device.worker_config(!args.no_fast_math)?;
     let mut worker = Worker::start(WorkerCommand::current_exe()?, config)?;
     let dialect = worker_dialect(&worker);
 
@@ -404,11 +474,7 @@ fn eval(args: EvalArgs) -> Result<ExitCode> {
             if worker.device().backend != "cuda" {
                 bail!("--sanitize needs the CUDA backend (compute-sanitizer checks CUDA kernels)");
             }
-            let config = WorkerConfig::new(args.device.backend, args.device.selector())
-                .with_compile(CompileOptions {
-                    fast_math: !args.no_fast_math,
-                    ..CompileOptions::default()
-                });
+            let config = args.device.worker_config(!args.no_fast_math)?;
             // The sanitizer slows kernels 10-100x; give it room.
             let checked = kevo_worker::sanitizer::sanitized_evaluation(
                 &WorkerCommand::current_exe()?,

@@ -135,7 +135,7 @@ fn device_ceilings(
     selector: &kevo_backend::DeviceSelector,
     measure: bool,
 ) -> Result<serde_json::Value> {
-    let mut b = backends::open(kind, selector)?;
+    let mut b = backends::open(kind, selector, kevo_worker::TimingOptions::default())?;
     let cache = kevo_roofline::CeilingCache::default_location();
     let used = kevo_roofline::ceilings(b.as_mut(), &cache)?;
     let measured = if measure {

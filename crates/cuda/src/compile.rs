@@ -229,9 +229,148 @@ pub(crate) fn compile(
     Ok((image, log))
 }
 
+impl Image {
+    /// Bytes of writable module-scope variables (`__device__`,
+    /// `__managed__`, function-scope `static __device__`): in a CUBIN the
+    /// sizes of the allocated, writable `.nv.global*` sections; in PTX the
+    /// module-scope `.global` declarations. `None` when the image cannot be
+    /// read (the evaluator then cannot vouch for it).
+    pub(crate) fn writable_global_bytes(&self) -> Option<u64> {
+        match self {
+            Image::Cubin(elf) => elf_writable_global_bytes(elf),
+            Image::Ptx(text) => {
+                let end = text.iter().position(|&b| b == 0).unwrap_or(text.len());
+                Some(ptx_global_declarations(&String::from_utf8_lossy(
+                    &text[..end],
+                )))
+            }
+        }
+    }
+}
+
+const SHF_WRITE: u64 = 0x1;
+const SHF_ALLOC: u64 = 0x2;
+
+/// Sum of the sizes of ELF64 sections named `.nv.global` or
+/// `.nv.global.*` that are allocated and writable.
+fn elf_writable_global_bytes(elf: &[u8]) -> Option<u64> {
+    let u16_at = |o: usize| Some(u16::from_le_bytes(elf.get(o..o + 2)?.try_into().ok()?));
+    let u32_at = |o: usize| Some(u32::from_le_bytes(elf.get(o..o + 4)?.try_into().ok()?));
+    let u64_at = |o: usize| Some(u64::from_le_bytes(elf.get(o..o + 8)?.try_into().ok()?));
+    // 64-bit little-endian ELF only (what NVRTC produces).
+    if elf.get(0..4)? != b"\x7fELF" || *elf.get(4)? != 2 || *elf.get(5)? != 1 {
+        return None;
+    }
+    let shoff = usize::try_from(u64_at(0x28)?).ok()?;
+    let shentsize = usize::from(u16_at(0x3A)?);
+    let shnum = usize::from(u16_at(0x3C)?);
+    let shstrndx = usize::from(u16_at(0x3E)?);
+    if shentsize < 64 || shstrndx >= shnum {
+        return None;
+    }
+    let header = |i: usize| shoff.checked_add(i.checked_mul(shentsize)?);
+    let names_at = usize::try_from(u64_at(header(shstrndx)? + 24)?).ok()?;
+    let mut total = 0u64;
+    for i in 0..shnum {
+        let h = header(i)?;
+        let name_off = names_at.checked_add(usize::try_from(u32_at(h)?).ok()?)?;
+        let name_bytes = elf.get(name_off..)?;
+        let name = &name_bytes[..name_bytes.iter().position(|&b| b == 0)?];
+        let flags = u64_at(h + 8)?;
+        let size = u64_at(h + 32)?;
+        let is_global = name == b".nv.global" || name.starts_with(b".nv.global.");
+        if is_global && flags & (SHF_WRITE | SHF_ALLOC) == SHF_WRITE | SHF_ALLOC {
+            total += size;
+        }
+    }
+    Some(total)
+}
+
+/// Number of module-scope `.global` variable declarations in PTX (their
+/// sizes would need the type grammar; any count above zero is refused).
+fn ptx_global_declarations(ptx: &str) -> u64 {
+    ptx.lines()
+        .filter(|line| {
+            let mut words = line.split_whitespace();
+            loop {
+                match words.next() {
+                    Some(".visible" | ".weak" | ".extern" | ".common") => continue,
+                    Some(".global") => return true,
+                    _ => return false,
+                }
+            }
+        })
+        .count() as u64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A minimal ELF64 with the given (name, flags, size) sections after
+    /// the null section and the section-name table.
+    fn elf_with(sections: &[(&str, u64, u64)]) -> Vec<u8> {
+        let mut names = vec![0u8];
+        let mut name_offsets = Vec::new();
+        for n in std::iter::once(".shstrtab").chain(sections.iter().map(|s| s.0)) {
+            name_offsets.push(names.len() as u32);
+            names.extend_from_slice(n.as_bytes());
+            names.push(0);
+        }
+        let names_at = 64usize;
+        let shoff = names_at + names.len();
+        let shnum = 2 + sections.len();
+        let mut elf = vec![0u8; shoff + 64 * shnum];
+        elf[0..4].copy_from_slice(b"\x7fELF");
+        elf[4] = 2;
+        elf[5] = 1;
+        elf[0x28..0x30].copy_from_slice(&(shoff as u64).to_le_bytes());
+        elf[0x3A..0x3C].copy_from_slice(&64u16.to_le_bytes());
+        elf[0x3C..0x3E].copy_from_slice(&(shnum as u16).to_le_bytes());
+        elf[0x3E..0x40].copy_from_slice(&1u16.to_le_bytes());
+        elf[names_at..names_at + names.len()].copy_from_slice(&names);
+        let mut put = |i: usize, name: u32, flags: u64, offset: u64, size: u64| {
+            let h = shoff + 64 * i;
+            elf[h..h + 4].copy_from_slice(&name.to_le_bytes());
+            elf[h + 8..h + 16].copy_from_slice(&flags.to_le_bytes());
+            elf[h + 24..h + 32].copy_from_slice(&offset.to_le_bytes());
+            elf[h + 32..h + 40].copy_from_slice(&size.to_le_bytes());
+        };
+        put(1, name_offsets[0], 0, names_at as u64, names.len() as u64);
+        for (k, (_, flags, size)) in sections.iter().enumerate() {
+            put(2 + k, name_offsets[k + 1], *flags, 0, *size);
+        }
+        elf
+    }
+
+    #[test]
+    fn writable_globals_are_found_in_a_cubin() {
+        let rw = SHF_WRITE | SHF_ALLOC;
+        let elf = elf_with(&[
+            (".text.saxpy", SHF_ALLOC | 0x4, 256),
+            (".nv.constant0.saxpy", SHF_ALLOC, 64),
+            (".nv.global", rw, 8),
+            (".nv.global.init", rw, 4),
+        ]);
+        assert_eq!(elf_writable_global_bytes(&elf), Some(12));
+        let clean = elf_with(&[
+            (".text.saxpy", SHF_ALLOC | 0x4, 256),
+            (".nv.shared.saxpy", rw, 4096),
+        ]);
+        assert_eq!(elf_writable_global_bytes(&clean), Some(0));
+        assert_eq!(elf_writable_global_bytes(b"not an elf"), None);
+        assert_eq!(elf_writable_global_bytes(&elf[..70]), None, "truncated");
+    }
+
+    #[test]
+    fn module_scope_globals_are_found_in_ptx() {
+        let ptx = ".version 8.0\n.target sm_90\n.visible .global .align 4 .u32 calls;\n.global .align 4 .b8 memo[4096];\n.visible .entry saxpy(\n\tld.global.f32 %f1, [%rd1];\n\tst.global.f32 [%rd2], %f2;\n";
+        assert_eq!(ptx_global_declarations(ptx), 2);
+        assert_eq!(
+            ptx_global_declarations(".visible .const .align 4 .f32 a;\n\tld.global.u32 %r1, [x];"),
+            0
+        );
+    }
 
     #[test]
     fn hopper_gets_the_arch_specific_cubin() {

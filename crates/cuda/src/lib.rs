@@ -24,6 +24,7 @@ use cudarc::driver::sys::{
 use kevo_backend::{
     Backend, BackendError, BufferId, CompileDiagnostics, CompileOptions, DeviceInfo,
     DeviceSelector, DeviceTime, Dialect, KernelArg, KernelId, KernelInfo, Launch, ModuleId,
+    ModuleInfo,
 };
 
 use crate::compile::{Image, Target};
@@ -103,6 +104,8 @@ struct Live {
 struct ModuleEntry {
     module: cu::CUmodule,
     log: String,
+    /// See [`ModuleInfo::writable_global_bytes`].
+    writable_global_bytes: Option<u64>,
 }
 
 #[derive(Debug, Clone)]
@@ -1019,7 +1022,15 @@ impl Backend for CudaBackend {
             });
         }
         let id = self.fresh_id();
-        self.modules.insert(id, ModuleEntry { module, log });
+        let writable_global_bytes = image.writable_global_bytes();
+        self.modules.insert(
+            id,
+            ModuleEntry {
+                module,
+                log,
+                writable_global_bytes,
+            },
+        );
         Ok(ModuleId(id))
     }
 
@@ -1105,6 +1116,19 @@ impl Backend for CudaBackend {
                 get(FuncAttr::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?.max(0) as u64
             ),
             num_args: entry.params.as_ref().map(|p| p.len() as u32),
+        })
+    }
+
+    fn module_info(&self, module: ModuleId) -> Result<ModuleInfo, BackendError> {
+        let entry = self
+            .modules
+            .get(&module.0)
+            .ok_or(BackendError::InvalidHandle {
+                what: "module",
+                id: module.0,
+            })?;
+        Ok(ModuleInfo {
+            writable_global_bytes: entry.writable_global_bytes,
         })
     }
 

@@ -28,6 +28,16 @@ pub enum Outcome {
         value: f64,
         tolerance: Option<f64>,
     },
+    /// Every size passed its checks, but `size` ran faster than the
+    /// hardware allows (see `reason`): the kernel is not doing the work it
+    /// claims. Never promoted and never a winner; `score` is what it would
+    /// have scored, kept for the record.
+    Suspicious {
+        size: String,
+        reason: String,
+        #[serde(with = "crate::json_f64")]
+        score: f64,
+    },
     /// Every size passed; `score` is the geometric mean of the fractions.
     Correct {
         #[serde(with = "crate::json_f64")]
@@ -56,6 +66,7 @@ impl Outcome {
             Outcome::RuntimeError { .. } => "runtime_error",
             Outcome::Timeout { .. } => "timeout",
             Outcome::WrongResult { .. } => "wrong_result",
+            Outcome::Suspicious { .. } => "suspicious",
             Outcome::Correct { .. } => "correct",
         }
     }
@@ -97,6 +108,13 @@ impl Outcome {
                 }
                 None => format!("wrong result at size {size}: {metric}={value:.3e}"),
             },
+            Outcome::Suspicious {
+                size,
+                reason,
+                score,
+            } => format!(
+                "suspicious at size {size}: {reason} (not scored; it would have scored {score:.4})"
+            ),
             Outcome::Correct { score } => format!("correct, score {score:.4}"),
         }
     }
@@ -111,7 +129,31 @@ pub struct TimeStats {
     pub min_s: f64,
     #[serde(with = "crate::json_f64")]
     pub max_s: f64,
+    /// First and third quartiles (linear interpolation between order
+    /// statistics); absent in evaluations stored before they were recorded.
+    #[serde(default = "nan", with = "crate::json_f64")]
+    pub q1_s: f64,
+    #[serde(default = "nan", with = "crate::json_f64")]
+    pub q3_s: f64,
+    /// Robust spread: (q3 - q1) / median. Unlike min-max it ignores the one
+    /// run a clock boost or another process spoiled.
+    #[serde(default = "nan", with = "crate::json_f64")]
+    pub spread: f64,
     pub samples_s: Vec<f64>,
+}
+
+fn nan() -> f64 {
+    f64::NAN
+}
+
+/// The `q`-quantile of sorted `v` by linear interpolation (type 7).
+fn quantile(v: &[f64], q: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let h = (v.len() - 1) as f64 * q;
+    let (lo, hi) = (h.floor() as usize, h.ceil() as usize);
+    v[lo] + (h - lo as f64) * (v[hi] - v[lo])
 }
 
 impl TimeStats {
@@ -126,10 +168,14 @@ impl TimeStats {
         } else {
             0.5 * (sorted[n / 2 - 1] + sorted[n / 2])
         };
+        let (q1_s, q3_s) = (quantile(&sorted, 0.25), quantile(&sorted, 0.75));
         TimeStats {
             median_s,
             min_s: sorted.first().copied().unwrap_or(f64::NAN),
             max_s: sorted.last().copied().unwrap_or(f64::NAN),
+            q1_s,
+            q3_s,
+            spread: (q3_s - q1_s) / median_s,
             samples_s: samples,
         }
     }
@@ -145,6 +191,9 @@ pub struct SizeResult {
     pub error: f64,
     pub tolerance: Option<f64>,
     pub time: TimeStats,
+    /// Untimed warm-up runs before the timed ones (drawn at random).
+    #[serde(default)]
+    pub warmups: u32,
     /// Bytes or FLOPs of one run (the task's work model).
     #[serde(with = "crate::json_f64")]
     pub work: f64,
@@ -159,8 +208,8 @@ pub struct SizeResult {
     /// "GB/s" or "GFLOPS".
     pub unit: String,
     pub work_note: String,
-    /// Why this size's figure is implausible, when it is: more than 1.5x the
-    /// ceiling with a working set larger than the last-level cache.
+    /// Why this size's figure is physically implausible, when it is (see
+    /// `kevo_eval::suspicion`): such a candidate is `Outcome::Suspicious`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suspicious: Option<String>,
 }

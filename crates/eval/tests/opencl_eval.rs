@@ -22,7 +22,22 @@ fn seeds_are_correct_with_a_score_at_smoke_sizes() {
         for s in &e.sizes {
             // Statistical and exact-match checks have no single tolerance.
             assert!(s.correct && s.tolerance.is_none_or(|t| s.error <= t));
-            assert_eq!(s.time.samples_s.len(), 10);
+            // At least 10 timed runs, more until the spread is small or the cap.
+            let runs = s.time.samples_s.len();
+            let config = kevo_eval::EvalConfig::default();
+            assert!(
+                (config.timed_runs..=config.max_timed_runs).contains(&runs),
+                "{runs}"
+            );
+            assert!(
+                runs == config.max_timed_runs
+                    || s.time.spread <= config.target_spread
+                    || s.time.samples_s.iter().sum::<f64>() >= config.timing_budget_s,
+                "stopped at {runs} runs with spread {}",
+                s.time.spread
+            );
+            assert!((2..=5).contains(&s.warmups), "{}", s.warmups);
+            assert!(s.time.q1_s <= s.time.median_s && s.time.median_s <= s.time.q3_s);
             assert!(
                 s.time.min_s > 0.0
                     && s.time.min_s <= s.time.median_s

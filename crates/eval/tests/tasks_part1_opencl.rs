@@ -38,7 +38,7 @@ fn seeds_are_correct_at_smoke_and_held_out_sizes() {
                 Some(t) => assert!(s.error <= t, "{name} {}", s.label),
                 None => assert!(s.error.is_finite()),
             }
-            assert_eq!(s.time.samples_s.len(), 10);
+            assert!(s.time.samples_s.len() >= 10);
         }
         eprintln!(
             "{name}: seed at smoke sizes in {elapsed:.2} s wall ({:.2} s device, {:.2} s reference); errors {:?}",

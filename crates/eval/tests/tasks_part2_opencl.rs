@@ -30,7 +30,7 @@ fn seeds_are_correct_at_smoke_and_held_out_sizes() {
         assert_eq!(e.sizes.len(), 3);
         for s in &e.sizes {
             assert!(s.correct && s.error <= s.tolerance.unwrap(), "{name} {s:?}");
-            assert_eq!(s.time.samples_s.len(), 10);
+            assert!(s.time.samples_s.len() >= 10);
             eprintln!(
                 "{name} {}: error {:.3e} (tolerance {:.3e}), median {:.3} ms",
                 s.label,

@@ -36,6 +36,12 @@ pub struct EvolveOptions {
     /// so a resume needs nothing else).
     #[serde(default)]
     pub start_source: Option<String>,
+    /// Launch mode, cache flush and timed-run counts.
+    #[serde(default)]
+    pub timing: kevo_worker::TimingOptions,
+    /// Compile timeout and memory limits of the evaluation worker.
+    #[serde(default)]
+    pub limits: kevo_worker::Limits,
 }
 
 impl EvolveOptions {
@@ -57,6 +63,8 @@ impl EvolveOptions {
             fast_math: true,
             rng_seed: 0x6B65_766F,
             start_source: None,
+            timing: kevo_worker::TimingOptions::default(),
+            limits: kevo_worker::Limits::default(),
         }
     }
 

@@ -215,12 +215,13 @@ impl<'e> Session<'e> {
         env: &'e Environment,
         existing: Option<RunId>,
     ) -> Result<Session<'e>, EvolveError> {
-        let config = WorkerConfig::new(options.backend, options.selector.clone()).with_compile(
-            kevo_backend::CompileOptions {
+        let config = WorkerConfig::new(options.backend, options.selector.clone())
+            .with_compile(kevo_backend::CompileOptions {
                 fast_math: options.fast_math,
                 ..Default::default()
-            },
-        );
+            })
+            .with_timing(options.timing)
+            .with_limits(options.limits.clone());
         let command = env.worker.clone();
         let worker = tokio::task::block_in_place(|| Worker::start(command, config))?;
         let device = worker.device().clone();

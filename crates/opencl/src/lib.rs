@@ -8,7 +8,7 @@ use std::ptr;
 use kevo_backend::{
     Backend, BackendError, BufferId, CompileDiagnostics, CompileOptions, DeviceInfo,
     DeviceSelector, DeviceTime, Dialect, FaultKind, KernelArg, KernelId, KernelInfo, Launch,
-    ModuleId,
+    ModuleId, ModuleInfo,
 };
 use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue};
 use opencl3::context::Context;
@@ -435,6 +435,25 @@ impl Backend for OpenClBackend {
     fn release_module(&mut self, module: ModuleId) {
         self.kernels.retain(|_, k| k.module != module.0);
         self.modules.remove(&module.0);
+    }
+
+    fn module_info(&self, module: ModuleId) -> Result<ModuleInfo, BackendError> {
+        let entry = self
+            .modules
+            .get(&module.0)
+            .ok_or(BackendError::InvalidHandle {
+                what: "module",
+                id: module.0,
+            })?;
+        // An OpenCL 2.0+ query; a 1.2 device has no program-scope variables
+        // to report (its compiler rejects them), so a failed query is zero.
+        let bytes = entry
+            .program
+            .get_build_global_variable_total_size(self.device.id())
+            .unwrap_or(0);
+        Ok(ModuleInfo {
+            writable_global_bytes: Some(bytes as u64),
+        })
     }
 
     fn alloc(&mut self, bytes: usize) -> Result<BufferId, BackendError> {

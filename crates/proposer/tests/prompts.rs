@@ -160,6 +160,7 @@ fn size_result(
         error: if fraction.is_some() { 2.5e-7 } else { 0.0123 },
         tolerance: Some(1.0e-5),
         time: TimeStats::from_samples(vec![median * 0.98, median, median * 1.03]),
+        warmups: 3,
         work,
         achieved: work / median / 1e9,
         ceiling,

@@ -3,6 +3,8 @@
 use kevo_backend::{Backend, BackendError, DeviceInfo, DeviceSelector};
 use serde::{Deserialize, Serialize};
 
+use crate::protocol::TimingOptions;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BackendKind {
@@ -29,19 +31,26 @@ impl std::str::FromStr for BackendKind {
 pub fn open(
     kind: BackendKind,
     selector: &DeviceSelector,
+    timing: TimingOptions,
 ) -> Result<Box<dyn Backend>, BackendError> {
     match kind {
         BackendKind::Opencl => Ok(Box::new(kevo_opencl::OpenClBackend::open(selector)?)),
-        BackendKind::Cuda => open_cuda(selector),
-        BackendKind::Auto => match open_cuda(selector) {
+        BackendKind::Cuda => open_cuda(selector, timing),
+        BackendKind::Auto => match open_cuda(selector, timing) {
             Ok(b) => Ok(b),
             Err(_) => Ok(Box::new(kevo_opencl::OpenClBackend::open(selector)?)),
         },
     }
 }
 
-fn open_cuda(selector: &DeviceSelector) -> Result<Box<dyn Backend>, BackendError> {
-    Ok(Box::new(kevo_cuda::CudaBackend::open(selector)?))
+fn open_cuda(
+    selector: &DeviceSelector,
+    timing: TimingOptions,
+) -> Result<Box<dyn Backend>, BackendError> {
+    let mut backend = kevo_cuda::CudaBackend::open(selector)?;
+    backend.set_use_graph(timing.cuda_graph);
+    backend.set_flush_l2(timing.flush_l2);
+    Ok(Box::new(backend))
 }
 
 /// Devices of one backend, each with the selector that opens it, or the

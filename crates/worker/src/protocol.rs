@@ -1,7 +1,15 @@
 //! The framed protocol between the coordinator and a worker: one JSON object
-//! per line. The worker's stdout carries only these lines; anything it (or a
-//! driver) prints for people goes to stderr, which the coordinator keeps the
-//! tail of for diagnostics.
+//! per line. Requests arrive on stdin; replies leave on a private pipe the
+//! coordinator hands the worker as an extra file descriptor (`--protocol-fd`),
+//! never on stdout: device `printf` and driver messages go to fd 1, and a
+//! kernel that prints a well-formed result line must not be able to forge
+//! its own (or a later candidate's) result. The worker points fd 1 at stderr,
+//! which the coordinator only keeps the tail of for diagnostics.
+//!
+//! Every request carries a fresh 128-bit nonce that its progress and result
+//! replies must echo; the coordinator treats a reply with a wrong nonce, an
+//! unknown id, or a second result for one request as a protocol violation
+//! and replaces the worker.
 
 use kevo_backend::{CompileOptions, DeviceInfo, DeviceSelector};
 use kevo_eval::{EvalConfig, Evaluation};
@@ -10,6 +18,25 @@ use kevo_tasks::Size;
 use serde::{Deserialize, Serialize};
 
 use crate::backends::BackendKind;
+use crate::limits::Limits;
+
+/// How timings are taken: the launch mode and cache state (CUDA only;
+/// OpenCL ignores both) and how many runs are timed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TimingOptions {
+    /// Replay each size's launch sequence as one CUDA graph: launch
+    /// overhead (4-5 us a launch on an H100) stops dominating small sizes.
+    pub cuda_graph: bool,
+    /// Flush the L2 cache before every timed run, outside the timed region,
+    /// so a size that fits in L2 is not timed warm.
+    pub flush_l2: bool,
+    /// Repeat timed runs until (q3 - q1) / median is at most this
+    /// (default 0.01) ...
+    pub target_spread: Option<f64>,
+    /// ... or this many runs were timed (default 50).
+    pub max_timed_runs: Option<usize>,
+}
 
 /// Everything a worker needs to open its device and evaluate.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -19,6 +46,10 @@ pub struct WorkerConfig {
     pub selector: DeviceSelector,
     #[serde(default)]
     pub eval: EvalConfig,
+    #[serde(default)]
+    pub timing: TimingOptions,
+    #[serde(default)]
+    pub limits: Limits,
 }
 
 impl WorkerConfig {
@@ -27,11 +58,29 @@ impl WorkerConfig {
             backend,
             selector,
             eval: EvalConfig::default(),
+            timing: TimingOptions::default(),
+            limits: Limits::default(),
         }
     }
 
     pub fn with_compile(mut self, compile: CompileOptions) -> Self {
         self.eval.compile = compile;
+        self
+    }
+
+    pub fn with_timing(mut self, timing: TimingOptions) -> Self {
+        self.timing = timing;
+        if let Some(s) = timing.target_spread {
+            self.eval.target_spread = s;
+        }
+        if let Some(n) = timing.max_timed_runs {
+            self.eval.max_timed_runs = n.max(self.eval.timed_runs);
+        }
+        self
+    }
+
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
         self
     }
 }
@@ -42,6 +91,8 @@ impl WorkerConfig {
 pub enum Request {
     Evaluate {
         id: u64,
+        /// Unguessable; echoed by every reply to this request.
+        nonce: String,
         task: String,
         source: String,
         sizes: Vec<Size>,
@@ -61,10 +112,18 @@ pub enum Reply {
     },
     /// The worker could not start (no such device, no runtime).
     Fatal { message: String },
-    /// Evaluation `id` is about to run `size`.
-    Progress { id: u64, size: String },
+    /// Evaluation `id` is compiling its candidate (bounded by the shorter
+    /// compile timeout and the compile memory limit).
+    Compiling { id: u64, nonce: String },
+    /// Evaluation `id` is about to run `size` (compilation is over).
+    Progress {
+        id: u64,
+        nonce: String,
+        size: String,
+    },
     Result {
         id: u64,
+        nonce: String,
         evaluation: Box<Evaluation>,
         /// The device is unusable for the rest of this process (a sticky
         /// fault); the worker exits after this reply and must be replaced.

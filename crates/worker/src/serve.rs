@@ -6,10 +6,11 @@ use std::io::{BufRead, Write};
 use std::panic::AssertUnwindSafe;
 use std::time::Instant;
 
-use kevo_eval::{Evaluation, Evaluator, Outcome, WallTimes};
+use kevo_eval::{Evaluation, Evaluator, Outcome, Stage, WallTimes};
 use kevo_roofline::CeilingCache;
 
 use crate::backends;
+use crate::limits;
 use crate::protocol::{Reply, Request, WorkerConfig};
 
 fn send(out: &mut impl Write, reply: &Reply) -> std::io::Result<()> {
@@ -27,7 +28,7 @@ pub fn serve(
     mut output: impl Write,
 ) -> std::io::Result<()> {
     let start = Instant::now();
-    let backend = match backends::open(config.backend, &config.selector) {
+    let backend = match backends::open(config.backend, &config.selector, config.timing) {
         Ok(b) => b,
         Err(e) => {
             return send(
@@ -52,7 +53,9 @@ pub fn serve(
             }
         };
     let device = backend.info().clone();
+    let limits = config.limits.clone();
     let mut evaluator = Evaluator::new(backend, ceilings.clone(), config.eval);
+    limits::apply_worker_limit(&limits);
     send(
         &mut output,
         &Reply::Ready {
@@ -76,6 +79,7 @@ pub fn serve(
         match request {
             Request::Evaluate {
                 id,
+                nonce,
                 task,
                 source,
                 sizes,
@@ -83,18 +87,33 @@ pub fn serve(
                 let evaluation = match kevo_tasks::by_name(&task) {
                     Err(e) => failed(&task, &device, e.to_string()),
                     Ok(task_ref) => {
-                        let mut progress = |size: &str| {
-                            let _ = send(
-                                &mut output,
-                                &Reply::Progress {
-                                    id,
-                                    size: size.to_string(),
-                                },
-                            );
+                        let mut compiling = false;
+                        let mut progress = |stage: Stage<'_>| {
+                            let reply = match stage {
+                                Stage::Compile => {
+                                    compiling = limits::enter_compile(&limits);
+                                    Reply::Compiling {
+                                        id,
+                                        nonce: nonce.clone(),
+                                    }
+                                }
+                                Stage::Size(size) => {
+                                    if std::mem::take(&mut compiling) {
+                                        limits::leave_compile(&limits);
+                                    }
+                                    Reply::Progress {
+                                        id,
+                                        nonce: nonce.clone(),
+                                        size: size.to_string(),
+                                    }
+                                }
+                            };
+                            let _ = send(&mut output, &reply);
                         };
                         let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
                             evaluator.evaluate_observed(task_ref, &source, &sizes, &mut progress)
                         }));
+                        limits::leave_compile(&limits);
                         result.unwrap_or_else(|panic| {
                             let message = panic
                                 .downcast_ref::<String>()
@@ -114,6 +133,7 @@ pub fn serve(
                     &mut output,
                     &Reply::Result {
                         id,
+                        nonce,
                         evaluation: Box::new(evaluation),
                         restart,
                     },

@@ -5,6 +5,10 @@
 //! (SIGKILL) and a `Timeout` outcome; a worker that dies (segfault, abort, a
 //! poisoned GPU context) gets a `RuntimeError` with its exit signal and the
 //! tail of its stderr. Either way the next candidate starts a fresh worker.
+//!
+//! Replies arrive on a private pipe (fd 3 in the worker), not on its stdout,
+//! and must echo the request's nonce: what a kernel prints cannot become a
+//! result.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -29,6 +33,30 @@ pub struct WorkerCommand {
     pub args: Vec<String>,
     /// Extra environment variables for the worker.
     pub env: Vec<(String, String)>,
+}
+
+/// The descriptor number the worker writes its replies to.
+const PROTOCOL_FD: i32 = 3;
+
+/// 128 bits from the kernel's random source, as hex: a request's nonce.
+fn fresh_nonce() -> String {
+    let mut bytes = [0u8; 16];
+    let mut filled = 0;
+    while filled < bytes.len() {
+        // SAFETY: writes at most the remaining bytes of `bytes`.
+        let n = unsafe {
+            libc::getrandom(bytes[filled..].as_mut_ptr().cast(), bytes.len() - filled, 0)
+        };
+        if n > 0 {
+            filled += n as usize;
+        } else if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            panic!(
+                "the kernel's random source failed: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl WorkerCommand {
@@ -66,6 +94,8 @@ pub struct WorkerStats {
     pub crashes: u64,
     /// Workers replaced because a fault left their device unusable.
     pub restarts: u64,
+    /// Replies with a wrong nonce or id, or a second result for a request.
+    pub protocol_violations: u64,
     /// Seconds from spawn to ready, per spawn (the first one included).
     pub spawn_s: Vec<f64>,
     /// The worker's own report of backend start-up (context creation), per spawn.
@@ -93,6 +123,27 @@ pub struct Worker {
     next_id: u64,
     startup_timeout: Duration,
     stats: WorkerStats,
+}
+
+/// Keep the last lines of `stream` in `tail` (bounded: 64 KiB a line).
+fn keep_tail(stream: impl Read + Send + 'static, tail: Arc<Mutex<VecDeque<String>>>) {
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(stream);
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            match reader.by_ref().take(64 * 1024).read_until(b'\n', &mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    let mut t = tail.lock().unwrap_or_else(|p| p.into_inner());
+                    if t.len() == STDERR_LINES {
+                        t.pop_front();
+                    }
+                    t.push_back(String::from_utf8_lossy(&buf).trim_end().to_string());
+                }
+            }
+        }
+    });
 }
 
 fn kill_group(child: &mut Child) {
@@ -167,10 +218,35 @@ impl Worker {
     fn spawn(&mut self) -> Result<(), WorkerError> {
         let started = Instant::now();
         let config = serde_json::to_string(&self.config).expect("worker config serialises");
+        let spawn_error = |source: std::io::Error| WorkerError::Spawn {
+            program: self.command.program.display().to_string(),
+            source,
+        };
+        // The reply pipe: both ends close-on-exec; the child gets the write
+        // end as PROTOCOL_FD (dup2 clears close-on-exec on the copy).
+        let mut fds = [0i32; 2];
+        // SAFETY: out-parameter of two descriptors.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(spawn_error(std::io::Error::last_os_error()));
+        }
+        // SAFETY: fresh descriptors owned from here on.
+        let (reply_read, reply_write) = unsafe {
+            use std::os::fd::FromRawFd;
+            (
+                std::fs::File::from_raw_fd(fds[0]),
+                std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+            )
+        };
+        let write_fd = {
+            use std::os::fd::AsRawFd;
+            reply_write.as_raw_fd()
+        };
         let mut cmd = Command::new(&self.command.program);
         cmd.args(&self.command.args)
             .arg("--config")
             .arg(config)
+            .arg("--protocol-fd")
+            .arg(PROTOCOL_FD.to_string())
             .envs(self.command.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -179,26 +255,34 @@ impl Worker {
             use std::os::unix::process::CommandExt;
             // Its own process group, so a timeout kills everything it started.
             cmd.process_group(0);
-            #[cfg(target_os = "linux")]
-            // SAFETY: prctl is async-signal-safe; it only asks the kernel to
-            // SIGKILL the worker if the coordinator dies (kill -9 included).
+            // SAFETY: dup2, fcntl and prctl are async-signal-safe. The reply
+            // pipe becomes PROTOCOL_FD; the worker dies with the coordinator
+            // (kill -9 included).
             unsafe {
-                cmd.pre_exec(|| {
+                cmd.pre_exec(move || {
+                    if write_fd == PROTOCOL_FD {
+                        if libc::fcntl(write_fd, libc::F_SETFD, 0) != 0 {
+                            return Err(std::io::Error::last_os_error());
+                        }
+                    } else if libc::dup2(write_fd, PROTOCOL_FD) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    #[cfg(target_os = "linux")]
                     libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
                     Ok(())
                 });
             }
         }
-        let mut child = cmd.spawn().map_err(|source| WorkerError::Spawn {
-            program: self.command.program.display().to_string(),
-            source,
-        })?;
+        let spawned = cmd.spawn();
+        // The coordinator keeps no write end: EOF means the worker is gone.
+        drop(reply_write);
+        let mut child = spawned.map_err(spawn_error)?;
         let stdin = child.stdin.take().expect("piped stdin");
         let stdout = child.stdout.take().expect("piped stdout");
         let stderr = child.stderr.take().expect("piped stderr");
         let (tx, replies) = mpsc::channel();
         std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
+            for line in BufReader::new(reply_read).lines() {
                 let Ok(line) = line else { break };
                 let reply = serde_json::from_str::<Reply>(&line).map_err(|e| {
                     let mut text = line.clone();
@@ -210,25 +294,11 @@ impl Worker {
                 }
             }
         });
+        // stdout (anything printed before the worker moved fd 1, and what a
+        // wrapper prints) and stderr are both just diagnostics.
         let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
-        let tail = stderr_tail.clone();
-        std::thread::spawn(move || {
-            let mut reader = BufReader::new(stderr);
-            let mut buf = Vec::new();
-            loop {
-                buf.clear();
-                match reader.by_ref().take(64 * 1024).read_until(b'\n', &mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {
-                        let mut t = tail.lock().unwrap_or_else(|p| p.into_inner());
-                        if t.len() == STDERR_LINES {
-                            t.pop_front();
-                        }
-                        t.push_back(String::from_utf8_lossy(&buf).trim_end().to_string());
-                    }
-                }
-            }
-        });
+        keep_tail(stderr, stderr_tail.clone());
+        keep_tail(stdout, stderr_tail.clone());
         let mut running = Running {
             child,
             stdin,
@@ -316,8 +386,10 @@ impl Worker {
         }
         let id = self.next_id;
         self.next_id += 1;
+        let nonce = fresh_nonce();
         let request = Request::Evaluate {
             id,
+            nonce: nonce.clone(),
             task: task.to_string(),
             source: source.to_string(),
             sizes: sizes.to_vec(),
@@ -334,17 +406,33 @@ impl Worker {
             return self.crashed(task, None, started);
         }
         let deadline = started + timeout;
+        let compile_limit = Duration::from_secs_f64(self.config.limits.compile_timeout_s.max(0.0));
+        let mut compile_deadline: Option<Instant> = None;
         let mut current_size: Option<String> = None;
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
+            let until = compile_deadline.map_or(deadline, |c| c.min(deadline));
+            let left = until.saturating_duration_since(Instant::now());
             let running = self.running.as_mut().expect("running");
-            match running.replies.recv_timeout(left) {
-                Ok(Ok(Reply::Progress { id: rid, size })) if rid == id => current_size = Some(size),
+            let violation = match running.replies.recv_timeout(left) {
+                Ok(Ok(Reply::Compiling { id: rid, nonce: n })) if rid == id && n == nonce => {
+                    compile_deadline = Some(Instant::now() + compile_limit);
+                    continue;
+                }
+                Ok(Ok(Reply::Progress {
+                    id: rid,
+                    nonce: n,
+                    size,
+                })) if rid == id && n == nonce => {
+                    compile_deadline = None;
+                    current_size = Some(size);
+                    continue;
+                }
                 Ok(Ok(Reply::Result {
                     id: rid,
+                    nonce: n,
                     evaluation,
                     restart,
-                })) if rid == id => {
+                })) if rid == id && n == nonce => {
                     if restart && let Some(mut r) = self.running.take() {
                         // It exits by itself; make sure, and start fresh next time.
                         kill_group(&mut r.child);
@@ -352,37 +440,66 @@ impl Worker {
                     }
                     return *evaluation;
                 }
-                Ok(Ok(_)) => continue,
-                Ok(Err(line)) => {
-                    // A worker that breaks the protocol cannot be trusted
-                    // with the next candidate either.
-                    if let Some(mut r) = self.running.take() {
-                        kill_group(&mut r.child);
-                    }
-                    self.stats.crashes += 1;
-                    return self.failure(
-                        task,
-                        current_size,
-                        format!("worker protocol error: {line}"),
-                        started,
-                    );
-                }
+                Ok(Ok(reply)) => describe_violation(&reply, id),
+                Ok(Err(line)) => format!("an unreadable reply: {line}"),
                 Err(RecvTimeoutError::Timeout) => {
                     if let Some(mut r) = self.running.take() {
                         kill_group(&mut r.child);
                     }
                     self.stats.timeouts += 1;
                     let mut e = self.failure(task, current_size.clone(), String::new(), started);
-                    e.outcome = Outcome::Timeout {
-                        size: current_size,
-                        limit_s: timeout.as_secs_f64(),
+                    e.outcome = match compile_deadline {
+                        Some(c) if c <= deadline => {
+                            let message = format!(
+                                "compilation ran past its {:.0} s limit (the worker was killed)",
+                                compile_limit.as_secs_f64()
+                            );
+                            Outcome::CompileError {
+                                diagnostics: kevo_backend::CompileDiagnostics::from_log(
+                                    message.clone(),
+                                ),
+                                message,
+                            }
+                        }
+                        _ => Outcome::Timeout {
+                            size: current_size,
+                            limit_s: timeout.as_secs_f64(),
+                        },
                     };
                     return e;
                 }
                 Err(RecvTimeoutError::Disconnected) => {
-                    return self.crashed(task, current_size, started);
+                    let mut e = self.crashed(task, current_size, started);
+                    if compile_deadline.is_some()
+                        && let Outcome::RuntimeError { message, .. } = &e.outcome
+                    {
+                        let message = format!(
+                            "the compiler died ({message}); a compile may use at most {} MiB",
+                            self.config.limits.compile_memory_bytes >> 20
+                        );
+                        e.outcome = Outcome::CompileError {
+                            diagnostics: kevo_backend::CompileDiagnostics::from_log(
+                                message.clone(),
+                            ),
+                            message,
+                        };
+                    }
+                    return e;
                 }
+            };
+            // A worker that breaks the protocol cannot be trusted with this
+            // candidate's result or the next one.
+            if let Some(mut r) = self.running.take() {
+                kill_group(&mut r.child);
             }
+            self.stats.crashes += 1;
+            self.stats.protocol_violations += 1;
+            return self.failure(
+                task,
+                current_size,
+                format!("worker protocol violation: {violation}"),
+                started,
+            );
         }
     }
 
@@ -478,6 +595,24 @@ impl Drop for Worker {
         if let Some(mut r) = self.running.take() {
             kill_group(&mut r.child);
         }
+    }
+}
+
+/// Why a well-formed reply does not belong to request `id`.
+fn describe_violation(reply: &Reply, id: u64) -> String {
+    let (kind, rid) = match reply {
+        Reply::Ready { .. } => return "a second ready message".into(),
+        Reply::Fatal { message } => return format!("a fatal message mid-evaluation: {message}"),
+        Reply::Compiling { id, .. } => ("compiling", *id),
+        Reply::Progress { id, .. } => ("progress", *id),
+        Reply::Result { id, .. } => ("result", *id),
+    };
+    if rid == id {
+        format!("a {kind} reply for request {id} with the wrong nonce")
+    } else if rid < id {
+        format!("a {kind} reply for request {rid}, which was already answered")
+    } else {
+        format!("a {kind} reply for unknown request {rid}")
     }
 }
 

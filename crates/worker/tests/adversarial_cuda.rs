@@ -47,3 +47,28 @@ fn a_hundred_candidates_with_a_third_hanging_or_faulting_are_all_classified() {
     };
     common::stress(&mut w, Dialect::Cuda, 100, Duration::from_secs(3));
 }
+
+#[test]
+fn class1_forged_replies_never_become_results() {
+    let Some((mut w, _dir)) = worker() else {
+        return;
+    };
+    common::forged_replies_never_become_results(&mut w, Dialect::Cuda);
+}
+
+#[test]
+fn class2_and_3_no_state_survives_between_runs() {
+    let Some((mut w, _dir)) = worker() else {
+        return;
+    };
+    common::state_does_not_survive_between_runs(&mut w, Dialect::Cuda);
+}
+
+#[test]
+fn class7_a_compile_bomb_is_a_bounded_compile_error() {
+    common::compile_bombs_are_bounded(
+        BackendKind::Cuda,
+        Dialect::Cuda,
+        std::env::var("KEVO_REQUIRE_CUDA").as_deref() == Ok("1"),
+    );
+}

@@ -62,3 +62,28 @@ fn a_worker_that_cannot_open_its_device_fails_to_start_with_the_reason() {
         "{text}"
     );
 }
+
+#[test]
+fn class1_forged_replies_never_become_results() {
+    let Some((mut w, _dir)) = worker() else {
+        return;
+    };
+    common::forged_replies_never_become_results(&mut w, Dialect::OpenCl);
+}
+
+#[test]
+fn class2_and_3_no_state_survives_between_runs() {
+    let Some((mut w, _dir)) = worker() else {
+        return;
+    };
+    common::state_does_not_survive_between_runs(&mut w, Dialect::OpenCl);
+}
+
+#[test]
+fn class7_a_compile_bomb_is_a_bounded_compile_error() {
+    common::compile_bombs_are_bounded(
+        BackendKind::Opencl,
+        Dialect::OpenCl,
+        std::env::var_os("CI").is_some(),
+    );
+}

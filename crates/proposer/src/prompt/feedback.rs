@@ -225,6 +225,9 @@ pub fn render(eval: &Evaluation) -> Feedback {
             }
         }
         Outcome::NoCode { reason } => lines.push(format!("NO CODE: {}", reason.trim())),
+        Outcome::Suspicious { size, reason, .. } => lines.push(format!(
+            "fail_reason: suspicious at size {size}: {reason}; not scored (a kernel must do the work the task defines)"
+        )),
     }
     Feedback {
         text: lines.join("\n"),

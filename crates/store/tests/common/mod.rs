@@ -252,6 +252,7 @@ fn size(label: &str, fraction: f64) -> SizeResult {
         error: 1e-7,
         tolerance: Some(1e-5),
         time: TimeStats::from_samples(vec![1.0e-3, 1.1e-3, 0.9e-3]),
+        warmups: 3,
         work: 1.0e9,
         achieved: fraction * 1000.0,
         ceiling: 1000.0,

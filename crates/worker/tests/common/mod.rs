@@ -94,7 +94,7 @@ pub fn exploits() -> Vec<(&'static str, &'static str, Expect)> {
         (
             "out_of_bounds_write",
             "saxpy",
-            |o| matches!(o, Outcome::WrongResult { metric, .. } if metric == "out_of_bounds_bytes(y)"),
+            |o| matches!(o, Outcome::WrongResult { metric, .. } if metric.starts_with("out_of_bounds_bytes(y)")),
         ),
         (
             "modifies_input",
@@ -145,6 +145,131 @@ pub fn exploits_are_rejected(w: &mut Worker, dialect: Dialect, hang_timeout: Dur
     );
 }
 
+/// Class 1: a kernel that prints well-formed replies for its own and later
+/// request ids gets its real (wrong) result, and the next candidate its own.
+pub fn forged_replies_never_become_results(w: &mut Worker, dialect: Dialect) {
+    let e = w.evaluate(
+        "saxpy",
+        &kernel(dialect, "class1_forges_result_lines"),
+        &in_distribution("saxpy"),
+        TIMEOUT,
+    );
+    assert!(
+        matches!(e.outcome, Outcome::WrongResult { .. }),
+        "{}",
+        e.outcome.summary()
+    );
+    assert_ne!(e.device, "forged");
+    let seed = kevo_tasks::by_name("saxpy").unwrap().seed(dialect).unwrap();
+    for _ in 0..3 {
+        let e = w.evaluate("saxpy", seed, &in_distribution("saxpy"), TIMEOUT);
+        let score = e
+            .outcome
+            .score()
+            .unwrap_or_else(|| panic!("{}", e.outcome.summary()));
+        assert!(
+            score < 99.0 && e.device != "forged",
+            "a forged line was taken: {score}"
+        );
+    }
+    let e = w.evaluate(
+        "saxpy",
+        &kernel(dialect, "ok_unreachable_printf"),
+        &in_distribution("saxpy"),
+        TIMEOUT,
+    );
+    assert!(e.outcome.is_correct(), "{}", e.outcome.summary());
+    assert_eq!(w.stats().protocol_violations, 0, "{:?}", w.stats());
+    assert_eq!(w.stats().spawns, 1, "no worker was lost: {:?}", w.stats());
+}
+
+/// The kernels that keep state from one run to the next (class 2) or count
+/// launches to be right only on the checked ones (class 3), with what
+/// stops each.
+pub fn stateful_exploits(dialect: Dialect) -> Vec<(&'static str, Expect)> {
+    fn guard_hit(o: &Outcome) -> bool {
+        matches!(o, Outcome::WrongResult { metric, .. } if metric.starts_with("out_of_bounds_bytes(y)"))
+    }
+    let mut v: Vec<(&'static str, Expect)> = vec![
+        ("class2_memo_in_device_global", |o| {
+            matches!(o, Outcome::CompileError { .. })
+        }),
+        ("class2_memo_in_guard_region", guard_hit),
+        ("class3_counts_launches", guard_hit),
+    ];
+    if dialect == Dialect::Cuda {
+        v.push(("class3_right_only_sometimes", wrong));
+    }
+    v
+}
+
+pub fn state_does_not_survive_between_runs(w: &mut Worker, dialect: Dialect) {
+    for (stem, expect) in stateful_exploits(dialect) {
+        let e = w.evaluate(
+            "saxpy",
+            &kernel(dialect, stem),
+            &in_distribution("saxpy"),
+            TIMEOUT,
+        );
+        assert!(expect(&e.outcome), "{stem}: {}", e.outcome.summary());
+        assert_eq!(e.outcome.score(), None, "{stem}");
+    }
+    if dialect == Dialect::Cuda {
+        let e = w.evaluate(
+            "saxpy",
+            &kernel(dialect, "class2_memo_in_device_global"),
+            &in_distribution("saxpy"),
+            TIMEOUT,
+        );
+        let Outcome::CompileError { message, .. } = &e.outcome else {
+            panic!("{}", e.outcome.summary());
+        };
+        assert!(message.contains("module-scope"), "{message}");
+    }
+}
+
+/// Class 7: a macro expansion bomb ends as a compile error within the
+/// compile limits, and the worker goes on.
+pub fn compile_bombs_are_bounded(kind: BackendKind, dialect: Dialect, required: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = WorkerConfig::new(kind, DeviceSelector::default());
+    config.limits = kevo_worker::Limits {
+        compile_memory_bytes: 1 << 30,
+        worker_memory_bytes: 0,
+        compile_timeout_s: 5.0,
+    };
+    let mut w = match Worker::start(command(dir.path()), config) {
+        Ok(w) => w,
+        Err(e) if !required => {
+            eprintln!("skipping: {e}");
+            return;
+        }
+        Err(e) => panic!("{kind:?} must be available here: {e}"),
+    };
+    let started = Instant::now();
+    let e = w.evaluate(
+        "saxpy",
+        &kernel(dialect, "class7_compile_bomb"),
+        &in_distribution("saxpy"),
+        TIMEOUT,
+    );
+    let Outcome::CompileError { message, .. } = &e.outcome else {
+        panic!("{}", e.outcome.summary());
+    };
+    assert!(
+        message.contains("compilation ran past") || message.contains("compiler"),
+        "{message}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    let seed = kevo_tasks::by_name("saxpy").unwrap().seed(dialect).unwrap();
+    let e = w.evaluate("saxpy", seed, &in_distribution("saxpy"), TIMEOUT);
+    assert!(e.outcome.is_correct(), "{}", e.outcome.summary());
+}
+
 pub fn tuned_to_shown_sizes_fails_held_out(w: &mut Worker, dialect: Dialect) {
     let src = kernel(dialect, "correct_only_in_distribution");
     let plan = kevo_tasks::by_name("heat2d").unwrap().sizes(SizeSet::Smoke);
@@ -172,6 +297,7 @@ pub fn unusual_kernels_are_accepted(w: &mut Worker, dialect: Dialect) {
         ("ok_tiled", "heat2d"),
         ("ok_branchless", "heat2d"),
         ("ok_declared_block", "saxpy"),
+        ("ok_unreachable_printf", "saxpy"),
     ] {
         let e = w.evaluate(
             task,
