@@ -304,6 +304,9 @@ pub fn evolve(args: EvolveArgs) -> Result<ExitCode> {
             summary.spent.cost_usd,
             summary.spent.wall_s
         );
+        for line in &summary.suspicious {
+            println!("SUSPICIOUS (never scored): {line}");
+        }
         println!("winner: kevo export {}", summary.run);
         Ok(ExitCode::SUCCESS)
     })
@@ -392,6 +395,26 @@ pub fn show(run: &str, store: StoreArgs, json: bool) -> Result<ExitCode> {
                 if h.promoted { "yes" } else { "" },
                 h.reason
             );
+        }
+        // Candidates that ran faster than the hardware allows: never
+        // scored, and worth a look (a reward hack or a wrong ceiling).
+        for h in history
+            .iter()
+            .filter(|h| h.outcome_kind.as_deref() == Some("suspicious"))
+        {
+            let Some(c) = h.candidate_id else { continue };
+            for e in store.evaluations_of(c).await? {
+                if let Ok(kevo_eval::Evaluation {
+                    outcome: kevo_eval::Outcome::Suspicious { size, reason, .. },
+                    ..
+                }) = e.evaluation()
+                {
+                    println!(
+                        "SUSPICIOUS: iteration {} candidate {} at size {size}: {reason}",
+                        h.iteration, c.0
+                    );
+                }
+            }
         }
         if let Some(b) = &best {
             println!(

@@ -176,10 +176,11 @@ pub struct DeviceArgs {
     /// Device, by index or name substring.
     #[arg(long)]
     pub device: Option<String>,
-    /// CUDA: replay each size's launch sequence as one CUDA graph (launch
-    /// overhead stops dominating small sizes).
+    /// CUDA: launch each kernel on a stream instead of replaying each size's
+    /// launch sequence as one CUDA graph (the default: graphs keep launch
+    /// jitter from dominating small sizes).
     #[arg(long)]
-    pub cuda_graph: bool,
+    pub no_cuda_graph: bool,
     /// CUDA: flush the L2 cache before every timed run (outside the timing),
     /// so sizes that fit in L2 are not timed warm.
     #[arg(long)]
@@ -218,7 +219,7 @@ impl DeviceArgs {
             );
         }
         Ok(kevo_worker::TimingOptions {
-            cuda_graph: self.cuda_graph,
+            cuda_graph: !self.no_cuda_graph,
             flush_l2: self.flush_l2,
             target_spread: Some(self.target_spread),
             max_timed_runs: Some(self.max_timed_runs),
@@ -372,12 +373,25 @@ fn default_timeout(
 }
 
 fn read_kernel(path: &Option<PathBuf>) -> Result<Option<String>> {
-    path.as_ref()
-        .map(|p| {
-            std::fs::read_to_string(p)
-                .with_context(|| format!("cannot read kernel file {}", p.display()))
-        })
+    read_candidate(path)?
+        .map(|c| c.map_err(|reason| anyhow::anyhow!("{reason}")))
         .transpose()
+}
+
+/// A candidate kernel file: its text, or why it is not text (a rejected
+/// candidate, not a failed command). An unreadable file is an error.
+fn read_candidate(path: &Option<PathBuf>) -> Result<Option<std::result::Result<String, String>>> {
+    let Some(p) = path else { return Ok(None) };
+    let bytes =
+        std::fs::read(p).with_context(|| format!("cannot read kernel file {}", p.display()))?;
+    Ok(Some(String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let line = e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+        format!(
+            "{}: line {line}: not valid UTF-8 at byte {at}; kernel source must be text",
+            p.display()
+        )
+    })))
 }
 
 fn source_for(
@@ -450,7 +464,30 @@ fn eval(args: EvalArgs) -> Result<ExitCode> {
         (Some(name), false) => vec![kevo_tasks::by_name(name)?],
         (None, false) => bail!("give --task NAME or --all"),
     };
-    let kernel_source = read_kernel(&args.kernel)?;
+    let kernel_source = match read_candidate(&args.kernel)? {
+        Some(Err(reason)) => {
+            // Rejected like any candidate the compiler would not take.
+            let evaluation = Evaluation {
+                task: tasks[0].name().to_string(),
+                device: String::new(),
+                backend: String::new(),
+                outcome: kevo_eval::Outcome::CompileError {
+                    diagnostics: kevo_backend::CompileDiagnostics::from_log(reason.clone()),
+                    message: reason,
+                },
+                sizes: Vec::new(),
+                wall: kevo_eval::WallTimes::default(),
+            };
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(&evaluation)?);
+            } else {
+                println!("{}: {}", evaluation.task, evaluation.outcome.summary());
+            }
+            return Ok(ExitCode::from(1));
+        }
+        Some(Ok(source)) => Some(source),
+        None => None,
+    };
     let config = args.device.worker_config(!args.no_fast_math)?;
     let mut worker = Worker::start(WorkerCommand::current_exe()?, config)?;
     let dialect = worker_dialect(&worker);

@@ -164,12 +164,12 @@ pub fn print_evaluation(e: &Evaluation, ceilings: &Ceilings) {
     );
     if !e.sizes.is_empty() {
         println!(
-            "{:<16} {:>7} {:>11} {:>11} {:>11} {:>12} {:>10} {:>9}  {}",
+            "{:<16} {:>7} {:>11} {:>9} {:>5} {:>12} {:>10} {:>9}  {}",
             "size",
             "correct",
             "median ms",
-            "min ms",
-            "max ms",
+            "IQR/med",
+            "runs",
             "achieved",
             "ceiling",
             "fraction",
@@ -181,12 +181,12 @@ pub fn print_evaluation(e: &Evaluation, ceilings: &Ceilings) {
                 .map(|t| format!(" ({t:.3e})"))
                 .unwrap_or_default();
             println!(
-                "{:<16} {:>7} {:>11.4} {:>11.4} {:>11.4} {:>7.2} {:<4} {:>10.1} {:>8.1}%  {}={:.3e}{}",
+                "{:<16} {:>7} {:>11.4} {:>8.2}% {:>5} {:>7.2} {:<4} {:>10.1} {:>8.1}%  {}={:.3e}{}",
                 s.label,
                 yes_no(s.correct),
                 s.time.median_s * 1e3,
-                s.time.min_s * 1e3,
-                s.time.max_s * 1e3,
+                s.time.spread * 100.0,
+                s.time.samples_s.len(),
                 s.achieved,
                 s.unit,
                 s.ceiling,

@@ -251,8 +251,12 @@ impl Image {
 const SHF_WRITE: u64 = 0x1;
 const SHF_ALLOC: u64 = 0x2;
 
-/// Sum of the sizes of ELF64 sections named `.nv.global` or
-/// `.nv.global.*` that are allocated and writable.
+/// Bytes of writable module-scope variables in a CUBIN: the sizes of the
+/// data objects (`STT_OBJECT` symbols) that live in allocated, writable
+/// sections named `.nv.global` or `.nv.global.*`. Only named objects count:
+/// NVRTC can emit a one-byte `.nv.global` section for a module that
+/// declares no variable at all (seen on sm_90a for lj's seed). Without a
+/// symbol table the sections' sizes count instead.
 fn elf_writable_global_bytes(elf: &[u8]) -> Option<u64> {
     let u16_at = |o: usize| Some(u16::from_le_bytes(elf.get(o..o + 2)?.try_into().ok()?));
     let u32_at = |o: usize| Some(u32::from_le_bytes(elf.get(o..o + 4)?.try_into().ok()?));
@@ -269,22 +273,52 @@ fn elf_writable_global_bytes(elf: &[u8]) -> Option<u64> {
         return None;
     }
     let header = |i: usize| shoff.checked_add(i.checked_mul(shentsize)?);
-    let names_at = usize::try_from(u64_at(header(shstrndx)? + 24)?).ok()?;
-    let mut total = 0u64;
+    let offset_of = |i: usize| usize::try_from(u64_at(header(i)? + 24)?).ok();
+    let c_str = |at: usize| -> Option<&[u8]> {
+        let bytes = elf.get(at..)?;
+        Some(&bytes[..bytes.iter().position(|&b| b == 0)?])
+    };
+    let names_at = offset_of(shstrndx)?;
+    let mut globals = Vec::new();
+    let mut section_bytes = 0u64;
+    let mut symtabs = Vec::new();
     for i in 0..shnum {
         let h = header(i)?;
-        let name_off = names_at.checked_add(usize::try_from(u32_at(h)?).ok()?)?;
-        let name_bytes = elf.get(name_off..)?;
-        let name = &name_bytes[..name_bytes.iter().position(|&b| b == 0)?];
+        let name = c_str(names_at.checked_add(usize::try_from(u32_at(h)?).ok()?)?)?;
+        let kind = u32_at(h + 4)?;
         let flags = u64_at(h + 8)?;
-        let size = u64_at(h + 32)?;
         let is_global = name == b".nv.global" || name.starts_with(b".nv.global.");
         if is_global && flags & (SHF_WRITE | SHF_ALLOC) == SHF_WRITE | SHF_ALLOC {
-            total += size;
+            globals.push(i);
+            section_bytes += u64_at(h + 32)?;
+        }
+        if kind == SHT_SYMTAB {
+            symtabs.push(i);
+        }
+    }
+    if symtabs.is_empty() {
+        return Some(section_bytes);
+    }
+    let mut total = 0u64;
+    for t in symtabs {
+        let h = header(t)?;
+        let (at, size) = (offset_of(t)?, usize::try_from(u64_at(h + 32)?).ok()?);
+        let entsize = usize::try_from(u64_at(h + 56)?).ok()?.max(24);
+        for k in 0..size / entsize {
+            let sym = at.checked_add(k * entsize)?;
+            let info = *elf.get(sym + 4)?;
+            let shndx = usize::from(u16_at(sym + 6)?);
+            let bytes = u64_at(sym + 16)?;
+            if info & 0xF == STT_OBJECT && globals.contains(&shndx) {
+                total += bytes;
+            }
         }
     }
     Some(total)
 }
+
+const SHT_SYMTAB: u32 = 2;
+const STT_OBJECT: u8 = 1;
 
 /// Number of module-scope `.global` variable declarations in PTX (their
 /// sizes would need the type grammar; any count above zero is refused).
@@ -308,18 +342,27 @@ mod tests {
     use super::*;
 
     /// A minimal ELF64 with the given (name, flags, size) sections after
-    /// the null section and the section-name table.
-    fn elf_with(sections: &[(&str, u64, u64)]) -> Vec<u8> {
+    /// the null section and the section-name table, and, when `symbols`
+    /// is given, a symbol table of (section index among `sections`, type,
+    /// size) entries.
+    fn elf_with(sections: &[(&str, u64, u64)], symbols: Option<&[(usize, u8, u64)]>) -> Vec<u8> {
         let mut names = vec![0u8];
         let mut name_offsets = Vec::new();
-        for n in std::iter::once(".shstrtab").chain(sections.iter().map(|s| s.0)) {
+        let symtab_name = [".symtab"];
+        let all: Vec<&str> = std::iter::once(".shstrtab")
+            .chain(sections.iter().map(|s| s.0))
+            .chain(symbols.map(|_| symtab_name[0]))
+            .collect();
+        for n in &all {
             name_offsets.push(names.len() as u32);
             names.extend_from_slice(n.as_bytes());
             names.push(0);
         }
         let names_at = 64usize;
-        let shoff = names_at + names.len();
-        let shnum = 2 + sections.len();
+        let syms = symbols.unwrap_or(&[]);
+        let symtab_at = names_at + names.len();
+        let shoff = symtab_at + 24 * syms.len();
+        let shnum = 2 + sections.len() + usize::from(symbols.is_some());
         let mut elf = vec![0u8; shoff + 64 * shnum];
         elf[0..4].copy_from_slice(b"\x7fELF");
         elf[4] = 2;
@@ -329,16 +372,28 @@ mod tests {
         elf[0x3C..0x3E].copy_from_slice(&(shnum as u16).to_le_bytes());
         elf[0x3E..0x40].copy_from_slice(&1u16.to_le_bytes());
         elf[names_at..names_at + names.len()].copy_from_slice(&names);
-        let mut put = |i: usize, name: u32, flags: u64, offset: u64, size: u64| {
+        for (k, &(section, kind, size)) in syms.iter().enumerate() {
+            let at = symtab_at + 24 * k;
+            elf[at + 4] = kind;
+            elf[at + 6..at + 8].copy_from_slice(&((section + 2) as u16).to_le_bytes());
+            elf[at + 16..at + 24].copy_from_slice(&size.to_le_bytes());
+        }
+        let mut put = |i: usize, name: u32, kind: u32, flags: u64, offset: u64, size: u64| {
             let h = shoff + 64 * i;
             elf[h..h + 4].copy_from_slice(&name.to_le_bytes());
+            elf[h + 4..h + 8].copy_from_slice(&kind.to_le_bytes());
             elf[h + 8..h + 16].copy_from_slice(&flags.to_le_bytes());
             elf[h + 24..h + 32].copy_from_slice(&offset.to_le_bytes());
             elf[h + 32..h + 40].copy_from_slice(&size.to_le_bytes());
+            elf[h + 56..h + 64].copy_from_slice(&24u64.to_le_bytes());
         };
-        put(1, name_offsets[0], 0, names_at as u64, names.len() as u64);
+        put(1, name_offsets[0], 3, 0, names_at as u64, names.len() as u64);
         for (k, (_, flags, size)) in sections.iter().enumerate() {
-            put(2 + k, name_offsets[k + 1], *flags, 0, *size);
+            put(2 + k, name_offsets[k + 1], 1, *flags, 0, *size);
+        }
+        if symbols.is_some() {
+            let i = 2 + sections.len();
+            put(i, name_offsets[i - 1], SHT_SYMTAB, 0, symtab_at as u64, (24 * syms.len()) as u64);
         }
         elf
     }
@@ -346,19 +401,24 @@ mod tests {
     #[test]
     fn writable_globals_are_found_in_a_cubin() {
         let rw = SHF_WRITE | SHF_ALLOC;
-        let elf = elf_with(&[
+        let sections = [
             (".text.saxpy", SHF_ALLOC | 0x4, 256),
             (".nv.constant0.saxpy", SHF_ALLOC, 64),
             (".nv.global", rw, 8),
             (".nv.global.init", rw, 4),
-        ]);
-        assert_eq!(elf_writable_global_bytes(&elf), Some(12));
-        let clean = elf_with(&[
-            (".text.saxpy", SHF_ALLOC | 0x4, 256),
-            (".nv.shared.saxpy", rw, 4096),
-        ]);
-        assert_eq!(elf_writable_global_bytes(&clean), Some(0));
+        ];
+        // Without a symbol table: the sections' sizes.
+        assert_eq!(elf_writable_global_bytes(&elf_with(&sections, None)), Some(12));
+        // With one: the objects in them (a function symbol does not count).
+        let symbols = [(2, STT_OBJECT, 8), (3, STT_OBJECT, 4), (0, 2, 256)];
+        assert_eq!(elf_writable_global_bytes(&elf_with(&sections, Some(&symbols))), Some(12));
+        // A one-byte `.nv.global` with no object in it is no state.
+        let empty = [(".text.lj_step", SHF_ALLOC | 0x4, 256), (".nv.global", rw, 1)];
+        assert_eq!(elf_writable_global_bytes(&elf_with(&empty, Some(&[(0, 2, 256)]))), Some(0));
+        let clean = [(".text.saxpy", SHF_ALLOC | 0x4, 256), (".nv.shared.saxpy", rw, 4096)];
+        assert_eq!(elf_writable_global_bytes(&elf_with(&clean, None)), Some(0));
         assert_eq!(elf_writable_global_bytes(b"not an elf"), None);
+        let elf = elf_with(&sections, None);
         assert_eq!(elf_writable_global_bytes(&elf[..70]), None, "truncated");
     }
 

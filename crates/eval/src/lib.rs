@@ -844,15 +844,21 @@ pub enum Stage<'a> {
 
 /// A candidate the compiler would see differently from kevo: a NUL byte
 /// ends the source for NVRTC (kevo would still parse the declarations after
-/// it), so it is rejected as a compile error naming the line.
+/// it), and a carriage return not followed by a line feed ends a line for
+/// the compiler but not for kevo's line-based parsing. Either is rejected as
+/// a compile error naming the line.
 fn source_rejection(source: &str, extension: &str) -> Option<Outcome> {
-    let at = source.find('\0')?;
+    let bytes = source.as_bytes();
+    let (at, what) = bytes.iter().enumerate().find_map(|(i, &b)| match b {
+        0 => Some((i, "a NUL byte")),
+        b'\r' if bytes.get(i + 1) != Some(&b'\n') => Some((i, "a carriage return without a line feed")),
+        _ => None,
+    })?;
     let line = source[..at].matches('\n').count() + 1;
-    let message =
-        format!("line {line}: the source contains a NUL byte; kernel source must be text");
+    let message = format!("line {line}: the source contains {what}; kernel source must be plain text lines");
     Some(Outcome::CompileError {
         diagnostics: kevo_backend::CompileDiagnostics::from_log(format!(
-            "candidate.{extension}:{line}:1: error: the source contains a NUL byte"
+            "candidate.{extension}:{line}:1: error: the source contains {what}"
         )),
         message,
     })
@@ -965,7 +971,9 @@ mod tests {
             "{}",
             o.summary()
         );
-        assert!(source_rejection("__kernel void f() {}\n", "cl").is_none());
+        assert!(source_rejection("__kernel void f() {}\r\n// ok\r\n", "cl").is_none());
+        let o = source_rejection("// a\r// kevo: block 64\n", "cl").unwrap();
+        assert!(o.summary().contains("line 1") && o.summary().contains("carriage return"), "{}", o.summary());
     }
 
     #[test]

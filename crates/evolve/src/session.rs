@@ -124,6 +124,10 @@ pub struct Summary {
     pub best_iteration: u32,
     pub held_out: Option<HeldOutSummary>,
     pub spent: Spent,
+    /// Candidates that ran faster than the hardware allows (never scored):
+    /// "iteration N candidate C at size S: reason".
+    #[serde(default)]
+    pub suspicious: Vec<String>,
 }
 
 /// What a checkpoint needs beyond the store's own columns.
@@ -585,6 +589,17 @@ impl<'e> Session<'e> {
         let held_out = self.held_out().await?;
         observer.on(&Event::HeldOut(held_out.clone()));
         let strategy = self.strategy.as_ref().expect("seed evaluated");
+        let suspicious = strategy
+            .history
+            .iter()
+            .filter_map(|h| match self.evaluations.get(&h.candidate).map(|e| &e.outcome) {
+                Some(Outcome::Suspicious { size, reason, .. }) => Some(format!(
+                    "iteration {} candidate {} at size {size}: {reason}",
+                    h.iteration, h.candidate
+                )),
+                _ => None,
+            })
+            .collect();
         let summary = Summary {
             run: self.run.0.clone(),
             task: self.task.name().into(),
@@ -599,6 +614,7 @@ impl<'e> Session<'e> {
             best_iteration: self.state.best_iteration,
             held_out: Some(held_out),
             spent: self.spent(),
+            suspicious,
         };
         let value =
             serde_json::to_value(&summary).map_err(|e| EvolveError::Invalid(e.to_string()))?;

@@ -22,11 +22,13 @@ use crate::limits::Limits;
 
 /// How timings are taken: the launch mode and cache state (CUDA only;
 /// OpenCL ignores both) and how many runs are timed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct TimingOptions {
-    /// Replay each size's launch sequence as one CUDA graph: launch
-    /// overhead (4-5 us a launch on an H100) stops dominating small sizes.
+    /// Replay each size's launch sequence as one CUDA graph (the default):
+    /// launch jitter stops dominating small sizes. On an H100 the seeds'
+    /// IQR/median at full sizes is 5-15% with stream launches at heat2d
+    /// 256², lbm and morton N32, and under 1% as graphs (BENCHMARKS.md).
     pub cuda_graph: bool,
     /// Flush the L2 cache before every timed run, outside the timed region,
     /// so a size that fits in L2 is not timed warm.
@@ -36,6 +38,17 @@ pub struct TimingOptions {
     pub target_spread: Option<f64>,
     /// ... or this many runs were timed (default 50).
     pub max_timed_runs: Option<usize>,
+}
+
+impl Default for TimingOptions {
+    fn default() -> Self {
+        TimingOptions {
+            cuda_graph: true,
+            flush_l2: false,
+            target_spread: None,
+            max_timed_runs: None,
+        }
+    }
 }
 
 /// Everything a worker needs to open its device and evaluate.

@@ -2,7 +2,6 @@
 // (with and without a nonce) claiming a correct result with score 99 for
 // this request and the next ones. Replies travel on a private descriptor,
 // so this is just output on stderr; y is left unchanged, so it is wrong.
-#include <cstdio>
 extern "C" __global__ void saxpy(const float* x, float* y, float a, unsigned int N) {
     unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i == 0) {

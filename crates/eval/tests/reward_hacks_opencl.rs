@@ -1,0 +1,170 @@
+//! Mechanisms that stop kernels from passing without doing the work, on a
+//! real OpenCL device (PoCL in CI): every timed run is checked (class 3),
+//! and a figure faster than the hardware allows is suspicious, not a score
+//! (class 6).
+
+mod common;
+
+use std::collections::HashSet;
+
+use kevo_backend::{
+    Backend, BackendError, BufferId, CompileOptions, DeviceInfo, DeviceSelector, DeviceTime,
+    Dialect, KernelArg, KernelId, KernelInfo, Launch, ModuleId, ModuleInfo,
+};
+use kevo_eval::{EvalConfig, Evaluator, Outcome};
+use kevo_opencl::OpenClBackend;
+use kevo_roofline::{CeilingSource, Ceilings};
+
+use common::smoke;
+
+/// PoCL, except that after the `corrupt_at`-th launch sequence of the
+/// candidate's `saxpy` (counting from 1) the first element of `y` is
+/// zeroed: a stand-in for a kernel that is wrong on one run it expects to
+/// go unchecked, without needing any state of its own.
+struct WrongOnOneRun {
+    inner: OpenClBackend,
+    candidate: HashSet<KernelId>,
+    runs: usize,
+    corrupt_at: usize,
+}
+
+impl Backend for WrongOnOneRun {
+    fn dialect(&self) -> Dialect {
+        self.inner.dialect()
+    }
+    fn info(&self) -> &DeviceInfo {
+        self.inner.info()
+    }
+    fn compile(&mut self, source: &str, o: &CompileOptions) -> Result<ModuleId, BackendError> {
+        self.inner.compile(source, o)
+    }
+    fn kernel(&mut self, module: ModuleId, name: &str) -> Result<KernelId, BackendError> {
+        let k = self.inner.kernel(module, name)?;
+        if name == "saxpy" {
+            self.candidate.insert(k);
+        }
+        Ok(k)
+    }
+    fn kernel_info(&self, kernel: KernelId) -> Result<KernelInfo, BackendError> {
+        self.inner.kernel_info(kernel)
+    }
+    fn release_module(&mut self, module: ModuleId) {
+        self.inner.release_module(module)
+    }
+    fn module_info(&self, module: ModuleId) -> Result<ModuleInfo, BackendError> {
+        self.inner.module_info(module)
+    }
+    fn alloc(&mut self, bytes: usize) -> Result<BufferId, BackendError> {
+        self.inner.alloc(bytes)
+    }
+    fn free(&mut self, buffer: BufferId) {
+        self.inner.free(buffer)
+    }
+    fn upload(&mut self, buffer: BufferId, data: &[u8]) -> Result<(), BackendError> {
+        self.inner.upload(buffer, data)
+    }
+    fn download(&mut self, buffer: BufferId, out: &mut [u8]) -> Result<(), BackendError> {
+        self.inner.download(buffer, out)
+    }
+    fn view(&mut self, p: BufferId, offset: usize, bytes: usize) -> Result<BufferId, BackendError> {
+        self.inner.view(p, offset, bytes)
+    }
+    fn views_alias(&self) -> bool {
+        self.inner.views_alias()
+    }
+    fn download_range(&mut self, b: BufferId, at: usize, out: &mut [u8]) -> Result<(), BackendError> {
+        self.inner.download_range(b, at, out)
+    }
+    fn copy_buffer(&mut self, s: BufferId, d: BufferId, bytes: usize) -> Result<(), BackendError> {
+        self.inner.copy_buffer(s, d, bytes)
+    }
+    fn fill_buffer(&mut self, b: BufferId, value: u8, bytes: usize) -> Result<(), BackendError> {
+        self.inner.fill_buffer(b, value, bytes)
+    }
+    fn run_timed(&mut self, launches: &[Launch]) -> Result<DeviceTime, BackendError> {
+        let t = self.inner.run_timed(launches)?;
+        if let Some(l) = launches.iter().find(|l| self.candidate.contains(&l.kernel)) {
+            self.runs += 1;
+            if self.runs == self.corrupt_at
+                && let KernelArg::Buffer(y) = l.args[1]
+            {
+                self.inner.fill_buffer(y, 0, 4)?;
+            }
+        }
+        Ok(t)
+    }
+}
+
+fn ceilings(bandwidth_gbs: f64, fp32_gflops: f64) -> Ceilings {
+    Ceilings {
+        bandwidth_gbs,
+        fp32_gflops,
+        source: CeilingSource::Datasheet {
+            entry: "test".into(),
+        },
+    }
+}
+
+fn opencl() -> Option<OpenClBackend> {
+    match OpenClBackend::open(&DeviceSelector::default()) {
+        Ok(b) => Some(b),
+        Err(e) if std::env::var_os("CI").is_none() => {
+            eprintln!("skipping: {e}");
+            None
+        }
+        Err(e) => panic!("OpenCL must be available in CI: {e}"),
+    }
+}
+
+fn saxpy_with_one_wrong_run(corrupt_at: usize) -> Option<Outcome> {
+    let backend = WrongOnOneRun {
+        inner: opencl()?,
+        candidate: HashSet::new(),
+        runs: 0,
+        corrupt_at,
+    };
+    let mut ev = Evaluator::new(backend, ceilings(10.0, 100.0), EvalConfig::default());
+    let task = kevo_tasks::by_name("saxpy").unwrap();
+    let sizes = smoke(task);
+    Some(ev.evaluate(task, task.seed(Dialect::OpenCl).unwrap(), &sizes[..1]).outcome)
+}
+
+#[test]
+fn class3_a_kernel_wrong_on_any_one_timed_run_fails() {
+    // Warm-ups are 2 to 5, so launch 7 is a timed run after the first,
+    // launch 12 the last timed run of the old fixed protocol.
+    for corrupt_at in [7, 9, 12] {
+        let Some(outcome) = saxpy_with_one_wrong_run(corrupt_at) else {
+            return;
+        };
+        let Outcome::WrongResult { metric, .. } = &outcome else {
+            panic!("corrupting launch {corrupt_at}: {}", outcome.summary());
+        };
+        assert!(metric.contains("(timed run "), "{metric}");
+    }
+    // The same backend without corruption: the seed is correct.
+    let outcome = saxpy_with_one_wrong_run(usize::MAX).unwrap();
+    assert!(outcome.is_correct(), "{}", outcome.summary());
+}
+
+#[test]
+fn class6_faster_than_the_hardware_is_suspicious_and_unscored() {
+    let Some(backend) = opencl() else { return };
+    // A ceiling a thousand times too low makes an honest seed look like a
+    // kernel that skips its work.
+    let mut ev = Evaluator::new(backend, ceilings(1e-3, 1e-3), EvalConfig::default());
+    for name in ["nbody", "saxpy"] {
+        let task = kevo_tasks::by_name(name).unwrap();
+        let sizes = smoke(task);
+        let e = ev.evaluate(task, task.seed(Dialect::OpenCl).unwrap(), &sizes[..1]);
+        let Outcome::Suspicious { size, reason, score } = &e.outcome else {
+            panic!("{name}: {}", e.outcome.summary());
+        };
+        assert_eq!(size, &sizes[0].label);
+        assert!(*score > 1.0, "{score}");
+        let ceiling = if name == "nbody" { "FP32 peak" } else { "DRAM bandwidth" };
+        assert!(reason.contains(ceiling), "{reason}");
+        assert_eq!(e.outcome.score(), None, "never scored");
+        assert!(!e.outcome.is_correct());
+    }
+}
