@@ -17,7 +17,9 @@ const RCUT2: f32 = 6.25;
 const RCUT: f64 = 2.5;
 const MAX_PER_CELL: u32 = 64;
 const SPACING: f64 = 1.15;
-const TOLERANCE: f64 = 1e-4;
+/// Check tolerances (max_abs, absolute) on positions and velocities.
+const TOL_POS: f64 = 1e-4;
+const TOL_VEL: f64 = 1e-2;
 
 pub struct Lj;
 
@@ -425,9 +427,10 @@ impl Task for Lj {
         Problem {
             buffers,
             launches,
-            // Final positions (A after an even step count, else B), then
-            // the cell counts of the last step for the occupancy check.
-            outputs: vec![d.steps % 2, 4],
+            // Final positions (A after an even step count, else B), the
+            // cell counts of the last step for the occupancy check, then the
+            // final velocities (same parity as the positions).
+            outputs: vec![d.steps % 2, 4, 2 + d.steps % 2],
         }
     }
     fn reference(&self, size: &Size, problem: &Problem) -> Reference {
@@ -435,6 +438,8 @@ impl Task for Lj {
         let mut pos = float4_bytes_to_xyz(init_data(problem, 0));
         let mut vel = float4_bytes_to_xyz(init_data(problem, 2));
         integrate(&mut pos, &mut vel, d.l, d.steps);
+        // Positions then velocities, xyz triples.
+        pos.extend_from_slice(&vel);
         Arc::new(pos)
     }
     fn check(
@@ -458,13 +463,25 @@ impl Task for Lj {
                 tolerance: Some(MAX_PER_CELL as f64),
             };
         }
-        let got = float4_bytes_to_xyz(&outputs[0]);
-        let value = max_abs_diff(&got, want);
+        let (want_pos, want_vel) = want.split_at(want.len() / 2);
+        // Velocities are a result too: a kernel that reuses stale forces
+        // moves positions by only dt² times the force error, but velocities
+        // by dt times it.
+        let vel = max_abs_diff(&float4_bytes_to_xyz(&outputs[2]), want_vel);
+        if vel.is_nan() || vel > TOL_VEL {
+            return Verdict {
+                passed: false,
+                metric: "max_abs_vel".into(),
+                value: vel,
+                tolerance: Some(TOL_VEL),
+            };
+        }
+        let value = max_abs_diff(&float4_bytes_to_xyz(&outputs[0]), want_pos);
         Verdict {
-            passed: value <= TOLERANCE,
+            passed: value <= TOL_POS,
             metric: "max_abs_pos".into(),
             value,
-            tolerance: Some(TOLERANCE),
+            tolerance: Some(TOL_POS),
         }
     }
 }
@@ -595,16 +612,22 @@ mod tests {
         let p = Lj.problem(&size, 1);
         let r = Lj.reference(&size, &p);
         let want = r.downcast_ref::<Vec<f32>>().unwrap();
-        let pos = xyz_to_float4_bytes(want);
+        let pos = xyz_to_float4_bytes(&want[..3 * 343]);
+        let vel = xyz_to_float4_bytes(&want[3 * 343..]);
         let mut counts = vec![0u8; 4 * 27];
-        let v = Lj.check(&size, &p, &r, &[pos.clone(), counts.clone()]);
+        let v = Lj.check(&size, &p, &r, &[pos.clone(), counts.clone(), vel.clone()]);
         assert!(v.passed && v.metric == "max_abs_pos", "{v:?}");
         counts[8..12].copy_from_slice(&65u32.to_le_bytes());
-        let v = Lj.check(&size, &p, &r, &[pos.clone(), counts]);
+        let v = Lj.check(&size, &p, &r, &[pos.clone(), counts, vel.clone()]);
         assert!(!v.passed && v.metric == "cell_overflow" && v.value == 65.0);
-        let mut nan = pos;
+        let mut nan = pos.clone();
         nan[4..8].copy_from_slice(&f32::NAN.to_le_bytes());
-        let v = Lj.check(&size, &p, &r, &[nan, vec![0u8; 4 * 27]]);
+        let v = Lj.check(&size, &p, &r, &[nan, vec![0u8; 4 * 27], vel.clone()]);
         assert!(!v.passed && v.value.is_nan());
+        // Velocities are checked too.
+        let mut nan = vel;
+        nan[20..24].copy_from_slice(&f32::NAN.to_le_bytes());
+        let v = Lj.check(&size, &p, &r, &[pos, vec![0u8; 4 * 27], nan]);
+        assert!(!v.passed && v.metric == "max_abs_vel" && v.value.is_nan());
     }
 }
