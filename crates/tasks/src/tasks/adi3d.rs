@@ -253,8 +253,16 @@ impl Task for Adi3d {
     }
     fn sizes(&self, set: SizeSet) -> SizePlan {
         match set {
-            // LARGE-SCAFFOLD: replace with the task's own large sizes.
-            SizeSet::Large => self.sizes(SizeSet::Full),
+            // Working set (two f32 grids) >= 256 MiB at every size; extents
+            // are multiples of the 32-wide block.
+            SizeSet::Large => SizePlan {
+                in_distribution: vec![
+                    Size::new("N352_8", &[352, 352, 352, 8]),
+                    Size::new("N448_6", &[448, 448, 448, 6]),
+                    Size::new("N512_5", &[512, 512, 512, 5]),
+                ],
+                held_out: Size::new("P576x448x320_5", &[576, 448, 320, 5]),
+            },
             SizeSet::Full => SizePlan {
                 in_distribution: vec![
                     Size::new("N64_20", &[64, 64, 64, 20]),

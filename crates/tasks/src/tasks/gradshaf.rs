@@ -156,8 +156,16 @@ impl Task for Gradshaf {
     }
     fn sizes(&self, set: SizeSet) -> SizePlan {
         match set {
-            // LARGE-SCAFFOLD: replace with the task's own large sizes.
-            SizeSet::Large => self.sizes(SizeSet::Full),
+            // Working set (two f32 grids) >= 256 MiB at every size; the
+            // extents stay 2^k + 1 so that dR and dZ are powers of two.
+            SizeSet::Large => SizePlan {
+                in_distribution: vec![
+                    Size::new("8193x4097_40", &[8193, 4097, 40]),
+                    Size::new("8193x8193_30", &[8193, 8193, 30]),
+                    Size::new("16385x8193_20", &[16385, 8193, 20]),
+                ],
+                held_out: Size::new("4097x16385_30", &[4097, 16385, 30]),
+            },
             SizeSet::Full => SizePlan {
                 in_distribution: vec![
                     Size::new("65x65_30", &[65, 65, 30]),

@@ -317,8 +317,22 @@ impl Task for Lj {
     }
     fn sizes(&self, set: SizeSet) -> SizePlan {
         match set {
-            // LARGE-SCAFFOLD: replace with the task's own large sizes.
-            SizeSet::Large => self.sizes(SizeSet::Full),
+            // Compute-bound (FP32 ceiling): about 2.7e10 to 4.1e10 FLOPs per
+            // run by the work model, i.e. at least ~5 ms on an H100 (about
+            // 60 TFLOPS FP32) for a kernel at 10 % of peak, which is already
+            // a strong cell-list kernel (the seed is far slower). Steps stay
+            // at most 40 so that chaos does not amplify honest f32 rounding
+            // past the tolerance; the f64 reference takes about 20 s on 16
+            // cores at the largest size. L/M >= r_c holds: 115/45, 147.2/58,
+            // 184/73, 165.6/66.
+            SizeSet::Large => SizePlan {
+                in_distribution: vec![
+                    Size::new("N1000000_M45_steps40", &[1_000_000, 45, 40]),
+                    Size::new("N2097152_M58_steps25", &[2_097_152, 58, 25]),
+                    Size::new("N4096000_M73_steps15", &[4_096_000, 73, 15]),
+                ],
+                held_out: Size::new("N2985984_M66_steps20", &[2_985_984, 66, 20]),
+            },
             SizeSet::Full => SizePlan {
                 in_distribution: vec![
                     Size::new("N1728_M5_steps20", &[1728, 5, 20]),

@@ -171,8 +171,17 @@ impl Task for Morton {
     }
     fn sizes(&self, set: SizeSet) -> SizePlan {
         match set {
-            // LARGE-SCAFFOLD: replace with the task's own large sizes.
-            SizeSet::Large => self.sizes(SizeSet::Full),
+            // Working set (two f32 grids) >= 256 MiB needs N >= 512, and
+            // the 30-bit Morton index caps N at 1024: the four sizes are
+            // told apart by their step counts too.
+            SizeSet::Large => SizePlan {
+                in_distribution: vec![
+                    Size::new("N512_20", &[512, 20]),
+                    Size::new("N1024_4", &[1024, 4]),
+                    Size::new("N1024_8", &[1024, 8]),
+                ],
+                held_out: Size::new("N512_32", &[512, 32]),
+            },
             SizeSet::Full => SizePlan {
                 in_distribution: vec![
                     Size::new("N32_120", &[32, 120]),
