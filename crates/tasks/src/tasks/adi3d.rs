@@ -19,6 +19,14 @@ use crate::rng::Rng;
 use crate::*;
 
 const MU: f32 = 0.5;
+/// The check: max_abs <= TOL_REL * max|ref|. The spec's 1e-3 + 1e-3 max|ref|
+/// was ~1000x the worst honest f32 error and passed a kernel that skipped a
+/// whole step (held-out size) or the last z sweep (N128, held-out). Worst
+/// honest error over the smoke and full sizes (tests/tolerance_audit_b.rs,
+/// docs/tolerance-audit-b.md): 1.85e-6 = 2.5e-6 max|ref| (Thomas with a
+/// reciprocal multiply, N64_20); fma, reversed elimination, 2-ulp divisions
+/// and an f64 solve stay below. Skipping the last z sweep errs >= 1.3e-3.
+const TOL_REL: f64 = 1.5e-5;
 /// Block of every sweep, fixed by the task.
 const BLOCK: u32 = 32;
 
@@ -354,7 +362,7 @@ impl Task for Adi3d {
             .downcast_ref::<Vec<f32>>()
             .expect("adi3d reference");
         let got = bytes_to_f32s(&outputs[0]);
-        max_abs_verdict(&got, want, 1e-3 + 1e-3 * max_abs(want))
+        max_abs_verdict(&got, want, TOL_REL * max_abs(want))
     }
 }
 

@@ -203,6 +203,21 @@ fn fft3_c64(mut data: Vec<C64>, n: usize, plan: &Plan) -> Vec<C64> {
     data
 }
 
+/// Tolerance per transform, relative to max component |ref|. The spec's
+/// 1e-3 + 1e-3 max|ref| was ~450x the worst honest f32 error and passed a
+/// kernel that stores its intermediates in half precision (half the
+/// traffic). Worst honest error over the smoke and full sizes
+/// (tests/tolerance_audit_b.rs, docs/tolerance-audit-b.md): f32 radix-2
+/// with twiddles by recurrence, 2.2e-6 max|ref| at 256³ (table twiddles
+/// 2.5e-7, sincos 5.9e-7, 2-ulp fast-math 9.3e-7, direct DFT per line 4e-7
+/// at 64³); half-precision intermediates reach 2.8e-4. The error grows
+/// with the number of transforms, hence the factor R.
+const TOL_REL: f64 = 2e-5;
+
+fn tolerance(size: &Size, want: &[f32]) -> f64 {
+    TOL_REL * repeats(size) as f64 * max_abs(want)
+}
+
 impl Task for Fft3d {
     fn name(&self) -> &'static str {
         "fft3d"
@@ -316,7 +331,7 @@ impl Task for Fft3d {
     }
     fn check(
         &self,
-        _size: &Size,
+        size: &Size,
         _problem: &Problem,
         reference: &Reference,
         outputs: &[Vec<u8>],
@@ -326,7 +341,7 @@ impl Task for Fft3d {
             .expect("fft3d reference");
         let got = bytes_to_f32s(&outputs[0]);
         // Component-wise over re and im.
-        max_abs_verdict(&got, want, 1e-3 + 1e-3 * max_abs(want))
+        max_abs_verdict(&got, want, tolerance(size, want))
     }
 }
 
@@ -492,7 +507,7 @@ mod tests {
         let v = Fft3d.check(&size, &p, &r, &[f32s_to_bytes(&want)]);
         assert!(v.passed && v.value == 0.0);
         let tol = v.tolerance.unwrap();
-        assert!((tol - (1e-3 + 1e-3 * max_abs(&want))).abs() < 1e-12);
+        assert!((tol - TOL_REL * max_abs(&want)).abs() < 1e-12);
         let mut bad = want.clone();
         bad[7] += 2.0 * tol as f32;
         assert!(!Fft3d.check(&size, &p, &r, &[f32s_to_bytes(&bad)]).passed);

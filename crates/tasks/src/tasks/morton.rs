@@ -19,6 +19,16 @@ use crate::rng::Rng;
 use crate::*;
 
 const ALPHA: f32 = 0.10;
+/// The check: max_abs <= TOL_ABS + TOL_REL * max|ref| (after un-permuting).
+/// The spec's 1e-4 + 1e-5 max|ref| was ~140x the worst honest f32 error.
+/// Worst honest error over the smoke and full sizes
+/// (tests/tolerance_audit_b.rs, docs/tolerance-audit-b.md): 7.75e-7 at
+/// N64_60 (max|ref| 0.83) for c (1 - 6 alpha) + alpha sum; reordered,
+/// pairwise and fma sums and f64 stay below. One step fewer errs >= 3.6e-3
+/// at smoke sizes and 4e-4 at the held-out; half-precision intermediates
+/// >= 2e-4.
+const TOL_ABS: f64 = 4e-6;
+const TOL_REL: f64 = 4e-6;
 
 pub struct Morton;
 
@@ -278,7 +288,7 @@ impl Task for Morton {
             return max_abs_verdict(&stored, want, 0.0);
         }
         let got = from_morton(&stored, n);
-        max_abs_verdict(&got, want, 1e-4 + 1e-5 * max_abs(want))
+        max_abs_verdict(&got, want, TOL_ABS + TOL_REL * max_abs(want))
     }
 }
 
