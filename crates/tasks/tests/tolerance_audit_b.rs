@@ -111,13 +111,31 @@ fn audit(
     variants: &dyn Fn(&Size, &Problem, &Reference) -> Vec<Row>,
 ) -> Vec<Row> {
     let plan = task.sizes(set);
+    let mut sizes: Vec<Size> = plan.in_distribution.clone();
+    sizes.push(plan.held_out.clone());
+    if set == SizeSet::Full {
+        sizes.extend(stress_sizes(task.name()));
+    }
     let mut rows = Vec::new();
-    for size in plan.in_distribution.iter().chain([&plan.held_out]) {
+    for size in &sizes {
         let p = task.problem(size, task.default_seed() ^ 0xA0D1_7000);
         let r = task.reference(size, &p);
         rows.extend(variants(size, &p, &r));
     }
     rows
+}
+
+/// Extra sizes audited with the full ones, closer to the large sizes where
+/// building those is too expensive here: lj with 40 steps and a 46-wide box
+/// (rounding grows with L and chaos with the step count), fft3d with two
+/// transforms in a row, gradshaf on a finer grid.
+fn stress_sizes(task: &str) -> Vec<Size> {
+    match task {
+        "lj" => vec![Size::new("N64000_M18_steps40", &[64000, 18, 40])],
+        "fft3d" => vec![Size::new("128cube_r2", &[128, 2])],
+        "gradshaf" => vec![Size::new("2049x2049_40", &[2049, 2049, 40])],
+        _ => vec![],
+    }
 }
 
 fn run_variants(
@@ -544,6 +562,10 @@ struct LjOpt {
     fast: bool,
     /// Forces in f64 (cell order), update in f32.
     f64: bool,
+    /// 1/r2 by a hardware reciprocal estimate without refinement (x86
+    /// RCPPS: relative error up to 1.5 * 2^-12), as PoCL's
+    /// -cl-fast-relaxed-math may compile the seed.
+    rcp12: bool,
     /// Cheats: steps computed; forces recomputed only on even steps; only
     /// the own cell and its 6 face neighbours visited.
     steps: Option<usize>,
@@ -652,7 +674,10 @@ fn lj_run(p: &Problem, n: usize, m: usize, steps: usize, o: LjOpt) -> (Vec<f32>,
                             dd[0] * dd[0] + dd[1] * dd[1] + dd[2] * dd[2]
                         };
                         if r2 < rcut2 && r2 > 1e-12 {
-                            let inv2 = if o.fast {
+                            let inv2 = if o.rcp12 {
+                                let e = (fmix32(salt) as f32 / u32::MAX as f32) * 2.0 - 1.0;
+                                (1.0 / r2) * (1.0 + e / 16384.0)
+                            } else if o.fast {
                                 approx(1.0 / r2, salt)
                             } else {
                                 1.0 / r2
@@ -759,6 +784,11 @@ fn lj_variants(size: &Size, p: &Problem, r: &Reference) -> Vec<Row> {
             "f64 forces, cell order",
             true,
             Box::new(g(LjOpt { f64: true, ..d })),
+        ),
+        (
+            "f32, 14-bit reciprocal (PoCL)",
+            true,
+            Box::new(g(LjOpt { rcp12: true, ..d })),
         ),
         (
             "one step fewer",
@@ -945,14 +975,15 @@ fn fft_line(a: &mut [C32], tws: &[Vec<C32>], o: FftOpt) {
     }
 }
 
-fn fft_run(p: &Problem, n: usize, o: FftOpt) -> Vec<f32> {
+fn fft_run(p: &Problem, n: usize, repeats: usize, o: FftOpt) -> Vec<f32> {
     let x = f32s(init_data(p, 0));
     let mut a: Vec<C32> = x.chunks_exact(2).map(|c| [c[0], c[1]]).collect();
     let tws: Vec<Vec<C32>> = (1..=n.trailing_zeros())
         .map(|s| stage_twiddles(1 << s, o))
         .collect();
     let mut line = vec![[0f32; 2]; n];
-    for (axis, stride) in [1, n, n * n].into_iter().enumerate() {
+    let passes = [1, n, n * n].into_iter().enumerate();
+    for (t, (axis, stride)) in passes.cycle().take(3 * repeats).enumerate() {
         if o.skip_pass != Some(axis) {
             for base in 0..n * n * n {
                 if (base / stride) % n != 0 {
@@ -967,7 +998,7 @@ fn fft_run(p: &Problem, n: usize, o: FftOpt) -> Vec<f32> {
                 }
             }
         }
-        if axis < 2 && o.narrow > 0 {
+        if t + 1 < 3 * repeats && o.narrow > 0 {
             let f = if o.narrow == 1 {
                 to_f16_precision
             } else {
@@ -984,13 +1015,14 @@ fn fft_run(p: &Problem, n: usize, o: FftOpt) -> Vec<f32> {
 fn fft3d_variants(size: &Size, p: &Problem, r: &Reference) -> Vec<Row> {
     let task = kevo_tasks::by_name("fft3d").unwrap();
     let n = size.dims[0] as usize;
+    let repeats = size.dims.get(1).copied().unwrap_or(1) as usize;
     let want = r.downcast_ref::<Vec<f32>>().unwrap();
     let tol = task.check(size, p, r, &[bytes(want)]).tolerance.unwrap();
     let out = |y: Vec<f32>| Out {
         errs: vec![("Y", max_diff(&y, want), tol)],
         outputs: vec![bytes(&y)],
     };
-    let g = |o: FftOpt| move || out(fft_run(p, n, o));
+    let g = |o: FftOpt| move || out(fft_run(p, n, repeats, o));
     let d = FftOpt::default();
     let mut vs: Vec<Variant> = vec![
         ("f32 DIT, table twiddles", true, Box::new(g(d))),

@@ -21,15 +21,20 @@ const SPACING: f64 = 1.15;
 /// reference coordinate (about L): honest f32 kernels keep positions to
 /// about one ulp of the coordinates, and the velocities' error comes from
 /// the forces' sensitivity to that rounding, so both scale with L. The
-/// spec's 1e-4 absolute was ~50x the worst honest position error and did
-/// not check velocities, so a kernel reusing the previous step's forces
-/// on every other step passed at some sizes. Worst honest errors over the
-/// smoke and full sizes (tests/tolerance_audit_b.rs,
-/// docs/tolerance-audit-b.md): positions 1.91e-6 = 7.5e-8 L (1 ulp), velocities
-/// 1.47e-5 = 5.8e-7 L (fast-math + fma, scrambled cell order, N10648);
-/// forces reused on odd steps err >= 9e-3 in velocity.
-const TOL_POS_REL: f64 = 8e-7;
-const TOL_VEL_REL: f64 = 4e-6;
+/// spec's 1e-4 absolute did not check velocities, so a kernel reusing the
+/// previous step's forces on every other step passed at some sizes.
+/// Worst honest errors over the smoke and full sizes
+/// (tests/tolerance_audit_b.rs, docs/tolerance-audit-b.md): with correctly
+/// rounded or 2-ulp arithmetic, positions 1.9e-6 = 7.5e-8 L (1 ulp) and
+/// velocities 1.5e-5 = 5.8e-7 L; but PoCL's -cl-fast-relaxed-math on
+/// AVX-512 computes 1/r2 by a 14-bit reciprocal estimate, and the seed
+/// itself then errs 1.7e-4 = 2.1e-5 L in velocity (N343), the CPU model of
+/// it up to about 6e-7 L in position and 1.4e-5 L in velocity. The bounds
+/// sit 5-7x above that; forces reused on odd steps err >= 8e-4 L in
+/// velocity. With CUDA's ~1-ulp fast-math reciprocal the bounds could be
+/// ~10x tighter.
+const TOL_POS_REL: f64 = 4e-6;
+const TOL_VEL_REL: f64 = 1e-4;
 
 pub struct Lj;
 
@@ -490,6 +495,15 @@ impl Task for Lj {
         let (want_pos, want_vel) = want.split_at(want.len() / 2);
         let scale = crate::check::max_abs(want_pos).max(1.0);
         let (tol_pos, tol_vel) = (TOL_POS_REL * scale, TOL_VEL_REL * scale);
+        let pos = max_abs_diff(&float4_bytes_to_xyz(&outputs[0]), want_pos);
+        if pos.is_nan() || pos > tol_pos {
+            return Verdict {
+                passed: false,
+                metric: "max_abs_pos".into(),
+                value: pos,
+                tolerance: Some(tol_pos),
+            };
+        }
         // Velocities are a result too: a kernel that reuses stale forces
         // moves positions by only dt² times the force error, but velocities
         // by dt times it.
@@ -502,11 +516,10 @@ impl Task for Lj {
                 tolerance: Some(tol_vel),
             };
         }
-        let value = max_abs_diff(&float4_bytes_to_xyz(&outputs[0]), want_pos);
         Verdict {
-            passed: value <= tol_pos,
+            passed: true,
             metric: "max_abs_pos".into(),
-            value,
+            value: pos,
             tolerance: Some(tol_pos),
         }
     }
