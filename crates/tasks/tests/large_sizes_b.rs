@@ -97,3 +97,44 @@ fn lj_large_sizes_have_work() {
         println!("lj {}: {w:.3e} FLOPs", s.label);
     }
 }
+
+#[test]
+#[ignore = "measurement: inputs and reference at every large size (16 cores: about a minute in all)"]
+fn large_reference_times() {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!("CPU cost of the large sizes ({threads} threads)");
+    println!(
+        "{:<9} {:<22} {:>9} {:>9} {:>9} {:>12} {:>16}",
+        "task", "size", "inputs_s", "ref_s", "work_s", "bytes_MiB", "work"
+    );
+    let only = std::env::var("LARGE_TASK").ok();
+    for name in ["ising", "gradshaf", "fft3d", "adi3d", "morton", "lj"] {
+        if only.as_deref().is_some_and(|o| o != name) {
+            continue;
+        }
+        let task = kevo_tasks::by_name(name).unwrap();
+        for size in sizes(task) {
+            let t = std::time::Instant::now();
+            let p = task.problem(&size, task.default_seed());
+            let inputs_s = t.elapsed().as_secs_f64();
+            let t = std::time::Instant::now();
+            let r = task.reference(&size, &p);
+            let ref_s = t.elapsed().as_secs_f64();
+            let t = std::time::Instant::now();
+            let work = task.work(&size);
+            let work_s = t.elapsed().as_secs_f64();
+            let bytes: u64 = p.buffers.iter().map(|b| b.bytes as u64).sum();
+            drop((p, r));
+            println!(
+                "{:<9} {:<22} {:>9.2} {:>9.2} {:>9.2} {:>12} {:>16.4e}",
+                name,
+                size.label,
+                inputs_s,
+                ref_s,
+                work_s,
+                bytes / MIB,
+                work
+            );
+        }
+    }
+}
