@@ -337,8 +337,8 @@ impl Task for Lj {
             // 60 TFLOPS FP32) for a kernel at 10 % of peak, which is already
             // a strong cell-list kernel (the seed is far slower). Steps stay
             // at most 40 so that chaos does not amplify honest f32 rounding
-            // past the tolerance; the f64 reference takes about 20 s on 16
-            // cores at the largest size. L/M >= r_c holds: 115/45, 147.2/58,
+            // past the tolerance; the f64 reference takes an estimated
+            // 20-30 s on 16 cores at the largest size. L/M >= r_c holds: 115/45, 147.2/58,
             // 184/73, 165.6/66.
             SizeSet::Large => SizePlan {
                 in_distribution: vec![
