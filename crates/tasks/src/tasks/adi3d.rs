@@ -1,15 +1,32 @@
 //! adi3d: locally one-dimensional ADI for the 3-D heat equation, three
 //! implicit tridiagonal sweeps (x, y, z) per step (spec section 11).
 //! Size dims: `[NX, NY, NZ, n_steps]`; the box need not be a cube.
+//!
+//! Deviation from the spec: its initial state is deterministic, so the
+//! evaluator's "fresh" verification inputs would equal the timed ones and a
+//! kernel that memoised its answer would pass. Here every cell of the
+//! spec's Gaussian u0 is multiplied by (1 + e), e uniform in [-1e-2, 1e-2)
+//! drawn from the input seed (see `perturb`): the faces stay exactly 0, and
+//! the implicit sweeps are unconditionally stable and damp the noise. The
+//! spec's derived max|ref| figures therefore hold only to about 1e-2.
 
 use std::sync::Arc;
 
 use rayon::prelude::*;
 
 use crate::check::{bytes_to_f32s, f32s_to_bytes, max_abs, max_abs_verdict};
+use crate::rng::Rng;
 use crate::*;
 
 const MU: f32 = 0.5;
+/// The check: max_abs <= TOL_REL * max|ref|. The spec's 1e-3 + 1e-3 max|ref|
+/// was ~1000x the worst honest f32 error and passed a kernel that skipped a
+/// whole step (held-out size) or the last z sweep (N128, held-out). Worst
+/// honest error over the smoke and full sizes (tests/tolerance_audit_b.rs,
+/// docs/tolerance-audit-b.md): 1.85e-6 = 2.5e-6 max|ref| (Thomas with a
+/// reciprocal multiply, N64_20); fma, reversed elimination, 2-ulp divisions
+/// and an f64 solve stay below. Skipping the last z sweep errs >= 1.3e-3.
+const TOL_REL: f64 = 1.5e-5;
 /// Block of every sweep, fixed by the task.
 const BLOCK: u32 = 32;
 
@@ -26,6 +43,23 @@ fn dims(size: &Size) -> ([usize; 3], usize) {
         "adi3d: every axis needs >= 3 points"
     );
     (d, size.dims[3] as usize)
+}
+
+/// Relative amplitude of the seeded perturbation of the initial state.
+const PERTURBATION: f64 = 1e-2;
+
+/// Multiply every value by (1 + e), e uniform in [-PERTURBATION,
+/// PERTURBATION), drawn from `seed` in fixed chunks (deterministic whatever
+/// the thread count). Zeros (the Dirichlet faces) stay zero.
+fn perturb(u: &mut [f32], seed: u64) {
+    u.par_chunks_mut(1 << 16)
+        .enumerate()
+        .for_each(|(c, chunk)| {
+            let mut rng = Rng::stream(seed, (1 << 40) + c as u64);
+            for v in chunk {
+                *v *= (1.0 + rng.uniform(-PERTURBATION, PERTURBATION)) as f32;
+            }
+        });
 }
 
 /// Gaussian bump centred in the box, sigma from the geometric-mean edge, all
@@ -202,6 +236,18 @@ fn sweep(input: &[f32], out: &mut [f32], d: [usize; 3], axis: usize) {
     }
 }
 
+/// `steps` ADI steps (x, y, z sweeps each) from `u`.
+fn simulate(mut u: Vec<f32>, d: [usize; 3], steps: usize) -> Vec<f32> {
+    let mut next = vec![0f32; u.len()];
+    for _ in 0..steps {
+        for axis in 0..3 {
+            sweep(&u, &mut next, d, axis);
+            std::mem::swap(&mut u, &mut next);
+        }
+    }
+    u
+}
+
 impl Task for Adi3d {
     fn name(&self) -> &'static str {
         "adi3d"
@@ -215,8 +261,16 @@ impl Task for Adi3d {
     }
     fn sizes(&self, set: SizeSet) -> SizePlan {
         match set {
-            // LARGE-SCAFFOLD: replace with the task's own large sizes.
-            SizeSet::Large => self.sizes(SizeSet::Full),
+            // Working set (two f32 grids) >= 256 MiB at every size; extents
+            // are multiples of the 32-wide block.
+            SizeSet::Large => SizePlan {
+                in_distribution: vec![
+                    Size::new("N352_8", &[352, 352, 352, 8]),
+                    Size::new("N448_6", &[448, 448, 448, 6]),
+                    Size::new("N512_5", &[512, 512, 512, 5]),
+                ],
+                held_out: Size::new("P576x448x320_5", &[576, 448, 320, 5]),
+            },
             SizeSet::Full => SizePlan {
                 in_distribution: vec![
                     Size::new("N64_20", &[64, 64, 64, 20]),
@@ -246,13 +300,14 @@ impl Task for Adi3d {
         "effective, 24 B/cell/step (3 sweeps x one 4 B read + one 4 B write)"
     }
     fn default_seed(&self) -> u64 {
-        // The initial state is deterministic; the seed is unused.
+        // The seed only draws the perturbation of the spec's u0.
         0
     }
-    fn problem(&self, size: &Size, _seed: u64) -> Problem {
+    fn problem(&self, size: &Size, seed: u64) -> Problem {
         let (d, steps) = dims(size);
         let [nx, ny, nz] = d.map(|v| v as u64);
-        let u0 = initial_u(d);
+        let mut u0 = initial_u(d);
+        perturb(&mut u0, seed);
         let bytes = 4 * u0.len();
         // Per pass: the grid's two axes (one thread per line).
         let grids = [[ny, nz, 1], [nx, nz, 1], [nx, ny, 1]];
@@ -294,15 +349,7 @@ impl Task for Adi3d {
     }
     fn reference(&self, size: &Size, problem: &Problem) -> Reference {
         let (d, steps) = dims(size);
-        let mut u = bytes_to_f32s(init_data(problem, 0));
-        let mut next = vec![0f32; u.len()];
-        for _ in 0..steps {
-            for axis in 0..3 {
-                sweep(&u, &mut next, d, axis);
-                std::mem::swap(&mut u, &mut next);
-            }
-        }
-        Arc::new(u)
+        Arc::new(simulate(bytes_to_f32s(init_data(problem, 0)), d, steps))
     }
     fn check(
         &self,
@@ -315,7 +362,7 @@ impl Task for Adi3d {
             .downcast_ref::<Vec<f32>>()
             .expect("adi3d reference");
         let got = bytes_to_f32s(&outputs[0]);
-        max_abs_verdict(&got, want, 1e-3 + 1e-3 * max_abs(want))
+        max_abs_verdict(&got, want, TOL_REL * max_abs(want))
     }
 }
 
@@ -427,13 +474,12 @@ mod tests {
 
     #[test]
     fn max_of_the_reference_matches_the_spec() {
-        // The initial state is deterministic, so the spec's derived
-        // max|ref| figures apply (up to f32 rounding).
+        // From the spec's unperturbed u0, its derived max|ref| figures
+        // apply (up to f32 rounding).
         let plan = Adi3d.sizes(SizeSet::Full);
         for (size, want) in plan.in_distribution.iter().zip([0.74408, 0.89943]) {
-            let p = Adi3d.problem(size, 0);
-            let r = Adi3d.reference(size, &p);
-            let m = max_abs(r.downcast_ref::<Vec<f32>>().unwrap());
+            let (d, steps) = dims(size);
+            let m = max_abs(&simulate(initial_u(d), d, steps));
             assert!((m - want).abs() < 2e-5, "{}: {m} vs {want}", size.label);
         }
     }

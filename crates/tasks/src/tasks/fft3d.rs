@@ -1,5 +1,14 @@
 //! fft3d: forward, unnormalised 3-D complex FFT of an N³ cube as three
-//! passes of line FFTs (spec section 10). Size dims: `[N]`, N a power of two.
+//! passes of line FFTs (spec section 10). Size dims: `[N]` or `[N, R]`, N a
+//! power of two.
+//!
+//! Deviation from the spec for the large sizes: `R` (default 1) repeats the
+//! whole transform R times in a row, 3R launches that keep alternating
+//! between A and B (x A -> B, y B -> A, z A -> B, x B -> A, ...), so the
+//! result is in B when R is odd and in A when R is even. Only three cube
+//! sizes (256, 512, 1024) reach the 256 MiB working set of a large size, so
+//! the repeat count tells the large sizes apart and makes their runs long
+//! enough to time. The reference applies the transform R times in f64.
 //!
 //! Launch mapping: the spec's grid (N, N², 1) would put N² = 65,536 lines on
 //! the y dimension at N = 256, over CUDA's 65,535 limit, so every pass is a
@@ -24,6 +33,13 @@ fn n_of(size: &Size) -> usize {
         "fft3d: N = {n} must be a power of two in [2, 1024]"
     );
     n
+}
+
+/// How many times the transform is applied (dims[1], default 1).
+fn repeats(size: &Size) -> usize {
+    let r = size.dims.get(1).copied().unwrap_or(1) as usize;
+    assert!(r >= 1, "fft3d: R must be at least 1");
+    r
 }
 
 type C64 = [f64; 2];
@@ -128,13 +144,36 @@ const Z_BLOCK: usize = 64;
 
 /// The 3-D FFT of the interleaved (re, im) f32 cube `x`, computed in f64 and
 /// returned interleaved in f32.
+#[cfg(test)]
 fn fft3(x: &[f32], n: usize) -> Vec<f32> {
+    fft3_repeated(x, n, 1)
+}
+
+/// `r` 3-D FFTs in a row, in f64, returned interleaved in f32.
+fn fft3_repeated(x: &[f32], n: usize, r: usize) -> Vec<f32> {
     let plan = Plan::new(n);
-    let (n2, n3) = (n * n, n * n * n);
     let mut data: Vec<C64> = x
         .par_chunks_exact(2)
         .map(|c| [c[0] as f64, c[1] as f64])
         .collect();
+    for _ in 0..r {
+        data = fft3_c64(data, n, &plan);
+    }
+    let mut out = vec![0f32; 2 * data.len()];
+    out.par_chunks_mut(2 * n)
+        .zip(data.par_chunks(n))
+        .for_each(|(o, d)| {
+            for (o, v) in o.chunks_exact_mut(2).zip(d) {
+                o[0] = v[0] as f32;
+                o[1] = v[1] as f32;
+            }
+        });
+    out
+}
+
+/// One 3-D FFT of the complex f64 cube `data`.
+fn fft3_c64(mut data: Vec<C64>, n: usize, plan: &Plan) -> Vec<C64> {
+    let (n2, n3) = (n * n, n * n * n);
     // x pass: lines are contiguous.
     data.par_chunks_mut(n).for_each(|line| plan.run(line));
     // y pass: each k-plane is an N x N block whose columns are the lines.
@@ -142,7 +181,7 @@ fn fft3(x: &[f32], n: usize) -> Vec<f32> {
         .for_each(|plane| plan.run_rows(plane, n));
     // z pass: the cube is an N x N² block whose columns are the lines; it is
     // transformed in column blocks gathered into `t` ([block][k][column]),
-    // then scattered back while converting to f32.
+    // then scattered back.
     let width = Z_BLOCK.min(n2);
     let mut t = vec![[0f64; 2]; n3];
     t.par_chunks_mut(n * width)
@@ -154,18 +193,29 @@ fn fft3(x: &[f32], n: usize) -> Vec<f32> {
             }
             plan.run_rows(block, width);
         });
-    drop(data);
-    let mut out = vec![0f32; 2 * n3];
-    out.par_chunks_mut(2 * n).enumerate().for_each(|(row, o)| {
+    data.par_chunks_mut(n).enumerate().for_each(|(row, o)| {
         let (k, j) = (row / n, row % n);
-        for i in 0..n {
+        for (i, o) in o.iter_mut().enumerate() {
             let m = j * n + i;
-            let v = t[(m / width) * n * width + k * width + m % width];
-            o[2 * i] = v[0] as f32;
-            o[2 * i + 1] = v[1] as f32;
+            *o = t[(m / width) * n * width + k * width + m % width];
         }
     });
-    out
+    data
+}
+
+/// Tolerance per transform, relative to max component |ref|. The spec's
+/// 1e-3 + 1e-3 max|ref| was ~450x the worst honest f32 error and passed a
+/// kernel that stores its intermediates in half precision (half the
+/// traffic). Worst honest error over the smoke and full sizes
+/// (tests/tolerance_audit_b.rs, docs/tolerance-audit-b.md): f32 radix-2
+/// with twiddles by recurrence, 2.2e-6 max|ref| at 256³ (table twiddles
+/// 2.5e-7, sincos 5.9e-7, 2-ulp fast-math 9.3e-7, direct DFT per line 4e-7
+/// at 64³); half-precision intermediates reach 2.8e-4. The error grows
+/// with the number of transforms, hence the factor R.
+const TOL_REL: f64 = 2e-5;
+
+fn tolerance(size: &Size, want: &[f32]) -> f64 {
+    TOL_REL * repeats(size) as f64 * max_abs(want)
 }
 
 impl Task for Fft3d {
@@ -181,8 +231,18 @@ impl Task for Fft3d {
     }
     fn sizes(&self, set: SizeSet) -> SizePlan {
         match set {
-            // LARGE-SCAFFOLD: replace with the task's own large sizes.
-            SizeSet::Large => self.sizes(SizeSet::Full),
+            // Working set (two N³ float2 buffers) >= 256 MiB needs N >= 256,
+            // and one block per line caps N at 1024 (whose f64 reference
+            // would need ~50 GB): the sizes repeat the transform R times,
+            // which also makes the runs long enough to time.
+            SizeSet::Large => SizePlan {
+                in_distribution: vec![
+                    Size::new("256cube_r4", &[256, 4]),
+                    Size::new("512cube_r1", &[512, 1]),
+                    Size::new("512cube_r2", &[512, 2]),
+                ],
+                held_out: Size::new("256cube_r6", &[256, 6]),
+            },
             SizeSet::Full => SizePlan {
                 in_distribution: vec![
                     Size::new("32cube", &[32]),
@@ -206,10 +266,10 @@ impl Task for Fft3d {
     }
     fn work(&self, size: &Size) -> f64 {
         let n = n_of(size) as f64;
-        96.0 * n * n * n
+        96.0 * n * n * n * repeats(size) as f64
     }
     fn work_note(&self) -> &'static str {
-        "effective, 96 B/cell as scored by Metal-Sci (3 passes x 32 B, counting each 8 B complex twice); the physical streamed minimum is 48 B/cell, so the fraction is 2x the physical DRAM fraction"
+        "effective, 96 B/cell per transform as scored by Metal-Sci (3 passes x 32 B, counting each 8 B complex twice); the physical streamed minimum is 48 B/cell, so the fraction is 2x the physical DRAM fraction"
     }
     fn default_seed(&self) -> u64 {
         0xF17F
@@ -228,11 +288,16 @@ impl Task for Fft3d {
                 o[..4].copy_from_slice(&r.to_le_bytes());
                 o[4..].copy_from_slice(&i.to_le_bytes());
             });
-        let launch = |kernel, src, dst| LaunchSpec {
-            kernel,
+        let r = repeats(size);
+        let launch = |t: usize| LaunchSpec {
+            kernel: t % 3,
             threads: [n3 as u64, 1, 1],
             block: Block::Fixed([n as u32, 1, 1]),
-            args: vec![Arg::Buffer(src), Arg::Buffer(dst), Arg::U32(n as u32)],
+            args: vec![
+                Arg::Buffer(t % 2),
+                Arg::Buffer((t + 1) % 2),
+                Arg::U32(n as u32),
+            ],
         };
         Problem {
             buffers: vec![
@@ -249,9 +314,11 @@ impl Task for Fft3d {
                     access: Access::ReadWrite,
                 },
             ],
-            // x: A -> B, y: B -> A, z: A -> B; the result is in B.
-            launches: vec![launch(0, 0, 1), launch(1, 1, 0), launch(2, 0, 1)],
-            outputs: vec![1],
+            // x: A -> B, y: B -> A, z: A -> B (then again from B for the
+            // next repeat); the result is in B after an odd number of
+            // transforms, else in A.
+            launches: (0..3 * r).map(launch).collect(),
+            outputs: vec![r % 2],
         }
     }
     fn reference(&self, size: &Size, problem: &Problem) -> Reference {
@@ -260,11 +327,11 @@ impl Task for Fft3d {
             .par_chunks_exact(4)
             .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
             .collect();
-        Arc::new(fft3(&x, n))
+        Arc::new(fft3_repeated(&x, n, repeats(size)))
     }
     fn check(
         &self,
-        _size: &Size,
+        size: &Size,
         _problem: &Problem,
         reference: &Reference,
         outputs: &[Vec<u8>],
@@ -274,7 +341,7 @@ impl Task for Fft3d {
             .expect("fft3d reference");
         let got = bytes_to_f32s(&outputs[0]);
         // Component-wise over re and im.
-        max_abs_verdict(&got, want, 1e-3 + 1e-3 * max_abs(want))
+        max_abs_verdict(&got, want, tolerance(size, want))
     }
 }
 
@@ -403,6 +470,35 @@ mod tests {
     }
 
     #[test]
+    fn repeats_alternate_buffers_and_twice_reverses_the_cube() {
+        // F(F(x))[k] = N³ x[-k mod N] per axis.
+        let n = 8;
+        let size = Size::new("t", &[n as u64, 2]);
+        let p = Fft3d.problem(&size, 3);
+        assert_eq!(p.launches.len(), 6);
+        assert_eq!(p.outputs, vec![0]);
+        assert_eq!(p.launches[3].kernel, 0);
+        assert_eq!(p.launches[3].args[0], Arg::Buffer(1));
+        let x = bytes_to_f32s(init_data(&p, 0));
+        let r = Fft3d.reference(&size, &p);
+        let y = r.downcast_ref::<Vec<f32>>().unwrap();
+        let n3 = (n * n * n) as f64;
+        for k in 0..n {
+            for j in 0..n {
+                for i in 0..n {
+                    let q = (k * n + j) * n + i;
+                    let m = (((n - k) % n) * n + (n - j) % n) * n + (n - i) % n;
+                    for c in 0..2 {
+                        let want = n3 * x[2 * m + c] as f64;
+                        assert!((y[2 * q + c] as f64 - want).abs() < 1e-3, "{q}");
+                    }
+                }
+            }
+        }
+        assert_eq!(Fft3d.work(&size), 2.0 * 96.0 * 512.0);
+    }
+
+    #[test]
     fn check_is_component_wise_with_a_relative_tolerance() {
         let size = Size::new("t", &[4]);
         let p = Fft3d.problem(&size, 1);
@@ -411,7 +507,7 @@ mod tests {
         let v = Fft3d.check(&size, &p, &r, &[f32s_to_bytes(&want)]);
         assert!(v.passed && v.value == 0.0);
         let tol = v.tolerance.unwrap();
-        assert!((tol - (1e-3 + 1e-3 * max_abs(&want))).abs() < 1e-12);
+        assert!((tol - TOL_REL * max_abs(&want)).abs() < 1e-12);
         let mut bad = want.clone();
         bad[7] += 2.0 * tol as f32;
         assert!(!Fft3d.check(&size, &p, &r, &[f32s_to_bytes(&bad)]).passed);

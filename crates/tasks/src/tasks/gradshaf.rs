@@ -1,18 +1,37 @@
 //! gradshaf: Picard–Jacobi iteration of the Grad–Shafranov equation, a
 //! max-reduction feeding a variable-coefficient stencil every step (spec
 //! section 9). Size dims: `[NR, NZ, K]` (K outer steps).
+//!
+//! Deviation from the spec: its initial state is deterministic, so the
+//! evaluator's "fresh" verification inputs would equal the timed ones and a
+//! kernel that memoised its answer would pass. Here every interior cell of
+//! the spec's psi0 is multiplied by (1 + e), e uniform in [-1e-2, 1e-2)
+//! drawn from the input seed (see `perturb`); the Dirichlet boundary stays
+//! exactly 0 and the iteration stays well conditioned (psi_axis is the max
+//! of the perturbed state, about 1.01). The spec's derived max|ref| figures
+//! therefore hold only to about 1e-2.
 
 use std::sync::Arc;
 
 use rayon::prelude::*;
 
 use crate::check::{bytes_to_f32s, f32s_to_bytes, max_abs, max_abs_verdict};
+use crate::rng::Rng;
 use crate::*;
 
 const R_MIN: f32 = 1.0;
 const P_AXIS: f32 = 200.0;
 const MU0: f32 = 1.0;
 const OMEGA: f32 = 1.0;
+/// The check: max_abs <= TOL_ABS + TOL_REL * max|ref| on psi and psi_axis
+/// (see `check`). The spec's 1e-4 + 1e-5 max|ref| was ~100x the worst
+/// honest f32 error. Worst honest error over the smoke and full sizes
+/// (tests/tolerance_audit_b.rs, docs/tolerance-audit-b.md): psi 1.07e-6,
+/// psi_axis 7.2e-7 (65x65_30, pairwise sums); reordered, fma, reciprocal,
+/// 2-ulp fast-math and f64 variants stay below. Under-computing errs >=
+/// 2.8e-3 (one step fewer) or 4e-4 (psi_axis reduced only once).
+const TOL_ABS: f64 = 0.0;
+const TOL_REL: f64 = 1e-5;
 /// Block width of the single-block reduction.
 const REDUCE_WIDTH: u32 = 256;
 
@@ -46,6 +65,23 @@ fn initial_psi(nr: usize, nz: usize) -> Vec<f32> {
     psi
 }
 
+/// Relative amplitude of the seeded perturbation of the initial state.
+const PERTURBATION: f64 = 1e-2;
+
+/// Multiply every value by (1 + e), e uniform in [-PERTURBATION,
+/// PERTURBATION), drawn from `seed` in fixed chunks (deterministic whatever
+/// the thread count). Zeros (the Dirichlet boundary) stay zero.
+fn perturb(u: &mut [f32], seed: u64) {
+    u.par_chunks_mut(1 << 16)
+        .enumerate()
+        .for_each(|(c, chunk)| {
+            let mut rng = Rng::stream(seed, (1 << 40) + c as u64);
+            for v in chunk {
+                *v *= (1.0 + rng.uniform(-PERTURBATION, PERTURBATION)) as f32;
+            }
+        });
+}
+
 /// Max of psi over the interior.
 fn axis_value(psi: &[f32], nr: usize, nz: usize) -> f32 {
     (1..nz - 1)
@@ -58,8 +94,9 @@ fn axis_value(psi: &[f32], nr: usize, nz: usize) -> f32 {
         .reduce(|| f32::NEG_INFINITY, f32::max)
 }
 
-/// One reduce + stencil step, f32, in the reference's order of operations.
-fn step(psi: &[f32], out: &mut [f32], nr: usize, nz: usize) {
+/// One reduce + stencil step, f32, in the reference's order of operations;
+/// returns psi_axis.
+fn step(psi: &[f32], out: &mut [f32], nr: usize, nz: usize) -> f32 {
     let axis = axis_value(psi, nr, nz);
     let (dr, dz) = spacing(nr, nz);
     let inv_dr2 = 1.0 / (dr * dr);
@@ -95,6 +132,20 @@ fn step(psi: &[f32], out: &mut [f32], nr: usize, nz: usize) {
             row[i] = c + OMEGA * (rhs - lap) / a_c;
         }
     });
+    axis
+}
+
+/// K reduce + stencil steps from `psi`: the reference result, the final
+/// psi (NR·NZ values) followed by the psi_axis of the last step.
+fn iterate(mut psi: Vec<f32>, nr: usize, nz: usize, k: usize) -> Vec<f32> {
+    let mut next = vec![0f32; psi.len()];
+    let mut axis = f32::NAN;
+    for _ in 0..k {
+        axis = step(&psi, &mut next, nr, nz);
+        std::mem::swap(&mut psi, &mut next);
+    }
+    psi.push(axis);
+    psi
 }
 
 impl Task for Gradshaf {
@@ -110,8 +161,16 @@ impl Task for Gradshaf {
     }
     fn sizes(&self, set: SizeSet) -> SizePlan {
         match set {
-            // LARGE-SCAFFOLD: replace with the task's own large sizes.
-            SizeSet::Large => self.sizes(SizeSet::Full),
+            // Working set (two f32 grids) >= 256 MiB at every size; the
+            // extents stay 2^k + 1 so that dR and dZ are powers of two.
+            SizeSet::Large => SizePlan {
+                in_distribution: vec![
+                    Size::new("8193x4097_40", &[8193, 4097, 40]),
+                    Size::new("8193x8193_30", &[8193, 8193, 30]),
+                    Size::new("16385x8193_20", &[16385, 8193, 20]),
+                ],
+                held_out: Size::new("4097x16385_30", &[4097, 16385, 30]),
+            },
             SizeSet::Full => SizePlan {
                 in_distribution: vec![
                     Size::new("65x65_30", &[65, 65, 30]),
@@ -141,12 +200,13 @@ impl Task for Gradshaf {
         "effective, 12 B/cell/step (4 B reduction read + 8 B stencil read/write)"
     }
     fn default_seed(&self) -> u64 {
-        // The initial state is deterministic; the seed is unused.
+        // The seed only draws the perturbation of the spec's psi0.
         0
     }
-    fn problem(&self, size: &Size, _seed: u64) -> Problem {
+    fn problem(&self, size: &Size, seed: u64) -> Problem {
         let (nr, nz, k) = dims(size);
-        let psi0 = initial_psi(nr, nz);
+        let mut psi0 = initial_psi(nr, nz);
+        perturb(&mut psi0, seed);
         let (dr, dz) = spacing(nr, nz);
         let bytes = 4 * nr * nz;
         let mut launches = Vec::with_capacity(2 * k);
@@ -204,19 +264,14 @@ impl Task for Gradshaf {
                 },
             ],
             launches,
-            // After K steps the state is in A when K is even, else in B.
-            outputs: vec![k % 2],
+            // After K steps the state is in A when K is even, else in B;
+            // then psi_axis of the last step.
+            outputs: vec![k % 2, 2],
         }
     }
     fn reference(&self, size: &Size, problem: &Problem) -> Reference {
         let (nr, nz, k) = dims(size);
-        let mut psi = bytes_to_f32s(init_data(problem, 0));
-        let mut next = vec![0f32; psi.len()];
-        for _ in 0..k {
-            step(&psi, &mut next, nr, nz);
-            std::mem::swap(&mut psi, &mut next);
-        }
-        Arc::new(psi)
+        Arc::new(iterate(bytes_to_f32s(init_data(problem, 0)), nr, nz, k))
     }
     fn check(
         &self,
@@ -228,8 +283,29 @@ impl Task for Gradshaf {
         let want = reference
             .downcast_ref::<Vec<f32>>()
             .expect("gradshaf reference");
+        let (want_psi, want_axis) = want.split_at(want.len() - 1);
+        let tolerance = TOL_ABS + TOL_REL * max_abs(want_psi);
         let got = bytes_to_f32s(&outputs[0]);
-        max_abs_verdict(&got, want, 1e-4 + 1e-5 * max_abs(want))
+        let psi = max_abs_verdict(&got, want_psi, tolerance);
+        if !psi.passed {
+            return psi;
+        }
+        // psi_axis, the reduction's output, is a result too: the max the
+        // last step used.
+        let axis = bytes_to_f32s(&outputs[1]);
+        let axis_err = match axis.as_slice() {
+            [a] if a.is_finite() => (*a as f64 - want_axis[0] as f64).abs(),
+            _ => f64::NAN,
+        };
+        if axis_err.is_nan() || axis_err > tolerance {
+            return Verdict {
+                passed: false,
+                metric: "psi_axis_abs".into(),
+                value: axis_err,
+                tolerance: Some(tolerance),
+            };
+        }
+        psi
     }
 }
 
@@ -295,19 +371,21 @@ mod tests {
             .zip([0.98937, 0.99736])
             .chain([(&plan.held_out, 0.99318)])
         {
+            // The spec's unperturbed psi0.
+            let (nr, nz, k) = dims(size);
+            let mut psi = iterate(initial_psi(nr, nz), nr, nz, k);
+            psi.pop();
+            let m = max_abs(&psi);
             let p = Gradshaf.problem(size, 0);
-            let r = Gradshaf.reference(size, &p);
-            let psi = r.downcast_ref::<Vec<f32>>().unwrap();
-            let m = max_abs(psi);
             assert!((m - want).abs() < 2e-5, "{}: {m} vs {want}", size.label);
             assert_eq!(p.launches.len(), 2 * size.dims[2] as usize);
-            assert_eq!(p.outputs, vec![size.dims[2] as usize % 2]);
+            assert_eq!(p.outputs, vec![size.dims[2] as usize % 2, 2]);
         }
     }
 
     /// The same iteration in f64 (sum order aside).
-    fn iterate_f64(nr: usize, nz: usize, k: usize) -> Vec<f64> {
-        let mut psi: Vec<f64> = initial_psi(nr, nz).iter().map(|&v| v as f64).collect();
+    fn iterate_f64(psi0: &[f32], nr: usize, nz: usize, k: usize) -> Vec<f64> {
+        let mut psi: Vec<f64> = psi0.iter().map(|&v| v as f64).collect();
         let (dr, dz) = (1.0 / (nr - 1) as f64, 1.0 / (nz - 1) as f64);
         for _ in 0..k {
             let axis = (1..nz - 1)
@@ -350,8 +428,8 @@ mod tests {
             let (nr, nz, k) = dims(size);
             let p = Gradshaf.problem(size, 0);
             let r = Gradshaf.reference(size, &p);
-            let got = r.downcast_ref::<Vec<f32>>().unwrap();
-            let want = iterate_f64(nr, nz, k);
+            let got = &r.downcast_ref::<Vec<f32>>().unwrap()[..nr * nz];
+            let want = iterate_f64(&bytes_to_f32s(init_data(&p, 0)), nr, nz, k);
             let d = got
                 .iter()
                 .zip(&want)

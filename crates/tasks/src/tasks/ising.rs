@@ -107,8 +107,16 @@ impl Task for Ising {
     }
     fn sizes(&self, set: SizeSet) -> SizePlan {
         match set {
-            // LARGE-SCAFFOLD: replace with the task's own large sizes.
-            SizeSet::Large => self.sizes(SizeSet::Full),
+            // Working set (1 B per site) >= 256 MiB at every size; sweeps
+            // cut so that the CPU reference stays a few seconds on 16 cores.
+            SizeSet::Large => SizePlan {
+                in_distribution: vec![
+                    Size::new("16384x16384_20", &[16384, 16384, 20]),
+                    Size::new("20480x20480_16", &[20480, 20480, 16]),
+                    Size::new("24576x24576_12", &[24576, 24576, 12]),
+                ],
+                held_out: Size::new("18432x18432_16", &[18432, 18432, 16]),
+            },
             SizeSet::Full => SizePlan {
                 in_distribution: vec![
                     Size::new("256x256_100", &[256, 256, 100]),

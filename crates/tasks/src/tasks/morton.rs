@@ -1,15 +1,34 @@
 //! morton: explicit 3-D heat stencil on an N³ grid stored in Z-order
 //! (Morton order) (spec section 12). Size dims: `[N, n_steps]`, N a power of
 //! two.
+//!
+//! Deviation from the spec: its initial state is deterministic, so the
+//! evaluator's "fresh" verification inputs would equal the timed ones and a
+//! kernel that memoised its answer would pass. Here every cell of the
+//! spec's Gaussian u0 is multiplied by (1 + e), e uniform in [-1e-2, 1e-2)
+//! drawn from the input seed (see `perturb`): the faces stay exactly 0, and
+//! the stencil (alpha = 0.1 < 1/6) damps the noise. The spec's derived
+//! max|ref| figures therefore hold only to about 1e-2.
 
 use std::sync::Arc;
 
 use rayon::prelude::*;
 
 use crate::check::{bytes_to_f32s, f32s_to_bytes, max_abs, max_abs_verdict};
+use crate::rng::Rng;
 use crate::*;
 
 const ALPHA: f32 = 0.10;
+/// The check: max_abs <= TOL_ABS + TOL_REL * max|ref| (after un-permuting).
+/// The spec's 1e-4 + 1e-5 max|ref| was ~140x the worst honest f32 error.
+/// Worst honest error over the smoke and full sizes
+/// (tests/tolerance_audit_b.rs, docs/tolerance-audit-b.md): 7.75e-7 at
+/// N64_60 (max|ref| 0.83) for c (1 - 6 alpha) + alpha sum; reordered,
+/// pairwise and fma sums and f64 stay below. One step fewer errs >= 3.6e-3
+/// at smoke sizes and 4e-4 at the held-out; half-precision intermediates
+/// >= 2e-4.
+const TOL_ABS: f64 = 4e-6;
+const TOL_REL: f64 = 4e-6;
 
 pub struct Morton;
 
@@ -49,6 +68,23 @@ fn encode(x: usize, y: usize, z: usize) -> usize {
 
 fn decode(m: usize) -> (usize, usize, usize) {
     (compact3(m), compact3(m >> 1), compact3(m >> 2))
+}
+
+/// Relative amplitude of the seeded perturbation of the initial state.
+const PERTURBATION: f64 = 1e-2;
+
+/// Multiply every value by (1 + e), e uniform in [-PERTURBATION,
+/// PERTURBATION), drawn from `seed` in fixed chunks (deterministic whatever
+/// the thread count). Zeros (the Dirichlet faces) stay zero.
+fn perturb(u: &mut [f32], seed: u64) {
+    u.par_chunks_mut(1 << 16)
+        .enumerate()
+        .for_each(|(c, chunk)| {
+            let mut rng = Rng::stream(seed, (1 << 40) + c as u64);
+            for v in chunk {
+                *v *= (1.0 + rng.uniform(-PERTURBATION, PERTURBATION)) as f32;
+            }
+        });
 }
 
 /// Row-major Gaussian with faces zeroed (f32).
@@ -122,6 +158,16 @@ fn step(u: &[f32], out: &mut [f32], n: usize) {
     });
 }
 
+/// `steps` stencil steps from the row-major `u`.
+fn simulate(mut u: Vec<f32>, n: usize, steps: usize) -> Vec<f32> {
+    let mut next = vec![0f32; u.len()];
+    for _ in 0..steps {
+        step(&u, &mut next, n);
+        std::mem::swap(&mut u, &mut next);
+    }
+    u
+}
+
 impl Task for Morton {
     fn name(&self) -> &'static str {
         "morton"
@@ -135,8 +181,17 @@ impl Task for Morton {
     }
     fn sizes(&self, set: SizeSet) -> SizePlan {
         match set {
-            // LARGE-SCAFFOLD: replace with the task's own large sizes.
-            SizeSet::Large => self.sizes(SizeSet::Full),
+            // Working set (two f32 grids) >= 256 MiB needs N >= 512, and
+            // the 30-bit Morton index caps N at 1024: the four sizes are
+            // told apart by their step counts too.
+            SizeSet::Large => SizePlan {
+                in_distribution: vec![
+                    Size::new("N512_20", &[512, 20]),
+                    Size::new("N1024_4", &[1024, 4]),
+                    Size::new("N1024_8", &[1024, 8]),
+                ],
+                held_out: Size::new("N512_32", &[512, 32]),
+            },
             SizeSet::Full => SizePlan {
                 in_distribution: vec![
                     Size::new("N32_120", &[32, 120]),
@@ -166,12 +221,14 @@ impl Task for Morton {
         "effective, 8 B/cell/step (one read, one write, perfect neighbour reuse)"
     }
     fn default_seed(&self) -> u64 {
-        // The initial state is deterministic; the seed is unused.
+        // The seed only draws the perturbation of the spec's u0.
         0
     }
-    fn problem(&self, size: &Size, _seed: u64) -> Problem {
+    fn problem(&self, size: &Size, seed: u64) -> Problem {
         let (n, steps) = dims(size);
-        let u0 = to_morton(&initial_row_major(n), n);
+        let mut u0 = initial_row_major(n);
+        perturb(&mut u0, seed);
+        let u0 = to_morton(&u0, n);
         let n3 = n * n * n;
         let launches = (0..steps)
             .map(|s| {
@@ -211,14 +268,9 @@ impl Task for Morton {
     }
     fn reference(&self, size: &Size, problem: &Problem) -> Reference {
         let (n, steps) = dims(size);
-        let mut u = from_morton(&bytes_to_f32s(init_data(problem, 0)), n);
-        let mut next = vec![0f32; u.len()];
-        for _ in 0..steps {
-            step(&u, &mut next, n);
-            std::mem::swap(&mut u, &mut next);
-        }
+        let u = from_morton(&bytes_to_f32s(init_data(problem, 0)), n);
         // Row-major; the output is un-permuted before the comparison.
-        Arc::new(u)
+        Arc::new(simulate(u, n, steps))
     }
     fn check(
         &self,
@@ -236,7 +288,7 @@ impl Task for Morton {
             return max_abs_verdict(&stored, want, 0.0);
         }
         let got = from_morton(&stored, n);
-        max_abs_verdict(&got, want, 1e-4 + 1e-5 * max_abs(want))
+        max_abs_verdict(&got, want, TOL_ABS + TOL_REL * max_abs(want))
     }
 }
 
@@ -291,7 +343,8 @@ mod tests {
         let p = Morton.problem(&size, 0);
         let r = Morton.reference(&size, &p);
         let u = r.downcast_ref::<Vec<f32>>().unwrap();
-        let u0 = initial_row_major(16);
+        let mut u0 = initial_row_major(16);
+        perturb(&mut u0, 0);
         assert_eq!(from_morton(&bytes_to_f32s(init_data(&p, 0)), 16), u0);
         assert!(max_abs(u) < max_abs(&u0));
         assert!((0..16).all(|x| u[x] == 0.0 && u[15 * 256 + 15 * 16 + x] == 0.0));
@@ -305,13 +358,12 @@ mod tests {
 
     #[test]
     fn max_of_the_reference_matches_the_spec() {
-        // The initial state is deterministic, so the spec's derived
-        // max|ref| figures apply (up to f32 rounding).
+        // From the spec's unperturbed u0, its derived max|ref| figures
+        // apply (up to f32 rounding).
         let plan = Morton.sizes(SizeSet::Full);
         for (size, want) in plan.in_distribution.iter().zip([0.34001, 0.82928]) {
-            let p = Morton.problem(size, 0);
-            let r = Morton.reference(size, &p);
-            let m = max_abs(r.downcast_ref::<Vec<f32>>().unwrap());
+            let (n, steps) = dims(size);
+            let m = max_abs(&simulate(initial_row_major(n), n, steps));
             assert!((m - want).abs() < 2e-5, "{}: {m} vs {want}", size.label);
         }
     }
