@@ -271,7 +271,8 @@ struct EvalArgs {
     /// Kernel source to evaluate; the task's seed when absent.
     #[arg(long, conflicts_with = "all")]
     kernel: Option<PathBuf>,
-    /// Size table: `smoke` (small, for CPUs and CI) or `full` (the paper's).
+    /// Size table: `smoke` (small, for CPUs and CI), `full` (the paper's) or
+    /// `large` (working sets past a data-centre GPU's last-level cache).
     #[arg(long, default_value = "full")]
     sizes: SizeSet,
     /// Evaluate the held-out size of the chosen set instead of the in-distribution sizes.

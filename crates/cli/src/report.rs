@@ -24,6 +24,7 @@ pub fn print_tasks(json: bool) -> Result<()> {
                     "kernels": t.kernel_names(),
                     "full": t.sizes(SizeSet::Full),
                     "smoke": t.sizes(SizeSet::Smoke),
+                    "large": t.sizes(SizeSet::Large),
                 })
             })
             .collect();

@@ -296,10 +296,21 @@ fn a_candidate_that_is_not_text_is_rejected_with_exit_1() {
     // Invalid UTF-8 on line 2.
     let binary = dir.path().join("binary.cl");
     std::fs::write(&binary, b"// saxpy\n__kernel void saxpy(\xff\xfe) {}\n").unwrap();
-    let out = kevo(&["eval", "--task", "saxpy", "--sizes", "smoke", "--kernel", binary.to_str().unwrap()]);
+    let out = kevo(&[
+        "eval",
+        "--task",
+        "saxpy",
+        "--sizes",
+        "smoke",
+        "--kernel",
+        binary.to_str().unwrap(),
+    ]);
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
-    assert!(stdout.contains("line 2") && stdout.contains("not valid UTF-8"), "{stdout}");
+    assert!(
+        stdout.contains("line 2") && stdout.contains("not valid UTF-8"),
+        "{stdout}"
+    );
     // A NUL byte: NVRTC would stop reading there while kevo read on.
     let nul = dir.path().join("nul.cl");
     let seed = kevo_tasks::by_name("saxpy")
@@ -307,7 +318,15 @@ fn a_candidate_that_is_not_text_is_rejected_with_exit_1() {
         .seed(kevo_backend::Dialect::OpenCl)
         .unwrap();
     std::fs::write(&nul, format!("{seed}\n// \0 kevo: block 1024\n")).unwrap();
-    let out = kevo(&["eval", "--task", "saxpy", "--sizes", "smoke", "--kernel", nul.to_str().unwrap()]);
+    let out = kevo(&[
+        "eval",
+        "--task",
+        "saxpy",
+        "--sizes",
+        "smoke",
+        "--kernel",
+        nul.to_str().unwrap(),
+    ]);
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
     assert!(stdout.contains("NUL"), "{stdout}");

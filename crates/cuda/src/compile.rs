@@ -387,13 +387,27 @@ mod tests {
             elf[h + 32..h + 40].copy_from_slice(&size.to_le_bytes());
             elf[h + 56..h + 64].copy_from_slice(&24u64.to_le_bytes());
         };
-        put(1, name_offsets[0], 3, 0, names_at as u64, names.len() as u64);
+        put(
+            1,
+            name_offsets[0],
+            3,
+            0,
+            names_at as u64,
+            names.len() as u64,
+        );
         for (k, (_, flags, size)) in sections.iter().enumerate() {
             put(2 + k, name_offsets[k + 1], 1, *flags, 0, *size);
         }
         if symbols.is_some() {
             let i = 2 + sections.len();
-            put(i, name_offsets[i - 1], SHT_SYMTAB, 0, symtab_at as u64, (24 * syms.len()) as u64);
+            put(
+                i,
+                name_offsets[i - 1],
+                SHT_SYMTAB,
+                0,
+                symtab_at as u64,
+                (24 * syms.len()) as u64,
+            );
         }
         elf
     }
@@ -408,14 +422,29 @@ mod tests {
             (".nv.global.init", rw, 4),
         ];
         // Without a symbol table: the sections' sizes.
-        assert_eq!(elf_writable_global_bytes(&elf_with(&sections, None)), Some(12));
+        assert_eq!(
+            elf_writable_global_bytes(&elf_with(&sections, None)),
+            Some(12)
+        );
         // With one: the objects in them (a function symbol does not count).
         let symbols = [(2, STT_OBJECT, 8), (3, STT_OBJECT, 4), (0, 2, 256)];
-        assert_eq!(elf_writable_global_bytes(&elf_with(&sections, Some(&symbols))), Some(12));
+        assert_eq!(
+            elf_writable_global_bytes(&elf_with(&sections, Some(&symbols))),
+            Some(12)
+        );
         // A one-byte `.nv.global` with no object in it is no state.
-        let empty = [(".text.lj_step", SHF_ALLOC | 0x4, 256), (".nv.global", rw, 1)];
-        assert_eq!(elf_writable_global_bytes(&elf_with(&empty, Some(&[(0, 2, 256)]))), Some(0));
-        let clean = [(".text.saxpy", SHF_ALLOC | 0x4, 256), (".nv.shared.saxpy", rw, 4096)];
+        let empty = [
+            (".text.lj_step", SHF_ALLOC | 0x4, 256),
+            (".nv.global", rw, 1),
+        ];
+        assert_eq!(
+            elf_writable_global_bytes(&elf_with(&empty, Some(&[(0, 2, 256)]))),
+            Some(0)
+        );
+        let clean = [
+            (".text.saxpy", SHF_ALLOC | 0x4, 256),
+            (".nv.shared.saxpy", rw, 4096),
+        ];
         assert_eq!(elf_writable_global_bytes(&elf_with(&clean, None)), Some(0));
         assert_eq!(elf_writable_global_bytes(b"not an elf"), None);
         let elf = elf_with(&sections, None);

@@ -851,11 +851,14 @@ fn source_rejection(source: &str, extension: &str) -> Option<Outcome> {
     let bytes = source.as_bytes();
     let (at, what) = bytes.iter().enumerate().find_map(|(i, &b)| match b {
         0 => Some((i, "a NUL byte")),
-        b'\r' if bytes.get(i + 1) != Some(&b'\n') => Some((i, "a carriage return without a line feed")),
+        b'\r' if bytes.get(i + 1) != Some(&b'\n') => {
+            Some((i, "a carriage return without a line feed"))
+        }
         _ => None,
     })?;
     let line = source[..at].matches('\n').count() + 1;
-    let message = format!("line {line}: the source contains {what}; kernel source must be plain text lines");
+    let message =
+        format!("line {line}: the source contains {what}; kernel source must be plain text lines");
     Some(Outcome::CompileError {
         diagnostics: kevo_backend::CompileDiagnostics::from_log(format!(
             "candidate.{extension}:{line}:1: error: the source contains {what}"
@@ -973,7 +976,11 @@ mod tests {
         );
         assert!(source_rejection("__kernel void f() {}\r\n// ok\r\n", "cl").is_none());
         let o = source_rejection("// a\r// kevo: block 64\n", "cl").unwrap();
-        assert!(o.summary().contains("line 1") && o.summary().contains("carriage return"), "{}", o.summary());
+        assert!(
+            o.summary().contains("line 1") && o.summary().contains("carriage return"),
+            "{}",
+            o.summary()
+        );
     }
 
     #[test]

@@ -72,7 +72,12 @@ impl Backend for WrongOnOneRun {
     fn views_alias(&self) -> bool {
         self.inner.views_alias()
     }
-    fn download_range(&mut self, b: BufferId, at: usize, out: &mut [u8]) -> Result<(), BackendError> {
+    fn download_range(
+        &mut self,
+        b: BufferId,
+        at: usize,
+        out: &mut [u8],
+    ) -> Result<(), BackendError> {
         self.inner.download_range(b, at, out)
     }
     fn copy_buffer(&mut self, s: BufferId, d: BufferId, bytes: usize) -> Result<(), BackendError> {
@@ -126,7 +131,10 @@ fn saxpy_with_one_wrong_run(corrupt_at: usize) -> Option<Outcome> {
     let mut ev = Evaluator::new(backend, ceilings(10.0, 100.0), EvalConfig::default());
     let task = kevo_tasks::by_name("saxpy").unwrap();
     let sizes = smoke(task);
-    Some(ev.evaluate(task, task.seed(Dialect::OpenCl).unwrap(), &sizes[..1]).outcome)
+    Some(
+        ev.evaluate(task, task.seed(Dialect::OpenCl).unwrap(), &sizes[..1])
+            .outcome,
+    )
 }
 
 #[test]
@@ -157,12 +165,21 @@ fn class6_faster_than_the_hardware_is_suspicious_and_unscored() {
         let task = kevo_tasks::by_name(name).unwrap();
         let sizes = smoke(task);
         let e = ev.evaluate(task, task.seed(Dialect::OpenCl).unwrap(), &sizes[..1]);
-        let Outcome::Suspicious { size, reason, score } = &e.outcome else {
+        let Outcome::Suspicious {
+            size,
+            reason,
+            score,
+        } = &e.outcome
+        else {
             panic!("{name}: {}", e.outcome.summary());
         };
         assert_eq!(size, &sizes[0].label);
         assert!(*score > 1.0, "{score}");
-        let ceiling = if name == "nbody" { "FP32 peak" } else { "DRAM bandwidth" };
+        let ceiling = if name == "nbody" {
+            "FP32 peak"
+        } else {
+            "DRAM bandwidth"
+        };
         assert!(reason.contains(ceiling), "{reason}");
         assert_eq!(e.outcome.score(), None, "never scored");
         assert!(!e.outcome.is_correct());

@@ -592,13 +592,15 @@ impl<'e> Session<'e> {
         let suspicious = strategy
             .history
             .iter()
-            .filter_map(|h| match self.evaluations.get(&h.candidate).map(|e| &e.outcome) {
-                Some(Outcome::Suspicious { size, reason, .. }) => Some(format!(
-                    "iteration {} candidate {} at size {size}: {reason}",
-                    h.iteration, h.candidate
-                )),
-                _ => None,
-            })
+            .filter_map(
+                |h| match self.evaluations.get(&h.candidate).map(|e| &e.outcome) {
+                    Some(Outcome::Suspicious { size, reason, .. }) => Some(format!(
+                        "iteration {} candidate {} at size {size}: {reason}",
+                        h.iteration, h.candidate
+                    )),
+                    _ => None,
+                },
+            )
             .collect();
         let summary = Summary {
             run: self.run.0.clone(),

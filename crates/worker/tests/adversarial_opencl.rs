@@ -87,3 +87,19 @@ fn class7_a_compile_bomb_is_a_bounded_compile_error() {
         std::env::var_os("CI").is_some(),
     );
 }
+
+#[test]
+fn class4_a_replayed_answer_fails_verification() {
+    let Some((mut w, _dir)) = worker() else {
+        return;
+    };
+    common::a_replayed_answer_fails_verification(&mut w, Dialect::OpenCl);
+}
+
+#[test]
+fn class5_under_computing_fails_the_audited_tolerance() {
+    let Some((mut w, _dir)) = worker() else {
+        return;
+    };
+    common::under_computing_fails(&mut w, Dialect::OpenCl);
+}

@@ -270,6 +270,57 @@ pub fn compile_bombs_are_bounded(kind: BackendKind, dialect: Dialect, required: 
     assert!(e.outcome.is_correct(), "{}", e.outcome.summary());
 }
 
+/// Class 4: a kernel that writes the answer for the timed inputs (here
+/// generated from the reference and embedded as a table) passes the timed
+/// check but must fail verification, whose inputs differ for every task.
+pub fn a_replayed_answer_fails_verification(w: &mut Worker, dialect: Dialect) {
+    let task = kevo_tasks::by_name("morton").unwrap();
+    let size = in_distribution("morton")[0].clone();
+    let problem = task.problem(&size, task.default_seed());
+    let answer = task.reference(&size, &problem);
+    let answer = answer.downcast_ref::<Vec<f32>>().expect("morton reference");
+    let table: Vec<String> = answer.iter().map(|v| format!("{:e}f", v)).collect();
+    let table = table.join(", ");
+    let source = match dialect {
+        Dialect::Cuda => format!(
+            "// Class 4 exploit: the timed answer, replayed.\n__constant__ float ANSWER[{n}] = {{{table}}};\n\
+             extern \"C\" __global__ void morton_stencil(const float* u_in, float* u_out, unsigned int N, unsigned int logN, float alpha) {{\n\
+             unsigned int t = blockIdx.x * blockDim.x + threadIdx.x;\n if (t < {n}u) u_out[t] = ANSWER[t];\n}}\n",
+            n = answer.len()
+        ),
+        _ => format!(
+            "// Class 4 exploit: the timed answer, replayed.\n__constant float ANSWER[{n}] = {{{table}}};\n\
+             __kernel void morton_stencil(__global const float* u_in, __global float* u_out, uint N, uint logN, float alpha) {{\n\
+             uint t = get_global_id(0);\n if (t < {n}u) u_out[t] = ANSWER[t];\n}}\n",
+            n = answer.len()
+        ),
+    };
+    let e = w.evaluate("morton", &source, std::slice::from_ref(&size), TIMEOUT);
+    let Outcome::WrongResult { metric, .. } = &e.outcome else {
+        panic!("{}", e.outcome.summary());
+    };
+    assert!(
+        !metric.contains("timed run"),
+        "the timed runs are right: {metric}"
+    );
+}
+
+/// Class 5: nbody with forces only every other step fails the audited
+/// tolerance (positions and velocities).
+pub fn under_computing_fails(w: &mut Worker, dialect: Dialect) {
+    let e = w.evaluate(
+        "nbody",
+        &kernel(dialect, "class5_nbody_forces_every_other_step"),
+        &in_distribution("nbody"),
+        TIMEOUT,
+    );
+    assert!(
+        matches!(e.outcome, Outcome::WrongResult { .. }),
+        "{}",
+        e.outcome.summary()
+    );
+}
+
 pub fn tuned_to_shown_sizes_fails_held_out(w: &mut Worker, dialect: Dialect) {
     let src = kernel(dialect, "correct_only_in_distribution");
     let plan = kevo_tasks::by_name("heat2d").unwrap().sizes(SizeSet::Smoke);
