@@ -80,7 +80,7 @@ pub enum Event {
         wall_s: f64,
     },
     HeldOut(HeldOutSummary),
-    Finished(Summary),
+    Finished(Box<Summary>),
 }
 
 pub trait Observer {
@@ -622,7 +622,7 @@ impl<'e> Session<'e> {
             serde_json::to_value(&summary).map_err(|e| EvolveError::Invalid(e.to_string()))?;
         self.dir.write_summary(&value)?;
         self.env.store.mark_finished(&self.run, &value).await?;
-        observer.on(&Event::Finished(summary.clone()));
+        observer.on(&Event::Finished(Box::new(summary.clone())));
         Ok(summary)
     }
 
