@@ -34,3 +34,25 @@ __kernel void scrub(uint pattern, uint stride) {
     for (uint i = get_local_id(0); i < 4096; i += get_local_size(0)) tile[i] = pattern ^ i;
     for (uint i = 0; i < 256; ++i) stack[(i * stride) & 255u] = pattern + i;
 }
+
+// A keyed checksum of a buffer: the sum of a 32-bit mix of every word with
+// its index and a key the kernel under test never sees. The pristine copies
+// that buffers are restored from are checked with it after every size:
+// a kernel that rewrote them (to have its answer restored into its next
+// run) changes the sum unless it can predict the key.
+uint kevo_fmix(uint h) {
+    h ^= h >> 16;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    h *= 0xc2b2ae35u;
+    h ^= h >> 16;
+    return h;
+}
+
+__kernel void keyed_sum(__global const uint* data, uint n_words, uint key, __global uint* count,
+                        uint slot) {
+    uint acc = 0;
+    for (uint i = get_global_id(0); i < n_words; i += get_global_size(0))
+        acc += kevo_fmix(data[i] ^ kevo_fmix(i ^ key));
+    atomic_add(count + slot, acc);
+}

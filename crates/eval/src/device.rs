@@ -30,6 +30,7 @@ const CANARY_WORD: u32 = u32::from_ne_bytes([CANARY; 4]);
 pub const SLOT_GUARDS: u32 = 0;
 pub const SLOT_OUTPUTS: u32 = 1;
 pub const SLOT_INPUTS: u32 = 2;
+pub const SLOT_CHECKSUM: u32 = 3;
 const SLOTS: usize = 4;
 
 pub fn round_up(n: usize, m: usize) -> usize {
@@ -44,6 +45,9 @@ pub struct Utility {
     fill_words: KernelId,
     count_not_equal: KernelId,
     scrub: KernelId,
+    keyed_sum: KernelId,
+    /// Key of the pristine checksums: drawn once per evaluator.
+    pub key: u32,
     scrub_block: u32,
     scrub_blocks: u64,
     pub counters: BufferId,
@@ -72,6 +76,7 @@ impl Utility {
         let fill_words = kernel("fill_words")?;
         let count_not_equal = kernel("count_not_equal")?;
         let scrub = kernel("scrub")?;
+        let keyed_sum = kernel("keyed_sum")?;
         let limit = backend.kernel_info(scrub)?.max_threads_per_block.max(1);
         let scrub_block = limit.min(256) as u32;
         let scrub_blocks = u64::from(backend.info().compute_units.max(1)) * 8;
@@ -82,6 +87,8 @@ impl Utility {
             fill_words,
             count_not_equal,
             scrub,
+            keyed_sum,
+            key: rand::random(),
             scrub_block,
             scrub_blocks,
             counters,
@@ -160,6 +167,24 @@ impl Utility {
         }
     }
 
+    /// The keyed checksum of the first `words` words of `buffer` into the
+    /// checksum slot (see [`keyed_checksum`] for the host's side).
+    pub fn keyed_sum(&self, buffer: BufferId, words: usize) -> Launch {
+        Launch {
+            kernel: self.keyed_sum,
+            global: [self.scrub_blocks * u64::from(self.scrub_block), 1, 1],
+            local: [self.scrub_block, 1, 1],
+            dynamic_shared_bytes: 0,
+            args: vec![
+                KernelArg::Buffer(buffer),
+                KernelArg::U32(words as u32),
+                KernelArg::U32(self.key),
+                KernelArg::Buffer(self.counters),
+                KernelArg::U32(SLOT_CHECKSUM),
+            ],
+        }
+    }
+
     pub fn zero_counters(&self, backend: &mut impl Backend) -> Result<(), BackendError> {
         backend.fill_buffer(self.counters, 0, 4 * SLOTS)
     }
@@ -173,6 +198,31 @@ impl Utility {
         }
         Ok(out)
     }
+}
+
+/// murmur3's 32-bit finaliser.
+fn fmix(mut h: u32) -> u32 {
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x85eb_ca6b);
+    h ^= h >> 13;
+    h = h.wrapping_mul(0xc2b2_ae35);
+    h ^ (h >> 16)
+}
+
+/// The host's side of the `keyed_sum` utility kernel over `data`'s whole
+/// 32-bit words.
+pub fn keyed_checksum(data: &[u8], key: u32) -> u32 {
+    use rayon::prelude::*;
+    data.par_chunks(4 << 20)
+        .enumerate()
+        .map(|(c, chunk)| {
+            let base = (c * (1 << 20)) as u32;
+            chunk.chunks_exact(4).enumerate().fold(0u32, |acc, (k, w)| {
+                let word = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+                acc.wrapping_add(fmix(word ^ fmix(base.wrapping_add(k as u32) ^ key)))
+            })
+        })
+        .reduce(|| 0, u32::wrapping_add)
 }
 
 /// Guard regions of one buffer inside its allocation `parent`: `lo_bytes`
@@ -244,6 +294,9 @@ pub struct DeviceBuffers {
     pub pristine: Vec<Option<BufferId>>,
     pub guards: Vec<Guards>,
     pub snapshots: Vec<BufferId>,
+    /// (buffer, first word, words) of other canary regions checked after
+    /// every run: the tails of the pristine copies in use.
+    pub watched: Vec<(BufferId, usize, usize)>,
 }
 
 impl DeviceBuffers {
@@ -310,6 +363,11 @@ impl DeviceBuffers {
                 g.regions()
                     .map(|(at, n)| utility.count_changed_guard(g.parent, at, n))
             })
+            .chain(
+                self.watched
+                    .iter()
+                    .map(|&(b, at, n)| utility.count_changed_guard(b, at, n)),
+            )
             .collect();
         if compare_outputs {
             for (k, &i) in problem.outputs.iter().enumerate() {
@@ -441,6 +499,7 @@ impl DeviceBuffers {
         for s in self.snapshots.drain(..) {
             backend.free(s);
         }
+        self.watched.clear();
         // The pristine buffers belong to the evaluator's cache.
         self.pristine.clear();
     }
@@ -487,5 +546,35 @@ impl DeviceBuffers {
                 })
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_keyed_checksum_sees_any_change_and_depends_on_the_key() {
+        let data: Vec<u8> = (0..(9 << 20) + 12).map(|i| (i * 7 % 251) as u8).collect();
+        let sum = keyed_checksum(&data, 42);
+        assert_eq!(
+            sum,
+            keyed_checksum(&data, 42),
+            "deterministic across chunks"
+        );
+        assert_ne!(sum, keyed_checksum(&data, 43));
+        // Flipping the top bit of two words cancels in a plain sum; not here.
+        let mut two = data.clone();
+        two[3] ^= 0x80;
+        two[7] ^= 0x80;
+        assert_ne!(sum, keyed_checksum(&two, 42));
+        // Swapping two words is seen: the index is mixed in.
+        let mut swapped = data.clone();
+        swapped.swap(0, 4);
+        swapped.swap(1, 5);
+        swapped.swap(2, 6);
+        swapped.swap(3, 7);
+        assert_ne!(data[0..4], data[4..8]);
+        assert_ne!(sum, keyed_checksum(&swapped, 42));
     }
 }

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use device::{DeviceBuffers, GRANULE, PendingLaunch, Utility, round_up};
-use kevo_backend::{Backend, BackendError, BufferId, CompileOptions, KernelId, Launch};
+use kevo_backend::{Backend, BackendError, BufferId, CompileOptions, KernelId};
 use kevo_roofline::Ceilings;
 use kevo_tasks::{
     Block, BlockDeclarations, BufferInit, CeilingKind, Problem, Reference, Size, Task, Verdict,
@@ -101,14 +101,28 @@ pub struct Evaluator<B: Backend> {
 /// Device buffers holding a problem's initial contents, per (task, size,
 /// seed), bounded by a share of device memory and evicted least recently
 /// used first. Each is a whole number of granules whose tail past the data
-/// holds the canary, checked after every size: a kernel that reaches the
-/// pristine copies cannot hide anything in their slack.
+/// holds the canary, checked after every run, and whose contents have a
+/// keyed checksum, checked after every size: a kernel that reaches the
+/// pristine copies can neither hide anything in their slack nor have its
+/// answer restored into its next run.
 #[derive(Default)]
 struct PristineCache {
     entries: Vec<(CacheKey, Vec<Option<BufferId>>, usize, u64)>,
-    /// (buffer, first tail word, tail words) of every live pristine buffer.
-    tails: Vec<(BufferId, usize, usize)>,
+    /// Every live pristine buffer.
+    records: Vec<PristineRecord>,
     clock: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct PristineRecord {
+    buffer: BufferId,
+    /// Whole 32-bit words of data.
+    words: usize,
+    /// First word and length of the canary tail.
+    tail_at: usize,
+    tail_words: usize,
+    /// `device::keyed_checksum` of the data under the utility's key.
+    checksum: u32,
 }
 
 impl PristineCache {
@@ -120,6 +134,7 @@ impl PristineCache {
         key: CacheKey,
         problem: &Problem,
         protect: &[&CacheKey],
+        checksum_key: u32,
     ) -> Result<Vec<Option<BufferId>>, BackendError> {
         self.clock += 1;
         if let Some(e) = self.entries.iter_mut().find(|e| e.0 == key) {
@@ -146,7 +161,7 @@ impl PristineCache {
             let Some(i) = victim else { break };
             let (_, buffers, _, _) = self.entries.swap_remove(i);
             for b in buffers.into_iter().flatten() {
-                self.tails.retain(|t| t.0 != b);
+                self.records.retain(|r| r.buffer != b);
                 backend.free(b);
             }
         }
@@ -161,7 +176,13 @@ impl PristineCache {
                 Ok(b) => {
                     buffers.push(Some(b));
                     let first = spec.bytes.div_ceil(4);
-                    self.tails.push((b, first, total / 4 - first));
+                    self.records.push(PristineRecord {
+                        buffer: b,
+                        words: spec.bytes / 4,
+                        tail_at: first,
+                        tail_words: total / 4 - first,
+                        checksum: device::keyed_checksum(data, checksum_key),
+                    });
                     backend
                         .fill_buffer(b, device::CANARY, total)
                         .and_then(|_| backend.upload(b, data))
@@ -170,7 +191,7 @@ impl PristineCache {
             };
             if let Err(e) = result {
                 for b in buffers.into_iter().flatten() {
-                    self.tails.retain(|t| t.0 != b);
+                    self.records.retain(|r| r.buffer != b);
                     backend.free(b);
                 }
                 return Err(e);
@@ -180,8 +201,17 @@ impl PristineCache {
         Ok(buffers)
     }
 
+    /// The records of `buffers` (a problem's pristine list).
+    fn records_of(&self, buffers: &[Option<BufferId>]) -> Vec<PristineRecord> {
+        self.records
+            .iter()
+            .filter(|r| buffers.contains(&Some(r.buffer)))
+            .copied()
+            .collect()
+    }
+
     fn clear(&mut self, backend: &mut impl Backend) {
-        self.tails.clear();
+        self.records.clear();
         for (_, buffers, _, _) in self.entries.drain(..) {
             for b in buffers.into_iter().flatten() {
                 backend.free(b);
@@ -504,15 +534,27 @@ impl<B: Backend> Evaluator<B> {
         let utility = self.utility.take().expect("compiled before the first size");
         let mut check_s = 0.0;
         let run = (|| -> Result<RunOutcome, BackendError> {
-            device.pristine =
-                self.pristine
-                    .get(&mut self.backend, timed_key.clone(), &timed, &[&verify_key])?;
+            device.pristine = self.pristine.get(
+                &mut self.backend,
+                timed_key.clone(),
+                &timed,
+                &[&verify_key],
+                utility.key,
+            )?;
             let verify_pristine = self.pristine.get(
                 &mut self.backend,
                 verify_key.clone(),
                 &verify,
                 &[&timed_key],
+                utility.key,
             )?;
+            let mut in_use = device.pristine.clone();
+            in_use.extend(verify_pristine.iter().copied());
+            let records = self.pristine.records_of(&in_use);
+            device.watched = records
+                .iter()
+                .map(|r| (r.buffer, r.tail_at, r.tail_words))
+                .collect();
             device.allocate(&mut self.backend, &timed)?;
             let launches = device.bind(&launches)?;
             let guard_failure = |device: &DeviceBuffers,
@@ -621,7 +663,7 @@ impl<B: Backend> Evaluator<B> {
             let outputs =
                 device.download_outputs(&mut self.backend, &verify, false, &mut self.scratch)?;
             let modified = device.modified_input(&mut self.backend, &utility, &verify)?;
-            let pristine_tails = self.pristine_tails_changed(&utility)?;
+            let pristine_changed = self.pristine_changed(&utility, &records)?;
             Ok(RunOutcome {
                 failed: None,
                 samples,
@@ -629,7 +671,7 @@ impl<B: Backend> Evaluator<B> {
                 timed_outputs,
                 outputs,
                 modified,
-                pristine_tails,
+                pristine_changed,
             })
         })();
         device.free(&mut self.backend);
@@ -661,10 +703,10 @@ impl<B: Backend> Evaluator<B> {
         let failures = [
             run.modified
                 .map(|(name, words)| (format!("input_modified_words({name})"), words as f64)),
-            (run.pristine_tails > 0).then(|| {
+            (run.pristine_changed > 0).then(|| {
                 (
-                    "out_of_bounds_bytes(pristine copies)".to_string(),
-                    f64::from(run.pristine_tails) * 4.0,
+                    "pristine_copies_modified".to_string(),
+                    f64::from(run.pristine_changed),
                 )
             }),
         ];
@@ -713,17 +755,22 @@ impl<B: Backend> Evaluator<B> {
         })
     }
 
-    /// Words past the data of any pristine copy that lost the canary.
-    fn pristine_tails_changed(&mut self, utility: &Utility) -> Result<u32, BackendError> {
-        utility.zero_counters(&mut self.backend)?;
-        let launches: Vec<Launch> = self
-            .pristine
-            .tails
-            .iter()
-            .map(|&(b, at, n)| utility.count_changed_guard(b, at, n))
-            .collect();
-        self.backend.run_timed(&launches)?;
-        Ok(utility.read_counters(&mut self.backend)?[device::SLOT_GUARDS as usize])
+    /// How many of the pristine copies in use no longer hold what was
+    /// uploaded (a keyed checksum per buffer, on the device).
+    fn pristine_changed(
+        &mut self,
+        utility: &Utility,
+        records: &[PristineRecord],
+    ) -> Result<u32, BackendError> {
+        let mut changed = 0;
+        for r in records {
+            utility.zero_counters(&mut self.backend)?;
+            self.backend
+                .run_timed(&[utility.keyed_sum(r.buffer, r.words)])?;
+            let sum = utility.read_counters(&mut self.backend)?[device::SLOT_CHECKSUM as usize];
+            changed += u32::from(sum != r.checksum);
+        }
+        Ok(changed)
     }
 
     /// Turn the task's launch specs into launches with concrete block shapes.
@@ -818,7 +865,8 @@ struct RunOutcome {
     timed_outputs: Vec<Vec<u8>>,
     outputs: Vec<Vec<u8>>,
     modified: Option<(&'static str, usize)>,
-    pristine_tails: u32,
+    /// Pristine copies whose contents changed.
+    pristine_changed: u32,
 }
 
 impl RunOutcome {
@@ -830,7 +878,7 @@ impl RunOutcome {
             timed_outputs: Vec::new(),
             outputs: Vec::new(),
             modified: None,
-            pristine_tails: 0,
+            pristine_changed: 0,
         }
     }
 }

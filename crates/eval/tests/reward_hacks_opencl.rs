@@ -20,12 +20,24 @@ use common::smoke;
 /// PoCL, except that after the `corrupt_at`-th launch sequence of the
 /// candidate's `saxpy` (counting from 1) the first element of `y` is
 /// zeroed: a stand-in for a kernel that is wrong on one run it expects to
-/// go unchecked, without needing any state of its own.
+/// go unchecked, without needing any state of its own. With
+/// `corrupt_pristine`, it instead overwrites the pristine copy the timed
+/// runs were restored from, during the verification run (the first run
+/// restored from copies not seen before): a stand-in for a kernel that
+/// reaches the evaluator's own buffers.
 struct WrongOnOneRun {
     inner: OpenClBackend,
     candidate: HashSet<KernelId>,
     runs: usize,
     corrupt_at: usize,
+    corrupt_pristine: bool,
+    /// Copy sources (pristine copies) in order of first use, and those of
+    /// the reset since the last candidate run.
+    sources: Vec<BufferId>,
+    reset: Vec<BufferId>,
+    /// Buffers that were copied into (working buffers, snapshots): never
+    /// pristine copies.
+    destinations: HashSet<BufferId>,
 }
 
 impl Backend for WrongOnOneRun {
@@ -81,6 +93,10 @@ impl Backend for WrongOnOneRun {
         self.inner.download_range(b, at, out)
     }
     fn copy_buffer(&mut self, s: BufferId, d: BufferId, bytes: usize) -> Result<(), BackendError> {
+        self.destinations.insert(d);
+        if !self.destinations.contains(&s) {
+            self.reset.push(s);
+        }
         self.inner.copy_buffer(s, d, bytes)
     }
     fn fill_buffer(&mut self, b: BufferId, value: u8, bytes: usize) -> Result<(), BackendError> {
@@ -90,6 +106,17 @@ impl Backend for WrongOnOneRun {
         let t = self.inner.run_timed(launches)?;
         if let Some(l) = launches.iter().find(|l| self.candidate.contains(&l.kernel)) {
             self.runs += 1;
+            let reset = std::mem::take(&mut self.reset);
+            let fresh = !self.sources.is_empty() && reset.iter().any(|b| !self.sources.contains(b));
+            if self.corrupt_pristine && fresh {
+                let first = self.sources[0];
+                self.inner.fill_buffer(first, 0x5A, 4)?;
+            }
+            for b in reset {
+                if !self.sources.contains(&b) {
+                    self.sources.push(b);
+                }
+            }
             if self.runs == self.corrupt_at
                 && let KernelArg::Buffer(y) = l.args[1]
             {
@@ -122,11 +149,19 @@ fn opencl() -> Option<OpenClBackend> {
 }
 
 fn saxpy_with_one_wrong_run(corrupt_at: usize) -> Option<Outcome> {
+    saxpy_on(corrupt_at, false)
+}
+
+fn saxpy_on(corrupt_at: usize, corrupt_pristine: bool) -> Option<Outcome> {
     let backend = WrongOnOneRun {
         inner: opencl()?,
         candidate: HashSet::new(),
         runs: 0,
         corrupt_at,
+        corrupt_pristine,
+        sources: Vec::new(),
+        reset: Vec::new(),
+        destinations: HashSet::new(),
     };
     let mut ev = Evaluator::new(backend, ceilings(10.0, 100.0), EvalConfig::default());
     let task = kevo_tasks::by_name("saxpy").unwrap();
@@ -184,4 +219,15 @@ fn class6_faster_than_the_hardware_is_suspicious_and_unscored() {
         assert_eq!(e.outcome.score(), None, "never scored");
         assert!(!e.outcome.is_correct());
     }
+}
+
+#[test]
+fn class2_a_pristine_copy_changed_behind_the_evaluator_fails_the_size() {
+    let Some(outcome) = saxpy_on(usize::MAX, true) else {
+        return;
+    };
+    let Outcome::WrongResult { metric, .. } = &outcome else {
+        panic!("{}", outcome.summary());
+    };
+    assert_eq!(metric, "pristine_copies_modified");
 }
