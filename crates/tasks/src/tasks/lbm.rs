@@ -19,6 +19,14 @@ use crate::check::{bytes_to_f32s, f32s_to_bytes, max_abs, max_abs_verdict};
 use crate::rng::uniform_f32;
 use crate::*;
 
+/// Relative to max(1, max|f_ref|). The spec's 5e-4 + 1e-4 max|f_ref| let a
+/// kernel that skips one of 50 to 100 steps pass (it errs by 2.1e-4 to
+/// 5.2e-4 at the full sizes). Honest kernels (other moment orders, FMA, a
+/// fast reciprocal of rho, the rearranged (1 - 1/tau) f + feq / tau) reach
+/// 2.4e-7 at the smoke sizes and 3.3e-7 at the full sizes; 2e-6 is 6 times
+/// that (tests/tolerance_audit_a.rs, docs/tolerance-audit-a.md).
+const TOLERANCE: f64 = 2e-6;
+
 /// Amplitude of the seeded perturbation of the initial density.
 const NOISE: f64 = 1e-2;
 
@@ -232,7 +240,7 @@ impl Task for Lbm {
     ) -> Verdict {
         let want = reference.downcast_ref::<Vec<f32>>().expect("lbm reference");
         let got = bytes_to_f32s(&outputs[0]);
-        max_abs_verdict(&got, want, 5e-4 + 1e-4 * max_abs(want))
+        max_abs_verdict(&got, want, TOLERANCE * max_abs(want).max(1.0))
     }
 }
 

@@ -19,6 +19,14 @@ use crate::check::{bytes_to_f32s, f32s_to_bytes, max_abs, max_abs_verdict};
 use crate::rng::uniform_f32;
 use crate::*;
 
+/// Relative to max(1, max|u_ref|). The spec's 1e-4 + 1e-5 max|u_ref| is
+/// ~100 times the error of honest kernels: other neighbour orders, FMA and
+/// the rearranged (2 - 6 alpha) c - u_prev + alpha sum reach 6.0e-7 at the
+/// smoke sizes and 1.13e-6 at the full sizes; 8e-6 is 7 times that. One
+/// skipped step errs by 3.4e-2 or more (tests/tolerance_audit_a.rs,
+/// docs/tolerance-audit-a.md).
+const TOLERANCE: f64 = 8e-6;
+
 /// Amplitude of the seeded perturbation of the initial state.
 const NOISE: f64 = 1e-2;
 
@@ -250,7 +258,7 @@ impl Task for Wave3d {
             .downcast_ref::<Vec<f32>>()
             .expect("wave3d reference");
         let got = bytes_to_f32s(&outputs[0]);
-        max_abs_verdict(&got, want, 1e-4 + 1e-5 * max_abs(want))
+        max_abs_verdict(&got, want, TOLERANCE * max_abs(want).max(1.0))
     }
 }
 
