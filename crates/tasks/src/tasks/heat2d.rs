@@ -64,8 +64,16 @@ impl Task for Heat2d {
     }
     fn sizes(&self, set: SizeSet) -> SizePlan {
         match set {
-            // LARGE-SCAFFOLD: replace with the task's own large sizes.
-            SizeSet::Large => self.sizes(SizeSet::Full),
+            // Working set 8 NX NY bytes (A and B): 302 MB to 1.2 GB, at
+            // least 4x a 64 MB last-level cache.
+            SizeSet::Large => SizePlan {
+                in_distribution: vec![
+                    Size::new("6144x6144_60", &[6144, 6144, 60]),
+                    Size::new("8192x8192_40", &[8192, 8192, 40]),
+                    Size::new("12288x12288_20", &[12288, 12288, 20]),
+                ],
+                held_out: Size::new("10240x10240_30", &[10240, 10240, 30]),
+            },
             SizeSet::Full => SizePlan {
                 in_distribution: vec![
                     Size::new("256x256_50", &[256, 256, 50]),

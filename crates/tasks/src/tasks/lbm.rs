@@ -146,8 +146,16 @@ impl Task for Lbm {
     }
     fn sizes(&self, set: SizeSet) -> SizePlan {
         match set {
-            // LARGE-SCAFFOLD: replace with the task's own large sizes.
-            SizeSet::Large => self.sizes(SizeSet::Full),
+            // Working set 72 NX NY bytes (f_a and f_b): 302 MB to 1.2 GB,
+            // at least 4x a 64 MB last-level cache.
+            SizeSet::Large => SizePlan {
+                in_distribution: vec![
+                    Size::new("2048x2048_50", &[2048, 2048, 50]),
+                    Size::new("3072x3072_30", &[3072, 3072, 30]),
+                    Size::new("4096x4096_20", &[4096, 4096, 20]),
+                ],
+                held_out: Size::new("3584x2560_25", &[3584, 2560, 25]),
+            },
             SizeSet::Full => SizePlan {
                 in_distribution: vec![
                     Size::new("64x64_50", &[64, 64, 50]),

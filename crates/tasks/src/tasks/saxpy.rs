@@ -39,8 +39,16 @@ impl Task for Saxpy {
     }
     fn sizes(&self, set: SizeSet) -> SizePlan {
         match set {
-            // LARGE-SCAFFOLD: replace with the task's own large sizes.
-            SizeSet::Large => self.sizes(SizeSet::Full),
+            // Working set 8 N bytes (x and y): 384 MiB to 2 GiB, at least
+            // 4x a 64 MB last-level cache.
+            SizeSet::Large => SizePlan {
+                in_distribution: vec![
+                    Size::new("48M", &[3 << 24]),
+                    Size::new("128M", &[1 << 27]),
+                    Size::new("256M", &[1 << 28]),
+                ],
+                held_out: Size::new("96M", &[3 << 25]),
+            },
             SizeSet::Full => SizePlan {
                 in_distribution: vec![
                     Size::new("1M", &[1 << 20]),

@@ -149,8 +149,16 @@ impl Task for Wave3d {
     }
     fn sizes(&self, set: SizeSet) -> SizePlan {
         match set {
-            // LARGE-SCAFFOLD: replace with the task's own large sizes.
-            SizeSet::Large => self.sizes(SizeSet::Full),
+            // Working set 12 NX NY NZ bytes (A, B and C): 287 MB to 1.6 GB,
+            // at least 4x a 64 MB last-level cache.
+            SizeSet::Large => SizePlan {
+                in_distribution: vec![
+                    Size::new("288x288x288_30", &[288, 288, 288, 30]),
+                    Size::new("512x384x320_20", &[512, 384, 320, 20]),
+                    Size::new("512x512x512_12", &[512, 512, 512, 12]),
+                ],
+                held_out: Size::new("448x448x448_16", &[448, 448, 448, 16]),
+            },
             SizeSet::Full => SizePlan {
                 in_distribution: vec![
                     Size::new("64x64x64_30", &[64, 64, 64, 30]),
