@@ -113,3 +113,65 @@ fn large_labels_spell_out_the_dims() {
         assert_eq!(s.label, format!("{}M", s.dims[0] >> 20));
     }
 }
+
+/// CPU cost of inputs, reference and check at the large sizes (the check
+/// is fed the timed inputs' Data as a stand-in output, which is fine for
+/// timing). Run on a big machine with
+/// `cargo test -p kevo-tasks --release --test large_sizes_a -- --ignored --nocapture`;
+/// `LARGE_TASKS=nbody,hmc` picks tasks, `LARGE_SIZES=49152_10` sizes.
+#[test]
+#[ignore = "generates every large input: minutes and tens of GB"]
+fn large_reference_times() {
+    use std::time::Instant;
+    let only = std::env::var("LARGE_TASKS").ok();
+    let only_sizes = std::env::var("LARGE_SIZES").ok();
+    println!(
+        "{} threads; {:<7} {:<16} {:>9} {:>11} {:>9}",
+        rayon_threads(),
+        "task",
+        "size",
+        "inputs s",
+        "reference s",
+        "check s"
+    );
+    for name in TASKS {
+        if let Some(only) = &only
+            && !only.split(',').any(|t| t == name)
+        {
+            continue;
+        }
+        let task = kevo_tasks::by_name(name).unwrap();
+        for s in all_sizes(task, SizeSet::Large) {
+            if let Some(only) = &only_sizes
+                && !only.split(',').any(|l| l == s.label)
+            {
+                continue;
+            }
+            let t = Instant::now();
+            let p = task.problem(&s, task.default_seed());
+            let inputs = t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            let r = task.reference(&s, &p);
+            let reference = t.elapsed().as_secs_f64();
+            let outputs: Vec<Vec<u8>> = p
+                .outputs
+                .iter()
+                .map(|&i| match &p.buffers[i].init {
+                    kevo_tasks::BufferInit::Data(d) => d.to_vec(),
+                    _ => vec![0u8; p.buffers[i].bytes],
+                })
+                .collect();
+            let t = Instant::now();
+            let v = task.check(&s, &p, &r, &outputs);
+            let check = t.elapsed().as_secs_f64();
+            println!(
+                "{:<7} {:<16} {inputs:>9.2} {reference:>11.2} {check:>9.2}  ({} {:.3e})",
+                name, s.label, v.metric, v.value
+            );
+        }
+    }
+}
+
+fn rayon_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}

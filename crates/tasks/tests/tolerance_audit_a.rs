@@ -353,3 +353,28 @@ fn tolerance_audit_table() {
         }
     }
 }
+
+/// nbody's tolerances grow with N; this measures the honest error beyond
+/// the full sizes (towards the large ones, whose f64 reference alone takes
+/// minutes on 2 cores) to check the trend: `NBODY_N=8192,16384`.
+#[test]
+#[ignore = "minutes in release"]
+fn nbody_error_growth_beyond_the_full_sizes() {
+    let ns: Vec<u64> = std::env::var("NBODY_N")
+        .unwrap_or_else(|_| "4096,8192".into())
+        .split(',')
+        .map(|n| n.parse().unwrap())
+        .collect();
+    let all = honest_variants();
+    let variants = [all[0], all[2], all[9], all[14]];
+    let subject = subjects()
+        .into_iter()
+        .find(|s| s.task.name() == "nbody")
+        .unwrap();
+    for n in ns {
+        let size = Size::new(&format!("{n}_10"), &[n, 10]);
+        let rows = audit(&subject, &size, &variants);
+        print_rows("nbody", &size, &rows);
+        assert_rows("nbody", &size, &rows);
+    }
+}
