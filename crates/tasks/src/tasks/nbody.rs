@@ -106,7 +106,7 @@ fn max_abs_xyz(v: &[f32]) -> f64 {
 /// (2048), 9.2e-7 (4096), 1.26e-6 (8192) and 2.33e-6 (16384): about
 /// 4e-7 + 1.2e-10 N (the bodies fall together, speed up and meet, so
 /// rounding differences grow with N). The tolerance is 8 to 11 times that
-/// (1.2e-4 relative at N = 73728, where ~9e-6 is expected); recomputing the
+/// (9.2e-5 relative at N = 73728, where ~9e-6 is expected); recomputing the
 /// forces every other step errs by 2 % to 11 % of max|v_ref|
 /// (docs/tolerance-audit-a.md).
 fn vel_tolerance(n: usize, max_vel: f64) -> f64 {
