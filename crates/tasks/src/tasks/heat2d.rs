@@ -11,6 +11,14 @@ use crate::*;
 
 const ALPHA: f32 = 0.20;
 
+/// Relative to max(1, max|u_ref|). The spec's 1e-4 + 1e-5 max|u_ref| is
+/// ~450 times the error of honest kernels: other neighbour orders, FMA and
+/// the rearranged (1 - 4 alpha) c + alpha sum reach 1.8e-7 at the smoke
+/// sizes and 2.4e-7 at the full sizes; 2e-6 is 8.4 times that. One skipped
+/// step errs by 1.9e-3 or more (tests/tolerance_audit_a.rs,
+/// docs/tolerance-audit-a.md).
+const TOLERANCE: f64 = 2e-6;
+
 pub struct Heat2d;
 
 fn dims(size: &Size) -> (usize, usize, usize) {
@@ -56,8 +64,16 @@ impl Task for Heat2d {
     }
     fn sizes(&self, set: SizeSet) -> SizePlan {
         match set {
-            // LARGE-SCAFFOLD: replace with the task's own large sizes.
-            SizeSet::Large => self.sizes(SizeSet::Full),
+            // Working set 8 NX NY bytes (A and B): 302 MB to 1.2 GB, at
+            // least 4x a 64 MB last-level cache.
+            SizeSet::Large => SizePlan {
+                in_distribution: vec![
+                    Size::new("6144x6144_60", &[6144, 6144, 60]),
+                    Size::new("8192x8192_40", &[8192, 8192, 40]),
+                    Size::new("12288x12288_20", &[12288, 12288, 20]),
+                ],
+                held_out: Size::new("10240x10240_30", &[10240, 10240, 30]),
+            },
             SizeSet::Full => SizePlan {
                 in_distribution: vec![
                     Size::new("256x256_50", &[256, 256, 50]),
@@ -158,7 +174,7 @@ impl Task for Heat2d {
             .downcast_ref::<Vec<f32>>()
             .expect("heat2d reference");
         let got = bytes_to_f32s(&outputs[0]);
-        max_abs_verdict(&got, want, 1e-4 + 1e-5 * max_abs(want))
+        max_abs_verdict(&got, want, TOLERANCE * max_abs(want).max(1.0))
     }
 }
 

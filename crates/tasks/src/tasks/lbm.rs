@@ -1,13 +1,34 @@
 //! lbm: D2Q9 lattice Boltzmann with BGK collision, fused pull-streaming and
 //! collision, periodic in both axes (spec section 6). Size dims:
 //! `[NX, NY, n_steps]`.
+//!
+//! Deviation from the spec: the spec's initial state is deterministic (a
+//! density bump at rest), so the evaluator's "fresh" verification inputs
+//! would equal the timed ones and a kernel that memoises its answer would
+//! pass. Here the initial density of every cell gets a seeded additive
+//! perturbation drawn uniformly from [-1e-2, 1e-2] (rho0 stays in
+//! [0.99, 1.06], so every population is positive); the fluid still starts at
+//! rest (f_k = w_k rho0). The default seed's state is within 1 % of the
+//! spec's.
 
 use std::sync::Arc;
 
 use rayon::prelude::*;
 
 use crate::check::{bytes_to_f32s, f32s_to_bytes, max_abs, max_abs_verdict};
+use crate::rng::uniform_f32;
 use crate::*;
+
+/// Relative to max(1, max|f_ref|). The spec's 5e-4 + 1e-4 max|f_ref| let a
+/// kernel that skips one of 50 to 100 steps pass (it errs by 2.1e-4 to
+/// 5.2e-4 at the full sizes). Honest kernels (other moment orders, FMA, a
+/// fast reciprocal of rho, the rearranged (1 - 1/tau) f + feq / tau) reach
+/// 2.4e-7 at the smoke sizes and 3.3e-7 at the full sizes; 2e-6 is 6 times
+/// that (tests/tolerance_audit_a.rs, docs/tolerance-audit-a.md).
+const TOLERANCE: f64 = 2e-6;
+
+/// Amplitude of the seeded perturbation of the initial density.
+const NOISE: f64 = 1e-2;
 
 const TAU: f32 = 0.8;
 const CX: [i32; 9] = [0, 1, 0, -1, 0, 1, -1, -1, 1];
@@ -34,23 +55,27 @@ fn dims(size: &Size) -> (usize, usize, usize) {
     )
 }
 
-/// Deterministic initial populations: a density bump at rest,
-/// f_k = w_k * rho0 (SoA: f[k*NX*NY + j*NX + i]).
-fn initial(nx: usize, ny: usize) -> Vec<f32> {
+/// Initial populations: a density bump at rest plus `noise` (one value per
+/// cell, added to rho0 in f64), f_k = w_k * rho0 (SoA: f[k*NX*NY + j*NX + i]).
+/// With `noise` all zero this is the spec's deterministic state.
+fn initial(nx: usize, ny: usize, noise: &[f32]) -> Vec<f32> {
     let (cx, cy) = ((nx as f64 - 1.0) / 2.0, (ny as f64 - 1.0) / 2.0);
     let sigma = 0.15 * nx.min(ny) as f64;
     let cells = nx * ny;
-    let mut f = vec![0f32; 9 * cells];
-    for j in 0..ny {
-        for i in 0..nx {
+    let mut rho = vec![0f32; cells];
+    rho.par_chunks_mut(nx).enumerate().for_each(|(j, row)| {
+        for (i, r) in row.iter_mut().enumerate() {
             let r2 = (i as f64 - cx).powi(2) + (j as f64 - cy).powi(2);
             let bump = (-r2 / (2.0 * sigma * sigma)).exp();
-            let rho = (1.0 + 0.05 * bump) as f32;
-            for k in 0..9 {
-                f[k * cells + j * nx + i] = W[k] * rho;
-            }
+            *r = (1.0 + 0.05 * bump + noise[j * nx + i] as f64) as f32;
         }
-    }
+    });
+    let mut f = vec![0f32; 9 * cells];
+    f.par_chunks_mut(cells).enumerate().for_each(|(k, plane)| {
+        for (x, &r) in plane.iter_mut().zip(&rho) {
+            *x = W[k] * r;
+        }
+    });
     f
 }
 
@@ -121,8 +146,16 @@ impl Task for Lbm {
     }
     fn sizes(&self, set: SizeSet) -> SizePlan {
         match set {
-            // LARGE-SCAFFOLD: replace with the task's own large sizes.
-            SizeSet::Large => self.sizes(SizeSet::Full),
+            // Working set 72 NX NY bytes (f_a and f_b): 302 MB to 1.2 GB,
+            // at least 4x a 64 MB last-level cache.
+            SizeSet::Large => SizePlan {
+                in_distribution: vec![
+                    Size::new("2048x2048_50", &[2048, 2048, 50]),
+                    Size::new("3072x3072_30", &[3072, 3072, 30]),
+                    Size::new("4096x4096_20", &[4096, 4096, 20]),
+                ],
+                held_out: Size::new("3584x2560_25", &[3584, 2560, 25]),
+            },
             SizeSet::Full => SizePlan {
                 in_distribution: vec![
                     Size::new("64x64_50", &[64, 64, 50]),
@@ -156,9 +189,9 @@ impl Task for Lbm {
     fn default_seed(&self) -> u64 {
         0
     }
-    fn problem(&self, size: &Size, _seed: u64) -> Problem {
+    fn problem(&self, size: &Size, seed: u64) -> Problem {
         let (nx, ny, steps) = dims(size);
-        let f0 = initial(nx, ny);
+        let f0 = initial(nx, ny, &uniform_f32(nx * ny, seed, 0, -NOISE, NOISE));
         let bytes = 4 * 9 * nx * ny;
         let launches = (0..steps)
             .map(|s| {
@@ -215,7 +248,7 @@ impl Task for Lbm {
     ) -> Verdict {
         let want = reference.downcast_ref::<Vec<f32>>().expect("lbm reference");
         let got = bytes_to_f32s(&outputs[0]);
-        max_abs_verdict(&got, want, 5e-4 + 1e-4 * max_abs(want))
+        max_abs_verdict(&got, want, TOLERANCE * max_abs(want).max(1.0))
     }
 }
 
@@ -238,7 +271,7 @@ mod tests {
 
     #[test]
     fn initial_state_matches_the_specification() {
-        let f = initial(64, 64);
+        let f = initial(64, 64, &[0.0; 64 * 64]);
         assert!((max_abs(&f) - 0.46661).abs() < 1e-5, "{}", max_abs(&f));
         let (mass, px, py) = moments(&f, 64 * 64);
         assert!((mass - 4124.9036).abs() < 2e-3, "{mass}");

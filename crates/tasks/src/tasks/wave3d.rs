@@ -1,12 +1,34 @@
 //! wave3d: 3-D scalar wave equation, leapfrog in time with three buffers
 //! (spec section 3). Size dims: `[NX, NY, NZ, n_steps]`.
+//!
+//! Deviation from the spec: the spec's initial state is deterministic (a
+//! Gaussian pulse), so the evaluator's "fresh" verification inputs would
+//! equal the timed ones and a kernel that memoises its answer would pass.
+//! Here every interior cell of the pulse gets a seeded additive perturbation
+//! drawn uniformly from [-1e-2, 1e-2] (1 % of the pulse's peak; the faces stay
+//! zero). The scheme is linear and alpha = 0.18 is inside the CFL limit, so
+//! the perturbation stays small and stable; the default seed's reference is
+//! within about 1e-2 of the spec's (max |u_ref| at 64^3_30: 0.4004 in the
+//! spec).
 
 use std::sync::Arc;
 
 use rayon::prelude::*;
 
 use crate::check::{bytes_to_f32s, f32s_to_bytes, max_abs, max_abs_verdict};
+use crate::rng::uniform_f32;
 use crate::*;
+
+/// Relative to max(1, max|u_ref|). The spec's 1e-4 + 1e-5 max|u_ref| is
+/// ~100 times the error of honest kernels: other neighbour orders, FMA and
+/// the rearranged (2 - 6 alpha) c - u_prev + alpha sum reach 6.0e-7 at the
+/// smoke sizes and 1.13e-6 at the full sizes; 8e-6 is 7 times that. One
+/// skipped step errs by 3.4e-2 or more (tests/tolerance_audit_a.rs,
+/// docs/tolerance-audit-a.md).
+const TOLERANCE: f64 = 8e-6;
+
+/// Amplitude of the seeded perturbation of the initial state.
+const NOISE: f64 = 1e-2;
 
 /// (c dt / dx)^2; the 3-D CFL limit is 1/3.
 const ALPHA: f32 = 0.18;
@@ -47,6 +69,27 @@ fn initial(nx: usize, ny: usize, nz: usize) -> Vec<f32> {
                         let r2 = dx * dx + dy * dy + dz * dz;
                         (-r2 / two_s2).exp()
                     };
+                }
+            }
+        });
+    u
+}
+
+/// The spec's pulse plus a seeded perturbation of amplitude `NOISE` on every
+/// interior cell (faces stay zero).
+fn perturbed_initial(nx: usize, ny: usize, nz: usize, seed: u64) -> Vec<f32> {
+    let mut u = initial(nx, ny, nz);
+    let noise = uniform_f32(nx * ny * nz, seed, 0, -NOISE, NOISE);
+    u.par_chunks_mut(nx * ny)
+        .zip(noise.par_chunks(nx * ny))
+        .enumerate()
+        .for_each(|(k, (plane, noise))| {
+            if k == 0 || k == nz - 1 {
+                return;
+            }
+            for j in 1..ny - 1 {
+                for i in 1..nx - 1 {
+                    plane[j * nx + i] += noise[j * nx + i];
                 }
             }
         });
@@ -106,8 +149,16 @@ impl Task for Wave3d {
     }
     fn sizes(&self, set: SizeSet) -> SizePlan {
         match set {
-            // LARGE-SCAFFOLD: replace with the task's own large sizes.
-            SizeSet::Large => self.sizes(SizeSet::Full),
+            // Working set 12 NX NY NZ bytes (A, B and C): 287 MB to 1.6 GB,
+            // at least 4x a 64 MB last-level cache.
+            SizeSet::Large => SizePlan {
+                in_distribution: vec![
+                    Size::new("288x288x288_30", &[288, 288, 288, 30]),
+                    Size::new("512x384x320_20", &[512, 384, 320, 20]),
+                    Size::new("512x512x512_12", &[512, 512, 512, 12]),
+                ],
+                held_out: Size::new("448x448x448_16", &[448, 448, 448, 16]),
+            },
             SizeSet::Full => SizePlan {
                 in_distribution: vec![
                     Size::new("64x64x64_30", &[64, 64, 64, 30]),
@@ -141,13 +192,13 @@ impl Task for Wave3d {
     fn default_seed(&self) -> u64 {
         0
     }
-    fn problem(&self, size: &Size, _seed: u64) -> Problem {
+    fn problem(&self, size: &Size, seed: u64) -> Problem {
         let (nx, ny, nz, steps) = dims(size);
         assert!(
             nx >= 3 && ny >= 3 && nz >= 3,
             "wave3d needs at least 3 cells per axis"
         );
-        let u0 = Arc::new(f32s_to_bytes(&initial(nx, ny, nz)));
+        let u0 = Arc::new(f32s_to_bytes(&perturbed_initial(nx, ny, nz, seed)));
         let bytes = 4 * nx * ny * nz;
         let launches = (0..steps)
             .map(|s| LaunchSpec {
@@ -215,7 +266,7 @@ impl Task for Wave3d {
             .downcast_ref::<Vec<f32>>()
             .expect("wave3d reference");
         let got = bytes_to_f32s(&outputs[0]);
-        max_abs_verdict(&got, want, 1e-4 + 1e-5 * max_abs(want))
+        max_abs_verdict(&got, want, TOLERANCE * max_abs(want).max(1.0))
     }
 }
 
@@ -306,8 +357,19 @@ mod tests {
             "the peak decays as the wave spreads"
         );
         assert!(u.iter().all(|v| v.is_finite()));
-        // The 64^3 in-distribution reference peak from the specification.
+        // The 64^3 in-distribution reference peak from the specification,
+        // from the unperturbed pulse; the seeded perturbation moves it by
+        // less than 1e-2.
+        let (nx, ny, nz) = (64, 64, 64);
+        let (mut prev, mut curr) = (initial(nx, ny, nz), initial(nx, ny, nz));
+        let mut next = vec![0f32; prev.len()];
+        for _ in 0..30 {
+            step(&prev, &curr, &mut next, nx, ny, nz);
+            std::mem::swap(&mut prev, &mut curr);
+            std::mem::swap(&mut curr, &mut next);
+        }
+        assert!((max_abs(&curr) - 0.4004).abs() < 1e-3, "{}", max_abs(&curr));
         let (_, u) = run_reference(&Size::new("t", &[64, 64, 64, 30]));
-        assert!((max_abs(&u) - 0.4004).abs() < 1e-3, "{}", max_abs(&u));
+        assert!((max_abs(&u) - 0.4004).abs() < 1e-2, "{}", max_abs(&u));
     }
 }
