@@ -8,7 +8,7 @@
 //! compute-bound tasks where it is affordable, more) is printed by
 //!
 //! ```text
-//! CARGO_TARGET_DIR=/work/target-a cargo test -p kevo-tasks --release \
+//! cargo test -p kevo-tasks --release \
 //!     --test tolerance_audit_a -- --ignored --nocapture
 //! ```
 //!
