@@ -378,3 +378,26 @@ fn nbody_error_growth_beyond_the_full_sizes() {
         assert_rows("nbody", &size, &rows);
     }
 }
+
+/// The stencil tasks' honest error on grids between the full and the large
+/// sizes (the large ones take too long on 2 cores), to check that it does
+/// not grow with the number of cells: 4 honest variants each.
+#[test]
+#[ignore = "minutes in release"]
+fn stencil_error_on_bigger_grids() {
+    let all = honest_variants();
+    let variants = [all[2], all[3], all[10], all[14]];
+    for (name, size) in [
+        ("heat2d", Size::new("2048x2048_60", &[2048, 2048, 60])),
+        ("lbm", Size::new("1024x1024_30", &[1024, 1024, 30])),
+        ("wave3d", Size::new("256x256x256_30", &[256, 256, 256, 30])),
+    ] {
+        let subject = subjects()
+            .into_iter()
+            .find(|s| s.task.name() == name)
+            .unwrap();
+        let rows = audit(&subject, &size, &variants);
+        print_rows(name, &size, &rows);
+        assert_rows(name, &size, &rows);
+    }
+}
