@@ -45,6 +45,14 @@ pub trait Backend {
         Ok(ModuleInfo::default())
     }
 
+    /// Put every writable module-scope variable of `module` back to the
+    /// value it was loaded with, so no state survives from one run to the
+    /// next. The evaluator calls it before every run.
+    fn reset_module_state(&mut self, module: ModuleId) -> Result<(), BackendError> {
+        let _ = module;
+        Ok(())
+    }
+
     /// Allocate `bytes` of device memory (contents unspecified).
     fn alloc(&mut self, bytes: usize) -> Result<BufferId, BackendError>;
 
@@ -158,6 +166,9 @@ impl<B: Backend + ?Sized> Backend for Box<B> {
     }
     fn module_info(&self, module: ModuleId) -> Result<ModuleInfo, BackendError> {
         (**self).module_info(module)
+    }
+    fn reset_module_state(&mut self, module: ModuleId) -> Result<(), BackendError> {
+        (**self).reset_module_state(module)
     }
     fn alloc(&mut self, bytes: usize) -> Result<BufferId, BackendError> {
         (**self).alloc(bytes)

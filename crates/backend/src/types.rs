@@ -277,9 +277,14 @@ pub struct KernelInfo {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModuleInfo {
     /// Bytes of writable module-scope variables (CUDA `__device__` and
-    /// `__managed__` variables, OpenCL program-scope `global` variables);
-    /// `None` when the runtime cannot tell.
+    /// `__managed__` variables, OpenCL program-scope `global` variables)
+    /// that [`crate::Backend::reset_module_state`] cannot restore; `None`
+    /// when the runtime cannot tell.
     pub writable_global_bytes: Option<u64>,
+    /// Bytes of writable module-scope variables that it restores before
+    /// every run (CUDA CUBINs: `__device__` variables, printf's strings).
+    #[serde(default)]
+    pub reset_global_bytes: u64,
 }
 
 /// One by-value or buffer argument of a launch.

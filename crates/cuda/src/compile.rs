@@ -229,20 +229,42 @@ pub(crate) fn compile(
     Ok((image, log))
 }
 
+/// A writable module-scope variable of a CUBIN and the bytes it starts
+/// with, so it can be put back before every run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ModuleGlobal {
+    pub name: String,
+    pub initial: Vec<u8>,
+}
+
+/// What a module holds besides code that a kernel could write.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ModuleState {
+    /// Variables the backend restores before every run (CUBIN images).
+    pub resettable: Vec<ModuleGlobal>,
+    /// Bytes (or, in PTX, declarations) of state it cannot restore.
+    pub unresettable: u64,
+}
+
 impl Image {
-    /// Bytes of writable module-scope variables (`__device__`,
-    /// `__managed__`, function-scope `static __device__`): in a CUBIN the
-    /// sizes of the allocated, writable `.nv.global*` sections; in PTX the
-    /// module-scope `.global` declarations. `None` when the image cannot be
-    /// read (the evaluator then cannot vouch for it).
-    pub(crate) fn writable_global_bytes(&self) -> Option<u64> {
+    /// The writable module-scope variables (`__device__`, `__managed__`,
+    /// function-scope `static __device__`, and the string literals `printf`
+    /// formats live in): in a CUBIN, the data objects of the allocated,
+    /// writable `.nv.global*` sections, each with its initial bytes; in PTX,
+    /// module-scope `.global` declarations, which the backend cannot
+    /// restore. `None` when the image cannot be read.
+    pub(crate) fn module_state(&self) -> Option<ModuleState> {
         match self {
-            Image::Cubin(elf) => elf_writable_global_bytes(elf),
+            Image::Cubin(elf) => elf_module_globals(elf).map(|resettable| ModuleState {
+                resettable,
+                unresettable: 0,
+            }),
             Image::Ptx(text) => {
                 let end = text.iter().position(|&b| b == 0).unwrap_or(text.len());
-                Some(ptx_global_declarations(&String::from_utf8_lossy(
-                    &text[..end],
-                )))
+                Some(ModuleState {
+                    resettable: Vec::new(),
+                    unresettable: ptx_global_declarations(&String::from_utf8_lossy(&text[..end])),
+                })
             }
         }
     }
@@ -251,21 +273,23 @@ impl Image {
 const SHF_WRITE: u64 = 0x1;
 const SHF_ALLOC: u64 = 0x2;
 
-/// Bytes of writable module-scope variables in a CUBIN: the sizes of the
-/// data objects (`STT_OBJECT` symbols) that live in allocated, writable
-/// sections named `.nv.global` or `.nv.global.*`. Only named objects count:
-/// NVRTC can emit a one-byte `.nv.global` section for a module that
-/// declares no variable at all (seen on sm_90a for lj's seed). Without a
-/// symbol table the sections' sizes count instead.
-fn elf_writable_global_bytes(elf: &[u8]) -> Option<u64> {
+const SHT_NOBITS: u32 = 8;
+
+/// The data objects (`STT_OBJECT` symbols) that live in allocated, writable
+/// sections named `.nv.global` or `.nv.global.*`, with their initial bytes
+/// (zeros in a `NOBITS` section). NVRTC can emit a one-byte `.nv.global`
+/// section with no object in it (seen on sm_90a for lj's seed): only named
+/// objects count.
+fn elf_module_globals(elf: &[u8]) -> Option<Vec<ModuleGlobal>> {
     let u16_at = |o: usize| Some(u16::from_le_bytes(elf.get(o..o + 2)?.try_into().ok()?));
     let u32_at = |o: usize| Some(u32::from_le_bytes(elf.get(o..o + 4)?.try_into().ok()?));
     let u64_at = |o: usize| Some(u64::from_le_bytes(elf.get(o..o + 8)?.try_into().ok()?));
+    let usize_at = |o: usize| usize::try_from(u64_at(o)?).ok();
     // 64-bit little-endian ELF only (what NVRTC produces).
     if elf.get(0..4)? != b"\x7fELF" || *elf.get(4)? != 2 || *elf.get(5)? != 1 {
         return None;
     }
-    let shoff = usize::try_from(u64_at(0x28)?).ok()?;
+    let shoff = usize_at(0x28)?;
     let shentsize = usize::from(u16_at(0x3A)?);
     let shnum = usize::from(u16_at(0x3C)?);
     let shstrndx = usize::from(u16_at(0x3E)?);
@@ -273,14 +297,13 @@ fn elf_writable_global_bytes(elf: &[u8]) -> Option<u64> {
         return None;
     }
     let header = |i: usize| shoff.checked_add(i.checked_mul(shentsize)?);
-    let offset_of = |i: usize| usize::try_from(u64_at(header(i)? + 24)?).ok();
     let c_str = |at: usize| -> Option<&[u8]> {
         let bytes = elf.get(at..)?;
         Some(&bytes[..bytes.iter().position(|&b| b == 0)?])
     };
-    let names_at = offset_of(shstrndx)?;
+    let names_at = usize_at(header(shstrndx)? + 24)?;
+    // (index, kind, file offset) of the writable global sections.
     let mut globals = Vec::new();
-    let mut section_bytes = 0u64;
     let mut symtabs = Vec::new();
     for i in 0..shnum {
         let h = header(i)?;
@@ -289,32 +312,44 @@ fn elf_writable_global_bytes(elf: &[u8]) -> Option<u64> {
         let flags = u64_at(h + 8)?;
         let is_global = name == b".nv.global" || name.starts_with(b".nv.global.");
         if is_global && flags & (SHF_WRITE | SHF_ALLOC) == SHF_WRITE | SHF_ALLOC {
-            globals.push(i);
-            section_bytes += u64_at(h + 32)?;
+            globals.push((i, kind, usize_at(h + 24)?));
         }
         if kind == SHT_SYMTAB {
             symtabs.push(i);
         }
     }
-    if symtabs.is_empty() {
-        return Some(section_bytes);
-    }
-    let mut total = 0u64;
+    let mut out = Vec::new();
     for t in symtabs {
         let h = header(t)?;
-        let (at, size) = (offset_of(t)?, usize::try_from(u64_at(h + 32)?).ok()?);
-        let entsize = usize::try_from(u64_at(h + 56)?).ok()?.max(24);
+        let (at, size) = (usize_at(h + 24)?, usize_at(h + 32)?);
+        let strtab = usize_at(header(usize::try_from(u32_at(h + 40)?).ok()?)? + 24)?;
+        let entsize = usize_at(h + 56)?.max(24);
         for k in 0..size / entsize {
             let sym = at.checked_add(k * entsize)?;
             let info = *elf.get(sym + 4)?;
             let shndx = usize::from(u16_at(sym + 6)?);
-            let bytes = u64_at(sym + 16)?;
-            if info & 0xF == STT_OBJECT && globals.contains(&shndx) {
-                total += bytes;
+            let Some(&(_, kind, data_at)) = globals.iter().find(|g| g.0 == shndx) else {
+                continue;
+            };
+            if info & 0xF != STT_OBJECT {
+                continue;
             }
+            let value = usize_at(sym + 8)?;
+            let bytes = usize_at(sym + 16)?;
+            let name = String::from_utf8(
+                c_str(strtab.checked_add(usize::try_from(u32_at(sym)?).ok()?)?)?.to_vec(),
+            )
+            .ok()?;
+            let initial = if kind == SHT_NOBITS {
+                vec![0u8; bytes]
+            } else {
+                let from = data_at.checked_add(value)?;
+                elf.get(from..from.checked_add(bytes)?)?.to_vec()
+            };
+            out.push(ModuleGlobal { name, initial });
         }
     }
-    Some(total)
+    Some(out)
 }
 
 const SHT_SYMTAB: u32 = 2;
@@ -341,114 +376,133 @@ fn ptx_global_declarations(ptx: &str) -> u64 {
 mod tests {
     use super::*;
 
-    /// A minimal ELF64 with the given (name, flags, size) sections after
-    /// the null section and the section-name table, and, when `symbols`
-    /// is given, a symbol table of (section index among `sections`, type,
-    /// size) entries.
-    fn elf_with(sections: &[(&str, u64, u64)], symbols: Option<&[(usize, u8, u64)]>) -> Vec<u8> {
+    /// One section of a test ELF: name, type, flags, contents (or the
+    /// size of a NOBITS section).
+    struct Section(&'static str, u32, u64, Vec<u8>);
+    /// One symbol: name, index into the sections, type, value, size.
+    struct Symbol(&'static str, usize, u8, u64, u64);
+
+    /// A minimal ELF64: a null section, the section-name table, `sections`,
+    /// and with `symbols` a string table and a symbol table.
+    fn elf_with(sections: &[Section], symbols: Option<&[Symbol]>) -> Vec<u8> {
+        let mut blob = vec![0u8; 64];
         let mut names = vec![0u8];
-        let mut name_offsets = Vec::new();
-        let symtab_name = [".symtab"];
-        let all: Vec<&str> = std::iter::once(".shstrtab")
-            .chain(sections.iter().map(|s| s.0))
-            .chain(symbols.map(|_| symtab_name[0]))
-            .collect();
-        for n in &all {
-            name_offsets.push(names.len() as u32);
+        let name_of = |n: &str, names: &mut Vec<u8>| {
+            let at = names.len() as u32;
             names.extend_from_slice(n.as_bytes());
             names.push(0);
-        }
-        let names_at = 64usize;
-        let syms = symbols.unwrap_or(&[]);
-        let symtab_at = names_at + names.len();
-        let shoff = symtab_at + 24 * syms.len();
-        let shnum = 2 + sections.len() + usize::from(symbols.is_some());
-        let mut elf = vec![0u8; shoff + 64 * shnum];
-        elf[0..4].copy_from_slice(b"\x7fELF");
-        elf[4] = 2;
-        elf[5] = 1;
-        elf[0x28..0x30].copy_from_slice(&(shoff as u64).to_le_bytes());
-        elf[0x3A..0x3C].copy_from_slice(&64u16.to_le_bytes());
-        elf[0x3C..0x3E].copy_from_slice(&(shnum as u16).to_le_bytes());
-        elf[0x3E..0x40].copy_from_slice(&1u16.to_le_bytes());
-        elf[names_at..names_at + names.len()].copy_from_slice(&names);
-        for (k, &(section, kind, size)) in syms.iter().enumerate() {
-            let at = symtab_at + 24 * k;
-            elf[at + 4] = kind;
-            elf[at + 6..at + 8].copy_from_slice(&((section + 2) as u16).to_le_bytes());
-            elf[at + 16..at + 24].copy_from_slice(&size.to_le_bytes());
-        }
-        let mut put = |i: usize, name: u32, kind: u32, flags: u64, offset: u64, size: u64| {
-            let h = shoff + 64 * i;
-            elf[h..h + 4].copy_from_slice(&name.to_le_bytes());
-            elf[h + 4..h + 8].copy_from_slice(&kind.to_le_bytes());
-            elf[h + 8..h + 16].copy_from_slice(&flags.to_le_bytes());
-            elf[h + 24..h + 32].copy_from_slice(&offset.to_le_bytes());
-            elf[h + 32..h + 40].copy_from_slice(&size.to_le_bytes());
-            elf[h + 56..h + 64].copy_from_slice(&24u64.to_le_bytes());
+            at
         };
-        put(
-            1,
-            name_offsets[0],
-            3,
-            0,
-            names_at as u64,
-            names.len() as u64,
-        );
-        for (k, (_, flags, size)) in sections.iter().enumerate() {
-            put(2 + k, name_offsets[k + 1], 1, *flags, 0, *size);
+        // (name offset, type, flags, offset, size, link)
+        let mut headers: Vec<(u32, u32, u64, u64, u64, u32)> = vec![(0, 0, 0, 0, 0, 0)];
+        let shstr_name = name_of(".shstrtab", &mut names);
+        headers.push((shstr_name, 3, 0, 0, 0, 0));
+        for Section(name, kind, flags, data) in sections {
+            let n = name_of(name, &mut names);
+            let at = blob.len() as u64;
+            if *kind != SHT_NOBITS {
+                blob.extend_from_slice(data);
+            }
+            headers.push((n, *kind, *flags, at, data.len() as u64, 0));
         }
-        if symbols.is_some() {
-            let i = 2 + sections.len();
-            put(
-                i,
-                name_offsets[i - 1],
-                SHT_SYMTAB,
-                0,
-                symtab_at as u64,
-                (24 * syms.len()) as u64,
-            );
+        if let Some(symbols) = symbols {
+            let mut strtab = vec![0u8];
+            let mut entries = Vec::new();
+            for Symbol(name, section, kind, value, size) in symbols {
+                let at = strtab.len() as u32;
+                strtab.extend_from_slice(name.as_bytes());
+                strtab.push(0);
+                let mut e = vec![0u8; 24];
+                e[0..4].copy_from_slice(&at.to_le_bytes());
+                e[4] = *kind;
+                e[6..8].copy_from_slice(&((section + 2) as u16).to_le_bytes());
+                e[8..16].copy_from_slice(&value.to_le_bytes());
+                e[16..24].copy_from_slice(&size.to_le_bytes());
+                entries.extend(e);
+            }
+            let str_name = name_of(".strtab", &mut names);
+            let str_at = blob.len() as u64;
+            blob.extend_from_slice(&strtab);
+            headers.push((str_name, 3, 0, str_at, strtab.len() as u64, 0));
+            let sym_name = name_of(".symtab", &mut names);
+            let sym_at = blob.len() as u64;
+            blob.extend_from_slice(&entries);
+            let link = (headers.len() - 1) as u32;
+            headers.push((sym_name, SHT_SYMTAB, 0, sym_at, entries.len() as u64, link));
         }
-        elf
+        let names_at = blob.len() as u64;
+        blob.extend_from_slice(&names);
+        headers[1].3 = names_at;
+        headers[1].4 = names.len() as u64;
+        let shoff = blob.len();
+        blob[0..4].copy_from_slice(b"\x7fELF");
+        blob[4] = 2;
+        blob[5] = 1;
+        blob[0x28..0x30].copy_from_slice(&(shoff as u64).to_le_bytes());
+        blob[0x3A..0x3C].copy_from_slice(&64u16.to_le_bytes());
+        blob[0x3C..0x3E].copy_from_slice(&(headers.len() as u16).to_le_bytes());
+        blob[0x3E..0x40].copy_from_slice(&1u16.to_le_bytes());
+        for (name, kind, flags, offset, size, link) in headers {
+            let mut h = vec![0u8; 64];
+            h[0..4].copy_from_slice(&name.to_le_bytes());
+            h[4..8].copy_from_slice(&kind.to_le_bytes());
+            h[8..16].copy_from_slice(&flags.to_le_bytes());
+            h[24..32].copy_from_slice(&offset.to_le_bytes());
+            h[32..40].copy_from_slice(&size.to_le_bytes());
+            h[40..44].copy_from_slice(&link.to_le_bytes());
+            h[56..64].copy_from_slice(&24u64.to_le_bytes());
+            blob.extend(h);
+        }
+        blob
     }
 
     #[test]
-    fn writable_globals_are_found_in_a_cubin() {
+    fn writable_globals_are_found_in_a_cubin_with_their_initial_bytes() {
         let rw = SHF_WRITE | SHF_ALLOC;
         let sections = [
-            (".text.saxpy", SHF_ALLOC | 0x4, 256),
-            (".nv.constant0.saxpy", SHF_ALLOC, 64),
-            (".nv.global", rw, 8),
-            (".nv.global.init", rw, 4),
+            Section(".text.saxpy", 1, SHF_ALLOC | 0x4, vec![0; 32]),
+            Section(".nv.constant0.saxpy", 1, SHF_ALLOC, vec![0; 16]),
+            Section(".nv.global", SHT_NOBITS, rw, vec![0; 8]),
+            Section(".nv.global.init", 1, rw, b"xx%d\n\0ab".to_vec()),
         ];
-        // Without a symbol table: the sections' sizes.
+        let symbols = [
+            Symbol("memo_n", 2, STT_OBJECT, 0, 8),
+            Symbol("$str", 3, STT_OBJECT, 2, 4),
+            Symbol("saxpy", 0, 2, 0, 32),
+        ];
+        let globals = elf_module_globals(&elf_with(&sections, Some(&symbols))).unwrap();
         assert_eq!(
-            elf_writable_global_bytes(&elf_with(&sections, None)),
-            Some(12)
-        );
-        // With one: the objects in them (a function symbol does not count).
-        let symbols = [(2, STT_OBJECT, 8), (3, STT_OBJECT, 4), (0, 2, 256)];
-        assert_eq!(
-            elf_writable_global_bytes(&elf_with(&sections, Some(&symbols))),
-            Some(12)
+            globals,
+            [
+                ModuleGlobal {
+                    name: "memo_n".into(),
+                    initial: vec![0; 8]
+                },
+                ModuleGlobal {
+                    name: "$str".into(),
+                    initial: b"%d\n\0".to_vec()
+                },
+            ]
         );
         // A one-byte `.nv.global` with no object in it is no state.
         let empty = [
-            (".text.lj_step", SHF_ALLOC | 0x4, 256),
-            (".nv.global", rw, 1),
+            Section(".text.lj_step", 1, SHF_ALLOC | 0x4, vec![0; 32]),
+            Section(".nv.global", SHT_NOBITS, rw, vec![0; 1]),
         ];
+        let globals =
+            elf_module_globals(&elf_with(&empty, Some(&[Symbol("lj_step", 0, 2, 0, 32)])));
+        assert_eq!(globals, Some(vec![]));
+        let shared = [Section(".nv.shared.saxpy", SHT_NOBITS, rw, vec![0; 4096])];
         assert_eq!(
-            elf_writable_global_bytes(&elf_with(&empty, Some(&[(0, 2, 256)]))),
-            Some(0)
+            elf_module_globals(&elf_with(
+                &shared,
+                Some(&[Symbol("tile", 0, STT_OBJECT, 0, 4096)])
+            )),
+            Some(vec![])
         );
-        let clean = [
-            (".text.saxpy", SHF_ALLOC | 0x4, 256),
-            (".nv.shared.saxpy", rw, 4096),
-        ];
-        assert_eq!(elf_writable_global_bytes(&elf_with(&clean, None)), Some(0));
-        assert_eq!(elf_writable_global_bytes(b"not an elf"), None);
-        let elf = elf_with(&sections, None);
-        assert_eq!(elf_writable_global_bytes(&elf[..70]), None, "truncated");
+        assert_eq!(elf_module_globals(b"not an elf"), None);
+        let elf = elf_with(&sections, Some(&symbols));
+        assert_eq!(elf_module_globals(&elf[..70]), None, "truncated");
     }
 
     #[test]

@@ -106,6 +106,9 @@ struct ModuleEntry {
     log: String,
     /// See [`ModuleInfo::writable_global_bytes`].
     writable_global_bytes: Option<u64>,
+    /// Writable module-scope variables: device address and initial bytes,
+    /// written back before every run.
+    globals: Vec<(cu::CUdeviceptr, Vec<u8>)>,
 }
 
 #[derive(Debug, Clone)]
@@ -1022,13 +1025,37 @@ impl Backend for CudaBackend {
             });
         }
         let id = self.fresh_id();
-        let writable_global_bytes = image.writable_global_bytes();
+        let (globals, writable_global_bytes) = match image.module_state() {
+            Some(state) => {
+                let mut globals = Vec::new();
+                let mut unresettable = state.unresettable;
+                for g in state.resettable {
+                    let (mut ptr, mut bytes) = (0, 0usize);
+                    let name = CString::new(g.name.clone()).ok();
+                    // SAFETY: out-parameters; the module was loaded above.
+                    let found = name.is_some_and(|n| {
+                        ok(unsafe {
+                            cu::cuModuleGetGlobal_v2(&mut ptr, &mut bytes, module, n.as_ptr())
+                        })
+                        .is_ok()
+                    });
+                    if found && bytes == g.initial.len() {
+                        globals.push((ptr, g.initial));
+                    } else {
+                        unresettable += g.initial.len().max(1) as u64;
+                    }
+                }
+                (globals, Some(unresettable))
+            }
+            None => (Vec::new(), None),
+        };
         self.modules.insert(
             id,
             ModuleEntry {
                 module,
                 log,
                 writable_global_bytes,
+                globals,
             },
         );
         Ok(ModuleId(id))
@@ -1129,7 +1156,43 @@ impl Backend for CudaBackend {
             })?;
         Ok(ModuleInfo {
             writable_global_bytes: entry.writable_global_bytes,
+            reset_global_bytes: entry.globals.iter().map(|g| g.1.len() as u64).sum(),
         })
+    }
+
+    fn reset_module_state(&mut self, module: ModuleId) -> Result<(), BackendError> {
+        let live = self.activate()?;
+        let entry = self
+            .modules
+            .get(&module.0)
+            .ok_or(BackendError::InvalidHandle {
+                what: "module",
+                id: module.0,
+            })?;
+        if entry.globals.is_empty() {
+            return Ok(());
+        }
+        let mut failed = None;
+        for (ptr, initial) in &entry.globals {
+            // SAFETY: the variable's address and size come from the driver;
+            // `initial` has exactly that size.
+            let r = unsafe {
+                cu::cuMemcpyHtoDAsync_v2(
+                    *ptr,
+                    initial.as_ptr().cast::<c_void>(),
+                    initial.len(),
+                    live.stream,
+                )
+            };
+            if let Err(r) = ok(r) {
+                failed = Some(r);
+                break;
+            }
+        }
+        if let Some(r) = failed {
+            return Err(self.fail(r, Op::Other, "restoring module variables"));
+        }
+        self.sync(live.stream, "restoring module variables")
     }
 
     fn release_module(&mut self, module: ModuleId) {

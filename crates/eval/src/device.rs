@@ -318,14 +318,16 @@ impl DeviceBuffers {
     }
 
     /// Restore every buffer, inputs included (so a kernel that scribbles on
-    /// its inputs cannot speed up the next run), re-arm every guard region
-    /// and zero the counters.
+    /// its inputs cannot speed up the next run), every module-scope
+    /// variable, re-arm every guard region and zero the counters.
     pub fn reset(
         &self,
         backend: &mut impl Backend,
         utility: &Utility,
         problem: &Problem,
+        module: ModuleId,
     ) -> Result<(), BackendError> {
+        backend.reset_module_state(module)?;
         for (i, spec) in problem.buffers.iter().enumerate() {
             match (&spec.init, self.pristine[i]) {
                 (BufferInit::Data(_), Some(p)) => {

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use device::{DeviceBuffers, GRANULE, PendingLaunch, Utility, round_up};
-use kevo_backend::{Backend, BackendError, BufferId, CompileOptions, KernelId};
+use kevo_backend::{Backend, BackendError, BufferId, CompileOptions, KernelId, ModuleId};
 use kevo_roofline::Ceilings;
 use kevo_tasks::{
     Block, BlockDeclarations, BufferInit, CeilingKind, Problem, Reference, Size, Task, Verdict,
@@ -416,9 +416,10 @@ impl<B: Backend> Evaluator<B> {
                 Ok(info) => {
                     if let Some(bytes) = info.writable_global_bytes.filter(|&b| b > 0) {
                         let message = format!(
-                            "the module declares {bytes} bytes of writable module-scope state ({}); \
-                             state that survives from one run to the next is not allowed: keep \
-                             everything in the buffers the task passes",
+                            "the module declares {bytes} bytes of writable module-scope state ({}) \
+                             that kevo cannot restore between runs; state that survives from one \
+                             run to the next is not allowed: keep everything in the buffers the \
+                             task passes",
                             match self.backend.dialect() {
                                 kevo_backend::Dialect::Cuda =>
                                     "`__device__`/`__managed__` variables",
@@ -468,7 +469,9 @@ impl<B: Backend> Evaluator<B> {
             let seed_index = self.evaluations % self.config.verify_seed_pool.max(1) as u64;
             for size in sizes {
                 on_stage(Stage::Size(&size.label));
-                match self.run_size(task, &kernels, &declared, size, seed_index, scrub, wall) {
+                match self.run_size(
+                    task, module, &kernels, &declared, size, seed_index, scrub, wall,
+                ) {
                     Ok(result) => {
                         let ok = result.correct;
                         let failure = (!ok).then(|| Outcome::WrongResult {
@@ -507,6 +510,7 @@ impl<B: Backend> Evaluator<B> {
     fn run_size(
         &mut self,
         task: &'static dyn Task,
+        module: ModuleId,
         kernels: &[KernelId],
         declared: &BlockDeclarations,
         size: &Size,
@@ -573,7 +577,7 @@ impl<B: Backend> Evaluator<B> {
                 })
             };
             for k in 0..warmups {
-                device.reset(&mut self.backend, &utility, &timed)?;
+                device.reset(&mut self.backend, &utility, &timed, module)?;
                 self.backend.run_timed(&launches)?;
                 let (guards, _) =
                     device.after_run(&mut self.backend, &utility, &timed, false, scrub_pattern)?;
@@ -592,7 +596,7 @@ impl<B: Backend> Evaluator<B> {
             let mut timed_s = 0.0;
             loop {
                 let k = samples.len();
-                device.reset(&mut self.backend, &utility, &timed)?;
+                device.reset(&mut self.backend, &utility, &timed, module)?;
                 let seconds = self.backend.run_timed(&launches)?.seconds();
                 samples.push(seconds);
                 timed_s += seconds;
@@ -646,7 +650,7 @@ impl<B: Backend> Evaluator<B> {
                 device.download_outputs(&mut self.backend, &timed, true, &mut self.scratch)?;
             // Verification: fresh inputs, outputs pre-filled with NaN.
             device.pristine = verify_pristine;
-            device.reset(&mut self.backend, &utility, &verify)?;
+            device.reset(&mut self.backend, &utility, &verify, module)?;
             self.backend.run_timed(&launches)?;
             let (guards, _) =
                 device.after_run(&mut self.backend, &utility, &verify, false, scrub_pattern)?;

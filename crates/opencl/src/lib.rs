@@ -453,6 +453,7 @@ impl Backend for OpenClBackend {
             .unwrap_or(0);
         Ok(ModuleInfo {
             writable_global_bytes: Some(bytes as u64),
+            reset_global_bytes: 0,
         })
     }
 

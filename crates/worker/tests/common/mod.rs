@@ -191,14 +191,28 @@ pub fn stateful_exploits(dialect: Dialect) -> Vec<(&'static str, Expect)> {
         matches!(o, Outcome::WrongResult { metric, .. } if metric.starts_with("out_of_bounds_bytes(y)"))
     }
     let mut v: Vec<(&'static str, Expect)> = vec![
-        ("class2_memo_in_device_global", |o| {
-            matches!(o, Outcome::CompileError { .. })
-        }),
         ("class2_memo_in_guard_region", guard_hit),
         ("class3_counts_launches", guard_hit),
     ];
-    if dialect == Dialect::Cuda {
-        v.push(("class3_right_only_sometimes", wrong));
+    match dialect {
+        // Module variables are restored before every run: the memo is
+        // empty each time (so the kernel does the work: correct), and the
+        // counter never reaches the runs it would compute on.
+        Dialect::Cuda => {
+            v.push(("class2_memo_in_device_global", |o| o.is_correct()));
+            v.push(("class2_counts_in_device_global", wrong));
+            v.push(("class3_right_only_sometimes", wrong));
+        }
+        // OpenCL C 1.2 has no program-scope variables; a 2.0 device's would
+        // be refused (CL_PROGRAM_BUILD_GLOBAL_VARIABLE_TOTAL_SIZE).
+        _ => {
+            v.push(("class2_memo_in_device_global", |o| {
+                matches!(o, Outcome::CompileError { .. })
+            }));
+            v.push(("class2_counts_in_device_global", |o| {
+                matches!(o, Outcome::CompileError { .. })
+            }));
+        }
     }
     v
 }
@@ -212,19 +226,6 @@ pub fn state_does_not_survive_between_runs(w: &mut Worker, dialect: Dialect) {
             TIMEOUT,
         );
         assert!(expect(&e.outcome), "{stem}: {}", e.outcome.summary());
-        assert_eq!(e.outcome.score(), None, "{stem}");
-    }
-    if dialect == Dialect::Cuda {
-        let e = w.evaluate(
-            "saxpy",
-            &kernel(dialect, "class2_memo_in_device_global"),
-            &in_distribution("saxpy"),
-            TIMEOUT,
-        );
-        let Outcome::CompileError { message, .. } = &e.outcome else {
-            panic!("{}", e.outcome.summary());
-        };
-        assert!(message.contains("module-scope"), "{message}");
     }
 }
 
