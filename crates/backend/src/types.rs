@@ -285,6 +285,9 @@ pub struct ModuleInfo {
     /// every run (CUDA CUBINs: `__device__` variables, printf's strings).
     #[serde(default)]
     pub reset_global_bytes: u64,
+    /// Names of the variables that cannot be restored, where known.
+    #[serde(default)]
+    pub unresettable_names: Vec<String>,
 }
 
 /// One by-value or buffer argument of a launch.

@@ -109,6 +109,8 @@ struct ModuleEntry {
     /// Writable module-scope variables: device address and initial bytes,
     /// written back before every run.
     globals: Vec<(cu::CUdeviceptr, Vec<u8>)>,
+    /// Variables the driver would not give an address for.
+    unresettable_names: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -1025,10 +1027,11 @@ impl Backend for CudaBackend {
             });
         }
         let id = self.fresh_id();
-        let (globals, writable_global_bytes) = match image.module_state() {
+        let (globals, writable_global_bytes, unresettable_names) = match image.module_state() {
             Some(state) => {
                 let mut globals = Vec::new();
                 let mut unresettable = state.unresettable;
+                let mut names = Vec::new();
                 for g in state.resettable {
                     let (mut ptr, mut bytes) = (0, 0usize);
                     let name = CString::new(g.name.clone()).ok();
@@ -1043,11 +1046,12 @@ impl Backend for CudaBackend {
                         globals.push((ptr, g.initial));
                     } else {
                         unresettable += g.initial.len().max(1) as u64;
+                        names.push(g.name);
                     }
                 }
-                (globals, Some(unresettable))
+                (globals, Some(unresettable), names)
             }
-            None => (Vec::new(), None),
+            None => (Vec::new(), None, Vec::new()),
         };
         self.modules.insert(
             id,
@@ -1056,6 +1060,7 @@ impl Backend for CudaBackend {
                 log,
                 writable_global_bytes,
                 globals,
+                unresettable_names,
             },
         );
         Ok(ModuleId(id))
@@ -1157,6 +1162,7 @@ impl Backend for CudaBackend {
         Ok(ModuleInfo {
             writable_global_bytes: entry.writable_global_bytes,
             reset_global_bytes: entry.globals.iter().map(|g| g.1.len() as u64).sum(),
+            unresettable_names: entry.unresettable_names.clone(),
         })
     }
 

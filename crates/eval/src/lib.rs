@@ -415,8 +415,13 @@ impl<B: Backend> Evaluator<B> {
             match self.backend.module_info(module) {
                 Ok(info) => {
                     if let Some(bytes) = info.writable_global_bytes.filter(|&b| b > 0) {
+                        let names = if info.unresettable_names.is_empty() {
+                            String::new()
+                        } else {
+                            format!(": {}", info.unresettable_names.join(", "))
+                        };
                         let message = format!(
-                            "the module declares {bytes} bytes of writable module-scope state ({}) \
+                            "the module declares {bytes} bytes of writable module-scope state ({}{names}) \
                              that kevo cannot restore between runs; state that survives from one \
                              run to the next is not allowed: keep everything in the buffers the \
                              task passes",

@@ -454,6 +454,7 @@ impl Backend for OpenClBackend {
         Ok(ModuleInfo {
             writable_global_bytes: Some(bytes as u64),
             reset_global_bytes: 0,
+            unresettable_names: Vec::new(),
         })
     }
 
