@@ -195,11 +195,11 @@ pub fn stateful_exploits(dialect: Dialect) -> Vec<(&'static str, Expect)> {
         ("class3_counts_launches", guard_hit),
     ];
     match dialect {
-        // Module variables are restored before every run: the memo is
-        // empty each time (so the kernel does the work: correct), and the
-        // counter never reaches the runs it would compute on.
+        // Module variables are restored before every run: the counter
+        // never reaches the runs it would compute on. (The memo kernel
+        // cannot show it: a replayed saxpy is as fast and as right as one
+        // that does the work.)
         Dialect::Cuda => {
-            v.push(("class2_memo_in_device_global", |o| o.is_correct()));
             v.push(("class2_counts_in_device_global", wrong));
             v.push(("class3_right_only_sometimes", wrong));
         }
