@@ -156,7 +156,7 @@ fn a_wrong_kernel_exits_1_with_size_metric_value_and_tolerance() {
     let (stdout, _) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(
-        stdout.contains("wrong result at size 64x64_20: max_abs=NaN (tolerance 1.05"),
+        stdout.contains("wrong result at size 64x64_20: max_abs=NaN (tolerance 2.000e-6)"),
         "{stdout}"
     );
 }

@@ -76,7 +76,9 @@ fn assert_rejected(task: &str, source: &str, metric: &str) {
             tolerance,
         } => {
             assert_eq!(size, &sizes[0].label, "stops at the first size");
-            assert_eq!(m, metric);
+            // A differing timed run is checked on its own and may fail
+            // first: "max_abs_pos (timed run 2)".
+            assert!(m.starts_with(metric), "{m} is not {metric}");
             assert!(
                 value.is_nan() || *value > tolerance.unwrap(),
                 "{value} vs {tolerance:?}"
