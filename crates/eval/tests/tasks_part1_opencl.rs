@@ -72,7 +72,8 @@ fn expect_wrong(name: &str, source: &str, metric: &str) -> Option<(f64, Option<f
             tolerance,
         } => {
             assert_eq!(size, sizes[0].label, "{name}: stops at the first size");
-            assert_eq!(m, metric, "{name}");
+            // A differing timed run may be the one that fails first.
+            assert!(m.starts_with(metric), "{name}: {m}");
             assert_eq!(e.sizes.len(), 1, "{name}: later sizes do not run");
             Some((value, tolerance))
         }
