@@ -37,6 +37,18 @@ pub fn round_up(n: usize, m: usize) -> usize {
     n.div_ceil(m) * m
 }
 
+/// The allocation granule on `backend`: [`GRANULE`] on GPUs; a page on CPU
+/// devices, whose buffers are host memory a kernel could reach anyway and
+/// where re-arming and checking 2 MiB of guard per buffer per run would
+/// cost milliseconds.
+pub fn granule(backend: &impl Backend) -> usize {
+    if backend.info().is_cpu {
+        4096
+    } else {
+        GRANULE
+    }
+}
+
 /// The evaluator's own kernels (`kernels/utility.{cu,cl}`) and a counter
 /// buffer, compiled and allocated once per backend.
 pub struct Utility {
@@ -258,7 +270,7 @@ pub fn guarded(
         )));
     }
     if backend.views_alias() {
-        let total = round_up(GUARD_BYTES + bytes + GUARD_BYTES, GRANULE);
+        let total = round_up(GUARD_BYTES + bytes + GUARD_BYTES, granule(backend));
         let parent = backend.alloc(total)?;
         match backend.view(parent, GUARD_BYTES, bytes) {
             Ok(working) => {
@@ -273,7 +285,7 @@ pub fn guarded(
             Err(_) => backend.free(parent),
         }
     }
-    let total = round_up(bytes + GUARD_BYTES, GRANULE);
+    let total = round_up(bytes + GUARD_BYTES, granule(backend));
     let parent = backend.alloc(total)?;
     let guards = Guards {
         parent,
@@ -311,7 +323,7 @@ impl DeviceBuffers {
             self.guards.push(guards);
         }
         for &i in &problem.outputs {
-            let snapshot = backend.alloc(round_up(problem.buffers[i].bytes, GRANULE))?;
+            let snapshot = backend.alloc(round_up(problem.buffers[i].bytes, granule(backend)))?;
             self.snapshots.push(snapshot);
         }
         Ok(())

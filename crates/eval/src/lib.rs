@@ -22,7 +22,7 @@ mod outcome;
 use std::sync::Arc;
 use std::time::Instant;
 
-use device::{DeviceBuffers, GRANULE, PendingLaunch, Utility, round_up};
+use device::{DeviceBuffers, PendingLaunch, Utility, round_up};
 use kevo_backend::{Backend, BackendError, BufferId, CompileOptions, KernelId, ModuleId};
 use kevo_roofline::Ceilings;
 use kevo_tasks::{
@@ -171,7 +171,7 @@ impl PristineCache {
                 buffers.push(None);
                 continue;
             };
-            let total = round_up(spec.bytes + 4, GRANULE);
+            let total = round_up(spec.bytes + 4, device::granule(backend));
             let result = match backend.alloc(total) {
                 Ok(b) => {
                     buffers.push(Some(b));
