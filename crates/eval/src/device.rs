@@ -42,11 +42,7 @@ pub fn round_up(n: usize, m: usize) -> usize {
 /// where re-arming and checking 2 MiB of guard per buffer per run would
 /// cost milliseconds.
 pub fn granule(backend: &impl Backend) -> usize {
-    if backend.info().is_cpu {
-        4096
-    } else {
-        GRANULE
-    }
+    if backend.info().is_cpu { 4096 } else { GRANULE }
 }
 
 /// The evaluator's own kernels (`kernels/utility.{cu,cl}`) and a counter
