@@ -392,3 +392,83 @@ fn a_run_killed_with_sigkill_resumes_without_repeating_work() {
     assert_eq!(summary["iterations"], 8);
     assert_eq!(summary["best_iteration"], 6);
 }
+
+#[test]
+fn a_candidate_faster_than_the_hardware_is_suspicious_never_promoted_and_listed() {
+    if !opencl_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // Measure this device's ceilings, then claim a bandwidth 20x lower: the
+    // fixture that is ~6x the real one becomes ~120x, beyond any cache.
+    let out = cache_env(kevo().args(["devices", "--json"]), dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let path = dir.path().join("cache/ceilings.json");
+    let mut cache: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    for entry in cache.as_object_mut().unwrap().values_mut() {
+        for key in ["copy_gbs", "copy_gbs_min", "copy_gbs_max"] {
+            let v = entry[key].as_f64().unwrap();
+            entry[key] = serde_json::json!(v / 20.0);
+        }
+    }
+    std::fs::write(&path, cache.to_string()).unwrap();
+
+    let ws = dir.path().join("ws").display().to_string();
+    let llm = replay(
+        dir.path(),
+        &[
+            "1_compile_error.cl",
+            "2_wrong_result.cl",
+            "3_slower.cl",
+            "4_faster.cl",
+        ],
+    );
+    let mut args = evolve_args(&ws, &llm, "4");
+    args.extend(["--seed-kernel".into(), fixture("start_slow.cl")]);
+    let out = cache_env(kevo().args(&args), dir.path()).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events = events(&out);
+    let iterations: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["event"] == "iteration")
+        .collect();
+    let outcomes: Vec<&str> = iterations
+        .iter()
+        .map(|e| e["outcomes"][0].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        outcomes,
+        ["compile_error", "wrong_result", "correct", "suspicious"]
+    );
+    assert!(
+        iterations.iter().all(|e| e["promoted"] == false),
+        "nothing beats the seed honestly"
+    );
+    let finished = events
+        .iter()
+        .find(|e| e["event"] == "finished")
+        .expect("a finished event");
+    let suspicious = finished["suspicious"].as_array().unwrap();
+    assert_eq!(suspicious.len(), 1, "{finished}");
+    assert!(
+        suspicious[0].as_str().unwrap().starts_with("iteration 4 "),
+        "{suspicious:?}"
+    );
+    let run = finished["run"].as_str().unwrap();
+    let out = kevo()
+        .args(["show", run, "--workspace", &ws])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("SUSPICIOUS: iteration 4") && text.contains("DRAM bandwidth"),
+        "{text}"
+    );
+}
