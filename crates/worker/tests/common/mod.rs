@@ -350,6 +350,7 @@ pub fn unusual_kernels_are_accepted(w: &mut Worker, dialect: Dialect) {
         ("ok_branchless", "heat2d"),
         ("ok_declared_block", "saxpy"),
         ("ok_unreachable_printf", "saxpy"),
+        ("ok_tiled_nbody", "nbody"),
     ] {
         let e = w.evaluate(
             task,
