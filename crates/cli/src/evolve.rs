@@ -249,6 +249,7 @@ pub fn evolve(args: EvolveArgs) -> Result<ExitCode> {
                 options.selector = args.device.selector();
                 options.timing = args.device.timing()?;
                 options.limits = args.device.limits()?;
+                options.declared_ceilings = args.device.declared_ceilings()?;
                 options.sizes = args.sizes;
                 options.llm_config = args.llm_config.clone();
                 options.candidates_per_iteration = args.candidates_per_iteration;

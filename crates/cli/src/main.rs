@@ -201,6 +201,11 @@ pub struct DeviceArgs {
     /// the machine's memory.
     #[arg(long, default_value_t = 0.0)]
     pub worker_memory_gib: f64,
+    /// Score against these ceilings, `GBS,GFLOPS` (DRAM bandwidth in GB/s,
+    /// FP32 peak in GFLOPS), instead of the datasheet entry or a measurement:
+    /// for a MIG slice or a power-capped or clock-locked GPU.
+    #[arg(long, value_name = "GBS,GFLOPS")]
+    pub ceilings: Option<String>,
 }
 
 impl DeviceArgs {
@@ -246,6 +251,30 @@ impl DeviceArgs {
         })
     }
 
+    pub fn declared_ceilings(&self) -> Result<Option<kevo_worker::DeclaredCeilings>> {
+        let Some(text) = &self.ceilings else {
+            return Ok(None);
+        };
+        let parsed: Vec<Option<f64>> = text
+            .split(',')
+            .map(|p| {
+                p.trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|v| v.is_finite() && *v > 0.0)
+            })
+            .collect();
+        match parsed[..] {
+            [Some(bandwidth_gbs), Some(fp32_gflops)] => Ok(Some(kevo_worker::DeclaredCeilings {
+                bandwidth_gbs,
+                fp32_gflops,
+            })),
+            _ => bail!(
+                "--ceilings must be two positive numbers, GB/s and GFLOPS, as in 3350,67000; got {text:?}"
+            ),
+        }
+    }
+
     /// The worker configuration these flags describe.
     pub fn worker_config(&self, fast_math: bool) -> Result<WorkerConfig> {
         Ok(WorkerConfig::new(self.backend, self.selector())
@@ -254,7 +283,8 @@ impl DeviceArgs {
                 ..CompileOptions::default()
             })
             .with_timing(self.timing()?)
-            .with_limits(self.limits()?))
+            .with_limits(self.limits()?)
+            .with_declared_ceilings(self.declared_ceilings()?))
     }
 }
 

@@ -153,6 +153,15 @@ fn device_ceilings(
     Ok(value)
 }
 
+/// One decimal for real ceilings; declared ones (`--ceilings`) may be tiny.
+fn figure(v: f64) -> String {
+    if v >= 1.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3e}")
+    }
+}
+
 fn yes_no(b: bool) -> &'static str {
     if b { "yes" } else { "NO" }
 }
@@ -160,8 +169,10 @@ fn yes_no(b: bool) -> &'static str {
 pub fn print_evaluation(e: &Evaluation, ceilings: &Ceilings) {
     println!("task {} on {} ({})", e.task, e.device, e.backend);
     println!(
-        "ceilings: {:.1} GB/s, {:.1} GFLOPS — {}",
-        ceilings.bandwidth_gbs, ceilings.fp32_gflops, ceilings.source
+        "ceilings: {} GB/s, {} GFLOPS — {}",
+        figure(ceilings.bandwidth_gbs),
+        figure(ceilings.fp32_gflops),
+        ceilings.source
     );
     if !e.sizes.is_empty() {
         println!(
@@ -234,8 +245,10 @@ pub fn print_summary(evaluations: &[Evaluation], ceilings: &Ceilings) {
         println!("device {} ({})", e.device, e.backend);
     }
     println!(
-        "ceilings: {:.1} GB/s, {:.1} GFLOPS — {}",
-        ceilings.bandwidth_gbs, ceilings.fp32_gflops, ceilings.source
+        "ceilings: {} GB/s, {} GFLOPS — {}",
+        figure(ceilings.bandwidth_gbs),
+        figure(ceilings.fp32_gflops),
+        ceilings.source
     );
     println!(
         "{:<10} {:<14} {:>8}  {:<40} {:>8}",

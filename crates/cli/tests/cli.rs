@@ -229,6 +229,32 @@ fn bad_input_gets_a_one_line_error() {
             "unknown size set `huge`",
             2,
         ),
+        (
+            vec![
+                "eval",
+                "--task",
+                "saxpy",
+                "--sizes",
+                "smoke",
+                "--ceilings",
+                "3350",
+            ],
+            "--ceilings must be two positive numbers",
+            2,
+        ),
+        (
+            vec![
+                "eval",
+                "--task",
+                "saxpy",
+                "--sizes",
+                "smoke",
+                "--ceilings",
+                "3350,-1",
+            ],
+            "--ceilings must be two positive numbers",
+            2,
+        ),
     ];
     let opencl = opencl_available();
     for (args, needle, code) in cases {
@@ -330,4 +356,30 @@ fn a_candidate_that_is_not_text_is_rejected_with_exit_1() {
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
     assert!(stdout.contains("NUL"), "{stdout}");
+}
+
+/// `--ceilings` replaces the device's roofline: the seed, against ceilings a
+/// million times below the device, is suspicious (exit 1), and the table
+/// says why.
+#[test]
+fn declared_ceilings_are_scored_against_and_can_make_a_kernel_suspicious() {
+    if !opencl_available() {
+        return;
+    }
+    let out = kevo(&[
+        "eval",
+        "--task",
+        "saxpy",
+        "--backend",
+        "opencl",
+        "--sizes",
+        "smoke",
+        "--ceilings",
+        "0.001,0.01",
+    ]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(stdout.contains("suspicious"), "{stdout}");
+    assert!(stdout.contains("faster than the hardware"), "{stdout}");
+    assert!(stdout.contains("declared"), "{stdout}");
 }

@@ -42,6 +42,10 @@ pub struct EvolveOptions {
     /// Compile timeout and memory limits of the evaluation worker.
     #[serde(default)]
     pub limits: kevo_worker::Limits,
+    /// Ceilings declared with `--ceilings`, kept so a resumed run scores
+    /// against the same roofline.
+    #[serde(default)]
+    pub declared_ceilings: Option<kevo_worker::DeclaredCeilings>,
 }
 
 impl EvolveOptions {
@@ -65,6 +69,7 @@ impl EvolveOptions {
             start_source: None,
             timing: kevo_worker::TimingOptions::default(),
             limits: kevo_worker::Limits::default(),
+            declared_ceilings: None,
         }
     }
 

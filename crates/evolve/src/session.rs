@@ -225,7 +225,8 @@ impl<'e> Session<'e> {
                 ..Default::default()
             })
             .with_timing(options.timing)
-            .with_limits(options.limits.clone());
+            .with_limits(options.limits.clone())
+            .with_declared_ceilings(options.declared_ceilings);
         let command = env.worker.clone();
         let worker = tokio::task::block_in_place(|| Worker::start(command, config))?;
         let device = worker.device().clone();

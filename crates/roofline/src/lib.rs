@@ -191,8 +191,17 @@ pub fn lookup(device_name: &str) -> Option<&'static TableEntry> {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum CeilingSource {
-    Datasheet { entry: String },
-    Measured { measured_unix: u64, cached: bool },
+    Datasheet {
+        entry: String,
+    },
+    Measured {
+        measured_unix: u64,
+        cached: bool,
+    },
+    /// Given by the user (`--ceilings`): for a MIG slice, a power-capped or
+    /// clock-locked GPU, where neither the datasheet nor a short measurement
+    /// is the ceiling the kernel actually runs under.
+    Declared,
 }
 
 impl std::fmt::Display for CeilingSource {
@@ -201,6 +210,7 @@ impl std::fmt::Display for CeilingSource {
             CeilingSource::Datasheet { entry } => write!(f, "datasheet ({entry})"),
             CeilingSource::Measured { cached: true, .. } => f.write_str("measured (cached)"),
             CeilingSource::Measured { cached: false, .. } => f.write_str("measured now"),
+            CeilingSource::Declared => f.write_str("declared"),
         }
     }
 }

@@ -11,7 +11,7 @@ mod serve;
 mod supervisor;
 
 pub use limits::Limits;
-pub use protocol::{Reply, Request, TimingOptions, WorkerConfig};
+pub use protocol::{DeclaredCeilings, Reply, Request, TimingOptions, WorkerConfig};
 pub use serve::serve;
 pub use supervisor::{Worker, WorkerCommand, WorkerError, WorkerStats, timeout_from_seed};
 

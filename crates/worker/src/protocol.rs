@@ -63,6 +63,26 @@ pub struct WorkerConfig {
     pub timing: TimingOptions,
     #[serde(default)]
     pub limits: Limits,
+    /// Ceilings to score against instead of the datasheet or a measurement.
+    #[serde(default)]
+    pub declared_ceilings: Option<DeclaredCeilings>,
+}
+
+/// The roofline a user declares for the device (`--ceilings`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct DeclaredCeilings {
+    pub bandwidth_gbs: f64,
+    pub fp32_gflops: f64,
+}
+
+impl DeclaredCeilings {
+    pub fn ceilings(self) -> kevo_roofline::Ceilings {
+        kevo_roofline::Ceilings {
+            bandwidth_gbs: self.bandwidth_gbs,
+            fp32_gflops: self.fp32_gflops,
+            source: kevo_roofline::CeilingSource::Declared,
+        }
+    }
 }
 
 impl WorkerConfig {
@@ -73,6 +93,7 @@ impl WorkerConfig {
             eval: EvalConfig::default(),
             timing: TimingOptions::default(),
             limits: Limits::default(),
+            declared_ceilings: None,
         }
     }
 
@@ -94,6 +115,11 @@ impl WorkerConfig {
 
     pub fn with_limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    pub fn with_declared_ceilings(mut self, ceilings: Option<DeclaredCeilings>) -> Self {
+        self.declared_ceilings = ceilings;
         self
     }
 }

@@ -40,18 +40,21 @@ pub fn serve(
         }
     };
     let mut backend = backend;
-    let ceilings =
-        match kevo_roofline::ceilings(backend.as_mut(), &CeilingCache::default_location()) {
-            Ok(c) => c,
-            Err(e) => {
-                return send(
-                    &mut output,
-                    &Reply::Fatal {
-                        message: format!("cannot determine the device's roofline ceilings: {e}"),
-                    },
-                );
-            }
-        };
+    let found = match config.declared_ceilings {
+        Some(declared) => Ok(declared.ceilings()),
+        None => kevo_roofline::ceilings(backend.as_mut(), &CeilingCache::default_location()),
+    };
+    let ceilings = match found {
+        Ok(c) => c,
+        Err(e) => {
+            return send(
+                &mut output,
+                &Reply::Fatal {
+                    message: format!("cannot determine the device's roofline ceilings: {e}"),
+                },
+            );
+        }
+    };
     let device = backend.info().clone();
     let limits = config.limits.clone();
     let mut evaluator = Evaluator::new(backend, ceilings.clone(), config.eval);

@@ -88,3 +88,12 @@ fn class5_under_computing_fails_the_audited_tolerance() {
     };
     common::under_computing_fails(&mut w, Dialect::Cuda);
 }
+
+#[test]
+fn class6_faster_than_the_hardware_is_suspicious() {
+    common::faster_than_the_hardware_is_suspicious(
+        BackendKind::Cuda,
+        Dialect::Cuda,
+        std::env::var("KEVO_REQUIRE_CUDA").as_deref() == Ok("1"),
+    );
+}

@@ -103,3 +103,12 @@ fn class5_under_computing_fails_the_audited_tolerance() {
     };
     common::under_computing_fails(&mut w, Dialect::OpenCl);
 }
+
+#[test]
+fn class6_faster_than_the_hardware_is_suspicious() {
+    common::faster_than_the_hardware_is_suspicious(
+        BackendKind::Opencl,
+        Dialect::OpenCl,
+        std::env::var_os("CI").is_some(),
+    );
+}

@@ -427,6 +427,7 @@ impl<'t> PromptBuilder<'t> {
         let source = match &c.source {
             CeilingSource::Datasheet { entry } => format!("datasheet figures for {entry}"),
             CeilingSource::Measured { .. } => "measured on this device".to_string(),
+            CeilingSource::Declared => "declared for this device".to_string(),
         };
         let details = self.device.info.as_ref().map(|i| {
             let mut parts = Vec::new();

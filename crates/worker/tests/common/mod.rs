@@ -229,6 +229,51 @@ pub fn state_does_not_survive_between_runs(w: &mut Worker, dialect: Dialect) {
     }
 }
 
+/// Class 6: figures above the ceilings are "suspicious": no score, so no
+/// promotion. Bandwidth-bound (saxpy) and FP32-bound (nbody) tasks both,
+/// against ceilings declared a million times below any real device.
+pub fn faster_than_the_hardware_is_suspicious(kind: BackendKind, dialect: Dialect, required: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = WorkerConfig::new(kind, DeviceSelector::default()).with_declared_ceilings(Some(
+        kevo_worker::DeclaredCeilings {
+            bandwidth_gbs: 1e-3,
+            fp32_gflops: 1e-2,
+        },
+    ));
+    let mut w = match Worker::start(command(dir.path()), config) {
+        Ok(w) => w,
+        Err(e) if !required => {
+            eprintln!("skipping: {e}");
+            return;
+        }
+        Err(e) => panic!("{kind:?} must be available here: {e}"),
+    };
+    assert_eq!(w.ceilings().source, kevo_roofline::CeilingSource::Declared);
+    for (stem, task, ceiling) in [
+        ("class6_faster_than_the_hardware", "saxpy", "DRAM bandwidth"),
+        ("ok_tiled_nbody", "nbody", "FP32 peak"),
+    ] {
+        let e = w.evaluate(
+            task,
+            &kernel(dialect, stem),
+            &in_distribution(task),
+            TIMEOUT,
+        );
+        match &e.outcome {
+            Outcome::Suspicious { reason, score, .. } => {
+                assert!(reason.contains(ceiling), "{stem}: {reason}");
+                assert!(*score > 1.25, "{stem}: {score}");
+                assert_eq!(
+                    e.outcome.score(),
+                    None,
+                    "{stem}: a suspicious outcome has no score"
+                );
+            }
+            other => panic!("{stem}: {}", other.summary()),
+        }
+    }
+}
+
 /// Class 7: a macro expansion bomb ends as a compile error within the
 /// compile limits, and the worker goes on.
 pub fn compile_bombs_are_bounded(kind: BackendKind, dialect: Dialect, required: bool) {
@@ -351,6 +396,7 @@ pub fn unusual_kernels_are_accepted(w: &mut Worker, dialect: Dialect) {
         ("ok_declared_block", "saxpy"),
         ("ok_unreachable_printf", "saxpy"),
         ("ok_tiled_nbody", "nbody"),
+        ("ok_shared_matrix_hmc", "hmc"),
     ] {
         let e = w.evaluate(
             task,
