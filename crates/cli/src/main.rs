@@ -531,6 +531,9 @@ fn eval(args: EvalArgs) -> Result<ExitCode> {
     let config = args.device.worker_config(!args.no_fast_math)?;
     let mut worker = Worker::start(WorkerCommand::current_exe()?, config)?;
     let dialect = worker_dialect(&worker);
+    if !args.json {
+        println!("sandbox: {}", worker.sandbox().summary());
+    }
 
     let mut evaluations: Vec<Evaluation> = Vec::new();
     for task in &tasks {

@@ -416,6 +416,11 @@ impl CeilingCache {
         }
     }
 
+    /// Every cached measurement, by [`cache_key`].
+    pub fn get_all(&self) -> Result<BTreeMap<String, Measurement>, RooflineError> {
+        self.load_all()
+    }
+
     pub fn get(&self, info: &DeviceInfo) -> Result<Option<Measurement>, RooflineError> {
         Ok(self.load_all()?.remove(&cache_key(info)))
     }
@@ -459,24 +464,47 @@ pub fn ceilings(
     backend: &mut dyn Backend,
     cache: &CeilingCache,
 ) -> Result<Ceilings, RooflineError> {
-    if let Some(entry) = lookup(&backend.info().name) {
-        return Ok(Ceilings {
-            bandwidth_gbs: entry.bandwidth_gbs,
-            fp32_gflops: entry.fp32_gflops,
-            source: CeilingSource::Datasheet {
-                entry: entry.name.to_string(),
-            },
-        });
+    let known = cache.get(backend.info()).ok().flatten();
+    let (ceilings, fresh) = ceilings_with(backend, known)?;
+    if let Some(m) = fresh {
+        // Failing to write the cache costs a re-measurement later, nothing more.
+        let _ = cache.put(backend.info(), &m);
     }
-    let (m, cached) = measured(backend, cache)?;
-    Ok(Ceilings {
+    Ok(ceilings)
+}
+
+/// As [`ceilings`], with the cached measurement (if any) given rather than
+/// read: for a process that may not read kevo's cache. Returns the
+/// measurement too when it was made now, for the caller to cache.
+pub fn ceilings_with(
+    backend: &mut dyn Backend,
+    known: Option<Measurement>,
+) -> Result<(Ceilings, Option<Measurement>), RooflineError> {
+    if let Some(entry) = lookup(&backend.info().name) {
+        return Ok((
+            Ceilings {
+                bandwidth_gbs: entry.bandwidth_gbs,
+                fp32_gflops: entry.fp32_gflops,
+                source: CeilingSource::Datasheet {
+                    entry: entry.name.to_string(),
+                },
+            },
+            None,
+        ));
+    }
+    let (m, cached) = match known {
+        Some(m) => (m, true),
+        None => (measure(backend)?, false),
+    };
+    let ceilings = Ceilings {
         bandwidth_gbs: m.copy_gbs,
         fp32_gflops: m.fma_gflops,
         source: CeilingSource::Measured {
             measured_unix: m.measured_unix,
             cached,
         },
-    })
+    };
+    Ok((ceilings, (!cached).then_some(m)))
 }
 
 #[cfg(test)]

@@ -66,6 +66,14 @@ pub struct WorkerConfig {
     /// Ceilings to score against instead of the datasheet or a measurement.
     #[serde(default)]
     pub declared_ceilings: Option<DeclaredCeilings>,
+    /// How the worker confines itself before it opens the device.
+    #[serde(default)]
+    pub sandbox: kevo_sandbox::Options,
+    /// Ceilings measured earlier, by device cache key: the coordinator
+    /// reads kevo's cache, since a confined worker reads no file of the
+    /// user's.
+    #[serde(default)]
+    pub known_measurements: std::collections::BTreeMap<String, kevo_roofline::Measurement>,
 }
 
 /// The roofline a user declares for the device (`--ceilings`).
@@ -94,6 +102,8 @@ impl WorkerConfig {
             timing: TimingOptions::default(),
             limits: Limits::default(),
             declared_ceilings: None,
+            sandbox: kevo_sandbox::Options::default(),
+            known_measurements: Default::default(),
         }
     }
 
@@ -115,6 +125,11 @@ impl WorkerConfig {
 
     pub fn with_limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    pub fn with_sandbox(mut self, sandbox: kevo_sandbox::Options) -> Self {
+        self.sandbox = sandbox;
         self
     }
 
@@ -148,6 +163,12 @@ pub enum Reply {
         ceilings: Ceilings,
         /// Seconds from process start to ready (backend + context creation).
         startup_s: f64,
+        /// The layers of confinement in force.
+        #[serde(default)]
+        sandbox: kevo_sandbox::Status,
+        /// Ceilings measured now, for the coordinator to cache.
+        #[serde(default)]
+        measured: Option<kevo_roofline::Measurement>,
     },
     /// The worker could not start (no such device, no runtime).
     Fatal { message: String },

@@ -7,7 +7,6 @@ use std::panic::AssertUnwindSafe;
 use std::time::Instant;
 
 use kevo_eval::{Evaluation, Evaluator, Outcome, Stage, WallTimes};
-use kevo_roofline::CeilingCache;
 
 use crate::backends;
 use crate::limits;
@@ -28,6 +27,19 @@ pub fn serve(
     mut output: impl Write,
 ) -> std::io::Result<()> {
     let start = Instant::now();
+    // Before any device is opened: user namespaces need a single-threaded
+    // process, and Landlock rules bind threads created after them.
+    let sandbox = match kevo_sandbox::enter(&config.sandbox) {
+        Ok(status) => status,
+        Err(e) => {
+            return send(
+                &mut output,
+                &Reply::Fatal {
+                    message: e.to_string(),
+                },
+            );
+        }
+    };
     let backend = match backends::open(config.backend, &config.selector, config.timing) {
         Ok(b) => b,
         Err(e) => {
@@ -41,11 +53,15 @@ pub fn serve(
     };
     let mut backend = backend;
     let found = match config.declared_ceilings {
-        Some(declared) => Ok(declared.ceilings()),
-        None => kevo_roofline::ceilings(backend.as_mut(), &CeilingCache::default_location()),
+        Some(declared) => Ok((declared.ceilings(), None)),
+        None => {
+            let key = kevo_roofline::cache_key(backend.info());
+            let known = config.known_measurements.get(&key).cloned();
+            kevo_roofline::ceilings_with(backend.as_mut(), known)
+        }
     };
-    let ceilings = match found {
-        Ok(c) => c,
+    let (ceilings, measured) = match found {
+        Ok(found) => found,
         Err(e) => {
             return send(
                 &mut output,
@@ -65,6 +81,8 @@ pub fn serve(
             device: Box::new(device.clone()),
             ceilings,
             startup_s: start.elapsed().as_secs_f64(),
+            sandbox,
+            measured,
         },
     )?;
     for line in input.lines() {

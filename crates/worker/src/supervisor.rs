@@ -123,6 +123,9 @@ pub struct Worker {
     next_id: u64,
     startup_timeout: Duration,
     stats: WorkerStats,
+    sandbox: kevo_sandbox::Status,
+    /// The running worker's private directory, removed with it.
+    scratch: Option<tempfile::TempDir>,
 }
 
 /// Keep the last lines of `stream` in `tail` (bounded: 64 KiB a line).
@@ -198,6 +201,8 @@ impl Worker {
             next_id: 1,
             startup_timeout: Duration::from_secs(300),
             stats: WorkerStats::default(),
+            sandbox: kevo_sandbox::Status::default(),
+            scratch: None,
         };
         worker.spawn()?;
         Ok(worker)
@@ -215,13 +220,60 @@ impl Worker {
         &self.stats
     }
 
+    /// The confinement the running worker reported.
+    pub fn sandbox(&self) -> &kevo_sandbox::Status {
+        &self.sandbox
+    }
+
+    /// kevo's ceiling cache as the worker would find it: the command's own
+    /// KEVO_CACHE_DIR first (tests set one), else the usual location.
+    fn ceiling_cache(&self) -> kevo_roofline::CeilingCache {
+        match self.command.env.iter().find(|(k, _)| k == "KEVO_CACHE_DIR") {
+            Some((_, dir)) => {
+                kevo_roofline::CeilingCache::new(PathBuf::from(dir).join("ceilings.json"))
+            }
+            None => kevo_roofline::CeilingCache::default_location(),
+        }
+    }
+
+    /// The environment a worker starts with: the allow-list of the
+    /// coordinator's, the command's own variables, and the scratch
+    /// directory as every temporary, cache and home directory a driver or
+    /// compiler might write to.
+    fn worker_environment(
+        &self,
+        scratch: &std::path::Path,
+    ) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+        let mut env = kevo_sandbox::env::allowed_environment(std::env::vars_os());
+        env.extend(self.command.env.iter().map(|(k, v)| (k.into(), v.into())));
+        for var in [
+            "TMPDIR",
+            "HOME",
+            "XDG_CACHE_HOME",
+            "POCL_CACHE_DIR",
+            "CUDA_CACHE_PATH",
+        ] {
+            env.push((var.into(), scratch.as_os_str().to_owned()));
+        }
+        env
+    }
+
     fn spawn(&mut self) -> Result<(), WorkerError> {
         let started = Instant::now();
-        let config = serde_json::to_string(&self.config).expect("worker config serialises");
         let spawn_error = |source: std::io::Error| WorkerError::Spawn {
             program: self.command.program.display().to_string(),
             source,
         };
+        let scratch = tempfile::Builder::new()
+            .prefix("kevo-worker-")
+            .tempdir()
+            .map_err(spawn_error)?;
+        let mut config = self.config.clone();
+        config.sandbox.scratch = Some(scratch.path().to_path_buf());
+        config.known_measurements = self.ceiling_cache().get_all().unwrap_or_default();
+        let config = serde_json::to_string(&config).expect("worker config serialises");
+        let environment = self.worker_environment(scratch.path());
+        self.scratch = Some(scratch);
         // The reply pipe: both ends close-on-exec; the child gets the write
         // end as PROTOCOL_FD (dup2 clears close-on-exec on the copy).
         let mut fds = [0i32; 2];
@@ -247,7 +299,8 @@ impl Worker {
             .arg(config)
             .arg("--protocol-fd")
             .arg(PROTOCOL_FD.to_string())
-            .envs(self.command.env.iter().map(|(k, v)| (k, v)))
+            .env_clear()
+            .envs(environment)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -317,7 +370,15 @@ impl Worker {
                 device,
                 ceilings,
                 startup_s,
+                mut sandbox,
+                measured,
             })) => {
+                if let Some(m) = measured {
+                    // Failing to write costs a re-measurement, nothing more.
+                    let _ = self.ceiling_cache().put(&device, &m);
+                }
+                sandbox.environment_scrubbed = true;
+                self.sandbox = sandbox;
                 self.device = *device;
                 self.ceilings = ceilings;
                 self.stats.startup_s.push(startup_s);

@@ -63,6 +63,8 @@ fn fake(mode: &str) -> Worker {
             },
         },
         startup_s: 0.0,
+        sandbox: Default::default(),
+        measured: None,
     };
     let result = Reply::Result {
         id: 0,

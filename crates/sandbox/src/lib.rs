@@ -1,0 +1,200 @@
+//! What confines a worker, the process that compiles and runs candidate
+//! kernels. A candidate is untrusted code: through the compiler it can name
+//! files (`#include "/home/u/.env"`, `__has_include` probes), and on CPU
+//! OpenCL devices it runs as native code inside the worker. So the worker,
+//! before it opens a device, gives up everything it does not need:
+//!
+//! - its environment is an allow-list ([`env`]), set by the parent;
+//! - a new user and network namespace: no network interface but loopback
+//!   (unprivileged, where the kernel allows user namespaces);
+//! - Landlock rules: files can be read only under the system directories
+//!   drivers and compilers need ([`Policy::system`]), written only in a
+//!   private scratch directory; TCP bind and connect are refused; no new
+//!   privileges. Landlock also stops the worker from ptrace-reading other
+//!   processes (`/proc/<pid>/environ` of the coordinator).
+//!
+//! Every layer is best effort and reported in a [`Status`]; a caller that
+//! must not run without one asks for it ([`Options::required`]).
+
+pub mod env;
+#[cfg(target_os = "linux")]
+mod linux;
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// What the parent asks of the worker's confinement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Options {
+    /// Off only for measuring the sandbox's cost or debugging a driver.
+    pub enabled: bool,
+    /// Refuse to run when any layer is missing.
+    pub required: bool,
+    /// The worker's private directory: the only place it may write.
+    pub scratch: Option<PathBuf>,
+    /// More directories or files the worker may write (a sanitizer's log).
+    #[serde(default)]
+    pub writable: Vec<PathBuf>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            enabled: true,
+            required: false,
+            scratch: None,
+            writable: Vec::new(),
+        }
+    }
+}
+
+/// Which layers are in force, as the worker found them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Status {
+    /// "landlock ABI 7: fully enforced", or None.
+    pub filesystem: Option<String>,
+    /// "network namespace (loopback only)" and/or "landlock: TCP refused".
+    pub network: Vec<String>,
+    pub no_new_privileges: bool,
+    /// Set by the coordinator, which builds the environment.
+    pub environment_scrubbed: bool,
+    /// Layers that could not be put in place, each with the reason.
+    pub missing: Vec<String>,
+}
+
+impl Status {
+    /// Every layer is in force.
+    pub fn complete(&self) -> bool {
+        self.missing.is_empty()
+            && self.filesystem.is_some()
+            && !self.network.is_empty()
+            && self.no_new_privileges
+    }
+
+    /// One line for `kevo devices`, run summaries and provenance.
+    pub fn summary(&self) -> String {
+        let mut parts = Vec::new();
+        parts.push(match &self.filesystem {
+            Some(f) => format!("files: {f}"),
+            None => "files: unconfined".to_string(),
+        });
+        parts.push(if self.network.is_empty() {
+            "network: unconfined".to_string()
+        } else {
+            format!("network: {}", self.network.join(", "))
+        });
+        if self.no_new_privileges {
+            parts.push("no new privileges".into());
+        }
+        if self.environment_scrubbed {
+            parts.push("environment allow-listed".into());
+        }
+        if !self.missing.is_empty() {
+            parts.push(format!("missing: {}", self.missing.join("; ")));
+        }
+        parts.join("; ")
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error("the sandbox is required but incomplete: {0}")]
+    Incomplete(String),
+}
+
+/// The filesystem a worker may see.
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    /// Read and execute (libraries, compilers, driver files).
+    pub readable: Vec<PathBuf>,
+    /// Read, write, create, remove.
+    pub writable: Vec<PathBuf>,
+}
+
+impl Policy {
+    /// What GPU drivers, the OpenCL ICD loader, PoCL and NVRTC were found
+    /// to need (docs/SANDBOX.md has how): system libraries and binaries,
+    /// the loader's vendor files, the dynamic linker's cache, device nodes,
+    /// and the kernel's process and device tables. Not /etc as a whole,
+    /// /home, /root, /tmp, /opt, /srv, /mnt or /media. Directories on
+    /// LD_LIBRARY_PATH are added: the user put libraries there.
+    pub fn system() -> Policy {
+        let mut readable: Vec<PathBuf> = [
+            "/usr",
+            "/lib",
+            "/lib32",
+            "/lib64",
+            "/bin",
+            "/sbin",
+            "/etc/OpenCL",
+            "/etc/ld.so.cache",
+            "/etc/ld.so.conf",
+            "/etc/ld.so.conf.d",
+            "/etc/nvidia",
+            "/etc/localtime",
+            "/proc",
+            "/sys",
+            "/run/nvidia-persistenced",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+        for var in ["LD_LIBRARY_PATH", "OCL_ICD_VENDORS", "OPENCL_VENDOR_PATH"] {
+            if let Some(value) = std::env::var_os(var) {
+                readable.extend(std::env::split_paths(&value).filter(|p| p.is_absolute()));
+            }
+        }
+        Policy {
+            readable,
+            writable: vec![PathBuf::from("/dev")],
+        }
+    }
+}
+
+/// Confine the calling process as `options` ask. Call it while the process
+/// has one thread (user namespaces need that, and Landlock rules bind only
+/// threads created after them on kernels before ABI 8), before any device
+/// is opened. Returns what is in force; with `required`, an incomplete
+/// sandbox is an error and the caller must not go on.
+pub fn enter(options: &Options) -> Result<Status, SandboxError> {
+    if !options.enabled {
+        let status = Status {
+            missing: vec!["disabled by --no-sandbox".into()],
+            ..Status::default()
+        };
+        return check(options, status);
+    }
+    let mut policy = Policy::system();
+    policy.writable.extend(options.scratch.iter().cloned());
+    policy.writable.extend(options.writable.iter().cloned());
+    #[cfg(target_os = "linux")]
+    let status = linux::enter(&policy);
+    #[cfg(not(target_os = "linux"))]
+    let status = Status {
+        missing: vec!["no sandbox on this platform".into()],
+        ..Status::default()
+    };
+    check(options, status)
+}
+
+fn check(options: &Options, status: Status) -> Result<Status, SandboxError> {
+    if options.required && !status.complete() {
+        return Err(SandboxError::Incomplete(status.summary()));
+    }
+    Ok(status)
+}
+
+/// What this machine offers, found by confining a short-lived child
+/// process: for `kevo devices`, without touching the caller.
+pub fn available() -> Status {
+    #[cfg(target_os = "linux")]
+    {
+        linux::probe()
+    }
+    #[cfg(not(target_os = "linux"))]
+    Status {
+        missing: vec!["no sandbox on this platform".into()],
+        ..Status::default()
+    }
+}

@@ -1,0 +1,205 @@
+//! Landlock and namespaces on Linux.
+
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr,
+    RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
+};
+
+use crate::{Policy, Status};
+
+/// The newest rights kevo asks for; older kernels get what they support.
+const WANTED: ABI = ABI::V7;
+
+/// The kernel's Landlock ABI version, 0 where Landlock is off or missing.
+pub(crate) fn landlock_abi() -> i64 {
+    // SAFETY: the version query takes no ruleset and writes nothing.
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            1u32, // LANDLOCK_CREATE_RULESET_VERSION
+        )
+    };
+    v.max(0)
+}
+
+/// A new user namespace (mapping this user to itself, so file ownership
+/// checks are unchanged) with a new network namespace in it: the process
+/// keeps only a loopback interface that is down.
+fn isolate_network() -> std::io::Result<()> {
+    // SAFETY: getuid/getgid cannot fail.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    // SAFETY: unshare takes flags only; fails cleanly when not allowed or
+    // when the process has more than one thread.
+    if unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    std::fs::write("/proc/self/setgroups", "deny")?;
+    std::fs::write("/proc/self/uid_map", format!("{uid} {uid} 1"))?;
+    std::fs::write("/proc/self/gid_map", format!("{gid} {gid} 1"))?;
+    Ok(())
+}
+
+fn restrict(policy: &Policy) -> Result<(RulesetStatus, bool), landlock::RulesetError> {
+    let status = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(AccessFs::from_all(WANTED))?
+        .handle_access(AccessNet::from_all(WANTED))?
+        .scope(Scope::from_all(WANTED))?
+        .create()?
+        .add_rules(path_beneath_rules(
+            &policy.readable,
+            AccessFs::from_read(WANTED),
+        ))?
+        .add_rules(path_beneath_rules(
+            &policy.writable,
+            AccessFs::from_all(WANTED),
+        ))?
+        .restrict_self()?;
+    Ok((status.ruleset, status.no_new_privs))
+}
+
+pub(crate) fn enter(policy: &Policy) -> Status {
+    let mut status = Status::default();
+    match isolate_network() {
+        Ok(()) => status
+            .network
+            .push("own network namespace (no interfaces)".into()),
+        Err(e) => status
+            .missing
+            .push(format!("network namespace: unshare refused ({e})")),
+    }
+    let abi = landlock_abi();
+    match restrict(policy) {
+        Ok((ruleset, no_new_privs)) => {
+            status.no_new_privileges = no_new_privs;
+            match ruleset {
+                RulesetStatus::FullyEnforced => {
+                    status.filesystem = Some(format!("landlock ABI {abi}, fully enforced"));
+                }
+                RulesetStatus::PartiallyEnforced => {
+                    status.filesystem = Some(format!(
+                        "landlock ABI {abi}, partially enforced (the kernel lacks some rights of ABI {})",
+                        WANTED as i32
+                    ));
+                }
+                RulesetStatus::NotEnforced => status
+                    .missing
+                    .push("landlock: not supported by this kernel".into()),
+            }
+            if abi >= 4 && ruleset != RulesetStatus::NotEnforced {
+                status
+                    .network
+                    .push("landlock: TCP bind and connect refused".into());
+            }
+        }
+        Err(e) => status.missing.push(format!("landlock: {e}")),
+    }
+    if !status.no_new_privileges {
+        status.missing.push("no_new_privs not set".into());
+    }
+    status
+}
+
+/// What `enter` would find, without confining the caller: Landlock's ABI
+/// by its version query; user namespaces by a forked child that only calls
+/// unshare (async-signal-safe, so the fork is safe in a threaded caller).
+pub(crate) fn probe() -> Status {
+    let mut status = Status::default();
+    let abi = landlock_abi();
+    if abi > 0 {
+        status.filesystem = Some(format!("landlock ABI {abi}"));
+        if abi >= 4 {
+            status.network.push("landlock: TCP refused".into());
+        }
+        status.no_new_privileges = true;
+    } else {
+        status
+            .missing
+            .push("landlock: not supported by this kernel".into());
+    }
+    // SAFETY: the child calls only unshare and _exit.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        // SAFETY: see above.
+        unsafe {
+            let ok = libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) == 0;
+            libc::_exit(if ok { 0 } else { 1 });
+        }
+    }
+    let mut code = -1;
+    if pid > 0 {
+        // SAFETY: waits for the child just forked.
+        unsafe { libc::waitpid(pid, &mut code, 0) };
+    }
+    if pid > 0 && libc::WIFEXITED(code) && libc::WEXITSTATUS(code) == 0 {
+        status.network.insert(0, "own network namespace".into());
+    } else {
+        status
+            .missing
+            .push("network namespace: unprivileged user namespaces are not allowed".into());
+    }
+    status
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `f` in a forked child and returns its exit code: confinement
+    /// is one-way, so it is tried in a process of its own.
+    fn in_child(f: impl FnOnce() -> i32) -> i32 {
+        // SAFETY: the test child runs `f` and exits without returning.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            let code = f();
+            // SAFETY: ends the child.
+            unsafe { libc::_exit(code) };
+        }
+        let mut code = 0;
+        // SAFETY: waits for the child just forked.
+        unsafe { libc::waitpid(pid, &mut code, 0) };
+        libc::WEXITSTATUS(code)
+    }
+
+    #[test]
+    fn a_confined_process_reads_system_files_and_its_scratch_only() {
+        if landlock_abi() == 0 {
+            eprintln!("skipping: no Landlock here");
+            return;
+        }
+        let outside = tempfile::tempdir().unwrap();
+        let secret = outside.path().join("secret.txt");
+        std::fs::write(&secret, "token").unwrap();
+        let scratch = tempfile::tempdir().unwrap();
+        let scratch_path = scratch.path().to_path_buf();
+        let code = in_child(|| {
+            let mut policy = Policy::system();
+            policy.writable.push(scratch_path.clone());
+            let status = enter(&policy);
+            if status.filesystem.is_none() {
+                return 10;
+            }
+            if std::fs::read(&secret).is_ok() {
+                return 11;
+            }
+            if std::fs::read("/usr/bin/env").is_err()
+                && std::path::Path::new("/usr/bin/env").exists()
+            {
+                return 12;
+            }
+            if std::fs::write(scratch_path.join("x"), "ok").is_err() {
+                return 13;
+            }
+            if std::fs::write("/tmp/kevo-sandbox-escape", "x").is_ok() {
+                return 14;
+            }
+            if std::net::TcpStream::connect("127.0.0.1:5432").is_ok() {
+                return 15;
+            }
+            0
+        });
+        assert_eq!(code, 0, "see the return codes in the child");
+    }
+}
