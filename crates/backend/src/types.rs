@@ -135,6 +135,31 @@ impl CompileDiagnostics {
         CompileDiagnostics { log, diagnostics }
     }
 
+    /// Only what concerns the candidate's own source, `candidate` being its
+    /// name in the log (`candidate.cl`): a message located in any other
+    /// file is dropped with the excerpt and notes that follow it, as are
+    /// "In file included from" chains, and absolute paths left in kept
+    /// lines become `<path>`. A compiler that opened some other file must
+    /// not pass its contents on to the store or a prompt.
+    pub fn confined_to(&self, candidate: &str) -> CompileDiagnostics {
+        let mut kept = Vec::new();
+        let mut foreign = false;
+        for line in self.log.lines() {
+            let t = line.trim_start();
+            if t.starts_with("In file included from") || t.starts_with("from ") {
+                foreign = true;
+                continue;
+            }
+            if let Some(file) = located_file(t) {
+                foreign = file != candidate && !file.ends_with(&format!("/{candidate}"));
+            }
+            if !foreign {
+                kept.push(without_paths(line, candidate));
+            }
+        }
+        CompileDiagnostics::from_log(kept.join("\n"))
+    }
+
     /// The error diagnostics only.
     pub fn errors(&self) -> impl Iterator<Item = &Diagnostic> {
         self.diagnostics
@@ -169,6 +194,50 @@ fn parse_severity(s: &str) -> Option<Severity> {
         "note" | "remark" => Some(Severity::Note),
         _ => None,
     }
+}
+
+/// The file a diagnostic line is located in: `file:5:14: error`,
+/// `error: file:5:14: msg` (PoCL), `file(5): error` (NVRTC).
+fn located_file(line: &str) -> Option<&str> {
+    let rest = ["error: ", "warning: ", "note: ", "fatal error: "]
+        .iter()
+        .find_map(|p| line.strip_prefix(p))
+        .unwrap_or(line);
+    let end = rest.find([':', '('])?;
+    let (file, after) = rest.split_at(end);
+    let digit = after[1..].starts_with(|c: char| c.is_ascii_digit());
+    (digit && !file.is_empty() && !file.contains(' ')).then_some(file)
+}
+
+/// `line` with every absolute path other than the candidate's replaced.
+fn without_paths(line: &str, candidate: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.char_indices().peekable();
+    let mut previous = ' ';
+    while let Some((i, c)) = chars.next() {
+        let starts_path = c == '/'
+            && (previous.is_whitespace() || "'\"<(`".contains(previous))
+            && line[i + 1..].starts_with(|n: char| n.is_ascii_alphanumeric() || "._~-".contains(n));
+        if starts_path {
+            let end = line[i..]
+                .find(|n: char| !(n.is_ascii_alphanumeric() || "/._~-+".contains(n)))
+                .map_or(line.len(), |e| i + e);
+            let path = &line[i..end];
+            if path.ends_with(&format!("/{candidate}")) {
+                out.push_str(candidate);
+            } else {
+                out.push_str("<path>");
+            }
+            while chars.peek().is_some_and(|(j, _)| *j < end) {
+                chars.next();
+            }
+            previous = 'x';
+            continue;
+        }
+        out.push(c);
+        previous = c;
+    }
+    out
 }
 
 fn parse_diagnostic_line(line: &str) -> Option<Diagnostic> {
@@ -489,5 +558,45 @@ impl DeviceSelector {
                 Err(_) => name.to_lowercase().contains(&s.to_lowercase()),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod confinement_tests {
+    use super::*;
+
+    #[test]
+    fn messages_about_other_files_and_absolute_paths_are_dropped() {
+        let log = "\
+In file included from candidate.cl:1:
+/home/u/.env:1:1: error: unknown type name 'OPENAI_API_KEY'
+OPENAI_API_KEY=sk-live-123
+^
+error: candidate.cl:3:5: use of undeclared identifier 'v'
+    v = 1;
+    ^
+candidate.cl:4:10: fatal error: cannot open file '/home/u/.ssh/id_rsa': Permission denied
+candidate.cu(7): error: identifier \"w\" is undefined
+2 errors generated.";
+        let d = CompileDiagnostics::from_log(log).confined_to("candidate.cl");
+        assert!(!d.log.contains("sk-live"), "{}", d.log);
+        assert!(!d.log.contains("OPENAI"), "{}", d.log);
+        assert!(!d.log.contains("/home"), "{}", d.log);
+        assert!(
+            d.log
+                .contains("candidate.cl:3:5: use of undeclared identifier 'v'")
+        );
+        assert!(d.log.contains("cannot open file '<path>'"), "{}", d.log);
+        assert!(
+            !d.log.contains("candidate.cu(7)"),
+            "another file's message: {}",
+            d.log
+        );
+        assert_eq!(d.errors().count(), 2);
+        let nvrtc = CompileDiagnostics::from_log(
+            "candidate.cu(7): error: x\n/usr/include/a.h(1): error: y",
+        )
+        .confined_to("candidate.cu");
+        assert_eq!(nvrtc.log, "candidate.cu(7): error: x");
     }
 }

@@ -250,6 +250,7 @@ pub fn evolve(args: EvolveArgs) -> Result<ExitCode> {
                 options.timing = args.device.timing()?;
                 options.limits = args.device.limits()?;
                 options.declared_ceilings = args.device.declared_ceilings()?;
+                options.sandbox = args.device.sandbox();
                 options.sizes = args.sizes;
                 options.llm_config = args.llm_config.clone();
                 options.candidates_per_iteration = args.candidates_per_iteration;

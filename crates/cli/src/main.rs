@@ -206,6 +206,14 @@ pub struct DeviceArgs {
     /// for a MIG slice or a power-capped or clock-locked GPU.
     #[arg(long, value_name = "GBS,GFLOPS")]
     pub ceilings: Option<String>,
+    /// Refuse to run unless every sandbox layer is in force (Landlock,
+    /// a network namespace, no new privileges).
+    #[arg(long, conflicts_with = "no_sandbox")]
+    pub require_sandbox: bool,
+    /// Run workers unconfined (the environment is still allow-listed): to
+    /// measure the sandbox's cost or rule it out when a driver misbehaves.
+    #[arg(long)]
+    pub no_sandbox: bool,
 }
 
 impl DeviceArgs {
@@ -275,6 +283,14 @@ impl DeviceArgs {
         }
     }
 
+    pub fn sandbox(&self) -> kevo_worker::kevo_sandbox::Options {
+        kevo_worker::kevo_sandbox::Options {
+            enabled: !self.no_sandbox,
+            required: self.require_sandbox,
+            ..Default::default()
+        }
+    }
+
     /// The worker configuration these flags describe.
     pub fn worker_config(&self, fast_math: bool) -> Result<WorkerConfig> {
         Ok(WorkerConfig::new(self.backend, self.selector())
@@ -284,7 +300,8 @@ impl DeviceArgs {
             })
             .with_timing(self.timing()?)
             .with_limits(self.limits()?)
-            .with_declared_ceilings(self.declared_ceilings()?))
+            .with_declared_ceilings(self.declared_ceilings()?)
+            .with_sandbox(self.sandbox()))
     }
 }
 

@@ -119,6 +119,10 @@ pub fn print_devices(measure: bool, json: bool) -> Result<()> {
             _ => {}
         }
     }
+    println!(
+        "worker sandbox on this machine: {}",
+        kevo_worker::kevo_sandbox::available().summary()
+    );
     Ok(())
 }
 

@@ -18,6 +18,7 @@ mod cache;
 mod device;
 pub mod json_f64;
 mod outcome;
+pub mod source_rules;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -384,6 +385,18 @@ impl<B: Backend> Evaluator<B> {
         if let Some(outcome) = source_rejection(source, extension) {
             return outcome;
         }
+        let prepared = match source_rules::prepare(source, self.backend.dialect()) {
+            Ok(p) => p,
+            Err(r) => {
+                return Outcome::CompileError {
+                    message: format!("line {}: {}", r.line, r.reason),
+                    diagnostics: kevo_backend::CompileDiagnostics::from_log(format!(
+                        "candidate.{extension}:{}:1: error: {}",
+                        r.line, r.reason
+                    )),
+                };
+            }
+        };
         let declared = match BlockDeclarations::parse(source, task.kernel_names()) {
             Ok(d) => d,
             Err(e) => {
@@ -399,11 +412,12 @@ impl<B: Backend> Evaluator<B> {
         }
         on_stage(Stage::Compile);
         let t = Instant::now();
-        let compiled = self.backend.compile(source, &self.config.compile);
+        let compiled = self.backend.compile(&prepared, &self.config.compile);
         wall.compile_s += t.elapsed().as_secs_f64();
         let module = match compiled {
             Ok(m) => m,
             Err(BackendError::Compile(diagnostics)) => {
+                let diagnostics = diagnostics.confined_to(&format!("candidate.{extension}"));
                 return Outcome::CompileError {
                     message: diagnostics.summary(),
                     diagnostics,

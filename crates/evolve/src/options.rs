@@ -46,6 +46,9 @@ pub struct EvolveOptions {
     /// against the same roofline.
     #[serde(default)]
     pub declared_ceilings: Option<kevo_worker::DeclaredCeilings>,
+    /// Whether workers are confined, and whether that is required.
+    #[serde(default)]
+    pub sandbox: kevo_worker::kevo_sandbox::Options,
 }
 
 impl EvolveOptions {
@@ -70,6 +73,7 @@ impl EvolveOptions {
             timing: kevo_worker::TimingOptions::default(),
             limits: kevo_worker::Limits::default(),
             declared_ceilings: None,
+            sandbox: Default::default(),
         }
     }
 

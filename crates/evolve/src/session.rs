@@ -226,7 +226,8 @@ impl<'e> Session<'e> {
             })
             .with_timing(options.timing)
             .with_limits(options.limits.clone())
-            .with_declared_ceilings(options.declared_ceilings);
+            .with_declared_ceilings(options.declared_ceilings)
+            .with_sandbox(options.sandbox.clone());
         let command = env.worker.clone();
         let worker = tokio::task::block_in_place(|| Worker::start(command, config))?;
         let device = worker.device().clone();

@@ -38,15 +38,20 @@ const SECRET_WORDS: &[&str] = &[
     "SESSION",
 ];
 
+/// Whether a name marks a credential (dropped even when set on purpose).
+pub fn is_secret(name: &OsStr) -> bool {
+    let upper = name.to_string_lossy().to_ascii_uppercase();
+    SECRET_WORDS.iter().any(|w| upper.contains(w))
+}
+
 /// Whether a variable of this name reaches a worker.
 pub fn is_allowed(name: &OsStr) -> bool {
+    if is_secret(name) {
+        return false;
+    }
     let Some(name) = name.to_str() else {
         return false;
     };
-    let upper = name.to_ascii_uppercase();
-    if SECRET_WORDS.iter().any(|w| upper.contains(w)) {
-        return false;
-    }
     EXACT.contains(&name) || PREFIXES.iter().any(|p| name.starts_with(p))
 }
 

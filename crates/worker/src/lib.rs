@@ -10,8 +10,9 @@ pub mod sanitizer;
 mod serve;
 mod supervisor;
 
+pub use kevo_sandbox;
 pub use limits::Limits;
-pub use protocol::{DeclaredCeilings, Reply, Request, TimingOptions, WorkerConfig};
+pub use protocol::{DeclaredCeilings, Reply, Request, SelfTest, TimingOptions, WorkerConfig};
 pub use serve::serve;
 pub use supervisor::{Worker, WorkerCommand, WorkerError, WorkerStats, timeout_from_seed};
 

@@ -72,6 +72,11 @@ pub struct WorkerConfig {
     /// Ceilings measured earlier, by device cache key: the coordinator
     /// reads kevo's cache, since a confined worker reads no file of the
     /// user's.
+    /// Test-only: files the worker tries to read once confined, as a
+    /// compiler bug or native code on a CPU device would; the answers come
+    /// back in `Ready::self_test` with the worker's environment names.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub self_test_reads: Vec<std::path::PathBuf>,
     #[serde(default)]
     pub known_measurements: std::collections::BTreeMap<String, kevo_roofline::Measurement>,
 }
@@ -104,6 +109,7 @@ impl WorkerConfig {
             declared_ceilings: None,
             sandbox: kevo_sandbox::Options::default(),
             known_measurements: Default::default(),
+            self_test_reads: Vec::new(),
         }
     }
 
@@ -139,6 +145,15 @@ impl WorkerConfig {
     }
 }
 
+/// What a confined worker could reach (test-only).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SelfTest {
+    /// For each path asked about: the bytes read, or the error.
+    pub reads: Vec<(std::path::PathBuf, Result<usize, String>)>,
+    /// Names of the worker's environment variables.
+    pub environment: Vec<String>,
+}
+
 /// Coordinator -> worker.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -169,6 +184,9 @@ pub enum Reply {
         /// Ceilings measured now, for the coordinator to cache.
         #[serde(default)]
         measured: Option<kevo_roofline::Measurement>,
+        /// Answers to `WorkerConfig::self_test_reads`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        self_test: Option<SelfTest>,
     },
     /// The worker could not start (no such device, no runtime).
     Fatal { message: String },

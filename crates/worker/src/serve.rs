@@ -27,6 +27,10 @@ pub fn serve(
     mut output: impl Write,
 ) -> std::io::Result<()> {
     let start = Instant::now();
+    // As the coordinator set it: drivers add their own once opened.
+    let environment: Vec<String> = std::env::vars_os()
+        .map(|(k, _)| k.to_string_lossy().into_owned())
+        .collect();
     // Before any device is opened: user namespaces need a single-threaded
     // process, and Landlock rules bind threads created after them.
     let sandbox = match kevo_sandbox::enter(&config.sandbox) {
@@ -71,6 +75,19 @@ pub fn serve(
             );
         }
     };
+    let self_test = (!config.self_test_reads.is_empty()).then(|| crate::protocol::SelfTest {
+        reads: config
+            .self_test_reads
+            .iter()
+            .map(|p| {
+                (
+                    p.clone(),
+                    std::fs::read(p).map(|b| b.len()).map_err(|e| e.to_string()),
+                )
+            })
+            .collect(),
+        environment,
+    });
     let device = backend.info().clone();
     let limits = config.limits.clone();
     let mut evaluator = Evaluator::new(backend, ceilings.clone(), config.eval);
@@ -83,6 +100,7 @@ pub fn serve(
             startup_s: start.elapsed().as_secs_f64(),
             sandbox,
             measured,
+            self_test,
         },
     )?;
     for line in input.lines() {

@@ -124,6 +124,7 @@ pub struct Worker {
     startup_timeout: Duration,
     stats: WorkerStats,
     sandbox: kevo_sandbox::Status,
+    self_test: Option<crate::protocol::SelfTest>,
     /// The running worker's private directory, removed with it.
     scratch: Option<tempfile::TempDir>,
 }
@@ -203,6 +204,7 @@ impl Worker {
             stats: WorkerStats::default(),
             sandbox: kevo_sandbox::Status::default(),
             scratch: None,
+            self_test: None,
         };
         worker.spawn()?;
         Ok(worker)
@@ -218,6 +220,26 @@ impl Worker {
 
     pub fn stats(&self) -> &WorkerStats {
         &self.stats
+    }
+
+    /// What the worker could reach, when its config asked (test-only).
+    pub fn self_test(&self) -> Option<&crate::protocol::SelfTest> {
+        self.self_test.as_ref()
+    }
+
+    /// The last lines the running worker wrote to stderr or stdout.
+    pub fn stderr_tail(&self) -> Vec<String> {
+        self.running
+            .as_ref()
+            .map(|r| {
+                r.stderr_tail
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .iter()
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// The confinement the running worker reported.
@@ -245,7 +267,13 @@ impl Worker {
         scratch: &std::path::Path,
     ) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
         let mut env = kevo_sandbox::env::allowed_environment(std::env::vars_os());
-        env.extend(self.command.env.iter().map(|(k, v)| (k.into(), v.into())));
+        env.extend(
+            self.command
+                .env
+                .iter()
+                .filter(|(k, _)| !kevo_sandbox::env::is_secret(std::ffi::OsStr::new(k)))
+                .map(|(k, v)| (k.into(), v.into())),
+        );
         for var in [
             "TMPDIR",
             "HOME",
@@ -372,7 +400,9 @@ impl Worker {
                 startup_s,
                 mut sandbox,
                 measured,
+                self_test,
             })) => {
+                self.self_test = self_test;
                 if let Some(m) = measured {
                     // Failing to write costs a re-measurement, nothing more.
                     let _ = self.ceiling_cache().put(&device, &m);

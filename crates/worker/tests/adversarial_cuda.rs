@@ -97,3 +97,20 @@ fn class6_faster_than_the_hardware_is_suspicious() {
         std::env::var("KEVO_REQUIRE_CUDA").as_deref() == Ok("1"),
     );
 }
+
+#[test]
+fn sandbox_a_candidate_reads_no_file() {
+    common::a_candidate_reads_no_file(
+        BackendKind::Cuda,
+        Dialect::Cuda,
+        std::env::var("KEVO_REQUIRE_CUDA").as_deref() == Ok("1"),
+    );
+}
+
+#[test]
+fn sandbox_a_confined_worker_reads_nothing_of_the_users() {
+    common::a_confined_worker_reads_nothing_of_the_users(
+        BackendKind::Cuda,
+        std::env::var("KEVO_REQUIRE_CUDA").as_deref() == Ok("1"),
+    );
+}

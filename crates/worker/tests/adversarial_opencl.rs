@@ -112,3 +112,20 @@ fn class6_faster_than_the_hardware_is_suspicious() {
         std::env::var_os("CI").is_some(),
     );
 }
+
+#[test]
+fn sandbox_a_candidate_reads_no_file() {
+    common::a_candidate_reads_no_file(
+        BackendKind::Opencl,
+        Dialect::OpenCl,
+        std::env::var_os("CI").is_some(),
+    );
+}
+
+#[test]
+fn sandbox_a_confined_worker_reads_nothing_of_the_users() {
+    common::a_confined_worker_reads_nothing_of_the_users(
+        BackendKind::Opencl,
+        std::env::var_os("CI").is_some(),
+    );
+}

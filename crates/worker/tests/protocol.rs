@@ -65,6 +65,7 @@ fn fake(mode: &str) -> Worker {
         startup_s: 0.0,
         sandbox: Default::default(),
         measured: None,
+        self_test: None,
     };
     let result = Reply::Result {
         id: 0,

@@ -483,3 +483,140 @@ pub fn stress(w: &mut Worker, dialect: Dialect, n: usize, hang_timeout: Duration
         })
     );
 }
+
+/// A random token and a file holding it, outside anything the worker may
+/// read: the canary every sandbox test looks for.
+pub fn canary() -> (tempfile::TempDir, std::path::PathBuf, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let token = format!("kevo_canary_{:032x}", {
+        let mut b = [0u8; 16];
+        std::fs::File::open("/dev/urandom")
+            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut b))
+            .unwrap();
+        u128::from_le_bytes(b)
+    });
+    let path = dir.path().join("secret.env");
+    std::fs::write(&path, format!("OPENAI_API_KEY={token}\n{token}\n")).unwrap();
+    (dir, path, token)
+}
+
+/// The sandbox issue's suite: kernels that reach a canary file by an
+/// absolute include, a relative climb, a macro-built path, a
+/// `__has_include` probe, a token-pasted probe and `#embed` are refused,
+/// and the token appears in no outcome and no worker log; a kernel that
+/// includes an allowed header passes.
+pub fn a_candidate_reads_no_file(kind: BackendKind, dialect: Dialect, required: bool) {
+    let cache = tempfile::tempdir().unwrap();
+    let (_dir, path, token) = canary();
+    let mut w = match Worker::start(
+        command(cache.path()),
+        WorkerConfig::new(kind, DeviceSelector::default()),
+    ) {
+        Ok(w) => w,
+        Err(e) if !required => {
+            eprintln!("skipping: {e}");
+            return;
+        }
+        Err(e) => panic!("{kind:?} must be available here: {e}"),
+    };
+    for stem in [
+        "sandbox_include_absolute",
+        "sandbox_include_relative",
+        "sandbox_include_macro_built",
+        "sandbox_has_include_probe",
+        "sandbox_pasted_probe",
+        "sandbox_embed",
+    ] {
+        let source = kernel(dialect, stem).replace("CANARY_PATH", &path.display().to_string());
+        let e = w.evaluate("saxpy", &source, &in_distribution("saxpy"), TIMEOUT);
+        let Outcome::CompileError { message, .. } = &e.outcome else {
+            panic!("{stem}: {}", e.outcome.summary());
+        };
+        assert!(
+            ["not allowed", "literal", "filesystem probe"]
+                .iter()
+                .any(|n| message.contains(n)),
+            "{stem}: {message}"
+        );
+        let everything = serde_json::to_string(&e).unwrap();
+        assert!(
+            !everything.contains(&token),
+            "{stem}: the token leaked: {everything}"
+        );
+    }
+    let e = w.evaluate(
+        "saxpy",
+        &kernel(dialect, "ok_includes_kevo_header"),
+        &in_distribution("saxpy"),
+        TIMEOUT,
+    );
+    assert!(e.outcome.is_correct(), "{}", e.outcome.summary());
+    assert!(!w.stderr_tail().join("\n").contains(&token));
+}
+
+/// A confined worker cannot read the user's files even when asked to from
+/// inside (as a compiler bug or native code on a CPU device would), and
+/// its environment holds only allow-listed names.
+pub fn a_confined_worker_reads_nothing_of_the_users(kind: BackendKind, required: bool) {
+    let cache = tempfile::tempdir().unwrap();
+    let (_dir, canary_path, _token) = canary();
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let mut reads = vec![
+        canary_path.clone(),
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"),
+    ];
+    let home_file = home.as_ref().map(|h| h.join(".kevo-sandbox-test"));
+    if let Some(f) = &home_file {
+        std::fs::write(f, "home").unwrap();
+        reads.push(f.clone());
+    }
+    let mut config = WorkerConfig::new(kind, DeviceSelector::default());
+    config.self_test_reads = reads.clone();
+    let mut cmd = command(cache.path());
+    cmd.env
+        .push(("KEVO_TEST_API_KEY".into(), "sk-should-not-pass".into()));
+    // SAFETY: single assignment before the worker starts; tests in this
+    // binary do not read it.
+    unsafe { std::env::set_var("OPENAI_API_KEY", "sk-from-the-parent") };
+    let started = Worker::start(cmd, config);
+    if let Some(f) = &home_file {
+        let _ = std::fs::remove_file(f);
+    }
+    let w = match started {
+        Ok(w) => w,
+        Err(e) if !required => {
+            eprintln!("skipping: {e}");
+            return;
+        }
+        Err(e) => panic!("{kind:?} must be available here: {e}"),
+    };
+    let status = w.sandbox();
+    assert!(status.environment_scrubbed);
+    let test = w.self_test().expect("the worker answered the self-test");
+    if status.filesystem.is_some() {
+        for (path, result) in &test.reads {
+            assert!(
+                result.is_err(),
+                "the confined worker read {}",
+                path.display()
+            );
+        }
+    } else {
+        eprintln!("no Landlock here: {}", status.summary());
+    }
+    for name in &test.environment {
+        assert!(
+            kevo_sandbox::env::is_allowed(std::ffi::OsStr::new(name))
+                || [
+                    "TMPDIR",
+                    "HOME",
+                    "XDG_CACHE_HOME",
+                    "POCL_CACHE_DIR",
+                    "CUDA_CACHE_PATH"
+                ]
+                .contains(&name.as_str()),
+            "{name} reached the worker"
+        );
+        assert!(!name.contains("API_KEY"), "{name} reached the worker");
+    }
+}

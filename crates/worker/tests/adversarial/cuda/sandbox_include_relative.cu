@@ -1,0 +1,8 @@
+// Sandbox: climbs out of wherever the compiler puts the source with a
+// relative path. Refused.
+#include "../../../../../../../../../..CANARY_PATH"
+extern "C" __global__ void saxpy(const float* x, float* y, float a, unsigned int N) {
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= N) return;
+    y[i] = a * x[i] + y[i];
+}
