@@ -140,9 +140,22 @@ impl Policy {
         .iter()
         .map(PathBuf::from)
         .collect();
+        // A search-path entry that is `/` or holds the home or working
+        // directory would open them all: such entries are left out.
+        let guarded: Vec<PathBuf> = [
+            std::env::var_os("HOME").map(PathBuf::from),
+            std::env::current_dir().ok(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
         for var in ["LD_LIBRARY_PATH", "OCL_ICD_VENDORS", "OPENCL_VENDOR_PATH"] {
             if let Some(value) = std::env::var_os(var) {
-                readable.extend(std::env::split_paths(&value).filter(|p| p.is_absolute()));
+                readable.extend(std::env::split_paths(&value).filter(|p| {
+                    p.is_absolute()
+                        && p.parent().is_some()
+                        && !guarded.iter().any(|g| g.starts_with(p))
+                }));
             }
         }
         Policy {

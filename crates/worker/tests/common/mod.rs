@@ -563,6 +563,8 @@ pub fn a_confined_worker_reads_nothing_of_the_users(kind: BackendKind, required:
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     let mut reads = vec![
         canary_path.clone(),
+        // The coordinator's environment, where API keys live.
+        std::path::PathBuf::from(format!("/proc/{}/environ", std::process::id())),
         std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"),
     ];
     let home_file = home.as_ref().map(|h| h.join(".kevo-sandbox-test"));
