@@ -154,6 +154,7 @@ impl kevo_evolve::Observer for Progress {
                 backend,
                 resumed_from,
                 iterations,
+                sandbox,
             } => {
                 self.iterations = *iterations;
                 if let Some(bar) = &self.bar {
@@ -165,6 +166,7 @@ impl kevo_evolve::Observer for Progress {
                     None => "new run".into(),
                 };
                 self.line(format!("run {run}: {task} on {device} ({backend}), {how}"));
+                self.line(format!("sandbox: {sandbox}"));
             }
             Event::Seed { score, wall_s } => {
                 self.line(format!("seed: score {score:.4} ({wall_s:.2} s)"))
@@ -353,6 +355,17 @@ pub fn runs(store: StoreArgs, json: bool) -> Result<ExitCode> {
     })
 }
 
+/// How the run's workers were confined, from its stored configuration
+/// (runs stored before the sandbox existed say so).
+fn sandbox_line(config: &serde_json::Value) -> String {
+    match serde_json::from_value::<kevo_worker::kevo_sandbox::Status>(
+        config["sandbox_in_force"].clone(),
+    ) {
+        Ok(status) => status.summary(),
+        Err(_) => "not recorded (run stored before workers were sandboxed)".into(),
+    }
+}
+
 pub fn show(run: &str, store: StoreArgs, json: bool) -> Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -384,6 +397,7 @@ pub fn show(run: &str, store: StoreArgs, json: bool) -> Result<ExitCode> {
                 .map(|r| format!(": {r}"))
                 .unwrap_or_default()
         );
+        println!("sandbox: {}", sandbox_line(&info.config));
         println!(
             "{:>9} {:<15} {:>8} {:>8}  {}",
             "iteration", "outcome", "score", "new best", "reason"

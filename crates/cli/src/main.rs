@@ -161,6 +161,12 @@ struct BenchArgs {
     /// isolation: round trip minus the worker's own evaluation time.
     #[arg(long)]
     isolated: bool,
+    /// Instead: measure what the sandbox costs. A confined and an unconfined
+    /// worker evaluate the same candidates, alternating (ABBA order against
+    /// drift); each evaluation gets a source no compiler cache has seen, as
+    /// a new candidate would.
+    #[arg(long, conflicts_with_all = ["isolated", "no_sandbox", "require_sandbox"])]
+    sandbox_cost: bool,
     #[arg(long)]
     json: bool,
 }
@@ -214,6 +220,18 @@ pub struct DeviceArgs {
     /// measure the sandbox's cost or rule it out when a driver misbehaves.
     #[arg(long)]
     pub no_sandbox: bool,
+    /// Leave these sandbox layers out (namespaces, files, tcp, scopes),
+    /// comma-separated: to find the one a driver cannot live with. Each is
+    /// reported as missing.
+    #[arg(long, value_delimiter = ',', value_name = "LAYER")]
+    pub sandbox_skip: Vec<kevo_worker::kevo_sandbox::Layer>,
+    /// Let workers also read this directory or file (a driver or toolkit
+    /// installed outside /usr, such as /opt/cuda); repeatable, reported.
+    #[arg(long, value_name = "PATH")]
+    pub sandbox_allow_read: Vec<PathBuf>,
+    /// Let workers also write this directory or file; repeatable, reported.
+    #[arg(long, value_name = "PATH")]
+    pub sandbox_allow_write: Vec<PathBuf>,
 }
 
 impl DeviceArgs {
@@ -287,6 +305,9 @@ impl DeviceArgs {
         kevo_worker::kevo_sandbox::Options {
             enabled: !self.no_sandbox,
             required: self.require_sandbox,
+            skip: self.sandbox_skip.clone(),
+            readable: self.sandbox_allow_read.clone(),
+            writable: self.sandbox_allow_write.clone(),
             ..Default::default()
         }
     }
@@ -466,6 +487,9 @@ fn source_for(
 }
 
 fn bench(args: BenchArgs) -> Result<ExitCode> {
+    if args.sandbox_cost {
+        return bench_sandbox_cost(args);
+    }
     let tasks: Vec<&'static dyn Task> = match &args.task {
         Some(name) => vec![kevo_tasks::by_name(name)?],
         None => kevo_tasks::all(),
@@ -508,6 +532,91 @@ fn bench(args: BenchArgs) -> Result<ExitCode> {
         }
         report::print_isolation(&isolation, args.json)?;
     }
+    Ok(if rows.iter().all(|r| r.correct) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn bench_sandbox_cost(args: BenchArgs) -> Result<ExitCode> {
+    let tasks: Vec<&'static dyn Task> = match &args.task {
+        Some(name) => vec![kevo_tasks::by_name(name)?],
+        None => kevo_tasks::all(),
+    };
+    if args.repeats < 2 {
+        bail!("--sandbox-cost needs --repeats of at least 2");
+    }
+    let kernel = read_kernel(&args.kernel)?;
+    let start = |confined: bool| -> Result<(Worker, f64)> {
+        let mut config = args.device.worker_config(true)?;
+        config.sandbox.enabled = confined;
+        let t = std::time::Instant::now();
+        let worker = Worker::start(WorkerCommand::current_exe()?, config)?;
+        Ok((worker, t.elapsed().as_secs_f64()))
+    };
+    // Start-up (spawn, confinement, device open) is paid again on every
+    // respawn after a fault, so it is part of the cost.
+    let mut start_s = [Vec::new(), Vec::new()];
+    let mut workers = Vec::new();
+    for round in 0..3 {
+        workers.clear();
+        for confined in [round % 2 == 0, round % 2 != 0] {
+            let (w, s) = start(confined)?;
+            start_s[usize::from(confined)].push(s);
+            workers.push((confined, w));
+        }
+    }
+    workers.sort_by_key(|(confined, _)| *confined);
+    let [(_, open), (_, confined)] = &mut workers[..] else {
+        unreachable!("two workers were started");
+    };
+    let dialect = worker_dialect(confined);
+    let sandbox = confined.sandbox().summary();
+    let limit = std::time::Duration::from_secs(600);
+    let mut rows = Vec::new();
+    let mut variant = 0u64;
+    for task in tasks {
+        let base = source_for(task, &kernel, dialect)?;
+        let sizes = task.sizes(args.sizes).in_distribution;
+        // One untimed evaluation each: first-use costs of the task.
+        open.evaluate(task.name(), &base, &sizes, limit);
+        confined.evaluate(task.name(), &base, &sizes, limit);
+        let mut times = [Vec::new(), Vec::new()];
+        let mut correct = true;
+        for r in 0..args.repeats {
+            let order = if r % 2 == 0 {
+                [true, false]
+            } else {
+                [false, true]
+            };
+            for is_confined in order {
+                variant += 1;
+                let source = format!("{base}\n// kevo bench --sandbox-cost variant {variant}\n");
+                let w = if is_confined {
+                    &mut *confined
+                } else {
+                    &mut *open
+                };
+                let t = std::time::Instant::now();
+                let e = w.evaluate(task.name(), &source, &sizes, limit);
+                times[usize::from(is_confined)].push(t.elapsed().as_secs_f64());
+                correct &= e.outcome.is_correct();
+            }
+        }
+        rows.push(report::SandboxCostRow::new(
+            task.name(),
+            &times[1],
+            &times[0],
+            correct,
+        ));
+    }
+    report::print_sandbox_cost(
+        &rows,
+        &report::SandboxCostRow::new("worker start", &start_s[1], &start_s[0], true),
+        &sandbox,
+        args.json,
+    )?;
     Ok(if rows.iter().all(|r| r.correct) {
         ExitCode::SUCCESS
     } else {

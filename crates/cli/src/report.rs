@@ -445,3 +445,100 @@ pub fn print_isolation(rows: &[IsolationRow], json: bool) -> Result<()> {
     }
     Ok(())
 }
+
+/// One task's evaluation latency with and without the worker's sandbox.
+#[derive(serde::Serialize)]
+pub struct SandboxCostRow {
+    pub task: String,
+    pub confined_median_s: f64,
+    pub confined_q1_s: f64,
+    pub confined_q3_s: f64,
+    pub unconfined_median_s: f64,
+    pub unconfined_q1_s: f64,
+    pub unconfined_q3_s: f64,
+    /// confined / unconfined - 1, medians.
+    pub difference: f64,
+    pub runs: usize,
+    pub correct: bool,
+}
+
+fn quartiles(v: &[f64]) -> (f64, f64, f64) {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    let at = |q: f64| {
+        if v.is_empty() {
+            return f64::NAN;
+        }
+        let x = q * (v.len() - 1) as f64;
+        let (lo, hi) = (x.floor() as usize, x.ceil() as usize);
+        v[lo] + (v[hi] - v[lo]) * (x - lo as f64)
+    };
+    (at(0.25), at(0.5), at(0.75))
+}
+
+impl SandboxCostRow {
+    pub fn new(task: &str, confined: &[f64], unconfined: &[f64], correct: bool) -> Self {
+        let (cq1, cm, cq3) = quartiles(confined);
+        let (uq1, um, uq3) = quartiles(unconfined);
+        SandboxCostRow {
+            task: task.to_string(),
+            confined_median_s: cm,
+            confined_q1_s: cq1,
+            confined_q3_s: cq3,
+            unconfined_median_s: um,
+            unconfined_q1_s: uq1,
+            unconfined_q3_s: uq3,
+            difference: cm / um - 1.0,
+            runs: confined.len().min(unconfined.len()),
+            correct,
+        }
+    }
+}
+
+pub fn print_sandbox_cost(
+    rows: &[SandboxCostRow],
+    start: &SandboxCostRow,
+    sandbox: &str,
+    json: bool,
+) -> Result<()> {
+    let confined: f64 = rows.iter().map(|r| r.confined_median_s).sum();
+    let unconfined: f64 = rows.iter().map(|r| r.unconfined_median_s).sum();
+    let total = confined / unconfined - 1.0;
+    if json {
+        let value = json!({
+            "sandbox": sandbox,
+            "tasks": rows,
+            "worker_start": start,
+            "sum_of_medians": {"confined_s": confined, "unconfined_s": unconfined, "difference": total},
+        });
+        println!("{}", serde_json::to_string_pretty(&value)?);
+        return Ok(());
+    }
+    println!("sandbox: {sandbox}");
+    println!(
+        "{:<13} {:>5} {:>24} {:>24} {:>11}",
+        "task", "runs", "confined ms (q1-q3)", "unconfined ms (q1-q3)", "difference"
+    );
+    for r in rows.iter().chain(std::iter::once(start)) {
+        println!(
+            "{:<13} {:>5} {:>9.2} ({:>6.2}-{:>6.2}) {:>9.2} ({:>6.2}-{:>6.2}) {:>+10.2}%{}",
+            r.task,
+            r.runs,
+            r.confined_median_s * 1e3,
+            r.confined_q1_s * 1e3,
+            r.confined_q3_s * 1e3,
+            r.unconfined_median_s * 1e3,
+            r.unconfined_q1_s * 1e3,
+            r.unconfined_q3_s * 1e3,
+            r.difference * 100.0,
+            if r.correct { "" } else { "  (not all correct)" }
+        );
+    }
+    println!(
+        "all tasks: {:.1} ms confined, {:.1} ms unconfined per round of candidates ({:+.2}%)",
+        confined * 1e3,
+        unconfined * 1e3,
+        total * 100.0
+    );
+    Ok(())
+}

@@ -38,11 +38,17 @@ fn opencl_available() -> bool {
 
 /// A replay file serving these fixture kernels in order.
 fn replay(dir: &Path, kernels: &[&str]) -> String {
+    let paths: Vec<String> = kernels.iter().map(|k| fixture(k)).collect();
+    replay_files(dir, &paths)
+}
+
+/// A replay file serving these kernel files in order.
+fn replay_files(dir: &Path, kernels: &[String]) -> String {
     let out = dir.join("replay.jsonl");
     let status = Command::new("python3")
         .arg(root().join("scripts/make-replay"))
         .arg(&out)
-        .args(kernels.iter().map(|k| fixture(k)))
+        .args(kernels)
         .stderr(Stdio::null())
         .status()
         .unwrap();
@@ -471,4 +477,131 @@ fn a_candidate_faster_than_the_hardware_is_suspicious_never_promoted_and_listed(
         text.contains("SUSPICIOUS: iteration 4") && text.contains("DRAM bandwidth"),
         "{text}"
     );
+}
+
+/// Every file under `dir`, recursively, that holds `needle` as bytes.
+fn files_holding(dir: &Path, needle: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if std::fs::read(&path)
+                .unwrap()
+                .windows(needle.len())
+                .any(|w| w == needle.as_bytes())
+            {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn a_file_a_candidate_names_reaches_no_output_store_or_prompt() {
+    if !opencl_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // The canary: a secret the user keeps next to their work.
+    let token = format!(
+        "kevo_canary_{:016x}{:08x}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64,
+        std::process::id()
+    );
+    let secrets = dir.path().join("secret.env");
+    std::fs::write(&secrets, format!("OPENAI_API_KEY={token}\n{token}\n")).unwrap();
+    let stems = [
+        "sandbox_include_absolute",
+        "sandbox_include_relative",
+        "sandbox_include_macro_built",
+        "sandbox_has_include_probe",
+        "sandbox_pasted_probe",
+        "sandbox_embed",
+        "ok_includes_kevo_header",
+    ];
+    let kernels_dir = dir.path().join("kernels");
+    std::fs::create_dir(&kernels_dir).unwrap();
+    let kernels: Vec<String> = stems
+        .iter()
+        .map(|stem| {
+            let text = std::fs::read_to_string(
+                root().join(format!("crates/worker/tests/adversarial/opencl/{stem}.cl")),
+            )
+            .unwrap()
+            .replace("CANARY_PATH", &secrets.display().to_string());
+            let path = kernels_dir.join(format!("{stem}.cl"));
+            std::fs::write(&path, text).unwrap();
+            path.display().to_string()
+        })
+        .collect();
+    let llm = replay_files(dir.path(), &kernels);
+    let ws = dir.path().join("ws").display().to_string();
+    let iterations = stems.len().to_string();
+    let out = cache_env(kevo().args(evolve_args(&ws, &llm, &iterations)), dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events = events(&out);
+    let outcomes: Vec<&str> = events
+        .iter()
+        .filter(|e| e["event"] == "iteration")
+        .map(|e| e["outcomes"][0].as_str().unwrap())
+        .collect();
+    let mut expected = vec!["compile_error"; stems.len() - 1];
+    expected.push("correct");
+    assert_eq!(
+        outcomes, expected,
+        "each probe is refused, the header passes"
+    );
+    let started = events.iter().find(|e| e["event"] == "started").unwrap();
+    assert!(
+        started["sandbox"]
+            .as_str()
+            .unwrap()
+            .contains("environment allow-listed"),
+        "{started}"
+    );
+
+    // The refusals reach the proposer (so this is not vacuous) ...
+    let run = events.iter().find(|e| e["event"] == "finished").unwrap()["run"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let run_dir = Path::new(&ws).join("runs").join(&run);
+    for k in 2..=stems.len() {
+        let prompt = std::fs::read_to_string(run_dir.join(format!("{k:02}_prompt.md"))).unwrap();
+        assert!(prompt.contains("COMPILE FAILED"), "prompt {k}: {prompt}");
+    }
+    // ... and the token reaches nothing: output, store, prompts, artifacts.
+    for (name, text) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+        assert!(
+            !String::from_utf8_lossy(text).contains(&token),
+            "the token reached {name}"
+        );
+    }
+    assert_eq!(files_holding(Path::new(&ws), &token), Vec::<PathBuf>::new());
+    assert_eq!(
+        files_holding(&dir.path().join("cache"), &token),
+        Vec::<PathBuf>::new()
+    );
+    let shown = kevo()
+        .args(["show", &run, "--workspace", &ws])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(!shown.contains(&token));
+    assert!(shown.contains("sandbox: "), "{shown}");
+    let config = &show(&ws, &run)["run"]["config"]["sandbox_in_force"];
+    assert_eq!(config["environment_scrubbed"], true, "{config}");
 }

@@ -62,6 +62,8 @@ pub enum Event {
         backend: String,
         resumed_from: Option<u32>,
         iterations: u32,
+        /// The worker's confinement, one line (see kevo_sandbox::Status).
+        sandbox: String,
     },
     Seed {
         score: f64,
@@ -204,6 +206,21 @@ struct Session<'e> {
     resumed_from: Option<u32>,
 }
 
+/// The run's stored configuration: the options as given, and what was in
+/// force when it started (the worker's sandbox layers), so a result can be
+/// judged later by how it was obtained.
+fn run_config(options: &EvolveOptions, worker: &Worker) -> Result<serde_json::Value, EvolveError> {
+    let mut config =
+        serde_json::to_value(options).map_err(|e| EvolveError::Invalid(e.to_string()))?;
+    if let Some(map) = config.as_object_mut() {
+        map.insert(
+            "sandbox_in_force".into(),
+            serde_json::to_value(worker.sandbox()).unwrap_or_default(),
+        );
+    }
+    Ok(config)
+}
+
 fn dialect_of(backend: &str) -> Dialect {
     if backend == "cuda" {
         Dialect::Cuda
@@ -259,8 +276,7 @@ impl<'e> Session<'e> {
                         device: device.name.clone(),
                         size_set: options.sizes,
                         strategy: "one_plus_one".into(),
-                        config: serde_json::to_value(&options)
-                            .map_err(|e| EvolveError::Invalid(e.to_string()))?,
+                        config: run_config(&options, &worker)?,
                         rng_state: provider
                             .ensemble_state()
                             .map(|s| serde_json::to_value(s).unwrap_or_default()),
@@ -415,6 +431,7 @@ impl<'e> Session<'e> {
             backend: self.worker.device().backend.clone(),
             resumed_from: None,
             iterations: self.options.iterations,
+            sandbox: self.worker.sandbox().summary(),
         });
         observer.on(&Event::Seed {
             score,
@@ -564,6 +581,7 @@ impl<'e> Session<'e> {
                 backend: self.worker.device().backend.clone(),
                 resumed_from: self.resumed_from,
                 iterations: self.options.iterations,
+                sandbox: self.worker.sandbox().summary(),
             });
         }
         let stop_reason = loop {

@@ -62,9 +62,11 @@ fn launch_err(kernel: &str, e: ClError) -> BackendError {
             kind: FaultKind::LaunchFailure,
             message: msg,
         },
+        // NVIDIA's OpenCL reports an illegal address in a kernel as -9999
+        // on the command's event, and every later call fails alike.
         -9999 => BackendError::Fault {
             kind: FaultKind::IllegalAddress,
-            message: msg,
+            message: format!("{msg}: illegal address (or another fault) in the kernel"),
         },
         _ => BackendError::Fault {
             kind: FaultKind::Other,
@@ -206,6 +208,9 @@ pub struct OpenClBackend {
     kernels: HashMap<u64, KernelEntry>,
     buffers: HashMap<u64, BufferEntry>,
     next_id: u64,
+    /// A GPU kernel faulted: NVIDIA's context then fails every later call
+    /// (builds included, with -9999), so the process must be replaced.
+    poisoned: bool,
 }
 
 impl OpenClBackend {
@@ -269,6 +274,7 @@ impl OpenClBackend {
             kernels: HashMap::new(),
             buffers: HashMap::new(),
             next_id: 1,
+            poisoned: false,
         })
     }
 
@@ -371,6 +377,19 @@ impl Backend for OpenClBackend {
                 normalise_log(&log)
             };
             return Err(BackendError::Compile(CompileDiagnostics::from_log(log)));
+        }
+        // Program-scope variables (OpenCL 2.0+, built by NVIDIA's OpenCL
+        // 3.0) live as long as the program: a kernel could count launches
+        // or memoise answers across the runs the protocol keeps apart.
+        // Devices without them answer the query with an error or 0.
+        if let Ok(bytes) = program.get_build_global_variable_total_size(self.device.id())
+            && bytes > 0
+        {
+            return Err(BackendError::Compile(CompileDiagnostics::from_log(
+                format!(
+                    "candidate.cl: error: program-scope variables ({bytes} bytes) are not allowed: they keep state between the runs that are timed and verified apart; use the kernel's arguments"
+                ),
+            )));
         }
         let id = self.fresh_id();
         self.modules.insert(id, ModuleEntry { program });
@@ -657,7 +676,26 @@ impl Backend for OpenClBackend {
             .map_err(|e| cl_err("filling a buffer", e))
     }
 
+    fn is_poisoned(&self) -> bool {
+        self.poisoned
+    }
+
     fn run_timed(&mut self, launches: &[Launch]) -> Result<DeviceTime, BackendError> {
+        let result = self.run_timed_unchecked(launches);
+        if let Err(BackendError::Fault {
+            kind: FaultKind::IllegalAddress | FaultKind::LaunchFailure,
+            ..
+        }) = &result
+            && !self.info.is_cpu
+        {
+            self.poisoned = true;
+        }
+        result
+    }
+}
+
+impl OpenClBackend {
+    fn run_timed_unchecked(&mut self, launches: &[Launch]) -> Result<DeviceTime, BackendError> {
         if launches.is_empty() {
             return Ok(DeviceTime(0.0));
         }
@@ -674,16 +712,18 @@ impl Backend for OpenClBackend {
         }
         let finished = self.queue.finish();
         for (launch, ev) in launches.iter().zip(&events) {
-            let status = ev
-                .command_execution_status()
-                .map_err(|e| cl_err("event status", e))?;
-            if status.0 < 0 {
-                let name = self
-                    .kernels
+            let name = || {
+                self.kernels
                     .get(&launch.kernel.0)
                     .map(|k| k.name.as_str())
-                    .unwrap_or("?");
-                return Err(launch_err(name, ClError(status.0)));
+                    .unwrap_or("?")
+            };
+            // NVIDIA fails the status query itself (-9999) after a fault.
+            let status = ev
+                .command_execution_status()
+                .map_err(|e| launch_err(name(), e))?;
+            if status.0 < 0 {
+                return Err(launch_err(name(), ClError(status.0)));
             }
         }
         finished.map_err(|e| launch_err("(finishing the queue)", e))?;

@@ -36,6 +36,14 @@ pub struct Options {
     /// More directories or files the worker may write (a sanitizer's log).
     #[serde(default)]
     pub writable: Vec<PathBuf>,
+    /// More directories or files the worker may read: a driver or toolkit
+    /// installed outside the system directories (/opt/cuda, say).
+    #[serde(default)]
+    pub readable: Vec<PathBuf>,
+    /// Layers to leave out, to find which one a driver cannot live with;
+    /// each is reported as missing.
+    #[serde(default)]
+    pub skip: Vec<Layer>,
 }
 
 impl Default for Options {
@@ -45,7 +53,52 @@ impl Default for Options {
             required: false,
             scratch: None,
             writable: Vec::new(),
+            readable: Vec::new(),
+            skip: Vec::new(),
         }
+    }
+}
+
+/// One layer of the confinement, as `--sandbox-skip` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Layer {
+    /// The user and network namespace.
+    Namespaces,
+    /// Landlock's filesystem rules.
+    Files,
+    /// Landlock's TCP bind/connect rules.
+    Tcp,
+    /// Landlock's scopes: abstract Unix sockets and signals.
+    Scopes,
+}
+
+impl Layer {
+    pub const ALL: [Layer; 4] = [Layer::Namespaces, Layer::Files, Layer::Tcp, Layer::Scopes];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Layer::Namespaces => "namespaces",
+            Layer::Files => "files",
+            Layer::Tcp => "tcp",
+            Layer::Scopes => "scopes",
+        }
+    }
+}
+
+impl std::str::FromStr for Layer {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Layer::ALL
+            .into_iter()
+            .find(|l| l.name() == s.trim())
+            .ok_or_else(|| {
+                format!(
+                    "unknown sandbox layer {s:?}; the layers are {}",
+                    Layer::ALL.map(Layer::name).join(", ")
+                )
+            })
     }
 }
 
@@ -160,7 +213,12 @@ impl Policy {
         }
         Policy {
             readable,
-            writable: vec![PathBuf::from("/dev")],
+            // /proc/self/task: the CUDA driver names its threads there
+            // (cuInit fails with CUDA_ERROR_OPERATING_SYSTEM without it, on
+            // the H100 machine with driver 580). The rule resolves
+            // /proc/self when it is made, so it opens the worker's own
+            // threads only, never another process's.
+            writable: vec![PathBuf::from("/dev"), PathBuf::from("/proc/self/task")],
         }
     }
 }
@@ -181,8 +239,26 @@ pub fn enter(options: &Options) -> Result<Status, SandboxError> {
     let mut policy = Policy::system();
     policy.writable.extend(options.scratch.iter().cloned());
     policy.writable.extend(options.writable.iter().cloned());
+    policy.readable.extend(options.readable.iter().cloned());
     #[cfg(target_os = "linux")]
-    let status = linux::enter(&policy);
+    let mut status = linux::enter(&policy, &options.skip);
+    #[cfg(target_os = "linux")]
+    if let Some(files) = &mut status.filesystem {
+        // What the user opened up is part of what was in force.
+        let list = |paths: &[PathBuf]| {
+            paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if !options.readable.is_empty() {
+            files.push_str(&format!(" (also readable: {})", list(&options.readable)));
+        }
+        if !options.writable.is_empty() {
+            files.push_str(&format!(" (also writable: {})", list(&options.writable)));
+        }
+    }
     #[cfg(not(target_os = "linux"))]
     let status = Status {
         missing: vec!["no sandbox on this platform".into()],
