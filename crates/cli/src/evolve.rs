@@ -58,6 +58,14 @@ pub struct EvolveArgs {
     /// Provider configuration (TOML or JSON): endpoints, keys, prices.
     #[arg(long, env = "KEVO_LLM_CONFIG")]
     llm_config: Option<PathBuf>,
+    /// Seconds one model call attempt may take (default 300, or the
+    /// config file's `timeout_s`).
+    #[arg(long, value_name = "SECONDS")]
+    llm_timeout: Option<f64>,
+    /// Retries of a failed model call (default 4, or the config file's
+    /// `max_retries`).
+    #[arg(long, value_name = "N")]
+    llm_retries: Option<u32>,
     #[arg(long, default_value_t = 10)]
     iterations: u32,
     /// `smoke` (small, for CPUs and CI) or `full` (the paper's sizes).
@@ -255,6 +263,8 @@ pub fn evolve(args: EvolveArgs) -> Result<ExitCode> {
                 options.sandbox = args.device.sandbox();
                 options.sizes = args.sizes;
                 options.llm_config = args.llm_config.clone();
+                options.llm_timeout_s = args.llm_timeout;
+                options.llm_retries = args.llm_retries;
                 options.candidates_per_iteration = args.candidates_per_iteration;
                 options.max_wall_s = args.max_wall_s;
                 options.max_cost_usd = args.max_cost_usd;

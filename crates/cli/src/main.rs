@@ -102,6 +102,12 @@ enum LlmCommand {
         /// Provider configuration (TOML or JSON): endpoints, keys, prices.
         #[arg(long, env = "KEVO_LLM_CONFIG")]
         llm_config: Option<PathBuf>,
+        /// Seconds one call attempt may take.
+        #[arg(long, value_name = "SECONDS")]
+        llm_timeout: Option<f64>,
+        /// Retries of a failed call.
+        #[arg(long, value_name = "N")]
+        llm_retries: Option<u32>,
     },
 }
 
@@ -117,8 +123,10 @@ fn llm(command: LlmCommand) -> Result<ExitCode> {
     let LlmCommand::Test {
         llm,
         llm_config: path,
+        llm_timeout,
+        llm_retries,
     } = command;
-    let config = llm_config(&path)?;
+    let config = llm_config(&path)?.with_overrides(llm_timeout, llm_retries)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -366,6 +374,9 @@ struct EvalArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Retries, refused waits and leftover processes of model calls: one
+    // line each, so a long wait is never silent.
+    kevo_proposer::notice::set_sink(|line| eprintln!("kevo: {line}"));
     match run(cli) {
         Ok(code) => code,
         Err(e) => {

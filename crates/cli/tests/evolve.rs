@@ -3,6 +3,9 @@
 //! a failing seed, and a run killed with SIGKILL that resumes without
 //! repeating work.
 
+mod common;
+
+use common::{files_holding, opencl_available};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -21,19 +24,6 @@ fn fixture(name: &str) -> String {
         .join(name)
         .display()
         .to_string()
-}
-
-fn opencl_available() -> bool {
-    let out = kevo().args(["devices", "--json"]).output().unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-    let ok = v.as_array().is_some_and(|a| {
-        a.iter()
-            .any(|d| d["backend"] == "opencl" && d["available"] == true)
-    });
-    if !ok && std::env::var_os("CI").is_some() {
-        panic!("OpenCL must be available in CI");
-    }
-    ok
 }
 
 /// A replay file serving these fixture kernels in order.
@@ -477,27 +467,6 @@ fn a_candidate_faster_than_the_hardware_is_suspicious_never_promoted_and_listed(
         text.contains("SUSPICIOUS: iteration 4") && text.contains("DRAM bandwidth"),
         "{text}"
     );
-}
-
-/// Every file under `dir`, recursively, that holds `needle` as bytes.
-fn files_holding(dir: &Path, needle: &str) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if std::fs::read(&path)
-                .unwrap()
-                .windows(needle.len())
-                .any(|w| w == needle.as_bytes())
-            {
-                found.push(path);
-            }
-        }
-    }
-    found
 }
 
 #[test]

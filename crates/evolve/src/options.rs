@@ -49,6 +49,12 @@ pub struct EvolveOptions {
     /// Whether workers are confined, and whether that is required.
     #[serde(default)]
     pub sandbox: kevo_worker::kevo_sandbox::Options,
+    /// `--llm-timeout`: seconds per model call attempt, over the config file.
+    #[serde(default)]
+    pub llm_timeout_s: Option<f64>,
+    /// `--llm-retries`: retries per model call, over the config file.
+    #[serde(default)]
+    pub llm_retries: Option<u32>,
 }
 
 impl EvolveOptions {
@@ -73,6 +79,8 @@ impl EvolveOptions {
             timing: kevo_worker::TimingOptions::default(),
             limits: kevo_worker::Limits::default(),
             declared_ceilings: None,
+            llm_timeout_s: None,
+            llm_retries: None,
             sandbox: Default::default(),
         }
     }

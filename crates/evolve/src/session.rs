@@ -252,7 +252,8 @@ impl<'e> Session<'e> {
         let provider_config = match &options.llm_config {
             Some(p) => ProviderConfig::load(p)?,
             None => ProviderConfig::default(),
-        };
+        }
+        .with_overrides(options.llm_timeout_s, options.llm_retries)?;
         let accounting = match options.max_cost_usd {
             Some(usd) => Accounting::with_budget(usd),
             None => Accounting::new(),

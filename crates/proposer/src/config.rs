@@ -3,8 +3,9 @@
 //! provider name its base URL and API-key variable.
 //!
 //! ```toml
-//! timeout_s = 900          # per attempt
+//! timeout_s = 300          # per attempt
 //! max_retries = 4
+//! max_call_s = 600         # attempts and waits of one call together
 //! concurrency = 4          # requests in flight per model
 //! max_tokens = 32768
 //! reasoning_effort = "high"
@@ -83,8 +84,9 @@ pub struct EndpointConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ProviderConfig {
-    /// Limit per attempt. 900 s: high-effort reasoning calls on kernel
-    /// prompts take several minutes.
+    /// Limit per attempt. 300 s: high-effort reasoning calls on kernel
+    /// prompts take a few minutes; a server that accepts and never answers
+    /// should not hold a run for a quarter of an hour.
     pub timeout_s: f64,
     pub connect_timeout_s: f64,
     /// Retries after the first attempt.
@@ -95,6 +97,16 @@ pub struct ProviderConfig {
     /// A `Retry-After` longer than this is not waited out: the call fails
     /// with the server's answer instead of hanging for an hour.
     pub max_retry_after_s: f64,
+    /// Attempts and waits of one call together: no retry starts later.
+    pub max_call_s: f64,
+    /// Largest response read, in bytes (HTTP body or `cmd:` stdout): far
+    /// above any model's output limit (32k tokens are ~130 kB), far below
+    /// what a broken server can send.
+    pub max_response_bytes: u64,
+    /// Variables a `cmd:` proposer gets from kevo's environment besides the
+    /// basic ones (PATH, HOME, locale, ...): credentials reach it only when
+    /// named here.
+    pub cmd_pass_env: Vec<String>,
     /// Requests in flight at once, per model.
     pub concurrency: usize,
     /// Sampling temperature; provider default when absent. Never sent to
@@ -122,12 +134,15 @@ pub struct ProviderConfig {
 impl Default for ProviderConfig {
     fn default() -> Self {
         ProviderConfig {
-            timeout_s: 900.0,
+            timeout_s: 300.0,
             connect_timeout_s: 10.0,
             max_retries: 4,
             retry_min_delay_s: 1.0,
             retry_max_delay_s: 60.0,
-            max_retry_after_s: 300.0,
+            max_retry_after_s: 120.0,
+            max_call_s: 600.0,
+            max_response_bytes: 1 << 20,
+            cmd_pass_env: Vec::new(),
             concurrency: 4,
             temperature: None,
             max_tokens: 32768,
@@ -179,6 +194,7 @@ impl ProviderConfig {
         for (name, v) in [
             ("timeout_s", self.timeout_s),
             ("connect_timeout_s", self.connect_timeout_s),
+            ("max_call_s", self.max_call_s),
         ] {
             if !(v.is_finite() && v > 0.0) {
                 return bad(format!(
@@ -198,6 +214,12 @@ impl ProviderConfig {
         if self.concurrency == 0 {
             return bad("concurrency must be at least 1".into());
         }
+        if self.max_response_bytes < 1024 {
+            return bad(format!(
+                "max_response_bytes must be at least 1024, not {}",
+                self.max_response_bytes
+            ));
+        }
         for (name, e) in &self.endpoints {
             if e.concurrency == Some(0) {
                 return bad(format!("endpoints.{name}.concurrency must be at least 1"));
@@ -211,12 +233,41 @@ impl ProviderConfig {
         Ok(())
     }
 
+    /// The command line's `--llm-timeout` and `--llm-retries` over the
+    /// file's values (endpoint-level timeouts included: the flag is what
+    /// the user asked for last).
+    pub fn with_overrides(
+        mut self,
+        timeout_s: Option<f64>,
+        retries: Option<u32>,
+    ) -> Result<Self, ProviderError> {
+        if let Some(t) = timeout_s {
+            if !(t.is_finite() && t > 0.0) {
+                return Err(ProviderError::Config(format!(
+                    "--llm-timeout must be a positive number of seconds, not {t}"
+                )));
+            }
+            self.timeout_s = t;
+            for e in self.endpoints.values_mut() {
+                e.timeout_s = None;
+            }
+            // One attempt may use the whole call budget, not more.
+            self.max_call_s = self.max_call_s.max(t);
+        }
+        if let Some(r) = retries {
+            self.max_retries = r;
+        }
+        self.validate()?;
+        Ok(self)
+    }
+
     pub fn retry_policy(&self) -> RetryPolicy {
         RetryPolicy {
             max_retries: self.max_retries,
             min_delay: Duration::from_secs_f64(self.retry_min_delay_s),
             max_delay: Duration::from_secs_f64(self.retry_max_delay_s),
             max_retry_after: Duration::from_secs_f64(self.max_retry_after_s),
+            max_call: Duration::from_secs_f64(self.max_call_s),
         }
     }
 
@@ -375,6 +426,7 @@ pub struct ResolvedEndpoint {
     pub concurrency: usize,
     pub timeout: Duration,
     pub connect_timeout: Duration,
+    pub max_response_bytes: u64,
     pub reasoning_model: Option<bool>,
     pub anthropic_version: String,
 }
@@ -460,6 +512,7 @@ impl ProviderConfig {
             concurrency: cfg.concurrency.unwrap_or(self.concurrency),
             timeout: Duration::from_secs_f64(cfg.timeout_s.unwrap_or(self.timeout_s)),
             connect_timeout: Duration::from_secs_f64(self.connect_timeout_s),
+            max_response_bytes: self.max_response_bytes,
             reasoning_model: cfg.reasoning_model,
             anthropic_version: cfg
                 .anthropic_version

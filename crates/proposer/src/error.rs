@@ -71,9 +71,30 @@ pub enum ProviderError {
     },
     #[error("recording to {path}: {message}")]
     Record { path: String, message: String },
+    /// The answer was larger than the configured cap; it was not read on.
+    #[error(
+        "{provider}: response larger than {limit} bytes (max_response_bytes); not read further"
+    )]
+    TooLarge { provider: String, limit: u64 },
+    /// The server asked for a wait longer than kevo waits
+    /// (`max_retry_after_s`).
+    #[error(
+        "{provider}: the server asked to wait {:.0} s before retrying, more than the {:.0} s kevo waits (max_retry_after_s); not retried: {last}",
+        asked.as_secs_f64(), limit.as_secs_f64()
+    )]
+    RetryAfterRefused {
+        provider: String,
+        asked: Duration,
+        limit: Duration,
+        last: Box<ProviderError>,
+    },
     /// The run's cost budget is spent; no further request is sent.
     #[error("cost budget of ${budget:.2} reached (spent ${spent:.4})")]
     BudgetExceeded { budget: f64, spent: f64 },
+    /// A failure that repeating would not fix (a redirect loop, a refused
+    /// TLS certificate).
+    #[error("{provider}: {message}")]
+    Permanent { provider: String, message: String },
     /// Every attempt failed; `last` is the final error.
     #[error("gave up after {attempts} attempts: {last}")]
     GaveUp {
@@ -104,10 +125,101 @@ impl ProviderError {
         }
     }
 
+    /// The same error with `f` applied to every text it carries (for
+    /// redaction: nothing a provider returns escapes it).
+    pub fn map_text(self, f: &dyn Fn(&str) -> String) -> ProviderError {
+        use ProviderError as E;
+        match self {
+            E::Spec(s) => E::Spec(s),
+            E::Config(m) => E::Config(f(&m)),
+            E::MissingKey { provider, env } => E::MissingKey {
+                provider: f(&provider),
+                env,
+            },
+            E::Http {
+                provider,
+                status,
+                body,
+                retry_after,
+            } => E::Http {
+                provider: f(&provider),
+                status,
+                body: f(&body),
+                retry_after,
+            },
+            E::Timeout { provider, after } => E::Timeout {
+                provider: f(&provider),
+                after,
+            },
+            E::Connection { provider, message } => E::Connection {
+                provider: f(&provider),
+                message: f(&message),
+            },
+            E::InvalidResponse {
+                provider,
+                message,
+                body,
+            } => E::InvalidResponse {
+                provider: f(&provider),
+                message: f(&message),
+                body: f(&body),
+            },
+            E::Command {
+                command,
+                status,
+                stderr_tail,
+            } => E::Command {
+                command: f(&command),
+                status,
+                stderr_tail: f(&stderr_tail),
+            },
+            E::CommandIo { command, message } => E::CommandIo {
+                command: f(&command),
+                message: f(&message),
+            },
+            E::Replay { path, message } => E::Replay {
+                path,
+                message: f(&message),
+            },
+            E::Record { path, message } => E::Record {
+                path,
+                message: f(&message),
+            },
+            E::TooLarge { provider, limit } => E::TooLarge {
+                provider: f(&provider),
+                limit,
+            },
+            E::RetryAfterRefused {
+                provider,
+                asked,
+                limit,
+                last,
+            } => E::RetryAfterRefused {
+                provider: f(&provider),
+                asked,
+                limit,
+                last: Box::new(last.map_text(f)),
+            },
+            E::Permanent { provider, message } => E::Permanent {
+                provider: f(&provider),
+                message: f(&message),
+            },
+            E::GaveUp { attempts, last } => E::GaveUp {
+                attempts,
+                last: Box::new(last.map_text(f)),
+            },
+            other @ (E::ReplayExhausted { .. }
+            | E::ReplayMissingKey { .. }
+            | E::BudgetExceeded { .. }) => other,
+        }
+    }
+
     /// The error behind retries, for callers that want the root cause.
     pub fn root(&self) -> &ProviderError {
         match self {
-            ProviderError::GaveUp { last, .. } => last.root(),
+            ProviderError::GaveUp { last, .. } | ProviderError::RetryAfterRefused { last, .. } => {
+                last.root()
+            }
             other => other,
         }
     }

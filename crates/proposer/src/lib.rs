@@ -17,11 +17,13 @@
 pub mod accounting;
 pub mod config;
 pub mod error;
+pub mod notice;
 pub mod parse;
 pub mod pricing;
 pub mod probe;
 pub mod prompt;
 pub mod providers;
+pub mod redact;
 pub mod retry;
 pub mod secret;
 pub mod spec;
@@ -42,6 +44,7 @@ pub use prompt::{
 pub use providers::{
     BoxFuture, EnsembleState, Exchange, Provider, Recording, ReplayProvider, build, build_with_env,
 };
+pub use redact::Redactor;
 pub use secret::Secret;
 pub use spec::{ModelSpec, ReplayMode, SpecError, SpecKind, parse_specs};
 pub use types::{ChatRequest, Completion, Usage};

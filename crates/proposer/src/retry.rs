@@ -7,7 +7,10 @@
 //! failed response carried `Retry-After` (seconds or an HTTP date) or
 //! OpenAI's `retry-after-ms`, that wait replaces the backoff delay; a wait
 //! longer than `max_retry_after` (300 s) ends the call with the server's
-//! answer rather than stalling the run.
+//! answer rather than stalling the run, and says so. Every retry prints
+//! one notice (cause, attempt, wait), and a call's attempts and waits
+//! together stay within `max_call` (600 s by default): a silent server
+//! costs minutes, not an hour.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -16,6 +19,7 @@ use std::time::{Duration, SystemTime};
 use backon::{ExponentialBuilder, Retryable};
 
 use crate::error::ProviderError;
+use crate::notice::notice;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RetryPolicy {
@@ -24,6 +28,8 @@ pub struct RetryPolicy {
     pub min_delay: Duration,
     pub max_delay: Duration,
     pub max_retry_after: Duration,
+    /// Attempts and waits of one call together; no retry starts after it.
+    pub max_call: Duration,
 }
 
 impl Default for RetryPolicy {
@@ -32,7 +38,8 @@ impl Default for RetryPolicy {
             max_retries: 4,
             min_delay: Duration::from_secs(1),
             max_delay: Duration::from_secs(60),
-            max_retry_after: Duration::from_secs(300),
+            max_retry_after: Duration::from_secs(120),
+            max_call: Duration::from_secs(600),
         }
     }
 }
@@ -59,18 +66,22 @@ impl RetryPolicy {
 }
 
 /// Run `attempt` until it succeeds, fails with an error that is not worth
-/// repeating, or the retries are used up. Returns the value and the number
-/// of attempts; an error after more than one attempt comes wrapped in
-/// [`ProviderError::GaveUp`].
+/// repeating, or the retries or the call's time are used up. Returns the
+/// value and the number of attempts; an error after more than one attempt
+/// comes wrapped in [`ProviderError::GaveUp`], a refused `Retry-After` in
+/// [`ProviderError::RetryAfterRefused`]. `redact` is applied to every
+/// notice.
 pub async fn with_retries<T, F, Fut>(
     policy: &RetryPolicy,
     label: &str,
+    redact: &(dyn Fn(&str) -> String + Sync),
     attempt: F,
 ) -> Result<(T, u32), (ProviderError, u32)>
 where
     F: Fn() -> Fut,
     Fut: Future<Output = Result<T, ProviderError>>,
 {
+    let started = std::time::Instant::now();
     let attempts = AtomicU32::new(0);
     let backoff = ExponentialBuilder::default()
         .with_min_delay(policy.min_delay)
@@ -84,26 +95,57 @@ where
     .retry(backoff)
     .sleep(tokio::time::sleep)
     .when(ProviderError::is_retryable)
-    .adjust(|e, d| policy.next_delay(e, d))
+    .adjust(|e, d| {
+        let d = policy.next_delay(e, d)?;
+        if started.elapsed() + d >= policy.max_call {
+            notice(&redact(&format!(
+                "{label}: attempt {} failed ({e}); no retry: the call has used {:.0} s of its {:.0} s (max_call_s)",
+                attempts.load(Ordering::Relaxed),
+                started.elapsed().as_secs_f64(),
+                policy.max_call.as_secs_f64()
+            )));
+            return None;
+        }
+        Some(d)
+    })
     .notify(|e, d| {
-        tracing::warn!(
-            "{label}: attempt {} failed ({e}); retrying in {:.1} s",
+        notice(&redact(&format!(
+            "{label}: attempt {} of {} failed ({e}); retrying in {:.1} s",
             attempts.load(Ordering::Relaxed),
+            policy.max_retries + 1,
             d.as_secs_f64()
-        )
+        )))
     })
     .await;
     let n = attempts.load(Ordering::Relaxed);
     match result {
         Ok(v) => Ok((v, n)),
-        Err(e) if n > 1 => Err((
-            ProviderError::GaveUp {
-                attempts: n,
-                last: Box::new(e),
-            },
-            n,
-        )),
-        Err(e) => Err((e, n)),
+        Err(e) => {
+            if let Some(asked) = e.retry_after().filter(|a| *a > policy.max_retry_after)
+                && e.is_retryable()
+                && n <= policy.max_retries
+            {
+                let refused = ProviderError::RetryAfterRefused {
+                    provider: label.to_string(),
+                    asked,
+                    limit: policy.max_retry_after,
+                    last: Box::new(e),
+                };
+                notice(&redact(&refused.to_string()));
+                return Err((refused, n));
+            }
+            if n > 1 {
+                Err((
+                    ProviderError::GaveUp {
+                        attempts: n,
+                        last: Box::new(e),
+                    },
+                    n,
+                ))
+            } else {
+                Err((e, n))
+            }
+        }
     }
 }
 
@@ -194,6 +236,11 @@ mod tests {
             p.next_delay(&http(429, Some(Duration::from_secs(3600))), b),
             None
         );
+        assert_eq!(
+            p.next_delay(&http(503, Some(Duration::from_secs(250))), b),
+            None,
+            "250 s is more than the default 120 s"
+        );
         assert_eq!(p.next_delay(&http(500, None), None), None);
     }
 
@@ -206,7 +253,7 @@ mod tests {
             ..RetryPolicy::default()
         };
         let calls = AtomicUsize::new(0);
-        let (v, n) = with_retries(&policy, "t", || async {
+        let (v, n) = with_retries(&policy, "t", &|t| t.to_string(), || async {
             match calls.fetch_add(1, Ordering::SeqCst) {
                 0 | 1 => Err(http(503, None)),
                 _ => Ok(42),
@@ -217,7 +264,7 @@ mod tests {
         assert_eq!((v, n), (42, 3));
 
         let calls = AtomicUsize::new(0);
-        let (e, n) = with_retries(&policy, "t", || async {
+        let (e, n) = with_retries(&policy, "t", &|t| t.to_string(), || async {
             calls.fetch_add(1, Ordering::SeqCst);
             Err::<(), _>(http(500, None))
         })
@@ -229,9 +276,11 @@ mod tests {
             "{e}"
         );
 
-        let (e, n) = with_retries(&policy, "t", || async { Err::<(), _>(http(401, None)) })
-            .await
-            .unwrap_err();
+        let (e, n) = with_retries(&policy, "t", &|t| t.to_string(), || async {
+            Err::<(), _>(http(401, None))
+        })
+        .await
+        .unwrap_err();
         assert_eq!(n, 1);
         assert!(matches!(e, ProviderError::Http { status: 401, .. }));
     }
@@ -245,7 +294,7 @@ mod tests {
         };
         let calls = AtomicUsize::new(0);
         let t0 = Instant::now();
-        with_retries(&policy, "t", || async {
+        with_retries(&policy, "t", &|t| t.to_string(), || async {
             match calls.fetch_add(1, Ordering::SeqCst) {
                 0 => Err(http(429, Some(Duration::from_millis(300)))),
                 _ => Ok(()),

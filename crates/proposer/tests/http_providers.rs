@@ -29,13 +29,7 @@ fn env(k: &str) -> Option<String> {
 
 /// Fast retries so the tests take milliseconds, not seconds.
 fn config() -> ProviderConfig {
-    ProviderConfig {
-        timeout_s: 5.0,
-        max_retries: 2,
-        retry_min_delay_s: 0.01,
-        retry_max_delay_s: 0.05,
-        ..ProviderConfig::default()
-    }
+    common::fast_config()
 }
 
 fn openai(fake: &Fake, model: &str, cfg: &ProviderConfig, acct: &Accounting) -> Arc<dyn Provider> {

@@ -24,7 +24,13 @@ pub struct AnthropicProvider {
 
 impl AnthropicProvider {
     pub fn new(ep: ResolvedEndpoint, model: &str) -> Result<Self, ProviderError> {
-        let http = Http::new(&ep.name, ep.api_key, ep.timeout, ep.connect_timeout)?;
+        let http = Http::new(
+            &ep.name,
+            ep.api_key,
+            ep.timeout,
+            ep.connect_timeout,
+            ep.max_response_bytes,
+        )?;
         Ok(AnthropicProvider {
             http,
             url: format!("{}/v1/messages", ep.base_url),

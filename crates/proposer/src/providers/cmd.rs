@@ -13,12 +13,21 @@
 //! `{"text", "reasoning"?, "model"?, "usage"?: {"input_tokens",
 //! "output_tokens", ...}, "cost_usd"?}` so an agent can report what it spent.
 //!
-//! A non-zero exit is an error carrying the last 20 lines of stderr. On the
-//! time limit, or when the call is dropped, the whole process group gets
-//! SIGKILL, so grandchildren (a shell's `sleep`, an agent's tool calls) die
-//! too; after a normal exit the group is killed as well, so nothing the
-//! command left running outlives the call.
+//! A non-zero exit is an error carrying the last 20 lines of stderr.
+//!
+//! Containment: the command starts from a scrubbed environment (PATH,
+//! HOME, the locale, the terminal and temp-dir settings, plus only the
+//! variables the config names in `cmd_pass_env`), so an agent gets no API
+//! key it was not given. Every process it starts inherits a marker variable
+//! (`KEVO_PROPOSER_CALL`, unique per call); when the command exits, times
+//! out or the call is dropped, its process group gets SIGKILL and so does
+//! every process still carrying the marker, including children that left
+//! the group with `setsid`. Leftovers after a normal exit are reported.
+//! The time limit covers reading the output too, so a child that holds
+//! stdout open cannot stall the call, and stdout is read up to
+//! `max_response_bytes` only.
 
+use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -29,26 +38,101 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use super::{BoxFuture, Provider};
 use crate::config::CmdFormat;
 use crate::error::ProviderError;
+use crate::notice::notice;
 use crate::types::{ChatRequest, Completion, Usage};
 
 pub struct CmdProvider {
     command: String,
     format: CmdFormat,
     timeout: Duration,
+    /// The whole environment the command gets (see [`proposer_environment`]).
+    environment: Vec<(OsString, OsString)>,
+    max_output: u64,
 }
 
-/// Kills a process group when dropped, unless already killed.
-struct GroupGuard(Option<i32>);
+/// Variables every command gets when kevo has them.
+const BASIC_ENV: &[&str] = &[
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM",
+    "TMPDIR",
+];
+
+/// The environment of a `cmd:` proposer: the basic variables of `vars`
+/// that do not name a credential, and the ones `pass` names, credentials
+/// included (the user asked for them).
+pub fn proposer_environment(
+    vars: impl IntoIterator<Item = (OsString, OsString)>,
+    pass: &[String],
+) -> Vec<(OsString, OsString)> {
+    vars.into_iter()
+        .filter(|(k, _)| {
+            let name = k.to_string_lossy();
+            pass.iter().any(|p| *p == name)
+                || (BASIC_ENV.contains(&name.as_ref()) && !kevo_sandbox::env::is_secret(k))
+        })
+        .collect()
+}
+
+/// The marker every process of one call inherits.
+const MARKER: &str = "KEVO_PROPOSER_CALL";
+
+/// Processes of this user whose environment carries `MARKER=token`.
+fn marked_processes(token: &str) -> Vec<i32> {
+    let needle = format!("{MARKER}={token}");
+    let me = std::process::id() as i32;
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| *pid != me)
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
+                env.split(|b| *b == 0)
+                    .any(|entry| entry == needle.as_bytes())
+            })
+        })
+        .collect()
+}
+
+/// SIGKILL every process still marked with `token`; how many there were.
+/// Repeated a few times: a process can fork while the first pass runs.
+fn kill_marked(token: &str) -> usize {
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..3 {
+        let pids = marked_processes(token);
+        if pids.is_empty() {
+            break;
+        }
+        for pid in pids {
+            // SAFETY: kill(2) on a pid read from /proc; it touches no memory.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+            seen.insert(pid);
+        }
+    }
+    seen.len()
+}
+
+/// Kills a process group and every marked process when dropped, unless
+/// already done.
+struct GroupGuard {
+    pgid: Option<i32>,
+    token: String,
+}
 
 impl GroupGuard {
-    fn kill(&mut self) {
-        if let Some(pgid) = self.0.take() {
+    /// Returns how many processes outside the group were still marked.
+    fn kill(&mut self) -> usize {
+        if let Some(pgid) = self.pgid.take() {
             // SAFETY: kill(2) with a negative pid signals the process group
             // we created for this child; it touches no memory of ours.
             unsafe {
                 libc::kill(-pgid, libc::SIGKILL);
             }
+            return kill_marked(&self.token);
         }
+        0
     }
 }
 
@@ -59,12 +143,25 @@ impl Drop for GroupGuard {
 }
 
 impl CmdProvider {
+    /// A command with an empty environment and the default output cap.
     pub fn new(command: &str, format: CmdFormat, timeout: Duration) -> Self {
         CmdProvider {
             command: command.to_string(),
             format,
             timeout,
+            environment: Vec::new(),
+            max_output: 1 << 20,
         }
+    }
+
+    pub fn with_environment(mut self, environment: Vec<(OsString, OsString)>) -> Self {
+        self.environment = environment;
+        self
+    }
+
+    pub fn with_max_output(mut self, bytes: u64) -> Self {
+        self.max_output = bytes;
+        self
     }
 
     fn stdin_bytes(&self, req: &ChatRequest) -> Vec<u8> {
@@ -92,10 +189,15 @@ impl CmdProvider {
 
     async fn run(&self, req: &ChatRequest) -> Result<Completion, ProviderError> {
         let t0 = Instant::now();
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        let token = call_token();
         let mut std_cmd = std::process::Command::new("sh");
         std_cmd
             .arg("-c")
             .arg(&self.command)
+            .env_clear()
+            .envs(self.environment.iter().map(|(k, v)| (k, v)))
+            .env(MARKER, &token)
             .process_group(0)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -104,7 +206,10 @@ impl CmdProvider {
         cmd.kill_on_drop(true);
         let mut child = cmd.spawn().map_err(|e| self.io_err("cannot start", e))?;
         // process_group(0) makes the child the leader: its pid is the pgid.
-        let mut group = GroupGuard(child.id().map(|p| p as i32));
+        let mut group = GroupGuard {
+            pgid: child.id().map(|p| p as i32),
+            token,
+        };
 
         let input = self.stdin_bytes(req);
         let mut stdin = child.stdin.take().expect("piped stdin");
@@ -114,36 +219,54 @@ impl CmdProvider {
             let _ = stdin.write_all(&input).await;
             let _ = stdin.shutdown().await;
         });
-        let mut stdout = child.stdout.take().expect("piped stdout");
-        let mut stderr = child.stderr.take().expect("piped stderr");
-        let out_task = tokio::spawn(async move {
-            let mut b = Vec::new();
-            let _ = stdout.read_to_end(&mut b).await;
-            b
-        });
-        let err_task = tokio::spawn(async move {
-            let mut b = Vec::new();
-            let _ = stderr.read_to_end(&mut b).await;
-            b
-        });
+        let stdout = child.stdout.take().expect("piped stdout");
+        let stderr = child.stderr.take().expect("piped stderr");
+        let max_output = self.max_output;
+        let out_task = tokio::spawn(read_capped(stdout, Some(max_output)));
+        // Only the end of stderr is kept; reading on keeps the pipe drained.
+        let err_task = tokio::spawn(read_capped(stderr, None));
 
-        let status = match tokio::time::timeout(self.timeout, child.wait()).await {
+        let timed_out = || ProviderError::Timeout {
+            provider: "cmd".into(),
+            after: self.timeout,
+        };
+        let status = match tokio::time::timeout_at(deadline, child.wait()).await {
             Ok(s) => s.map_err(|e| self.io_err("waiting", e))?,
             Err(_) => {
                 group.kill();
                 let _ = child.wait().await;
                 writer.abort();
-                return Err(ProviderError::Timeout {
+                out_task.abort();
+                err_task.abort();
+                return Err(timed_out());
+            }
+        };
+        // What the command left behind (in its group, or escaped with
+        // setsid) would hold our pipes open: end it, and say so.
+        let leftovers = group.kill();
+        if leftovers > 0 {
+            notice(&format!(
+                "cmd proposer `{}` left {leftovers} process(es) running after it exited; they were killed",
+                self.command
+            ));
+        }
+        writer.abort();
+        let Ok(Ok(out)) = tokio::time::timeout_at(deadline, out_task).await else {
+            return Err(timed_out());
+        };
+        let err = match tokio::time::timeout_at(deadline, err_task).await {
+            Ok(Ok(Captured::Complete(b) | Captured::Truncated(b))) => b,
+            _ => Vec::new(),
+        };
+        let out = match out {
+            Captured::Complete(b) => b,
+            Captured::Truncated(_) => {
+                return Err(ProviderError::TooLarge {
                     provider: "cmd".into(),
-                    after: self.timeout,
+                    limit: max_output,
                 });
             }
         };
-        // Whatever the command left behind holds our pipes open; end it.
-        group.kill();
-        let _ = writer.await;
-        let out = out_task.await.unwrap_or_default();
-        let err = err_task.await.unwrap_or_default();
         if !status.success() {
             return Err(ProviderError::Command {
                 command: self.command.clone(),
@@ -200,6 +323,60 @@ impl CmdProvider {
         c.text = stdout;
         c
     }
+}
+
+/// What was read from a pipe.
+enum Captured {
+    Complete(Vec<u8>),
+    /// Over the cap: with a cap, the reading stopped (the first `cap`
+    /// bytes); without one, only the last 64 KiB were kept.
+    Truncated(Vec<u8>),
+}
+
+/// Read a pipe to its end. With `cap`, stop past it; without, keep the
+/// last 64 KiB (a stderr tail) while draining the rest.
+async fn read_capped(mut pipe: impl tokio::io::AsyncRead + Unpin, cap: Option<u64>) -> Captured {
+    const TAIL: usize = 64 << 10;
+    let mut kept = Vec::new();
+    let mut truncated = false;
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        let n = match pipe.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        kept.extend_from_slice(&buf[..n]);
+        match cap {
+            Some(cap) if kept.len() as u64 > cap => {
+                kept.truncate(cap as usize);
+                return Captured::Truncated(kept);
+            }
+            None if kept.len() > 2 * TAIL => {
+                kept.drain(..kept.len() - TAIL);
+                truncated = true;
+            }
+            _ => {}
+        }
+    }
+    if truncated {
+        Captured::Truncated(kept)
+    } else {
+        Captured::Complete(kept)
+    }
+}
+
+/// A token unique to one call: pid, time and a counter.
+fn call_token() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    format!(
+        "{}-{nanos:x}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    )
 }
 
 /// The last `lines` lines of `s`, at most `chars` characters.

@@ -14,6 +14,7 @@ pub(crate) struct Http {
     provider: String,
     secret: Option<Secret>,
     timeout: Duration,
+    max_bytes: u64,
 }
 
 impl Http {
@@ -22,6 +23,7 @@ impl Http {
         secret: Option<Secret>,
         timeout: Duration,
         connect_timeout: Duration,
+        max_bytes: u64,
     ) -> Result<Self, ProviderError> {
         let client = reqwest::Client::builder()
             .timeout(timeout)
@@ -34,6 +36,7 @@ impl Http {
             provider: provider.to_string(),
             secret,
             timeout,
+            max_bytes,
         })
     }
 
@@ -59,7 +62,7 @@ impl Http {
         let resp = rb.send().await.map_err(|e| self.map_err(e))?;
         let status = resp.status();
         let retry_after = retry_after_from_headers(resp.headers());
-        let bytes = resp.bytes().await.map_err(|e| self.map_err(e))?;
+        let bytes = self.read_capped(resp).await?;
         let text = String::from_utf8_lossy(&bytes);
         if !status.is_success() {
             return Err(ProviderError::Http {
@@ -76,8 +79,35 @@ impl Http {
         })
     }
 
+    /// The body, refused past `max_bytes` (by its declared length before
+    /// reading, or while reading when it has none or lies).
+    async fn read_capped(&self, mut resp: reqwest::Response) -> Result<Vec<u8>, ProviderError> {
+        let too_large = || ProviderError::TooLarge {
+            provider: self.provider.clone(),
+            limit: self.max_bytes,
+        };
+        if resp.content_length().is_some_and(|n| n > self.max_bytes) {
+            return Err(too_large());
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = resp.chunk().await.map_err(|e| self.map_err(e))? {
+            if (body.len() + chunk.len()) as u64 > self.max_bytes {
+                return Err(too_large());
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
+    }
+
     fn map_err(&self, e: reqwest::Error) -> ProviderError {
         let provider = self.provider.clone();
+        if e.is_redirect() {
+            // A redirect loop or one too many: asking again loops again.
+            return ProviderError::Permanent {
+                provider,
+                message: self.scrub(&format!("redirects: {e}")),
+            };
+        }
         if e.is_timeout() {
             return ProviderError::Timeout {
                 provider,
@@ -105,7 +135,7 @@ impl Http {
     pub fn invalid(&self, message: impl Into<String>, body: &Value) -> ProviderError {
         ProviderError::InvalidResponse {
             provider: self.provider.clone(),
-            message: message.into(),
+            message: self.scrub(&message.into()),
             body: snippet(&self.scrub(&body.to_string()), 300),
         }
     }
@@ -132,15 +162,21 @@ pub(crate) fn embedded_error(http: &Http, v: &Value) -> Option<ProviderError> {
             body: snippet(&http.scrub(&message), 1000),
             retry_after: None,
         },
-        None => http.invalid(format!("error in response: {message}"), v),
+        None => http.invalid(format!("error in response: {}", http.scrub(&message)), v),
     })
 }
 
-/// Read a token count that may be missing.
+/// More tokens than any model reads or writes in one call (10^9): a figure
+/// above it is a broken or lying server, not a bill.
+pub(crate) const MAX_PLAUSIBLE_TOKENS: u64 = 1_000_000_000;
+
+/// Read a token count that may be missing. Negative, fractional, absurd
+/// (2^63, u64::MAX) or non-numeric figures count as missing, never as a
+/// number that could abort a run or fill a bill.
 pub(crate) fn count(v: &Value, path: &[&str]) -> Option<u64> {
     let mut cur = v;
     for p in path {
         cur = cur.get(p)?;
     }
-    cur.as_u64()
+    cur.as_u64().filter(|n| *n <= MAX_PLAUSIBLE_TOKENS)
 }

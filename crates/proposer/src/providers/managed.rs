@@ -9,6 +9,7 @@ use super::{BoxFuture, Provider};
 use crate::accounting::Accounting;
 use crate::error::ProviderError;
 use crate::pricing::PriceTable;
+use crate::redact::Redactor;
 use crate::retry::{RetryPolicy, with_retries};
 use crate::types::{ChatRequest, Completion};
 
@@ -34,6 +35,8 @@ pub struct Managed {
     prices: PriceTable,
     cost: CostPolicy,
     accounting: Accounting,
+    /// Applied to every completion, error and notice that leaves here.
+    redactor: Redactor,
 }
 
 impl Managed {
@@ -47,6 +50,7 @@ impl Managed {
         prices: PriceTable,
         cost: CostPolicy,
         accounting: Accounting,
+        redactor: Redactor,
     ) -> Self {
         Managed {
             inner,
@@ -57,6 +61,7 @@ impl Managed {
             prices,
             cost,
             accounting,
+            redactor,
         }
     }
 
@@ -72,8 +77,10 @@ impl Managed {
                 .map_err(|_| ProviderError::Config("concurrency limit closed".into()))?;
             self.inner.complete(req).await
         };
-        match with_retries(&self.policy, &self.label, attempt).await {
-            Ok((mut c, attempts)) => {
+        let redact = |t: &str| self.redactor.text(t);
+        match with_retries(&self.policy, &self.label, &redact, attempt).await {
+            Ok((c, attempts)) => {
+                let mut c = self.redactor.completion(c);
                 c.attempts = attempts;
                 c.cost_usd = match self.cost {
                     CostPolicy::Free => Some(0.0),
@@ -86,7 +93,7 @@ impl Managed {
             }
             Err((e, attempts)) => {
                 self.accounting.record_failure(&self.label, attempts);
-                Err(e)
+                Err(self.redactor.error(e))
             }
         }
     }

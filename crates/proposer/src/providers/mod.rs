@@ -148,8 +148,8 @@ pub fn build_member(
     accounting: &Accounting,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Arc<dyn Provider>, ProviderError> {
-    let label = spec.label();
     let prices = config.price_table();
+    let mut keys = Vec::new();
     let (inner, policy, concurrency, cost, model): (Box<dyn Provider>, _, _, _, String) =
         match &spec.kind {
             SpecKind::Api {
@@ -158,6 +158,7 @@ pub fn build_member(
                 model,
             } => {
                 let ep = config.resolve(provider, base_url.as_deref(), env)?;
+                keys.extend(ep.api_key.as_ref().map(|k| k.expose().to_string()));
                 let concurrency = ep.concurrency;
                 let inner: Box<dyn Provider> = match ep.kind {
                     ApiKind::Openai => Box::new(OpenAiProvider::new(ep, model)?),
@@ -178,8 +179,14 @@ pub fn build_member(
                     config.cmd_format
                 };
                 let timeout = std::time::Duration::from_secs_f64(config.timeout_s);
+                let environment =
+                    cmd::proposer_environment(std::env::vars_os(), &config.cmd_pass_env);
                 (
-                    Box::new(CmdProvider::new(command, format, timeout)),
+                    Box::new(
+                        CmdProvider::new(command, format, timeout)
+                            .with_environment(environment)
+                            .with_max_output(config.max_response_bytes),
+                    ),
                     config.retry_policy(),
                     config.concurrency,
                     CostPolicy::PriceTable,
@@ -194,14 +201,16 @@ pub fn build_member(
                 String::new(),
             ),
         };
+    let redactor = crate::redact::Redactor::from_process(keys);
     Ok(Arc::new(Managed::new(
         inner,
-        label,
+        redactor.text(&spec.label()),
         model,
         policy,
         concurrency,
         prices,
         cost,
         accounting.clone(),
+        redactor,
     )))
 }

@@ -41,7 +41,13 @@ pub fn is_reasoning_model(model: &str) -> bool {
 
 impl OpenAiProvider {
     pub fn new(ep: ResolvedEndpoint, model: &str) -> Result<Self, ProviderError> {
-        let http = Http::new(&ep.name, ep.api_key, ep.timeout, ep.connect_timeout)?;
+        let http = Http::new(
+            &ep.name,
+            ep.api_key,
+            ep.timeout,
+            ep.connect_timeout,
+            ep.max_response_bytes,
+        )?;
         Ok(OpenAiProvider {
             http,
             url: format!("{}/chat/completions", ep.base_url),

@@ -251,3 +251,14 @@ pub fn anthropic_ok(text: &str) -> Value {
         "usage": {"input_tokens": 1000, "output_tokens": 300, "cache_read_input_tokens": 0}
     })
 }
+
+/// Provider settings with fast retries, so tests take milliseconds.
+pub fn fast_config() -> kevo_proposer::ProviderConfig {
+    kevo_proposer::ProviderConfig {
+        timeout_s: 5.0,
+        max_retries: 2,
+        retry_min_delay_s: 0.01,
+        retry_max_delay_s: 0.05,
+        ..kevo_proposer::ProviderConfig::default()
+    }
+}

@@ -1,0 +1,177 @@
+//! Model endpoints that leak or stall, end to end through the `kevo`
+//! binary against a loopback server: the API key never reaches the
+//! terminal or the workspace (SQLite store included), and a silent server
+//! costs seconds with a line per retry.
+
+mod common;
+
+use common::{files_holding, opencl_available};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+const CANARY: &str = "sk-e2e-canary-4c0ffee15bad";
+
+/// What the server does with every request.
+#[derive(Clone, Copy)]
+enum Behaviour {
+    /// 200 with `{"error": {"message": "... <key> ..."}}` (no code).
+    ErrorEchoingTheKey,
+    /// A valid answer whose `model` and reasoning echo the key.
+    AnswerEchoingTheKey,
+    /// Accept the request and never answer.
+    Silent,
+}
+
+/// A loopback HTTP server on its own thread; returns its base URL.
+fn serve(behaviour: Behaviour) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut length = 0usize;
+                let mut line = String::new();
+                while reader.read_line(&mut line).unwrap_or(0) > 0 && line != "\r\n" {
+                    let lower = line.to_ascii_lowercase();
+                    if let Some(v) = lower.strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap_or(0);
+                    }
+                    line.clear();
+                }
+                let mut body = vec![0u8; length];
+                let _ = reader.read_exact(&mut body);
+                let answer = match behaviour {
+                    Behaviour::Silent => {
+                        std::thread::sleep(Duration::from_secs(120));
+                        return;
+                    }
+                    Behaviour::ErrorEchoingTheKey => serde_json::json!({
+                        "error": {"message": format!("invalid api key {CANARY}")}
+                    }),
+                    Behaviour::AnswerEchoingTheKey => serde_json::json!({
+                        "model": CANARY,
+                        "choices": [{
+                            "message": {
+                                "content": format!("Key {CANARY}.\n\n```opencl\n__kernel void saxpy(__global const float* x, __global float* y, float a, uint N) {{ uint i = get_global_id(0); if (i < N) y[i] = a * x[i] + y[i]; }}\n```\n"),
+                                "reasoning_content": format!("my key is {CANARY}")
+                            },
+                            "finish_reason": "stop"
+                        }],
+                        "usage": {"prompt_tokens": 10, "completion_tokens": 10}
+                    }),
+                }
+                .to_string();
+                let mut stream = stream;
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+                    answer.len()
+                );
+            });
+        }
+    });
+    url
+}
+
+fn kevo() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_kevo"));
+    c.env("OPENAI_API_KEY", CANARY);
+    c
+}
+
+fn assert_no_canary(out: &Output) {
+    for (name, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+        let text = String::from_utf8_lossy(bytes);
+        assert!(!text.contains(CANARY), "the key reached {name}: {text}");
+    }
+}
+
+#[test]
+fn llm_test_never_prints_an_echoed_key() {
+    for behaviour in [
+        Behaviour::ErrorEchoingTheKey,
+        Behaviour::AnswerEchoingTheKey,
+    ] {
+        let url = serve(behaviour);
+        let out = kevo()
+            .args(["llm", "test", "--llm", &format!("openai@{url}:m")])
+            .output()
+            .unwrap();
+        assert_no_canary(&out);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("[redacted]"), "{text}");
+    }
+}
+
+#[test]
+fn evolve_stores_no_echoed_key_anywhere_in_the_workspace() {
+    if !opencl_available() {
+        return;
+    }
+    for behaviour in [
+        Behaviour::ErrorEchoingTheKey,
+        Behaviour::AnswerEchoingTheKey,
+    ] {
+        let url = serve(behaviour);
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        let out = kevo()
+            .env("KEVO_CACHE_DIR", dir.path().join("cache"))
+            .args([
+                "evolve",
+                "--task",
+                "saxpy",
+                "--backend",
+                "opencl",
+                "--sizes",
+                "smoke",
+            ])
+            .args(["--llm", &format!("openai@{url}:m"), "--iterations", "2"])
+            .args(["--llm-retries", "0", "--quiet", "--workspace"])
+            .arg(&ws)
+            .output()
+            .unwrap();
+        assert_no_canary(&out);
+        assert!(ws.join("kevo.db").exists() || ws.read_dir().is_ok_and(|mut d| d.next().is_some()));
+        assert_eq!(files_holding(&ws, CANARY), Vec::<PathBuf>::new());
+        let runs = kevo()
+            .args(["runs", "--json", "--workspace"])
+            .arg(&ws)
+            .output()
+            .unwrap();
+        let runs: serde_json::Value = serde_json::from_slice(&runs.stdout).unwrap();
+        let run = runs[0]["id"].as_str().unwrap().to_string();
+        let shown = kevo()
+            .args(["show", &run, "--json", "--workspace"])
+            .arg(&ws)
+            .output()
+            .unwrap();
+        assert_no_canary(&shown);
+    }
+}
+
+#[test]
+fn a_silent_server_costs_seconds_and_every_retry_is_a_line() {
+    let url = serve(Behaviour::Silent);
+    let t = Instant::now();
+    let out = kevo()
+        .args(["llm", "test", "--llm", &format!("openai@{url}:m")])
+        .args(["--llm-timeout", "1", "--llm-retries", "1"])
+        .output()
+        .unwrap();
+    let elapsed = t.elapsed();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(stdout.contains("no response within 1.0 s"), "{stdout}");
+    assert!(
+        stderr.contains("attempt 1 of 2 failed") && stderr.contains("retrying in"),
+        "{stderr}"
+    );
+    // Two attempts of 1 s and one backoff of at most ~2 s.
+    assert!(elapsed < Duration::from_secs(8), "{elapsed:?}");
+}
