@@ -66,6 +66,11 @@ pub struct EvolveArgs {
     /// `max_retries`).
     #[arg(long, value_name = "N")]
     llm_retries: Option<u32>,
+    /// With --max-cost-usd: run on when a call's cost is unknown (no price
+    /// for the model, or no token counts from the server) instead of
+    /// stopping because the cap cannot be enforced.
+    #[arg(long)]
+    accept_unknown_cost: bool,
     #[arg(long, default_value_t = 10)]
     iterations: u32,
     /// `smoke` (small, for CPUs and CI) or `full` (the paper's sizes).
@@ -189,6 +194,7 @@ impl kevo_evolve::Observer for Progress {
                 input_tokens,
                 output_tokens,
                 cost_usd,
+                unknown_cost_calls,
                 ..
             } => {
                 let last = outcomes
@@ -202,7 +208,8 @@ impl kevo_evolve::Observer for Progress {
                     .join(", ");
                 let mark = if *promoted { " NEW BEST" } else { "" };
                 let msg = format!(
-                    "best {best_score:.4} ({speedup:.2}x seed) | last: {last}{mark} | tokens {input_tokens}+{output_tokens} | ${cost_usd:.4}"
+                    "best {best_score:.4} ({speedup:.2}x seed) | last: {last}{mark} | tokens {input_tokens}+{output_tokens} | {}",
+                    cost_text(*cost_usd, *unknown_cost_calls)
                 );
                 match &self.bar {
                     Some(bar) => {
@@ -265,6 +272,7 @@ pub fn evolve(args: EvolveArgs) -> Result<ExitCode> {
                 options.llm_config = args.llm_config.clone();
                 options.llm_timeout_s = args.llm_timeout;
                 options.llm_retries = args.llm_retries;
+                options.accept_unknown_cost = args.accept_unknown_cost;
                 options.candidates_per_iteration = args.candidates_per_iteration;
                 options.max_wall_s = args.max_wall_s;
                 options.max_cost_usd = args.max_cost_usd;
@@ -312,10 +320,10 @@ pub fn evolve(args: EvolveArgs) -> Result<ExitCode> {
             );
         }
         println!(
-            "spent: {} input + {} output tokens, ${:.4}, {:.1} s",
+            "spent: {} input + {} output tokens, {}, {:.1} s",
             summary.spent.input_tokens,
             summary.spent.output_tokens,
-            summary.spent.cost_usd,
+            cost_text(summary.spent.cost_usd, summary.unknown_cost_calls),
             summary.spent.wall_s
         );
         for line in &summary.suspicious {
@@ -363,6 +371,15 @@ pub fn runs(store: StoreArgs, json: bool) -> Result<ExitCode> {
         }
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// A cost that says when part of it is unknown: "$0.0000" alone would
+/// claim a local or unpriced model cost nothing.
+fn cost_text(usd: f64, unknown_calls: u64) -> String {
+    match unknown_calls {
+        0 => format!("${usd:.4}"),
+        n => format!("${usd:.4} + unknown ({n} call(s) without a known cost)"),
+    }
 }
 
 /// How the run's workers were confined, from its stored configuration

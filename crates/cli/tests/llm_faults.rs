@@ -175,3 +175,38 @@ fn a_silent_server_costs_seconds_and_every_retry_is_a_line() {
     // Two attempts of 1 s and one backoff of at most ~2 s.
     assert!(elapsed < Duration::from_secs(8), "{elapsed:?}");
 }
+
+#[test]
+fn a_cost_cap_that_cannot_be_enforced_stops_the_run_or_is_accepted_aloud() {
+    if !opencl_available() {
+        return;
+    }
+    let url = serve(Behaviour::AnswerEchoingTheKey);
+    let dir = tempfile::tempdir().unwrap();
+    let run = |extra: &[&str]| {
+        kevo()
+            .env("KEVO_CACHE_DIR", dir.path().join("cache"))
+            .args(["evolve", "--task", "saxpy", "--backend", "opencl", "--sizes", "smoke"])
+            .args(["--llm", &format!("openai@{url}:unpriced-local-model")])
+            .args(["--iterations", "2", "--max-cost-usd", "1", "--workspace"])
+            .arg(dir.path().join("ws"))
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    // The model has no price: the cap cannot be enforced, so no call is
+    // sent and the run ends with the reason (not $0.0000).
+    let out = run(&[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("cannot be enforced"), "{text}");
+    assert!(text.contains("--accept-unknown-cost"), "{text}");
+    // Accepted: the run goes on, and its cost says it is unknown.
+    let out = run(&["--accept-unknown-cost"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("+ unknown (2 call(s) without a known cost)"),
+        "{text}"
+    );
+}

@@ -55,6 +55,10 @@ pub struct EvolveOptions {
     /// `--llm-retries`: retries per model call, over the config file.
     #[serde(default)]
     pub llm_retries: Option<u32>,
+    /// With `max_cost_usd`: run on when a call's cost is unknown instead
+    /// of stopping because the cap cannot be enforced.
+    #[serde(default)]
+    pub accept_unknown_cost: bool,
 }
 
 impl EvolveOptions {
@@ -81,6 +85,7 @@ impl EvolveOptions {
             declared_ceilings: None,
             llm_timeout_s: None,
             llm_retries: None,
+            accept_unknown_cost: false,
             sandbox: Default::default(),
         }
     }

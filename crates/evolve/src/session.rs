@@ -79,6 +79,9 @@ pub enum Event {
         input_tokens: u64,
         output_tokens: u64,
         cost_usd: f64,
+        /// Calls of this session whose cost is unknown (no price, or no
+        /// usable token counts): `cost_usd` leaves them out.
+        unknown_cost_calls: u64,
         wall_s: f64,
     },
     HeldOut(HeldOutSummary),
@@ -130,6 +133,10 @@ pub struct Summary {
     /// "iteration N candidate C at size S: reason".
     #[serde(default)]
     pub suspicious: Vec<String>,
+    /// Calls of the last session whose cost is unknown; `spent.cost_usd`
+    /// leaves them out.
+    #[serde(default)]
+    pub unknown_cost_calls: u64,
 }
 
 /// What a checkpoint needs beyond the store's own columns.
@@ -258,6 +265,7 @@ impl<'e> Session<'e> {
             Some(usd) => Accounting::with_budget(usd),
             None => Accounting::new(),
         };
+        accounting.set_accept_unknown_cost(options.accept_unknown_cost);
         let provider = kevo_proposer::build(&options.llm_spec(), &provider_config, &accounting)?;
         let brief = DeviceBrief {
             name: device.name.clone(),
@@ -592,10 +600,8 @@ impl<'e> Session<'e> {
             }
             match self.run_iteration(next, observer).await {
                 Ok(()) => self.iteration = next,
-                Err(EvolveError::Provider(kevo_proposer::ProviderError::BudgetExceeded {
-                    ..
-                })) => {
-                    break "the proposer's cost budget is spent".to_string();
+                Err(EvolveError::Provider(e)) if e.is_budget_stop() => {
+                    break e.to_string();
                 }
                 Err(e) => {
                     let _ = self
@@ -638,6 +644,7 @@ impl<'e> Session<'e> {
             held_out: Some(held_out),
             spent: self.spent(),
             suspicious,
+            unknown_cost_calls: self.accounting.totals().all.unpriced_calls,
         };
         let value =
             serde_json::to_value(&summary).map_err(|e| EvolveError::Invalid(e.to_string()))?;
@@ -723,8 +730,8 @@ impl<'e> Session<'e> {
                     .map_err(|e| EvolveError::Invalid(format!("proposer task failed: {e}")))?,
             );
         }
-        if let Some((Err(e @ kevo_proposer::ProviderError::BudgetExceeded { .. }), _)) =
-            completions.first()
+        if let Some((Err(e), _)) = completions.first()
+            && e.is_budget_stop()
             && completions.iter().all(|(r, _)| r.is_err())
         {
             return Err(EvolveError::Provider(e.clone()));
@@ -785,8 +792,10 @@ impl<'e> Session<'e> {
             call.model = completion.model.clone();
             call.response = Some(completion.text.clone());
             call.reasoning = completion.reasoning.clone();
-            call.input_tokens = Some(completion.usage.input_tokens);
-            call.output_tokens = Some(completion.usage.output_tokens);
+            // Counts a server did not give are unknown, not 0.
+            let known = completion.usage_unknown.is_none();
+            call.input_tokens = known.then_some(completion.usage.input_tokens);
+            call.output_tokens = known.then_some(completion.usage.output_tokens);
             call.reasoning_tokens = completion.usage.reasoning_tokens;
             call.cost_usd = completion.cost_usd;
             if j == 0 {
@@ -971,6 +980,7 @@ impl<'e> Session<'e> {
             input_tokens: spent.input_tokens,
             output_tokens: spent.output_tokens,
             cost_usd: spent.cost_usd,
+            unknown_cost_calls: self.accounting.totals().all.unpriced_calls,
             wall_s: spent.wall_s,
         });
         Ok(())

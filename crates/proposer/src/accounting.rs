@@ -17,9 +17,12 @@ pub struct ModelTotals {
     pub retries: u64,
     pub usage: Usage,
     pub cost_usd: f64,
-    /// Successful calls whose model has no price: their cost is unknown,
-    /// not zero, and reports should say so.
+    /// Successful calls whose cost is unknown (no price for the model, or
+    /// no usable token counts): not zero, and reports say so.
     pub unpriced_calls: u64,
+    /// The share of those whose token counts were missing or implausible.
+    #[serde(default)]
+    pub usage_unknown_calls: u64,
     pub latency_s: f64,
 }
 
@@ -31,6 +34,9 @@ impl ModelTotals {
         match c.cost_usd {
             Some(x) => self.cost_usd += x,
             None => self.unpriced_calls += 1,
+        }
+        if c.usage_unknown.is_some() {
+            self.usage_unknown_calls += 1;
         }
         self.latency_s += c.latency.as_secs_f64();
     }
@@ -47,6 +53,29 @@ pub struct Totals {
 struct Inner {
     totals: Totals,
     budget_usd: Option<f64>,
+    /// Run on with a budget even when a cost is unknown.
+    accept_unknown_cost: bool,
+    /// Worst-case costs of the calls in flight.
+    reserved_usd: f64,
+    /// The unknown-cost warning was printed.
+    warned: bool,
+}
+
+/// A call's worst-case cost, held against the budget while it is in
+/// flight, so concurrent calls cannot all pass the check together.
+#[derive(Debug)]
+pub struct Reservation {
+    accounting: Option<Accounting>,
+    usd: f64,
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        if let Some(a) = self.accounting.take() {
+            let mut g = a.lock();
+            g.reserved_usd = (g.reserved_usd - self.usd).max(0.0);
+        }
+    }
 }
 
 /// A cheap, cloneable handle to shared totals.
@@ -81,17 +110,85 @@ impl Accounting {
         self.lock().budget_usd
     }
 
-    /// `Err((budget, spent))` when the budget is spent.
-    pub fn check_budget(&self) -> Result<(), (f64, f64)> {
-        let g = self.lock();
-        match g.budget_usd {
-            Some(b) if g.totals.all.cost_usd >= b => Err((b, g.totals.all.cost_usd)),
-            _ => Ok(()),
+    /// Keep running with a budget when a call's cost is unknown (the budget
+    /// then counts only the calls whose cost is known).
+    pub fn set_accept_unknown_cost(&self, accept: bool) {
+        self.lock().accept_unknown_cost = accept;
+    }
+
+    /// Before a call of `label` whose worst case is `estimate` (`None`:
+    /// unknown): refused when the budget is spent, when the call could
+    /// overshoot it, or when the budget cannot be enforced; otherwise the
+    /// estimate is held until the returned reservation is dropped.
+    pub fn reserve(
+        &self,
+        label: &str,
+        estimate: Option<f64>,
+    ) -> Result<Reservation, crate::error::ProviderError> {
+        use crate::error::ProviderError;
+        let mut g = self.lock();
+        let Some(budget) = g.budget_usd else {
+            return Ok(Reservation {
+                accounting: None,
+                usd: 0.0,
+            });
+        };
+        let spent = g.totals.all.cost_usd;
+        if spent >= budget {
+            return Err(ProviderError::BudgetExceeded {
+                budget,
+                spent,
+                next: None,
+            });
         }
+        if !g.accept_unknown_cost {
+            let unknown = g.totals.all.unpriced_calls;
+            if unknown > 0 {
+                return Err(ProviderError::BudgetUnenforceable {
+                    budget,
+                    reason: format!("{unknown} call(s) so far have no known cost"),
+                });
+            }
+            if estimate.is_none() {
+                return Err(ProviderError::BudgetUnenforceable {
+                    budget,
+                    reason: format!("{label} has no price in the price table"),
+                });
+            }
+        }
+        let usd = estimate.unwrap_or(0.0);
+        if spent + g.reserved_usd + usd > budget {
+            return Err(ProviderError::BudgetExceeded {
+                budget,
+                spent,
+                next: Some(usd),
+            });
+        }
+        g.reserved_usd += usd;
+        Ok(Reservation {
+            accounting: Some(self.clone()),
+            usd,
+        })
     }
 
     pub fn record_success(&self, key: &str, c: &Completion) {
         let mut g = self.lock();
+        if c.cost_usd.is_none() && g.budget_usd.is_some() && !g.warned {
+            g.warned = true;
+            let why = c
+                .usage_unknown
+                .clone()
+                .unwrap_or_else(|| format!("{key} has no price in the price table"));
+            crate::notice::notice(&if g.accept_unknown_cost {
+                format!(
+                    "{key}: this call's cost is unknown ({why}); the cost budget counts only calls with a known cost (--accept-unknown-cost)"
+                )
+            } else {
+                format!(
+                    "{key}: this call's cost is unknown ({why}); the cost budget cannot be enforced, so no further call is sent"
+                )
+            });
+        }
         g.totals.all.add_success(c);
         g.totals
             .per_model
@@ -140,6 +237,7 @@ mod tests {
             provider: "p".into(),
             finish_reason: None,
             attempts,
+            usage_unknown: None,
         }
     }
 
@@ -164,14 +262,50 @@ mod tests {
     }
 
     #[test]
-    fn budget_refuses_once_spent() {
+    fn budget_refuses_once_spent_and_holds_worst_cases_of_calls_in_flight() {
+        use crate::error::ProviderError;
         let a = Accounting::with_budget(0.5);
-        assert!(a.check_budget().is_ok());
+        assert!(a.reserve("k", Some(0.1)).is_ok());
         a.record_success("k", &completion(Some(0.3), 1));
-        assert!(a.check_budget().is_ok());
+        // 0.3 spent: a call that could cost 0.15 fits, a second one in
+        // flight at the same time does not.
+        let first = a.reserve("k", Some(0.15)).unwrap();
+        let e = a.reserve("k", Some(0.15)).unwrap_err();
+        assert!(
+            matches!(e, ProviderError::BudgetExceeded { next: Some(n), .. } if n == 0.15),
+            "{e}"
+        );
+        drop(first);
+        assert!(a.reserve("k", Some(0.15)).is_ok(), "released with the call");
         a.record_success("k", &completion(Some(0.3), 1));
-        let (budget, spent) = a.check_budget().unwrap_err();
-        assert_eq!(budget, 0.5);
-        assert!((spent - 0.6).abs() < 1e-12);
+        let e = a.reserve("k", Some(0.0)).unwrap_err();
+        assert!(
+            matches!(e, ProviderError::BudgetExceeded { budget, spent, next: None } if budget == 0.5 && (spent - 0.6).abs() < 1e-12),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn an_unknown_cost_makes_a_budget_unenforceable_unless_accepted() {
+        use crate::error::ProviderError;
+        let a = Accounting::with_budget(1.0);
+        let e = a.reserve("local:m", None).unwrap_err();
+        assert!(
+            matches!(e, ProviderError::BudgetUnenforceable { .. })
+                && e.to_string().contains("no price"),
+            "{e}"
+        );
+        a.record_success("k", &completion(None, 1));
+        a.set_accept_unknown_cost(true);
+        assert!(a.reserve("local:m", None).is_ok());
+        a.set_accept_unknown_cost(false);
+        let e = a.reserve("k", Some(0.01)).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("1 call(s) so far have no known cost"),
+            "{e}"
+        );
+        // Without a budget nothing is refused.
+        assert!(Accounting::new().reserve("k", None).is_ok());
     }
 }

@@ -124,6 +124,9 @@ pub struct ProviderConfig {
     pub ensemble_seed: u64,
     /// Stop sending requests once this much has been spent.
     pub budget_usd: Option<f64>,
+    /// With a budget: run on when a call's cost is unknown (no price, no
+    /// usable token counts) instead of stopping.
+    pub accept_unknown_cost: bool,
     /// Stdin format of `cmd:` (the `cmd+json:` spec forces JSON).
     pub cmd_format: CmdFormat,
     pub endpoints: BTreeMap<String, EndpointConfig>,
@@ -150,6 +153,7 @@ impl Default for ProviderConfig {
             thinking_budget: None,
             ensemble_seed: 0,
             budget_usd: None,
+            accept_unknown_cost: false,
             cmd_format: CmdFormat::Text,
             endpoints: BTreeMap::new(),
             prices: BTreeMap::new(),

@@ -88,9 +88,21 @@ pub enum ProviderError {
         limit: Duration,
         last: Box<ProviderError>,
     },
-    /// The run's cost budget is spent; no further request is sent.
-    #[error("cost budget of ${budget:.2} reached (spent ${spent:.4})")]
-    BudgetExceeded { budget: f64, spent: f64 },
+    /// The run's cost budget is spent, or the next call could overshoot
+    /// it; no further request is sent.
+    #[error("cost budget of ${budget:.4} reached (spent ${spent:.4}{})", next.map(|n| format!("; the next call could cost up to ${n:.4}")).unwrap_or_default())]
+    BudgetExceeded {
+        budget: f64,
+        spent: f64,
+        /// The worst-case cost of the call that was not sent.
+        next: Option<f64>,
+    },
+    /// A cost budget is set but cannot be enforced: a call's cost is
+    /// unknown (no price for the model, or no usable token counts).
+    #[error(
+        "cost budget of ${budget:.4} cannot be enforced: {reason}; stopping (pass --accept-unknown-cost to run on without a cost figure)"
+    )]
+    BudgetUnenforceable { budget: f64, reason: String },
     /// A failure that repeating would not fix (a redirect loop, a refused
     /// TLS certificate).
     #[error("{provider}: {message}")]
@@ -115,6 +127,14 @@ impl ProviderError {
             ProviderError::Timeout { .. } | ProviderError::Connection { .. } => true,
             _ => false,
         }
+    }
+
+    /// A budget stop: the run should end rather than ask again.
+    pub fn is_budget_stop(&self) -> bool {
+        matches!(
+            self.root(),
+            ProviderError::BudgetExceeded { .. } | ProviderError::BudgetUnenforceable { .. }
+        )
     }
 
     /// The wait the server asked for, if any.
@@ -211,6 +231,10 @@ impl ProviderError {
             other @ (E::ReplayExhausted { .. }
             | E::ReplayMissingKey { .. }
             | E::BudgetExceeded { .. }) => other,
+            E::BudgetUnenforceable { budget, reason } => E::BudgetUnenforceable {
+                budget,
+                reason: f(&reason),
+            },
         }
     }
 

@@ -159,6 +159,7 @@ mod tests {
             provider: "p".into(),
             finish_reason: None,
             attempts: 1,
+            usage_unknown: None,
         });
         assert!(!format!("{c:?}").contains("canary"), "{c:?}");
         let e = r.error(ProviderError::GaveUp {

@@ -94,6 +94,10 @@ pub struct Completion {
     /// Attempts it took, 1 when the first one succeeded.
     #[serde(default = "one")]
     pub attempts: u32,
+    /// Why the token counts are not known (the server sent none, or
+    /// figures no call can have): the cost is then unknown, never 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage_unknown: Option<String>,
 }
 
 fn one() -> u32 {
@@ -164,6 +168,7 @@ mod tests {
             provider: "p".into(),
             finish_reason: Some("length".into()),
             attempts: 2,
+            usage_unknown: None,
         };
         let j = serde_json::to_value(&c).unwrap();
         assert_eq!(j["latency_ms"], 1500.0);

@@ -608,16 +608,87 @@ async fn recordings_replay_and_never_hold_the_key() {
 }
 
 #[tokio::test]
-async fn the_budget_stops_further_requests() {
+async fn the_budget_stops_the_request_that_could_overshoot_it() {
+    let fake = Fake::start(vec![Reply::json(openai_ok("x"))]).await;
+    // gpt-5: a 1000-token answer costs at most $0.01; one call spends
+    // ~$0.0095, so a second could pass $0.015 and is not sent.
+    let cfg = ProviderConfig {
+        budget_usd: Some(0.015),
+        ..config()
+    };
+    let acct = Accounting::new();
+    let p = openai(&fake, "gpt-5", &cfg, &acct);
+    let mut small = req();
+    small.max_tokens = Some(1000);
+    p.complete(&small).await.unwrap();
+    let e = p.complete(&small).await.unwrap_err();
+    assert!(
+        matches!(e, ProviderError::BudgetExceeded { next: Some(_), .. }),
+        "{e}"
+    );
+    assert!(
+        e.to_string().contains("the next call could cost up to"),
+        "{e}"
+    );
+    assert_eq!(fake.requests(), 1);
+    assert!(acct.totals().all.cost_usd <= 0.015);
+    // A call that could cost more than the whole budget is never sent.
     let fake = Fake::start(vec![Reply::json(openai_ok("x"))]).await;
     let cfg = ProviderConfig {
         budget_usd: Some(0.001),
         ..config()
     };
+    let p = openai(&fake, "gpt-5", &cfg, &Accounting::new());
+    assert!(p.complete(&req()).await.is_err());
+    assert_eq!(fake.requests(), 0);
+}
+
+#[tokio::test]
+async fn a_budget_with_an_unknown_cost_stops_unless_accepted() {
+    // A priced model whose server sends no usage: the first call's cost is
+    // unknown, so the cap cannot be enforced and the second is not sent.
+    let mut no_usage = openai_ok("x");
+    no_usage.as_object_mut().unwrap().remove("usage");
+    let fake = Fake::start(vec![Reply::json(no_usage)]).await;
+    let cfg = ProviderConfig {
+        budget_usd: Some(100.0),
+        ..config()
+    };
     let acct = Accounting::new();
     let p = openai(&fake, "gpt-5", &cfg, &acct);
-    p.complete(&req()).await.unwrap();
+    let c = p.complete(&req()).await.unwrap();
+    assert_eq!(c.cost_usd, None, "unknown, not 0");
+    assert!(c.usage_unknown.is_some());
     let e = p.complete(&req()).await.unwrap_err();
-    assert!(matches!(e, ProviderError::BudgetExceeded { .. }), "{e}");
+    assert!(
+        matches!(e, ProviderError::BudgetUnenforceable { .. })
+            && e.to_string().contains("--accept-unknown-cost"),
+        "{e}"
+    );
     assert_eq!(fake.requests(), 1);
+    assert_eq!(acct.totals().all.usage_unknown_calls, 1);
+    // An unpriced model with a budget: refused before the first call,
+    // unless the user accepts an unknown cost.
+    let fake = Fake::start(vec![Reply::json(openai_ok("x"))]).await;
+    let p = openai(
+        &fake,
+        "local-model-without-a-price",
+        &cfg,
+        &Accounting::new(),
+    );
+    assert!(matches!(
+        p.complete(&req()).await.unwrap_err(),
+        ProviderError::BudgetUnenforceable { .. }
+    ));
+    let cfg = ProviderConfig {
+        accept_unknown_cost: true,
+        ..cfg
+    };
+    let p = openai(
+        &fake,
+        "local-model-without-a-price",
+        &cfg,
+        &Accounting::new(),
+    );
+    assert!(p.complete(&req()).await.is_ok());
 }

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use super::http::{Http, count};
+use super::http::{Http, count, usage_problem};
 use super::{BoxFuture, Provider};
 use crate::config::ResolvedEndpoint;
 use crate::error::ProviderError;
@@ -127,6 +127,7 @@ impl AnthropicProvider {
                 .and_then(Value::as_str)
                 .map(str::to_string),
             attempts: 1,
+            usage_unknown: usage_problem(&u, &["input_tokens"], &["output_tokens"]),
         })
     }
 

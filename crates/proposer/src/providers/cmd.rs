@@ -294,6 +294,7 @@ impl CmdProvider {
             provider: "cmd".into(),
             finish_reason: None,
             attempts: 1,
+            usage_unknown: Some("the command reported no usage".into()),
         };
         if self.format == CmdFormat::Json
             && let Ok(Value::Object(o)) = serde_json::from_str::<Value>(stdout.trim())
@@ -309,9 +310,14 @@ impl CmdProvider {
             }
             if let Some(u) = o
                 .get("usage")
-                .and_then(|u| serde_json::from_value(u.clone()).ok())
+                .and_then(|u| serde_json::from_value::<Usage>(u.clone()).ok())
+                .filter(|u| {
+                    u.input_tokens <= super::http::MAX_PLAUSIBLE_TOKENS
+                        && u.output_tokens <= super::http::MAX_PLAUSIBLE_TOKENS
+                })
             {
                 c.usage = u;
+                c.usage_unknown = None;
             }
             c.cost_usd = o.get("cost_usd").and_then(Value::as_f64);
             c.finish_reason = o

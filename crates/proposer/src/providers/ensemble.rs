@@ -171,6 +171,7 @@ mod tests {
                     provider: "fixed".into(),
                     finish_reason: None,
                     attempts: 1,
+                    usage_unknown: None,
                 })
             })
         }

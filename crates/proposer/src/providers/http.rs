@@ -180,3 +180,17 @@ pub(crate) fn count(v: &Value, path: &[&str]) -> Option<u64> {
     }
     cur.as_u64().filter(|n| *n <= MAX_PLAUSIBLE_TOKENS)
 }
+
+/// Why a response's token counts cannot be used, given the two that every
+/// bill needs (`None` when both are there and plausible).
+pub(crate) fn usage_problem(usage: &Value, input: &[&str], output: &[&str]) -> Option<String> {
+    let bad = |path: &[&str]| count(usage, path).is_none();
+    match (bad(input), bad(output)) {
+        (false, false) => None,
+        _ if usage.is_null() => Some("the server reported no usage".into()),
+        _ => Some(format!(
+            "the server's token counts are missing or implausible (usage: {})",
+            snippet(&usage.to_string(), 200)
+        )),
+    }
+}

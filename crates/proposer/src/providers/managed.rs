@@ -37,6 +37,9 @@ pub struct Managed {
     accounting: Accounting,
     /// Applied to every completion, error and notice that leaves here.
     redactor: Redactor,
+    /// The output-token limit of a request that sets none: the worst case
+    /// of a call's cost.
+    max_output_tokens: u32,
 }
 
 impl Managed {
@@ -51,6 +54,7 @@ impl Managed {
         cost: CostPolicy,
         accounting: Accounting,
         redactor: Redactor,
+        max_output_tokens: u32,
     ) -> Self {
         Managed {
             inner,
@@ -62,13 +66,30 @@ impl Managed {
             cost,
             accounting,
             redactor,
+            max_output_tokens,
         }
     }
 
-    async fn run(&self, req: &ChatRequest) -> Result<Completion, ProviderError> {
-        if let Err((budget, spent)) = self.accounting.check_budget() {
-            return Err(ProviderError::BudgetExceeded { budget, spent });
+    /// What this request could cost at most: its prompt at two bytes per
+    /// token (real tokenizers average three to four) and every output
+    /// token it allows. `None` without a price; 0 for replayed answers.
+    fn worst_case_cost(&self, req: &ChatRequest) -> Option<f64> {
+        if self.cost == CostPolicy::Free {
+            return Some(0.0);
         }
+        let usage = crate::types::Usage {
+            input_tokens: (req.system.len() + req.user.len()).div_ceil(2) as u64,
+            output_tokens: u64::from(req.max_tokens.unwrap_or(self.max_output_tokens)),
+            reasoning_tokens: None,
+            cached_tokens: None,
+        };
+        self.prices.cost(&[&self.model], &usage)
+    }
+
+    async fn run(&self, req: &ChatRequest) -> Result<Completion, ProviderError> {
+        let _reservation = self
+            .accounting
+            .reserve(&self.label, self.worst_case_cost(req))?;
         let attempt = || async {
             let _permit = self
                 .limit
@@ -84,6 +105,8 @@ impl Managed {
                 c.attempts = attempts;
                 c.cost_usd = match self.cost {
                     CostPolicy::Free => Some(0.0),
+                    // Counts that are not known price to nothing, not to 0.
+                    CostPolicy::PriceTable if c.usage_unknown.is_some() => c.cost_usd,
                     CostPolicy::PriceTable => c
                         .cost_usd
                         .or_else(|| self.prices.cost(&[&c.model, &self.model], &c.usage)),

@@ -125,6 +125,9 @@ pub fn build_with_env(
     if let Some(b) = config.budget_usd {
         accounting.set_budget(b);
     }
+    if config.accept_unknown_cost {
+        accounting.set_accept_unknown_cost(true);
+    }
     let specs = parse_specs(spec)?;
     let mut members = specs
         .iter()
@@ -150,6 +153,7 @@ pub fn build_member(
 ) -> Result<Arc<dyn Provider>, ProviderError> {
     let prices = config.price_table();
     let mut keys = Vec::new();
+    let mut max_output_tokens = config.max_tokens;
     let (inner, policy, concurrency, cost, model): (Box<dyn Provider>, _, _, _, String) =
         match &spec.kind {
             SpecKind::Api {
@@ -159,6 +163,7 @@ pub fn build_member(
             } => {
                 let ep = config.resolve(provider, base_url.as_deref(), env)?;
                 keys.extend(ep.api_key.as_ref().map(|k| k.expose().to_string()));
+                max_output_tokens = ep.max_tokens;
                 let concurrency = ep.concurrency;
                 let inner: Box<dyn Provider> = match ep.kind {
                     ApiKind::Openai => Box::new(OpenAiProvider::new(ep, model)?),
@@ -212,5 +217,6 @@ pub fn build_member(
         cost,
         accounting.clone(),
         redactor,
+        max_output_tokens,
     )))
 }

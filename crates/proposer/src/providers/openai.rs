@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use super::http::{Http, count, embedded_error};
+use super::http::{Http, count, embedded_error, usage_problem};
 use super::{BoxFuture, Provider};
 use crate::config::ResolvedEndpoint;
 use crate::error::ProviderError;
@@ -120,6 +120,7 @@ impl OpenAiProvider {
             text = rest;
         }
         let usage = v.get("usage").cloned().unwrap_or(Value::Null);
+        let usage_unknown = usage_problem(&usage, &["prompt_tokens"], &["completion_tokens"]);
         let output = count(&usage, &["completion_tokens"]).unwrap_or(0);
         let usage = Usage {
             input_tokens: count(&usage, &["prompt_tokens"]).unwrap_or(0),
@@ -145,6 +146,7 @@ impl OpenAiProvider {
                 .and_then(Value::as_str)
                 .map(str::to_string),
             attempts: 1,
+            usage_unknown,
         })
     }
 

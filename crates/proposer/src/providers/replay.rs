@@ -191,6 +191,7 @@ mod tests {
             provider: "openai".into(),
             finish_reason: Some("stop".into()),
             attempts: 2,
+            usage_unknown: None,
         };
         serde_json::to_string(&Exchange::new(&req, &c)).unwrap()
     }
