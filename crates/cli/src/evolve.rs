@@ -121,6 +121,8 @@ struct Progress {
     json: bool,
     quiet: bool,
     iterations: u32,
+    /// The run's id once it is known, for the signal handler.
+    run: std::sync::Arc<std::sync::Mutex<Option<String>>>,
 }
 
 impl Progress {
@@ -139,6 +141,7 @@ impl Progress {
             json,
             quiet,
             iterations: 0,
+            run: Default::default(),
         }
     }
 
@@ -153,6 +156,9 @@ impl Progress {
 
 impl kevo_evolve::Observer for Progress {
     fn on(&mut self, event: &Event) {
+        if let Event::Started { run, .. } = event {
+            *self.run.lock().unwrap_or_else(|e| e.into_inner()) = Some(run.clone());
+        }
         if self.json {
             if let Ok(text) = serde_json::to_string(event) {
                 println!("{text}");
@@ -245,6 +251,22 @@ impl kevo_evolve::Observer for Progress {
     }
 }
 
+/// The first SIGINT (Ctrl-C) or SIGTERM, by name.
+async fn interrupted() -> &'static str {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        // No handler could be installed: never report a signal.
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = int.recv() => "SIGINT",
+        _ = term.recv() => "SIGTERM",
+    }
+}
+
 pub fn evolve(args: EvolveArgs) -> Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -257,7 +279,12 @@ pub fn evolve(args: EvolveArgs) -> Result<ExitCode> {
             worker: WorkerCommand::current_exe()?,
         };
         let mut progress = Progress::new(args.json, args.quiet);
-        let summary = match &args.resume {
+        let run_id = progress.run.clone();
+        if let Some(run) = &args.resume {
+            *run_id.lock().unwrap_or_else(|e| e.into_inner()) = Some(run.clone());
+        }
+        let session = async {
+            Ok::<_, anyhow::Error>(match &args.resume {
             Some(run) => kevo_evolve::resume(run, &env, &mut progress).await?,
             None => {
                 let task = args.task.clone().context("--task is required")?;
@@ -295,6 +322,31 @@ pub fn evolve(args: EvolveArgs) -> Result<ExitCode> {
                     bail!("--candidates-per-iteration must be at least 1");
                 }
                 kevo_evolve::start(options, &env, &mut progress).await?
+            }
+        })
+        };
+        let summary = tokio::select! {
+            result = session => result?,
+            signal = interrupted() => {
+                // The session future is dropped: in-flight model calls are
+                // abandoned (a cmd: proposer's processes killed), workers
+                // stopped, the heartbeat ended. A second signal exits at once.
+                tokio::spawn(async {
+                    interrupted().await;
+                    eprintln!("kevo: second {} signal; exiting now", "interrupt");
+                    std::process::exit(130);
+                });
+                let run = run_id.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                let reason = format!("interrupted by {signal}");
+                if let Some(run) = &run {
+                    env.store
+                        .mark_interrupted(&kevo_store::RunId(run.clone()), &reason)
+                        .await?;
+                    eprintln!("kevo: run {run} {reason}; continue it with `kevo evolve --resume {run}`");
+                } else {
+                    eprintln!("kevo: {reason} before the run started");
+                }
+                return Ok(ExitCode::from(130));
             }
         };
         if args.json {
@@ -345,8 +397,27 @@ pub fn runs(store: StoreArgs, json: bool) -> Result<ExitCode> {
     runtime.block_on(async {
         let store = store.open().await?;
         let runs = store.list_runs().await?;
+        // A run whose process died (kill -9, a crash) is still `running`
+        // in the store; without a recent heartbeat it is shown as `dead`
+        // (resumable like an interrupted one).
+        let now = chrono::Utc::now();
+        let shown = |r: &kevo_store::RunListing| {
+            if r.status == kevo_store::RunStatus::Running && !r.is_alive(now) {
+                "dead"
+            } else {
+                r.status.as_str()
+            }
+        };
         if json {
-            println!("{}", serde_json::to_string_pretty(&runs)?);
+            let values = runs
+                .iter()
+                .map(|r| {
+                    let mut v = serde_json::to_value(r)?;
+                    v["status"] = serde_json::json!(shown(r));
+                    Ok(v)
+                })
+                .collect::<Result<Vec<_>, serde_json::Error>>()?;
+            println!("{}", serde_json::to_string_pretty(&values)?);
             return Ok(ExitCode::SUCCESS);
         }
         println!(
@@ -360,7 +431,7 @@ pub fn runs(store: StoreArgs, json: bool) -> Result<ExitCode> {
                 r.task,
                 r.backend,
                 r.size_set.to_string(),
-                r.status.as_str(),
+                shown(&r),
                 r.last_iteration
                     .map(|i| i.to_string())
                     .unwrap_or_else(|| "-".into()),

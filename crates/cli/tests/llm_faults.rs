@@ -8,7 +8,7 @@ mod common;
 use common::{files_holding, opencl_available};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
@@ -186,7 +186,15 @@ fn a_cost_cap_that_cannot_be_enforced_stops_the_run_or_is_accepted_aloud() {
     let run = |extra: &[&str]| {
         kevo()
             .env("KEVO_CACHE_DIR", dir.path().join("cache"))
-            .args(["evolve", "--task", "saxpy", "--backend", "opencl", "--sizes", "smoke"])
+            .args([
+                "evolve",
+                "--task",
+                "saxpy",
+                "--backend",
+                "opencl",
+                "--sizes",
+                "smoke",
+            ])
             .args(["--llm", &format!("openai@{url}:unpriced-local-model")])
             .args(["--iterations", "2", "--max-cost-usd", "1", "--workspace"])
             .arg(dir.path().join("ws"))
@@ -209,4 +217,143 @@ fn a_cost_cap_that_cannot_be_enforced_stops_the_run_or_is_accepted_aloud() {
         text.contains("+ unknown (2 call(s) without a known cost)"),
         "{text}"
     );
+}
+
+/// `kevo runs --json` of a workspace.
+fn runs(ws: &Path) -> serde_json::Value {
+    let out = kevo()
+        .args(["runs", "--json", "--workspace"])
+        .arg(ws)
+        .output()
+        .unwrap();
+    serde_json::from_slice(&out.stdout).unwrap_or_default()
+}
+
+/// Start `kevo evolve` against a silent server and wait until its run is
+/// stored and its worker has evaluated the seed (the model call is then
+/// in flight). The caller waits on the returned child.
+#[allow(clippy::zombie_processes)]
+fn evolve_waiting_on_a_silent_server(ws: &Path, cache: &Path) -> (std::process::Child, String) {
+    let url = serve(Behaviour::Silent);
+    let mut child = kevo()
+        .env("KEVO_CACHE_DIR", cache)
+        .args([
+            "evolve",
+            "--task",
+            "saxpy",
+            "--backend",
+            "opencl",
+            "--sizes",
+            "smoke",
+        ])
+        .args(["--llm", &format!("openai@{url}:m"), "--iterations", "3"])
+        .args(["--llm-timeout", "120", "--json", "--workspace"])
+        .arg(ws)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    loop {
+        let listed = runs(ws);
+        if let Some(id) = listed[0]["id"].as_str() {
+            // The seed's evaluation writes the run directory's best file.
+            if ws
+                .join("runs")
+                .join(id)
+                .read_dir()
+                .is_ok_and(|d| d.count() >= 2)
+            {
+                std::thread::sleep(Duration::from_millis(500));
+                return (child, id.to_string());
+            }
+        }
+        if t.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the run did not start");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn ctrl_c_ends_a_run_waiting_on_a_silent_server_as_interrupted_and_resumable() {
+    if !opencl_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    let cache = dir.path().join("cache");
+    let (mut child, run) = evolve_waiting_on_a_silent_server(&ws, &cache);
+    assert_eq!(runs(&ws)[0]["status"], "running", "alive while it waits");
+    let t = Instant::now();
+    // SAFETY: signals a child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    assert_eq!(status.code(), Some(130));
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(stderr.contains("interrupted by SIGINT"), "{stderr}");
+    assert!(stderr.contains(&format!("--resume {run}")), "{stderr}");
+    let listed = runs(&ws);
+    assert_eq!(listed[0]["status"], "interrupted");
+    let shown = kevo()
+        .args(["show", &run, "--json", "--workspace"])
+        .arg(&ws)
+        .output()
+        .unwrap();
+    let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(shown["run"]["status_reason"], "interrupted by SIGINT");
+    // Resumable: a resume starts where it stopped (and is interrupted
+    // again, since the server is still silent).
+    let mut resumed = kevo()
+        .env("KEVO_CACHE_DIR", &cache)
+        .args(["evolve", "--resume", &run, "--json", "--workspace"])
+        .arg(&ws)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(resumed.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.contains("\"resumed_from\":0"), "{line}");
+    // SAFETY: as above.
+    unsafe { libc::kill(resumed.id() as i32, libc::SIGTERM) };
+    assert_eq!(resumed.wait().unwrap().code(), Some(130));
+    assert_eq!(runs(&ws)[0]["status"], "interrupted");
+}
+
+#[test]
+fn a_run_killed_with_sigkill_is_not_listed_as_running() {
+    if !opencl_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    let (mut child, _run) = evolve_waiting_on_a_silent_server(&ws, &dir.path().join("cache"));
+    assert_eq!(runs(&ws)[0]["status"], "running");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Ten seconds without a heartbeat (HEARTBEAT_STALE_S) and it is dead.
+    let t = Instant::now();
+    while runs(&ws)[0]["status"] == "running" {
+        assert!(t.elapsed() < Duration::from_secs(20), "still running");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert_eq!(runs(&ws)[0]["status"], "dead");
+    let out = kevo()
+        .args(["runs", "--workspace"])
+        .arg(&ws)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("dead"));
 }

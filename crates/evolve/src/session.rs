@@ -211,6 +211,29 @@ struct Session<'e> {
     started: Instant,
     timeout: Duration,
     resumed_from: Option<u32>,
+    /// Writes the run's heartbeat while this session lives.
+    heartbeat: tokio::task::AbortHandle,
+}
+
+impl Drop for Session<'_> {
+    fn drop(&mut self) {
+        self.heartbeat.abort();
+    }
+}
+
+/// Write `run`'s heartbeat now and every few seconds until aborted, so
+/// `kevo runs` can tell a live run from one whose process died.
+fn start_heartbeat(store: &kevo_store::Store, run: &RunId) -> tokio::task::AbortHandle {
+    let store = store.clone();
+    let run = run.clone();
+    tokio::spawn(async move {
+        let every = Duration::from_secs(kevo_store::HEARTBEAT_INTERVAL_S as u64);
+        loop {
+            let _ = store.heartbeat(&run).await;
+            tokio::time::sleep(every).await;
+        }
+    })
+    .abort_handle()
 }
 
 /// The run's stored configuration: the options as given, and what was in
@@ -294,6 +317,7 @@ impl<'e> Session<'e> {
             }
         };
         let dir = RunDir::create(&env.workspace, &run, dialect.extension())?;
+        let heartbeat = start_heartbeat(&env.store, &run);
         Ok(Session {
             options,
             task,
@@ -314,6 +338,7 @@ impl<'e> Session<'e> {
             started: Instant::now(),
             timeout: Duration::from_secs(60),
             resumed_from: None,
+            heartbeat,
         })
     }
 

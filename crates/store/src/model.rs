@@ -205,6 +205,11 @@ pub struct RunInfo {
     pub summary: Option<Value>,
 }
 
+/// How often a running run writes its heartbeat.
+pub const HEARTBEAT_INTERVAL_S: i64 = 2;
+/// A running run without a heartbeat for this long has lost its process.
+pub const HEARTBEAT_STALE_S: i64 = 10;
+
 /// One line of `kevo list`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunListing {
@@ -225,6 +230,9 @@ pub struct RunListing {
     pub best_score: Option<f64>,
     /// Spend recorded in the last checkpoint.
     pub cost_usd: Option<f64>,
+    /// The last sign of life of the process running it (`running` only).
+    #[serde(default)]
+    pub heartbeat_at: Option<DateTime<Utc>>,
 }
 
 /// A reference to a candidate from inside an [`IterationRecord`]: either one
@@ -479,4 +487,16 @@ pub struct HeldOutResult {
     pub fraction: Option<f64>,
     pub speedup: Option<f64>,
     pub created_at: DateTime<Utc>,
+}
+
+impl RunListing {
+    /// Whether a `running` run's process still lives: its heartbeat is
+    /// recent (`now` minus at most [`HEARTBEAT_STALE_S`]). Runs stored
+    /// before heartbeats existed have none and count as not alive.
+    pub fn is_alive(&self, now: DateTime<Utc>) -> bool {
+        self.status == RunStatus::Running
+            && self
+                .heartbeat_at
+                .is_some_and(|h| (now - h).num_seconds() <= HEARTBEAT_STALE_S)
+    }
 }

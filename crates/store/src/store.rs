@@ -266,6 +266,7 @@ struct ListingRow {
     candidates: i64,
     best_score: Option<f64>,
     cost_usd: Option<f64>,
+    heartbeat_at: Option<DateTime<Utc>>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -374,7 +375,8 @@ SELECT r.id, r.created_at, r.task, r.backend, r.device, r.size_set, r.strategy, 
        (SELECT MAX(e.score) FROM evaluations e JOIN candidates c ON c.id = e.candidate_id
          WHERE c.run_id = r.id AND e.kind = 'in_distribution') AS best_score,
        (SELECT s.cost_usd FROM steps s WHERE s.run_id = r.id
-         ORDER BY s.iteration DESC LIMIT 1) AS cost_usd
+         ORDER BY s.iteration DESC LIMIT 1) AS cost_usd,
+       r.heartbeat_at
 FROM runs r
 ORDER BY r.created_at DESC, r.id DESC";
 
@@ -673,6 +675,7 @@ impl Store {
                     candidates: self.count_of(r.candidates)?,
                     best_score: r.best_score,
                     cost_usd: r.cost_usd,
+                    heartbeat_at: r.heartbeat_at,
                 })
             })
             .collect()
@@ -756,6 +759,22 @@ impl Store {
 
     /// Marks a running run interrupted (Ctrl-C, budget pause); it can be
     /// resumed.
+    /// Record that the process running `run` is alive (see
+    /// [`RunListing::is_alive`]). A run that is not running is left alone.
+    pub async fn heartbeat(&self, run: &RunId) -> Result<(), StoreError> {
+        let at = now();
+        on_pool!(self, pool => {
+            sqlx::query("UPDATE runs SET heartbeat_at = $1 WHERE id = $2 AND status = 'running'")
+                .bind(at)
+                .bind(&run.0)
+                .execute(pool)
+                .await
+                .map(|_| ())
+        })
+        .map_err(self.db("write a heartbeat"))?;
+        Ok(())
+    }
+
     pub async fn mark_interrupted(&self, run: &RunId, reason: &str) -> Result<(), StoreError> {
         self.set_status(
             run,
