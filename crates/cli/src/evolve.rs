@@ -156,7 +156,7 @@ impl Progress {
 
 impl kevo_evolve::Observer for Progress {
     fn on(&mut self, event: &Event) {
-        if let Event::Started { run, .. } = event {
+        if let Event::Created { run } | Event::Started { run, .. } = event {
             *self.run.lock().unwrap_or_else(|e| e.into_inner()) = Some(run.clone());
         }
         if self.json {
@@ -166,6 +166,8 @@ impl kevo_evolve::Observer for Progress {
             return;
         }
         match event {
+            // Printed with the seed's result, in `Started`.
+            Event::Created { .. } => {}
             Event::Started {
                 run,
                 task,

@@ -55,6 +55,11 @@ pub enum EvolveError {
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
+    /// The run is stored (before its seed is evaluated): from here on it
+    /// can be resumed by this id.
+    Created {
+        run: String,
+    },
     Started {
         run: String,
         task: String,
@@ -163,6 +168,9 @@ pub async fn start(
         ));
     }
     let mut session = Session::open(options, task, env, None).await?;
+    observer.on(&Event::Created {
+        run: session.run.0.clone(),
+    });
     session.run_seed(observer).await?;
     session.run_loop(observer).await
 }
