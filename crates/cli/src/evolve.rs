@@ -134,6 +134,9 @@ impl Progress {
                     .unwrap_or_else(|_| ProgressStyle::default_spinner()),
             );
             bar.enable_steady_tick(std::time::Duration::from_millis(200));
+            // Retry and wait notices go above the bar, not through it.
+            let above = bar.clone();
+            kevo_proposer::notice::set_sink(move |line| above.println(format!("kevo: {line}")));
             bar
         });
         Progress {
@@ -203,6 +206,7 @@ impl kevo_evolve::Observer for Progress {
                 output_tokens,
                 cost_usd,
                 unknown_cost_calls,
+                unknown_usage_calls,
                 ..
             } => {
                 let last = outcomes
@@ -216,7 +220,11 @@ impl kevo_evolve::Observer for Progress {
                     .join(", ");
                 let mark = if *promoted { " NEW BEST" } else { "" };
                 let msg = format!(
-                    "best {best_score:.4} ({speedup:.2}x seed) | last: {last}{mark} | tokens {input_tokens}+{output_tokens} | {}",
+                    "best {best_score:.4} ({speedup:.2}x seed) | last: {last}{mark} | tokens {input_tokens}+{output_tokens}{} | {}",
+                    match unknown_usage_calls {
+                        0 => String::new(),
+                        n => format!(" + unknown ({n} call(s) without usable counts)"),
+                    },
                     cost_text(*cost_usd, *unknown_cost_calls)
                 );
                 match &self.bar {
@@ -279,6 +287,7 @@ pub fn evolve(args: EvolveArgs) -> Result<ExitCode> {
             store,
             workspace: args.store.workspace.clone(),
             worker: WorkerCommand::current_exe()?,
+            in_flight: Default::default(),
         };
         let mut progress = Progress::new(args.json, args.quiet);
         let run_id = progress.run.clone();
@@ -341,9 +350,10 @@ pub fn evolve(args: EvolveArgs) -> Result<ExitCode> {
                 let run = run_id.lock().unwrap_or_else(|e| e.into_inner()).clone();
                 let reason = format!("interrupted by {signal}");
                 if let Some(run) = &run {
-                    env.store
-                        .mark_interrupted(&kevo_store::RunId(run.clone()), &reason)
-                        .await?;
+                    let abandoned = kevo_evolve::interrupt(&env, run, &reason).await?;
+                    if abandoned > 0 {
+                        eprintln!("kevo: {abandoned} model call(s) abandoned and stored");
+                    }
                     eprintln!("kevo: run {run} {reason}; continue it with `kevo evolve --resume {run}`");
                 } else {
                     eprintln!("kevo: {reason} before the run started");
@@ -477,9 +487,16 @@ pub fn show(run: &str, store: StoreArgs, json: bool) -> Result<ExitCode> {
         let history = store.history(&id).await?;
         let best = store.best_candidate(&id).await?;
         let held_out = store.held_out_results(&id).await?;
+        let abandoned: Vec<_> = store
+            .llm_calls(&id)
+            .await?
+            .into_iter()
+            .filter(kevo_evolve::is_abandoned)
+            .collect();
         if json {
             let value = serde_json::json!({
                 "run": info, "history": history, "best": best, "held_out": held_out,
+                "abandoned_calls": abandoned,
             });
             println!("{}", serde_json::to_string_pretty(&value)?);
             return Ok(ExitCode::SUCCESS);
@@ -510,6 +527,14 @@ pub fn show(run: &str, store: StoreArgs, json: bool) -> Result<ExitCode> {
                 score(h.score),
                 if h.promoted { "yes" } else { "" },
                 h.reason
+            );
+        }
+        for c in &abandoned {
+            println!(
+                "iteration {}: a model call to {} {}",
+                c.iteration,
+                c.call.provider,
+                c.call.error.as_deref().unwrap_or_default()
             );
         }
         // Candidates that ran faster than the hardware allows: never

@@ -14,15 +14,37 @@ use std::time::{Duration, Instant};
 
 const CANARY: &str = "sk-e2e-canary-4c0ffee15bad";
 
+/// A kernel the proposer answers with (the seed's work, done plainly).
+const KERNEL: &str = "```opencl\n__kernel void saxpy(__global const float* x, __global float* y, float a, uint N) { uint i = get_global_id(0); if (i < N) y[i] = a * x[i] + y[i]; }\n```\n";
+
 /// What the server does with every request.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 enum Behaviour {
     /// 200 with `{"error": {"message": "... <key> ..."}}` (no code).
     ErrorEchoingTheKey,
     /// A valid answer whose `model` and reasoning echo the key.
     AnswerEchoingTheKey,
+    /// A valid answer with this `usage` object.
+    AnswerWithUsage(serde_json::Value),
+    /// A 200 whose body is this many bytes of a JSON string.
+    HugeBody(usize),
+    /// This status with an optional Retry-After header and an empty
+    /// JSON error body.
+    Status(u16, Option<&'static str>),
     /// Accept the request and never answer.
     Silent,
+}
+
+fn answer(text: String, model: &str, usage: serde_json::Value) -> String {
+    serde_json::json!({
+        "model": model,
+        "choices": [{
+            "message": {"content": text, "reasoning_content": format!("my key is {CANARY}")},
+            "finish_reason": "stop"
+        }],
+        "usage": usage
+    })
+    .to_string()
 }
 
 /// A loopback HTTP server on its own thread; returns its base URL.
@@ -31,6 +53,7 @@ fn serve(behaviour: Behaviour) -> String {
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
+            let behaviour = behaviour.clone();
             std::thread::spawn(move || {
                 let mut reader = BufReader::new(stream.try_clone().unwrap());
                 let mut length = 0usize;
@@ -44,6 +67,8 @@ fn serve(behaviour: Behaviour) -> String {
                 }
                 let mut body = vec![0u8; length];
                 let _ = reader.read_exact(&mut body);
+                let mut status = "200 OK".to_string();
+                let mut headers = String::new();
                 let answer = match behaviour {
                     Behaviour::Silent => {
                         std::thread::sleep(Duration::from_secs(120));
@@ -51,24 +76,27 @@ fn serve(behaviour: Behaviour) -> String {
                     }
                     Behaviour::ErrorEchoingTheKey => serde_json::json!({
                         "error": {"message": format!("invalid api key {CANARY}")}
-                    }),
-                    Behaviour::AnswerEchoingTheKey => serde_json::json!({
-                        "model": CANARY,
-                        "choices": [{
-                            "message": {
-                                "content": format!("Key {CANARY}.\n\n```opencl\n__kernel void saxpy(__global const float* x, __global float* y, float a, uint N) {{ uint i = get_global_id(0); if (i < N) y[i] = a * x[i] + y[i]; }}\n```\n"),
-                                "reasoning_content": format!("my key is {CANARY}")
-                            },
-                            "finish_reason": "stop"
-                        }],
-                        "usage": {"prompt_tokens": 10, "completion_tokens": 10}
-                    }),
-                }
-                .to_string();
+                    })
+                    .to_string(),
+                    Behaviour::AnswerEchoingTheKey => answer(
+                        format!("Key {CANARY}.\n\n{KERNEL}"),
+                        CANARY,
+                        serde_json::json!({"prompt_tokens": 10, "completion_tokens": 10}),
+                    ),
+                    Behaviour::AnswerWithUsage(usage) => answer(KERNEL.into(), "gpt-5", usage),
+                    Behaviour::HugeBody(n) => format!("\"{}\"", "x".repeat(n)),
+                    Behaviour::Status(code, retry_after) => {
+                        status = format!("{code} Unavailable");
+                        if let Some(s) = retry_after {
+                            headers = format!("retry-after: {s}\r\n");
+                        }
+                        "{}".into()
+                    }
+                };
                 let mut stream = stream;
                 let _ = write!(
                     stream,
-                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+                    "HTTP/1.1 {status}\r\ncontent-type: application/json\r\n{headers}content-length: {}\r\nconnection: close\r\n\r\n{answer}",
                     answer.len()
                 );
             });
@@ -87,6 +115,90 @@ fn assert_no_canary(out: &Output) {
     for (name, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
         let text = String::from_utf8_lossy(bytes);
         assert!(!text.contains(CANARY), "the key reached {name}: {text}");
+    }
+}
+
+/// One `kevo evolve` of saxpy at smoke sizes on OpenCL in a fresh
+/// workspace, against `llm`, and what it left.
+struct Ran {
+    out: Output,
+    stdout: String,
+    stderr: String,
+    elapsed: Duration,
+    ws: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+fn evolve(llm: &str, iterations: u32, extra: &[&str]) -> Ran {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    let t = Instant::now();
+    let out = kevo()
+        .env("KEVO_CACHE_DIR", dir.path().join("cache"))
+        .args(["evolve", "--task", "saxpy", "--backend", "opencl"])
+        .args(["--sizes", "smoke", "--llm", llm, "--iterations"])
+        .arg(iterations.to_string())
+        .arg("--workspace")
+        .arg(&ws)
+        .args(extra)
+        .output()
+        .unwrap();
+    let elapsed = t.elapsed();
+    Ran {
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        out,
+        elapsed,
+        ws,
+        _dir: dir,
+    }
+}
+
+impl Ran {
+    /// What every faulty endpoint must leave: a run that ended (not
+    /// crashed), a workspace without the key, and a bounded wall time.
+    fn assert_ended_cleanly(&self, within: Duration) {
+        assert!(
+            self.out.status.success(),
+            "exit {:?}\n{}\n{}",
+            self.out.status,
+            self.stdout,
+            self.stderr
+        );
+        assert_no_canary(&self.out);
+        assert_eq!(files_holding(&self.ws, CANARY), Vec::<PathBuf>::new());
+        assert_eq!(runs(&self.ws)[0]["status"], "finished", "{}", self.stdout);
+        assert!(self.elapsed < within, "{:?} > {within:?}", self.elapsed);
+    }
+
+    /// The run's stored model calls.
+    fn calls(&self) -> Vec<kevo_store::StoredLlmCall> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let store = kevo_store::Store::open_workspace(&self.ws).await.unwrap();
+            let id = runs(&self.ws)[0]["id"].as_str().unwrap().to_string();
+            store.llm_calls(&kevo_store::RunId(id)).await.unwrap()
+        })
+    }
+
+    /// The size of everything in the workspace, in bytes.
+    fn workspace_bytes(&self) -> u64 {
+        let mut total = 0;
+        let mut stack = vec![self.ws.clone()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                let m = e.metadata().unwrap();
+                if m.is_dir() {
+                    stack.push(e.path());
+                } else {
+                    total += m.len();
+                }
+            }
+        }
+        total
     }
 }
 
@@ -311,6 +423,27 @@ fn ctrl_c_ends_a_run_waiting_on_a_silent_server_as_interrupted_and_resumable() {
         .unwrap();
     let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
     assert_eq!(shown["run"]["status_reason"], "interrupted by SIGINT");
+    // The model call it was waiting on is stored as abandoned (its tokens
+    // unknown: it may have been billed), with the prompt it sent.
+    assert!(
+        stderr.contains("1 model call(s) abandoned and stored"),
+        "{stderr}"
+    );
+    let abandoned = shown["abandoned_calls"].as_array().unwrap();
+    assert_eq!(abandoned.len(), 1, "{shown}");
+    assert_eq!(abandoned[0]["iteration"], 1);
+    let error = abandoned[0]["call"]["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("abandoned after") && error.ends_with("interrupted by SIGINT"),
+        "{error}"
+    );
+    assert!(abandoned[0]["call"]["input_tokens"].is_null());
+    assert!(
+        !abandoned[0]["call"]["prompt_user"]
+            .as_str()
+            .unwrap()
+            .is_empty()
+    );
     // Resumable: a resume starts where it stopped (and is interrupted
     // again, since the server is still silent).
     let mut resumed = kevo()
@@ -339,16 +472,22 @@ fn a_run_killed_with_sigkill_is_not_listed_as_running() {
     }
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().join("ws");
-    let (mut child, _run) = evolve_waiting_on_a_silent_server(&ws, &dir.path().join("cache"));
+    let (mut child, run) = evolve_waiting_on_a_silent_server(&ws, &dir.path().join("cache"));
     assert_eq!(runs(&ws)[0]["status"], "running");
+    // While it lives, a second process may not resume it.
+    let second = kevo()
+        .env("KEVO_CACHE_DIR", dir.path().join("cache"))
+        .args(["evolve", "--resume", &run, "--workspace"])
+        .arg(&ws)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("is running in another process"), "{stderr}");
     child.kill().unwrap();
     child.wait().unwrap();
-    // Ten seconds without a heartbeat (HEARTBEAT_STALE_S) and it is dead.
-    let t = Instant::now();
-    while runs(&ws)[0]["status"] == "running" {
-        assert!(t.elapsed() < Duration::from_secs(20), "still running");
-        std::thread::sleep(Duration::from_millis(500));
-    }
+    // Its heartbeat's holder is gone from this machine: dead at once, not
+    // only once the heartbeat is stale (HEARTBEAT_STALE_S).
     assert_eq!(runs(&ws)[0]["status"], "dead");
     let out = kevo()
         .args(["runs", "--workspace"])
@@ -356,4 +495,244 @@ fn a_run_killed_with_sigkill_is_not_listed_as_running() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("dead"));
+}
+
+#[test]
+fn usage_that_is_missing_or_absurd_is_unknown_never_zero_and_never_fatal() {
+    if !opencl_available() {
+        return;
+    }
+    for usage in [
+        serde_json::json!({"prompt_tokens": 9_223_372_036_854_775_808u64, "completion_tokens": u64::MAX}),
+        serde_json::json!({"prompt_tokens": -5, "completion_tokens": "ten"}),
+        serde_json::Value::Null,
+    ] {
+        // gpt-5 has a price: only the usage makes its cost unknown.
+        let llm = format!(
+            "openai@{}:gpt-5",
+            serve(Behaviour::AnswerWithUsage(usage.clone()))
+        );
+        let ran = evolve(&llm, 2, &["--llm-retries", "0"]);
+        ran.assert_ended_cleanly(Duration::from_secs(90));
+        assert!(
+            ran.stdout
+                .contains("+ unknown (2 call(s) without a known cost)"),
+            "{usage}: {}",
+            ran.stdout
+        );
+        let calls = ran.calls();
+        assert_eq!(calls.len(), 2, "{usage}");
+        for c in &calls {
+            assert_eq!(c.call.error, None, "{usage}");
+            assert_eq!(
+                (c.call.input_tokens, c.call.output_tokens, c.call.cost_usd),
+                (None, None, None),
+                "{usage}: unknown is stored as unknown, not 0"
+            );
+        }
+        // Under a cost cap the first such call stops the run, with the
+        // reason, instead of running on at "$0.0000".
+        let ran = evolve(&llm, 3, &["--llm-retries", "0", "--max-cost-usd", "10"]);
+        ran.assert_ended_cleanly(Duration::from_secs(90));
+        assert!(ran.stdout.contains("cannot be enforced"), "{}", ran.stdout);
+        assert!(
+            ran.stderr.contains("the cost budget cannot be enforced"),
+            "{}",
+            ran.stderr
+        );
+        assert!(
+            ran.stderr
+                .contains("tokens 0+0 + unknown (1 call(s) without usable counts)"),
+            "{}",
+            ran.stderr
+        );
+        assert_eq!(ran.calls().len(), 1, "{usage}");
+    }
+}
+
+#[test]
+fn a_huge_response_is_a_failed_proposal_that_is_not_stored() {
+    if !opencl_available() {
+        return;
+    }
+    let url = serve(Behaviour::HugeBody(20 << 20));
+    let ran = evolve(&format!("openai@{url}:m"), 2, &["--llm-retries", "0"]);
+    ran.assert_ended_cleanly(Duration::from_secs(90));
+    let calls = ran.calls();
+    assert_eq!(calls.len(), 2);
+    for c in &calls {
+        let error = c.call.error.as_deref().unwrap_or_default();
+        assert!(error.contains("larger than 1048576 bytes"), "{error}");
+    }
+    // Two 20 MB answers left no trace of their size.
+    assert!(ran.workspace_bytes() < 4 << 20, "{}", ran.workspace_bytes());
+}
+
+#[test]
+fn failures_and_waits_print_a_line_each_and_a_long_retry_after_is_refused() {
+    if !opencl_available() {
+        return;
+    }
+    let url = serve(Behaviour::Status(500, None));
+    let ran = evolve(&format!("openai@{url}:m"), 1, &["--llm-retries", "2"]);
+    ran.assert_ended_cleanly(Duration::from_secs(90));
+    for line in ["attempt 1 of 3 failed", "attempt 2 of 3 failed"] {
+        assert!(ran.stderr.contains(line), "{line}: {}", ran.stderr);
+    }
+    assert!(
+        ran.stderr.matches("retrying in").count() == 2,
+        "{}",
+        ran.stderr
+    );
+    // Retry-After: 250 with the default retries: refused at once, aloud,
+    // instead of four silent waits of 250 s.
+    let url = serve(Behaviour::Status(503, Some("250")));
+    let ran = evolve(&format!("openai@{url}:m"), 1, &[]);
+    ran.assert_ended_cleanly(Duration::from_secs(90));
+    assert!(
+        ran.stderr.contains("asked to wait 250 s") && ran.stderr.contains("not retried"),
+        "{}",
+        ran.stderr
+    );
+    let error = ran.calls()[0].call.error.clone().unwrap_or_default();
+    assert!(error.contains("asked to wait 250 s"), "{error}");
+}
+
+/// A `cmd:` proposer script in `dir`; `{KERNEL}` in `body` is the answer.
+fn script(dir: &Path, name: &str, body: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    let body = body.replace("{KERNEL}", &KERNEL.replace('\'', ""));
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    format!("cmd:{}", path.display())
+}
+
+#[test]
+fn a_cmd_proposer_gets_no_key_and_what_it_prints_of_one_is_never_stored() {
+    if !opencl_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // It prints its whole environment and a key it found elsewhere on
+    // stderr and fails; then answers with the key in its text.
+    let fails = script(
+        dir.path(),
+        "fails.sh",
+        &format!(
+            "cat >/dev/null\nenv >&2\necho \"found {CANARY}; mine is [$OPENAI_API_KEY]\" >&2\nexit 1"
+        ),
+    );
+    let ran = evolve(&fails, 1, &["--llm-retries", "0"]);
+    ran.assert_ended_cleanly(Duration::from_secs(90));
+    let error = ran.calls()[0].call.error.clone().unwrap_or_default();
+    assert!(
+        error.contains("mine is []"),
+        "scrubbed environment: {error}"
+    );
+    assert!(error.contains("found [redacted]"), "{error}");
+    let answers = script(
+        dir.path(),
+        "answers.sh",
+        &format!("cat >/dev/null\necho 'my key: {CANARY}'\necho '{{KERNEL}}'"),
+    );
+    let ran = evolve(&answers, 1, &["--llm-retries", "0"]);
+    ran.assert_ended_cleanly(Duration::from_secs(90));
+    assert_eq!(ran.calls()[0].call.error, None);
+}
+
+#[test]
+fn a_cmd_proposer_that_escapes_its_group_or_floods_its_output_is_bounded() {
+    if !opencl_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("escapee.pid");
+    // A child in a new session that holds stdout open for a minute.
+    let escapes = script(
+        dir.path(),
+        "escapes.sh",
+        &format!(
+            "cat >/dev/null\nsetsid sh -c 'echo $$ > {0}; exec sleep 60' &\nwhile [ ! -s {0} ]; do sleep 0.05; done\necho '{{KERNEL}}'",
+            pidfile.display()
+        ),
+    );
+    let ran = evolve(&escapes, 1, &["--llm-timeout", "5", "--llm-retries", "0"]);
+    ran.assert_ended_cleanly(Duration::from_secs(60));
+    assert!(
+        ran.stderr
+            .contains("left 1 process(es) running after it exited; they were killed"),
+        "{}",
+        ran.stderr
+    );
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // SAFETY: signal 0 only asks whether the process exists.
+    let gone = || unsafe { libc::kill(pid, 0) } != 0 || zombie(pid);
+    let t = Instant::now();
+    while !gone() {
+        assert!(t.elapsed() < Duration::from_secs(5), "{pid} survived");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // One that never ends: the call ends at its timeout.
+    let hangs = script(dir.path(), "hangs.sh", "exec sleep 600");
+    let ran = evolve(&hangs, 1, &["--llm-timeout", "2", "--llm-retries", "0"]);
+    ran.assert_ended_cleanly(Duration::from_secs(60));
+    let error = ran.calls()[0].call.error.clone().unwrap_or_default();
+    assert!(error.contains("no response within 2.0 s"), "{error}");
+    // 50 MB of output: a failed proposal with the reason, nothing stored.
+    let floods = script(
+        dir.path(),
+        "floods.sh",
+        "cat >/dev/null\nhead -c 50000000 /dev/zero | tr '\\0' x",
+    );
+    let ran = evolve(&floods, 1, &["--llm-retries", "0"]);
+    ran.assert_ended_cleanly(Duration::from_secs(60));
+    let error = ran.calls()[0].call.error.clone().unwrap_or_default();
+    assert!(error.contains("larger than 1048576 bytes"), "{error}");
+    assert!(ran.workspace_bytes() < 4 << 20, "{}", ran.workspace_bytes());
+}
+
+/// Whether `pid` has exited and waits to be reaped (it is then gone for
+/// every purpose but its table entry).
+fn zombie(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+        .unwrap_or(true)
+}
+
+#[test]
+fn a_second_ctrl_c_exits_at_once_and_leaves_no_run_running() {
+    if !opencl_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    let (mut child, _run) = evolve_waiting_on_a_silent_server(&ws, &dir.path().join("cache"));
+    let t = Instant::now();
+    for _ in 0..2 {
+        // SAFETY: signals a child this test started.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = child.wait().unwrap();
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    assert_eq!(status.code(), Some(130));
+    // Whichever signal ended it, the run is not left `running`: the
+    // first marks it interrupted; if the second won, the heartbeat stops
+    // and it reads as dead within the stale window.
+    let t = Instant::now();
+    while runs(&ws)[0]["status"] == "running" {
+        assert!(t.elapsed() < Duration::from_secs(20), "still running");
+        std::thread::sleep(Duration::from_millis(500));
+    }
 }

@@ -13,5 +13,6 @@ mod session;
 
 pub use options::EvolveOptions;
 pub use session::{
-    Environment, Event, EvolveError, HeldOutSummary, Observer, Summary, resume, start,
+    Environment, Event, EvolveError, HeldOutSummary, InFlightCalls, Observer, Summary, interrupt,
+    is_abandoned, resume, start,
 };

@@ -28,6 +28,103 @@ pub struct Environment {
     /// Run directories (human-readable artifacts) go under `<workspace>/runs`.
     pub workspace: PathBuf,
     pub worker: WorkerCommand,
+    /// Model calls under way, so that a run stopped by a signal stores
+    /// what it was asking ([`interrupt`]).
+    pub in_flight: InFlightCalls,
+}
+
+/// Model calls a session has sent and not yet got back.
+#[derive(Clone, Default)]
+pub struct InFlightCalls(Arc<std::sync::Mutex<Vec<InFlightCall>>>);
+
+struct InFlightCall {
+    run: RunId,
+    iteration: u32,
+    provider: String,
+    system: String,
+    user: String,
+    sent: Instant,
+}
+
+impl InFlightCalls {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<InFlightCall>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// How many calls are under way.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A proposal call as stored, before its answer is known: what was asked
+/// of whom, and how long it took; counts and cost unknown.
+fn proposal_call(provider: String, system: &str, user: &str, latency_s: f64) -> NewLlmCall {
+    NewLlmCall {
+        purpose: "propose".into(),
+        provider,
+        model: String::new(),
+        prompt_system: system.to_string(),
+        prompt_user: user.to_string(),
+        response: None,
+        reasoning: None,
+        input_tokens: None,
+        output_tokens: None,
+        reasoning_tokens: None,
+        cost_usd: None,
+        latency_s,
+        error: None,
+    }
+}
+
+/// How the error of a call abandoned by [`interrupt`] begins.
+pub const ABANDONED: &str = "abandoned after";
+
+/// Whether a stored call was abandoned in flight by [`interrupt`].
+pub fn is_abandoned(call: &kevo_store::StoredLlmCall) -> bool {
+    call.candidate_id.is_none()
+        && call
+            .call
+            .error
+            .as_deref()
+            .is_some_and(|e| e.starts_with(ABANDONED))
+}
+
+/// Ends a run stopped from outside (SIGINT, SIGTERM) once its session
+/// future has been dropped: the model calls it had in flight are stored as
+/// abandoned (tokens unknown: they may have been billed), and the run is
+/// marked interrupted with `reason`, resumable. Returns how many calls were
+/// abandoned.
+pub async fn interrupt(env: &Environment, run: &str, reason: &str) -> Result<usize, EvolveError> {
+    let run = RunId(run.to_string());
+    let abandoned: Vec<InFlightCall> = {
+        let mut calls = env.in_flight.lock();
+        let (mine, others) = calls.drain(..).partition(|c| c.run == run);
+        *calls = others;
+        mine
+    };
+    let mut by_iteration: std::collections::BTreeMap<u32, Vec<NewLlmCall>> = Default::default();
+    for c in &abandoned {
+        let waited = c.sent.elapsed().as_secs_f64();
+        by_iteration
+            .entry(c.iteration)
+            .or_default()
+            .push(NewLlmCall {
+                error: Some(format!("{ABANDONED} {waited:.1} s: {reason}")),
+                ..proposal_call(c.provider.clone(), &c.system, &c.user, waited)
+            });
+    }
+    for (iteration, calls) in &by_iteration {
+        env.store
+            .record_abandoned_calls(&run, *iteration, calls)
+            .await?;
+    }
+    env.store.mark_interrupted(&run, reason).await?;
+    Ok(abandoned.len())
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -87,6 +184,9 @@ pub enum Event {
         /// Calls of this session whose cost is unknown (no price, or no
         /// usable token counts): `cost_usd` leaves them out.
         unknown_cost_calls: u64,
+        /// Calls of this session without usable token counts: the token
+        /// figures leave them out.
+        unknown_usage_calls: u64,
         wall_s: f64,
     },
     HeldOut(HeldOutSummary),
@@ -226,6 +326,18 @@ struct Session<'e> {
 impl Drop for Session<'_> {
     fn drop(&mut self) {
         self.heartbeat.abort();
+    }
+}
+
+/// Tasks aborted when dropped: a model call must not outlive the session
+/// that sent it (a `cmd:` proposer's processes end with its future).
+struct AbortOnDrop<T>(Vec<tokio::task::JoinHandle<T>>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        for h in &self.0 {
+            h.abort();
+        }
     }
 }
 
@@ -751,18 +863,28 @@ impl<'e> Session<'e> {
                 }
             })
             .collect();
-        let mut handles = Vec::with_capacity(n);
-        for c in calls {
-            handles.push(tokio::spawn(c));
+        // Registered until they return; if this future is dropped instead
+        // (a signal), `interrupt` stores them as abandoned.
+        let in_flight = &self.env.in_flight;
+        let sent = Instant::now();
+        in_flight.lock().extend((0..n).map(|_| InFlightCall {
+            run: self.run.clone(),
+            iteration: k,
+            provider: self.provider.label(),
+            system: request.system.clone(),
+            user: request.user.clone(),
+            sent,
+        }));
+        let mut handles = AbortOnDrop(calls.into_iter().map(tokio::spawn).collect());
+        let mut joined = Vec::with_capacity(n);
+        for h in handles.0.iter_mut() {
+            joined.push(h.await);
         }
-        let mut completions: Vec<(Result<Completion, kevo_proposer::ProviderError>, f64)> =
-            Vec::with_capacity(n);
-        for h in handles {
-            completions.push(
-                h.await
-                    .map_err(|e| EvolveError::Invalid(format!("proposer task failed: {e}")))?,
-            );
-        }
+        in_flight.lock().retain(|c| c.run != self.run);
+        let completions: Vec<(Result<Completion, kevo_proposer::ProviderError>, f64)> = joined
+            .into_iter()
+            .map(|r| r.map_err(|e| EvolveError::Invalid(format!("proposer task failed: {e}"))))
+            .collect::<Result<_, _>>()?;
         if let Some((Err(e), _)) = completions.first()
             && e.is_budget_stop()
             && completions.iter().all(|(r, _)| r.is_err())
@@ -779,21 +901,12 @@ impl<'e> Session<'e> {
         let mut failure: Option<String> = None;
         let mut any_candidate = false;
         for (j, (result, latency)) in completions.into_iter().enumerate() {
-            let mut call = NewLlmCall {
-                purpose: "propose".into(),
-                provider: self.provider.label(),
-                model: String::new(),
-                prompt_system: request.system.clone(),
-                prompt_user: request.user.clone(),
-                response: None,
-                reasoning: None,
-                input_tokens: None,
-                output_tokens: None,
-                reasoning_tokens: None,
-                cost_usd: None,
-                latency_s: latency,
-                error: None,
-            };
+            let mut call = proposal_call(
+                self.provider.label(),
+                &request.system,
+                &request.user,
+                latency,
+            );
             let completion = match result {
                 Err(e) => {
                     call.error = Some(e.to_string());
@@ -1014,6 +1127,7 @@ impl<'e> Session<'e> {
             output_tokens: spent.output_tokens,
             cost_usd: spent.cost_usd,
             unknown_cost_calls: self.accounting.totals().all.unpriced_calls,
+            unknown_usage_calls: self.accounting.totals().all.usage_unknown_calls,
             wall_s: spent.wall_s,
         });
         Ok(())

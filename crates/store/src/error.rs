@@ -67,6 +67,18 @@ pub enum StoreError {
         why: &'static str,
     },
 
+    /// The run is being run by a live process (its heartbeat is recent):
+    /// resuming it too would record its iterations twice.
+    #[error(
+        "run `{run}` is running in another process (its heartbeat is {age_s} s old); stop that \
+         process first, or, if it died, resume once its heartbeat is more than {stale_s} s old"
+    )]
+    RunAlive {
+        run: RunId,
+        age_s: i64,
+        stale_s: i64,
+    },
+
     /// The record handed to the store contradicts itself (a reference to a
     /// proposal without a candidate, a promotion of nothing, ...).
     #[error("invalid record: {0}")]

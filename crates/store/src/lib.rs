@@ -23,6 +23,7 @@
 
 pub mod artifacts;
 mod error;
+pub mod lease;
 pub mod location;
 mod model;
 mod store;

@@ -233,6 +233,9 @@ pub struct RunListing {
     /// The last sign of life of the process running it (`running` only).
     #[serde(default)]
     pub heartbeat_at: Option<DateTime<Utc>>,
+    /// The process that wrote it (see [`crate::lease`]).
+    #[serde(default)]
+    pub heartbeat_holder: Option<String>,
 }
 
 /// A reference to a candidate from inside an [`IterationRecord`]: either one
@@ -491,12 +494,18 @@ pub struct HeldOutResult {
 
 impl RunListing {
     /// Whether a `running` run's process still lives: its heartbeat is
-    /// recent (`now` minus at most [`HEARTBEAT_STALE_S`]). Runs stored
-    /// before heartbeats existed have none and count as not alive.
+    /// recent (`now` minus at most [`HEARTBEAT_STALE_S`]) and its holder
+    /// is not known to have ended (on this machine that is known at once).
+    /// Runs stored before heartbeats existed have none and count as not
+    /// alive.
     pub fn is_alive(&self, now: DateTime<Utc>) -> bool {
         self.status == RunStatus::Running
             && self
                 .heartbeat_at
                 .is_some_and(|h| (now - h).num_seconds() <= HEARTBEAT_STALE_S)
+            && !self
+                .heartbeat_holder
+                .as_deref()
+                .is_some_and(crate::lease::holder_is_gone)
     }
 }

@@ -267,6 +267,7 @@ struct ListingRow {
     best_score: Option<f64>,
     cost_usd: Option<f64>,
     heartbeat_at: Option<DateTime<Utc>>,
+    heartbeat_holder: Option<String>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -376,7 +377,7 @@ SELECT r.id, r.created_at, r.task, r.backend, r.device, r.size_set, r.strategy, 
          WHERE c.run_id = r.id AND e.kind = 'in_distribution') AS best_score,
        (SELECT s.cost_usd FROM steps s WHERE s.run_id = r.id
          ORDER BY s.iteration DESC LIMIT 1) AS cost_usd,
-       r.heartbeat_at
+       r.heartbeat_at, r.heartbeat_holder
 FROM runs r
 ORDER BY r.created_at DESC, r.id DESC";
 
@@ -422,6 +423,47 @@ const INSERT_LLM_CALL: &str = "INSERT INTO llm_calls (run_id, candidate_id, iter
      output_tokens, reasoning_tokens, cost_usd, latency_s, error, created_at) \
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) \
      RETURNING id";
+
+/// Run [`INSERT_LLM_CALL`] for `call` on `$exec` (inside a transaction);
+/// yields the new row's id. A macro because the two pools' executors are
+/// different types; `?` returns counts too large to store.
+macro_rules! insert_llm_call {
+    ($exec:expr, $run:expr, $candidate:expr, $iteration:expr, $call:expr, $at:expr) => {{
+        let call: &NewLlmCall = $call;
+        sqlx::query_scalar::<_, i64>(INSERT_LLM_CALL)
+            .bind(&$run.0)
+            .bind($candidate)
+            .bind($iteration)
+            .bind(clean_text(&call.purpose))
+            .bind(clean_text(&call.provider))
+            .bind(clean_text(&call.model))
+            .bind(clean_text(&call.prompt_system))
+            .bind(clean_text(&call.prompt_user))
+            .bind(clean_opt(&call.response))
+            .bind(clean_opt(&call.reasoning))
+            .bind(
+                call.input_tokens
+                    .map(|t| to_i64(t, "input tokens"))
+                    .transpose()?,
+            )
+            .bind(
+                call.output_tokens
+                    .map(|t| to_i64(t, "output tokens"))
+                    .transpose()?,
+            )
+            .bind(
+                call.reasoning_tokens
+                    .map(|t| to_i64(t, "reasoning tokens"))
+                    .transpose()?,
+            )
+            .bind(finite(call.cost_usd))
+            .bind(call.latency_s)
+            .bind(clean_opt(&call.error))
+            .bind($at)
+            .fetch_one($exec)
+            .await
+    }};
+}
 
 const INSERT_EVALUATION: &str = "INSERT INTO evaluations (candidate_id, kind, outcome_kind, \
      score, device, backend, evaluation, reused_from, created_at) \
@@ -676,6 +718,7 @@ impl Store {
                     best_score: r.best_score,
                     cost_usd: r.cost_usd,
                     heartbeat_at: r.heartbeat_at,
+                    heartbeat_holder: r.heartbeat_holder,
                 })
             })
             .collect()
@@ -757,15 +800,17 @@ impl Store {
         .await
     }
 
-    /// Marks a running run interrupted (Ctrl-C, budget pause); it can be
-    /// resumed.
     /// Record that the process running `run` is alive (see
     /// [`RunListing::is_alive`]). A run that is not running is left alone.
     pub async fn heartbeat(&self, run: &RunId) -> Result<(), StoreError> {
         let at = now();
         on_pool!(self, pool => {
-            sqlx::query("UPDATE runs SET heartbeat_at = $1 WHERE id = $2 AND status = 'running'")
+            sqlx::query(
+                "UPDATE runs SET heartbeat_at = $1, heartbeat_holder = $2 \
+                 WHERE id = $3 AND status = 'running'",
+            )
                 .bind(at)
+                .bind(crate::lease::this_process())
                 .bind(&run.0)
                 .execute(pool)
                 .await
@@ -775,6 +820,8 @@ impl Store {
         Ok(())
     }
 
+    /// Marks a running run interrupted (Ctrl-C, budget pause); it can be
+    /// resumed.
     pub async fn mark_interrupted(&self, run: &RunId, reason: &str) -> Result<(), StoreError> {
         self.set_status(
             run,
@@ -789,11 +836,36 @@ impl Store {
 
     /// Puts an interrupted, failed or (after a crash) still-running run back
     /// to running and returns it with its last checkpoint: the point to
-    /// continue from. A finished run is refused.
+    /// continue from. A finished run is refused, and so is a running run
+    /// whose process still writes its heartbeat: two processes would
+    /// record the same iterations.
     pub async fn resume_run(
         &self,
         run: &RunId,
     ) -> Result<(RunInfo, Option<StoredCheckpoint>), StoreError> {
+        let row: Option<(String, Option<DateTime<Utc>>, Option<String>)> = on_pool!(self, pool => {
+            sqlx::query_as("SELECT status, heartbeat_at, heartbeat_holder FROM runs WHERE id = $1")
+                .bind(&run.0)
+                .fetch_optional(pool)
+                .await
+        })
+        .map_err(self.db("read a run's heartbeat"))?;
+        let Some((status, heartbeat_at, holder)) = row else {
+            return Err(StoreError::RunNotFound(run.clone()));
+        };
+        if self.parse::<RunStatus>(&status)? == RunStatus::Running
+            && let Some(at) = heartbeat_at
+            && !holder.as_deref().is_some_and(crate::lease::holder_is_gone)
+        {
+            let age_s = (Utc::now() - at).num_seconds();
+            if age_s <= HEARTBEAT_STALE_S {
+                return Err(StoreError::RunAlive {
+                    run: run.clone(),
+                    age_s: age_s.max(0),
+                    stale_s: HEARTBEAT_STALE_S,
+                });
+            }
+        }
         self.set_status(
             run,
             RunStatus::Running,
@@ -810,6 +882,32 @@ impl Store {
         let info = self.run(run).await?;
         let checkpoint = self.last_checkpoint(run).await?;
         Ok((info, checkpoint))
+    }
+
+    /// Stores model calls that were in flight when the run stopped
+    /// (Ctrl-C): they belong to no candidate and no recorded iteration
+    /// (`iteration` is the one they were for, which a resume runs again),
+    /// but what was asked, and that it may have been billed, is kept.
+    pub async fn record_abandoned_calls(
+        &self,
+        run: &RunId,
+        iteration: u32,
+        calls: &[NewLlmCall],
+    ) -> Result<(), StoreError> {
+        let what = "record abandoned LLM calls";
+        for call in calls {
+            required_finite(call.latency_s, "an LLM call's latency")?;
+        }
+        let at = now();
+        on_pool!(self, pool => {
+            let mut tx = pool.begin_write().await.map_err(self.db(what))?;
+            for call in calls {
+                insert_llm_call!(&mut *tx, run, None::<i64>, i64::from(iteration), call, at)
+                    .map_err(self.db(what))?;
+            }
+            tx.commit().await.map_err(self.db(what))?;
+        });
+        Ok(())
     }
 
     // ----------------------------------------------------------- iterations
@@ -1027,30 +1125,7 @@ impl Store {
 
                 let mut call_ids = Vec::with_capacity(p.llm_calls.len());
                 for call in &p.llm_calls {
-                    let id: i64 = sqlx::query_scalar(INSERT_LLM_CALL)
-                        .bind(&run.0)
-                        .bind(candidate_id)
-                        .bind(iteration)
-                        .bind(clean_text(&call.purpose))
-                        .bind(clean_text(&call.provider))
-                        .bind(clean_text(&call.model))
-                        .bind(clean_text(&call.prompt_system))
-                        .bind(clean_text(&call.prompt_user))
-                        .bind(clean_opt(&call.response))
-                        .bind(clean_opt(&call.reasoning))
-                        .bind(call.input_tokens.map(|t| to_i64(t, "input tokens")).transpose()?)
-                        .bind(call.output_tokens.map(|t| to_i64(t, "output tokens")).transpose()?)
-                        .bind(
-                            call.reasoning_tokens
-                                .map(|t| to_i64(t, "reasoning tokens"))
-                                .transpose()?,
-                        )
-                        .bind(finite(call.cost_usd))
-                        .bind(call.latency_s)
-                        .bind(clean_opt(&call.error))
-                        .bind(at)
-                        .fetch_one(&mut *tx)
-                        .await
+                    let id: i64 = insert_llm_call!(&mut *tx, run, candidate_id, iteration, call, at)
                         .map_err(self.db(what))?;
                     call_ids.push(LlmCallId(id));
                 }

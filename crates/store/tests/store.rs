@@ -683,7 +683,10 @@ async fn idempotent_migrations(db: &TestDb) {
     assert_eq!(s1.history(&run).await.unwrap().len(), 1);
     assert_eq!(s2.list_runs().await.unwrap().len(), 1);
     let applied = db.scalar("SELECT COUNT(*) FROM _sqlx_migrations").await;
-    assert_eq!(applied, 2, "0001_runs and 0002_heartbeat, once each");
+    let files = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations/sqlite"))
+        .unwrap()
+        .count() as i64;
+    assert_eq!(applied, files, "every migration, once each");
     s1.close().await;
     s2.close().await;
 }
@@ -807,6 +810,58 @@ async fn islands_and_cells(db: &TestDb) {
     assert_eq!((cp.incumbent, cp.previous), (Some(a), Some(b)));
 }
 
+async fn heartbeats_and_abandoned_calls(db: &TestDb) {
+    let store = &db.store;
+    let run = store.create_run(&new_run("saxpy")).await.unwrap();
+    let listed = || async { store.list_runs().await.unwrap().remove(0) };
+    let now = chrono::Utc::now();
+    assert!(!listed().await.is_alive(now), "no heartbeat yet");
+    store.heartbeat(&run).await.unwrap();
+    let l = listed().await;
+    assert!(l.is_alive(chrono::Utc::now()));
+    assert!(l.heartbeat_holder.is_some());
+    let later = chrono::Utc::now() + chrono::Duration::seconds(HEARTBEAT_STALE_S + 1);
+    assert!(!l.is_alive(later), "a stale heartbeat is a dead run");
+    // While its holder lives, the run cannot be resumed by another process.
+    let err = store.resume_run(&run).await.unwrap_err();
+    assert!(matches!(err, StoreError::RunAlive { .. }), "{err}");
+    assert!(
+        err.to_string().contains("running in another process"),
+        "{err}"
+    );
+    // A holder that ended on this machine: dead at once, resumable.
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    let mine = kevo_store::lease::this_process();
+    let (boot, rest) = mine.split_once('/').unwrap();
+    let start = rest.split_once('/').unwrap().1;
+    db.exec(&format!(
+        "UPDATE runs SET heartbeat_holder = '{boot}/{pid}/{start}' WHERE id = '{}'",
+        run.0
+    ))
+    .await;
+    assert!(!listed().await.is_alive(chrono::Utc::now()));
+    store.resume_run(&run).await.unwrap();
+    // Calls in flight when the run stopped: stored, tied to no candidate.
+    let call = llm_call(
+        "the prompt",
+        None,
+        Some("abandoned after 3.0 s: interrupted by SIGINT"),
+    );
+    store
+        .record_abandoned_calls(&run, 1, &[call.clone(), call])
+        .await
+        .unwrap();
+    let calls = store.llm_calls(&run).await.unwrap();
+    assert_eq!(calls.len(), 2);
+    assert!(
+        calls
+            .iter()
+            .all(|c| c.candidate_id.is_none() && c.iteration == 1)
+    );
+}
+
 both_backends!(
     lifecycle,
     atomic_iterations,
@@ -816,6 +871,7 @@ both_backends!(
     schema_too_new,
     text_with_nul,
     islands_and_cells,
+    heartbeats_and_abandoned_calls,
 );
 
 // ------------------------------------------------------- backend-specific
