@@ -229,40 +229,24 @@ fn evolve_stores_no_echoed_key_anywhere_in_the_workspace() {
         Behaviour::AnswerEchoingTheKey,
     ] {
         let url = serve(behaviour);
-        let dir = tempfile::tempdir().unwrap();
-        let ws = dir.path().join("ws");
-        let out = kevo()
-            .env("KEVO_CACHE_DIR", dir.path().join("cache"))
-            .args([
-                "evolve",
-                "--task",
-                "saxpy",
-                "--backend",
-                "opencl",
-                "--sizes",
-                "smoke",
-            ])
-            .args(["--llm", &format!("openai@{url}:m"), "--iterations", "2"])
-            .args(["--llm-retries", "0", "--quiet", "--workspace"])
-            .arg(&ws)
-            .output()
-            .unwrap();
-        assert_no_canary(&out);
-        assert!(ws.join("kevo.db").exists() || ws.read_dir().is_ok_and(|mut d| d.next().is_some()));
-        assert_eq!(files_holding(&ws, CANARY), Vec::<PathBuf>::new());
-        let runs = kevo()
-            .args(["runs", "--json", "--workspace"])
-            .arg(&ws)
-            .output()
-            .unwrap();
-        let runs: serde_json::Value = serde_json::from_slice(&runs.stdout).unwrap();
-        let run = runs[0]["id"].as_str().unwrap().to_string();
+        let ran = evolve(&format!("openai@{url}:m"), 2, &["--llm-retries", "0"]);
+        ran.assert_ended_cleanly(Duration::from_secs(90));
+        let calls = ran.calls();
+        assert_eq!(calls.len(), 2);
+        let run = runs(&ran.ws)[0]["id"].as_str().unwrap().to_string();
         let shown = kevo()
             .args(["show", &run, "--json", "--workspace"])
-            .arg(&ws)
+            .arg(&ran.ws)
             .output()
             .unwrap();
         assert_no_canary(&shown);
+        let text = serde_json::to_string(&serde_json::json!([
+            calls[0].call.error,
+            calls[0].call.model,
+            calls[0].call.reasoning
+        ]))
+        .unwrap();
+        assert!(text.contains("[redacted]"), "{text}");
     }
 }
 
@@ -596,6 +580,22 @@ fn failures_and_waits_print_a_line_each_and_a_long_retry_after_is_refused() {
     );
     let error = ran.calls()[0].call.error.clone().unwrap_or_default();
     assert!(error.contains("asked to wait 250 s"), "{error}");
+    // A server that never answers: two attempts of 2 s and a backoff,
+    // each said, then the iteration goes on without a proposal.
+    let url = serve(Behaviour::Silent);
+    let ran = evolve(
+        &format!("openai@{url}:m"),
+        1,
+        &["--llm-timeout", "2", "--llm-retries", "1"],
+    );
+    ran.assert_ended_cleanly(Duration::from_secs(60));
+    assert!(
+        ran.stderr.contains("attempt 1 of 2 failed"),
+        "{}",
+        ran.stderr
+    );
+    let error = ran.calls()[0].call.error.clone().unwrap_or_default();
+    assert!(error.contains("no response within 2.0 s"), "{error}");
 }
 
 /// A `cmd:` proposer script in `dir`; `{KERNEL}` in `body` is the answer.
