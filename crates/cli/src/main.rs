@@ -441,7 +441,7 @@ fn worker_dialect(worker: &Worker) -> kevo_backend::Dialect {
 /// the roofline, and never less than 60 s: a seed is at 0.3% (hmc d32 on
 /// the M1 Pro) or better in the Metal-Sci results.
 fn default_timeout(
-    task: &dyn Task,
+    task: &Task,
     set: SizeSet,
     sizes: &[kevo_tasks::Size],
     ceilings: &kevo_roofline::Ceilings,
@@ -484,7 +484,7 @@ fn read_candidate(path: &Option<PathBuf>) -> Result<Option<std::result::Result<S
 }
 
 fn source_for(
-    task: &dyn Task,
+    task: &Task,
     kernel: &Option<String>,
     dialect: kevo_backend::Dialect,
 ) -> Result<String> {
@@ -501,7 +501,7 @@ fn bench(args: BenchArgs) -> Result<ExitCode> {
     if args.sandbox_cost {
         return bench_sandbox_cost(args);
     }
-    let tasks: Vec<&'static dyn Task> = match &args.task {
+    let tasks: Vec<&'static Task> = match &args.task {
         Some(name) => vec![kevo_tasks::by_name(name)?],
         None => kevo_tasks::all(),
     };
@@ -551,7 +551,7 @@ fn bench(args: BenchArgs) -> Result<ExitCode> {
 }
 
 fn bench_sandbox_cost(args: BenchArgs) -> Result<ExitCode> {
-    let tasks: Vec<&'static dyn Task> = match &args.task {
+    let tasks: Vec<&'static Task> = match &args.task {
         Some(name) => vec![kevo_tasks::by_name(name)?],
         None => kevo_tasks::all(),
     };
@@ -636,7 +636,7 @@ fn bench_sandbox_cost(args: BenchArgs) -> Result<ExitCode> {
 }
 
 fn eval(args: EvalArgs) -> Result<ExitCode> {
-    let tasks: Vec<&'static dyn Task> = match (&args.task, args.all) {
+    let tasks: Vec<&'static Task> = match (&args.task, args.all) {
         (_, true) => kevo_tasks::all(),
         (Some(name), false) => vec![kevo_tasks::by_name(name)?],
         (None, false) => bail!("give --task NAME or --all"),
@@ -674,7 +674,7 @@ fn eval(args: EvalArgs) -> Result<ExitCode> {
 
     let mut evaluations: Vec<Evaluation> = Vec::new();
     for task in &tasks {
-        let source = source_for(*task, &kernel_source, dialect)?;
+        let source = source_for(task, &kernel_source, dialect)?;
         let plan = task.sizes(args.sizes);
         let sizes = if args.held_out {
             vec![plan.held_out]
@@ -684,7 +684,7 @@ fn eval(args: EvalArgs) -> Result<ExitCode> {
         let timeout = match args.timeout {
             Some(s) if s > 0.0 && s.is_finite() => std::time::Duration::from_secs_f64(s),
             Some(s) => bail!("--timeout must be a positive number of seconds, not {s}"),
-            None => default_timeout(*task, args.sizes, &sizes, worker.ceilings()),
+            None => default_timeout(task, args.sizes, &sizes, worker.ceilings()),
         };
         let mut evaluation = worker.evaluate(task.name(), &source, &sizes, timeout);
         if let Some(tool) = args.sanitize {

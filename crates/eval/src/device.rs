@@ -405,7 +405,7 @@ impl DeviceBuffers {
         backend: &mut impl Backend,
         utility: &Utility,
         problem: &Problem,
-    ) -> Result<Option<(&'static str, usize)>, BackendError> {
+    ) -> Result<Option<(String, usize)>, BackendError> {
         for (i, g) in self.guards.iter().enumerate() {
             utility.zero_counters(backend)?;
             let launches: Vec<Launch> = g
@@ -415,7 +415,7 @@ impl DeviceBuffers {
             backend.run_timed(&launches)?;
             let words = utility.read_counters(backend)?[SLOT_GUARDS as usize] as usize;
             if words > 0 {
-                return Ok(Some((problem.buffers[i].name, 4 * words)));
+                return Ok(Some((problem.buffers[i].name.clone(), 4 * words)));
             }
         }
         Ok(None)
@@ -474,7 +474,7 @@ impl DeviceBuffers {
         backend: &mut impl Backend,
         utility: &Utility,
         problem: &Problem,
-    ) -> Result<Option<(&'static str, usize)>, BackendError> {
+    ) -> Result<Option<(String, usize)>, BackendError> {
         for (i, spec) in problem.buffers.iter().enumerate() {
             let (kevo_tasks::Access::ReadOnly, BufferInit::Data(_)) = (spec.access, &spec.init)
             else {
@@ -492,7 +492,7 @@ impl DeviceBuffers {
             )])?;
             let changed = utility.read_counters(backend)?[SLOT_INPUTS as usize] as usize;
             if changed > 0 {
-                return Ok(Some((spec.name, changed)));
+                return Ok(Some((spec.name.clone(), changed)));
             }
         }
         Ok(None)

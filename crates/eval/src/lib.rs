@@ -77,7 +77,7 @@ impl Default for EvalConfig {
     }
 }
 
-type CacheKey = (&'static str, Size, u64);
+type CacheKey = (String, Size, u64);
 
 /// Evaluates candidates on one backend. Inputs and CPU references are cached
 /// across candidates, so a second candidate of the same task pays for neither.
@@ -280,12 +280,12 @@ impl<B: Backend> Evaluator<B> {
 
     fn problem(
         &mut self,
-        task: &'static dyn Task,
+        task: &Task,
         size: &Size,
         seed: u64,
         wall: &mut WallTimes,
     ) -> Arc<Problem> {
-        let key = (task.name(), size.clone(), seed);
+        let key = (task.content_hash().to_string(), size.clone(), seed);
         if let Some(p) = self.problems.get(&key) {
             return p;
         }
@@ -298,13 +298,13 @@ impl<B: Backend> Evaluator<B> {
 
     fn reference(
         &mut self,
-        task: &'static dyn Task,
+        task: &Task,
         size: &Size,
         seed: u64,
         problem: &Problem,
         wall: &mut WallTimes,
     ) -> Reference {
-        let key = (task.name(), size.clone(), seed);
+        let key = (task.content_hash().to_string(), size.clone(), seed);
         if let Some(r) = self.references.get(&key) {
             return r;
         }
@@ -331,12 +331,7 @@ impl<B: Backend> Evaluator<B> {
     }
 
     /// Evaluate `source` for `task` at `sizes`, in order.
-    pub fn evaluate(
-        &mut self,
-        task: &'static dyn Task,
-        source: &str,
-        sizes: &[Size],
-    ) -> Evaluation {
+    pub fn evaluate(&mut self, task: &Task, source: &str, sizes: &[Size]) -> Evaluation {
         self.evaluate_observed(task, source, sizes, &mut |_| {})
     }
 
@@ -345,7 +340,7 @@ impl<B: Backend> Evaluator<B> {
     /// own and knows where a hung candidate stopped.
     pub fn evaluate_observed(
         &mut self,
-        task: &'static dyn Task,
+        task: &Task,
         source: &str,
         sizes: &[Size],
         on_stage: &mut dyn FnMut(Stage<'_>),
@@ -369,7 +364,7 @@ impl<B: Backend> Evaluator<B> {
 
     fn evaluate_inner(
         &mut self,
-        task: &'static dyn Task,
+        task: &Task,
         source: &str,
         sizes: &[Size],
         wall: &mut WallTimes,
@@ -528,7 +523,7 @@ impl<B: Backend> Evaluator<B> {
     #[allow(clippy::too_many_arguments)]
     fn run_size(
         &mut self,
-        task: &'static dyn Task,
+        task: &Task,
         module: ModuleId,
         kernels: &[KernelId],
         declared: &BlockDeclarations,
@@ -552,8 +547,12 @@ impl<B: Backend> Evaluator<B> {
 
         let t = Instant::now();
         let mut device = DeviceBuffers::default();
-        let timed_key = (task.name(), size.clone(), task.default_seed());
-        let verify_key = (task.name(), size.clone(), vseed);
+        let timed_key = (
+            task.content_hash().to_string(),
+            size.clone(),
+            task.default_seed(),
+        );
+        let verify_key = (task.content_hash().to_string(), size.clone(), vseed);
         let utility = self.utility.take().expect("compiled before the first size");
         let mut check_s = 0.0;
         let run = (|| -> Result<RunOutcome, BackendError> {
@@ -587,7 +586,7 @@ impl<B: Backend> Evaluator<B> {
                                  words: u32| {
                 let (name, bytes) = device
                     .guard_owner(backend, &utility, problem)?
-                    .unwrap_or(("?", 4 * words as usize));
+                    .unwrap_or(("?".to_string(), 4 * words as usize));
                 Ok::<_, BackendError>(Verdict {
                     passed: false,
                     metric: format!("out_of_bounds_bytes({name}) in {run}"),
@@ -803,7 +802,7 @@ impl<B: Backend> Evaluator<B> {
     /// host does; a fixed block that exceeds it is an error.
     fn resolve_launches(
         &self,
-        task: &dyn Task,
+        task: &Task,
         problem: &Problem,
         kernels: &[KernelId],
         declared: &BlockDeclarations,
@@ -818,7 +817,7 @@ impl<B: Backend> Evaluator<B> {
             .iter()
             .map(|spec| {
                 let limit = limits[spec.kernel];
-                let name = names[spec.kernel];
+                let name = names[spec.kernel].as_str();
                 let threads_of = |b: [u32; 3]| b.iter().map(|&x| u64::from(x)).product::<u64>();
                 let block = match spec.block {
                     Block::Default(default) => match declared.for_kernel(name) {
@@ -887,7 +886,7 @@ struct RunOutcome {
     warmups: usize,
     timed_outputs: Vec<Vec<u8>>,
     outputs: Vec<Vec<u8>>,
-    modified: Option<(&'static str, usize)>,
+    modified: Option<(String, usize)>,
     /// Pristine copies whose contents changed.
     pristine_changed: u32,
 }

@@ -14,7 +14,7 @@ const TASKS: [&str; 5] = ["wave3d", "nbody", "hmc", "lbm", "ising"];
 
 use common::{evaluator, smoke};
 
-fn task(name: &str) -> &'static dyn Task {
+fn task(name: &str) -> &'static Task {
     kevo_tasks::by_name(name).unwrap()
 }
 

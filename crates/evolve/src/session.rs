@@ -299,7 +299,9 @@ pub async fn resume(
 
 struct Session<'e> {
     options: EvolveOptions,
-    task: &'static dyn Task,
+    task: &'static Task,
+    /// The run's sizes, resolved once from the task and the size set.
+    plan: kevo_tasks::SizePlan,
     env: &'e Environment,
     run: RunId,
     dir: RunDir,
@@ -382,7 +384,7 @@ fn dialect_of(backend: &str) -> Dialect {
 impl<'e> Session<'e> {
     async fn open(
         options: EvolveOptions,
-        task: &'static dyn Task,
+        task: &'static Task,
         env: &'e Environment,
         existing: Option<RunId>,
     ) -> Result<Session<'e>, EvolveError> {
@@ -439,6 +441,7 @@ impl<'e> Session<'e> {
         let dir = RunDir::create(&env.workspace, &run, dialect.extension())?;
         let heartbeat = start_heartbeat(&env.store, &run);
         Ok(Session {
+            plan: task.sizes(options.sizes),
             options,
             task,
             env,
@@ -511,7 +514,7 @@ impl<'e> Session<'e> {
                 })?
                 .to_string(),
         };
-        let sizes = self.task.sizes(self.options.sizes).in_distribution;
+        let sizes = self.plan.in_distribution.clone();
         // The seed gets a generous limit; candidates get one derived from it.
         let seed_limit =
             Duration::from_secs_f64(self.options.timeout_s.unwrap_or(600.0).max(600.0));
@@ -1134,14 +1137,14 @@ impl<'e> Session<'e> {
     }
 
     fn sizes(&self) -> Vec<kevo_tasks::Size> {
-        self.task.sizes(self.options.sizes).in_distribution
+        self.plan.in_distribution.clone()
     }
 
     /// The held-out gate: the incumbent and the seed at the held-out size in
     /// one session. Stored, reported, and never shown to the proposer.
     async fn held_out(&mut self) -> Result<HeldOutSummary, EvolveError> {
         let strategy = self.strategy.clone().expect("seed evaluated");
-        let size = self.task.sizes(self.options.sizes).held_out;
+        let size = self.plan.held_out.clone();
         let session = format!("{}-held-out-{}", self.run.0, self.iteration);
         let limit = self.timeout.max(Duration::from_secs(60));
         let winner_src = self.sources[&strategy.incumbent].clone();

@@ -9,7 +9,9 @@ use kevo_proposer::{
     UserContext,
 };
 use kevo_roofline::{CeilingSource, Ceilings};
-use kevo_tasks::{CeilingKind, Problem, Reference, Size, SizePlan, SizeSet, Task, Verdict};
+use kevo_tasks::{
+    CeilingKind, PerDialect, Problem, Reference, Size, SizeSet, Task, TaskAssets, TaskCode, Verdict,
+};
 
 /// A fixed task for the snapshots, so they change only when the
 /// templates or the feedback format do, not when a real task's brief does.
@@ -19,68 +21,30 @@ const DEMO_CU: &str = "extern \"C\" __global__ void demo_step(const float* u_in,
 const DEMO_CL: &str = "__kernel void demo_step(__global const float* u_in, __global float* u_out, uint N) {\n    uint i = get_global_id(0);\n    if (i >= N) return;\n    u_out[i] = 0.5f * u_in[i];\n}\n";
 const DEMO_METAL: &str = "#include <metal_stdlib>\nusing namespace metal;\n\nkernel void demo_step(device const float* u_in [[buffer(0)]],\n                      device float* u_out [[buffer(1)]],\n                      constant uint& N [[buffer(2)]],\n                      uint i [[thread_position_in_grid]]) {\n    if (i >= N) return;\n    u_out[i] = 0.5f * u_in[i];\n}\n";
 
-impl Task for Demo {
-    fn name(&self) -> &'static str {
-        "demo"
-    }
-    fn regime(&self) -> &'static str {
-        "R0 bandwidth"
-    }
-    fn description(&self) -> &'static str {
-        "demo: halve every element, u_out[i] = 0.5 * u_in[i], for i in [0, N).\nOne thread per element; threads with i >= N do nothing.\n"
-    }
-    fn signature(&self, d: Dialect) -> Option<&'static str> {
-        Some(match d {
-            Dialect::Cuda => {
-                "extern \"C\" __global__ void demo_step(const float* u_in, float* u_out, unsigned int N);\n"
-            }
-            Dialect::OpenCl => {
-                "__kernel void demo_step(__global const float* u_in, __global float* u_out, uint N);\n"
-            }
-            Dialect::Metal => {
-                "kernel void demo_step(device const float* u_in [[buffer(0)]], device float* u_out [[buffer(1)]], constant uint& N [[buffer(2)]], uint i [[thread_position_in_grid]]);\n"
-            }
-        })
-    }
-    fn seed(&self, d: Dialect) -> Option<&'static str> {
-        Some(match d {
-            Dialect::Cuda => DEMO_CU,
-            Dialect::OpenCl => DEMO_CL,
-            Dialect::Metal => DEMO_METAL,
-        })
-    }
-    fn kernel_names(&self) -> &'static [&'static str] {
-        &["demo_step"]
-    }
-    fn sizes(&self, set: SizeSet) -> SizePlan {
-        let s = |n: u64| Size::new(&format!("{}K", n >> 10), &[n]);
-        match set {
-            SizeSet::Smoke => SizePlan {
-                in_distribution: vec![s(16 << 10), s(64 << 10), s(256 << 10)],
-                held_out: s(32 << 10),
-            },
-            SizeSet::Full => SizePlan {
-                in_distribution: vec![s(1 << 20), s(16 << 20), s(64 << 20)],
-                held_out: s(4 << 20),
-            },
-            SizeSet::Large => SizePlan {
-                in_distribution: vec![s(64 << 20), s(128 << 20), s(256 << 20)],
-                held_out: s(96 << 20),
-            },
-        }
-    }
-    fn ceiling(&self) -> CeilingKind {
-        CeilingKind::Bandwidth
-    }
-    fn work(&self, size: &Size) -> f64 {
-        8.0 * size.dims[0] as f64
-    }
-    fn work_note(&self) -> &'static str {
-        "effective, 8 B/element"
-    }
-    fn default_seed(&self) -> u64 {
-        0
-    }
+const DEMO_TOML: &str = r#"
+name = "demo"
+regime = "R0 bandwidth"
+kernels = ["demo_step"]
+dims = ["N"]
+ceiling = "bandwidth"
+work = "8 * N"
+work_note = "effective, 8 B/element"
+default_seed = 0
+
+[sizes.smoke]
+in_distribution = [{ label = "16K", dims = [16384] }, { label = "64K", dims = [65536] }, { label = "256K", dims = [262144] }]
+held_out = { label = "32K", dims = [32768] }
+
+[sizes.full]
+in_distribution = [{ label = "1024K", dims = [1048576] }, { label = "16384K", dims = [16777216] }, { label = "65536K", dims = [67108864] }]
+held_out = { label = "4096K", dims = [4194304] }
+
+[sizes.large]
+in_distribution = [{ label = "65536K", dims = [67108864] }, { label = "131072K", dims = [134217728] }, { label = "262144K", dims = [268435456] }]
+held_out = { label = "98304K", dims = [100663296] }
+"#;
+
+impl TaskCode for Demo {
     fn problem(&self, _: &Size, _: u64) -> Problem {
         unreachable!("prompt tests never run the task")
     }
@@ -90,6 +54,28 @@ impl Task for Demo {
     fn check(&self, _: &Size, _: &Problem, _: &Reference, _: &[Vec<u8>]) -> Verdict {
         unreachable!("prompt tests never run the task")
     }
+}
+
+/// The demo task: its definition, brief, signatures and seeds.
+fn demo() -> &'static Task {
+    static DEMO: std::sync::OnceLock<Task> = std::sync::OnceLock::new();
+    DEMO.get_or_init(|| {
+        let each = |cu: &str, cl: &str, metal: &str| PerDialect {
+            cuda: Some(cu.into()),
+            opencl: Some(cl.into()),
+            metal: Some(metal.into()),
+        };
+        let assets = TaskAssets {
+            brief: "demo: halve every element, u_out[i] = 0.5 * u_in[i], for i in [0, N).\nOne thread per element; threads with i >= N do nothing.\n".into(),
+            signatures: each(
+                "extern \"C\" __global__ void demo_step(const float* u_in, float* u_out, unsigned int N);\n",
+                "__kernel void demo_step(__global const float* u_in, __global float* u_out, uint N);\n",
+                "kernel void demo_step(device const float* u_in [[buffer(0)]], device float* u_out [[buffer(1)]], constant uint& N [[buffer(2)]], uint i [[thread_position_in_grid]]);\n",
+            ),
+            seeds: each(DEMO_CU, DEMO_CL, DEMO_METAL),
+        };
+        Task::new(DEMO_TOML, "demo", assets, std::sync::Arc::new(Demo), &[]).unwrap()
+    })
 }
 
 fn h100() -> DeviceBrief {
@@ -135,7 +121,7 @@ fn pocl() -> DeviceBrief {
     }
 }
 
-fn ceiling(task: &dyn Task, dev: &DeviceBrief) -> f64 {
+fn ceiling(task: &Task, dev: &DeviceBrief) -> f64 {
     match task.ceiling() {
         CeilingKind::Bandwidth => dev.ceilings.bandwidth_gbs,
         CeilingKind::Fp32 => dev.ceilings.fp32_gflops,
@@ -143,12 +129,7 @@ fn ceiling(task: &dyn Task, dev: &DeviceBrief) -> f64 {
 }
 
 /// A size that ran: correct at `fraction` of the ceiling, or wrong.
-fn size_result(
-    task: &dyn Task,
-    dev: &DeviceBrief,
-    size: &Size,
-    fraction: Option<f64>,
-) -> SizeResult {
+fn size_result(task: &Task, dev: &DeviceBrief, size: &Size, fraction: Option<f64>) -> SizeResult {
     let ceiling = ceiling(task, dev);
     let work = task.work(size);
     let f = fraction.unwrap_or(0.05);
@@ -172,7 +153,7 @@ fn size_result(
 }
 
 fn evaluation(
-    task: &dyn Task,
+    task: &Task,
     dev: &DeviceBrief,
     sizes: Vec<SizeResult>,
     outcome: Outcome,
@@ -187,7 +168,7 @@ fn evaluation(
     }
 }
 
-fn correct(task: &dyn Task, dev: &DeviceBrief, set: SizeSet, fracs: [f64; 3]) -> Evaluation {
+fn correct(task: &Task, dev: &DeviceBrief, set: SizeSet, fracs: [f64; 3]) -> Evaluation {
     let plan = task.sizes(set);
     let sizes: Vec<SizeResult> = plan
         .in_distribution
@@ -199,7 +180,7 @@ fn correct(task: &dyn Task, dev: &DeviceBrief, set: SizeSet, fracs: [f64; 3]) ->
     evaluation(task, dev, sizes, Outcome::Correct { score })
 }
 
-fn wrong_at_second(task: &dyn Task, dev: &DeviceBrief, set: SizeSet) -> Evaluation {
+fn wrong_at_second(task: &Task, dev: &DeviceBrief, set: SizeSet) -> Evaluation {
     let plan = task.sizes(set);
     let s = &plan.in_distribution;
     evaluation(
@@ -218,7 +199,7 @@ fn wrong_at_second(task: &dyn Task, dev: &DeviceBrief, set: SizeSet) -> Evaluati
     )
 }
 
-fn compile_error(task: &dyn Task, dev: &DeviceBrief) -> Evaluation {
+fn compile_error(task: &Task, dev: &DeviceBrief) -> Evaluation {
     let log = "kernel.cu(7): error: identifier \"uu\" is undefined\n      uu[i] = 0.0f;\n      ^\n\nkernel.cu(9): error: expected a \";\"\n\nkernel.cu(12): warning: variable \"t\" was declared but never referenced\n\nkernel.cu(15): error: too few arguments in function call\n\nkernel.cu(18): error: identifier \"vv\" is undefined\n\n4 errors detected in the compilation of \"kernel.cu\".\n";
     let diagnostics = CompileDiagnostics::from_log(log);
     evaluation(
@@ -261,7 +242,7 @@ fn system_prompts() {
 
 #[test]
 fn user_first_iteration() {
-    let task: &dyn Task = &Demo;
+    let task: &Task = demo();
     let dev = h100();
     let b = PromptBuilder::new(task, Dialect::Cuda, SizeSet::Full, dev.clone()).unwrap();
     let seed = task.seed(Dialect::Cuda).unwrap();
@@ -282,7 +263,7 @@ fn user_first_iteration() {
 
 #[test]
 fn user_after_a_compile_error() {
-    let task: &dyn Task = &Demo;
+    let task: &Task = demo();
     let dev = h100();
     let b = PromptBuilder::new(task, Dialect::Cuda, SizeSet::Full, dev.clone()).unwrap();
     let seed = task.seed(Dialect::Cuda).unwrap();
@@ -316,7 +297,7 @@ fn user_after_a_compile_error() {
 
 #[test]
 fn user_with_stagnation_notice_on_a_measured_device() {
-    let task: &dyn Task = &Demo;
+    let task: &Task = demo();
     let dev = pocl();
     let b = PromptBuilder::new(task, Dialect::OpenCl, SizeSet::Smoke, dev.clone()).unwrap();
     let seed = task.seed(Dialect::OpenCl).unwrap();
@@ -358,7 +339,7 @@ fn user_with_stagnation_notice_on_a_measured_device() {
 
 #[test]
 fn user_in_diff_mode_with_evolve_blocks_after_a_wrong_result() {
-    let task: &dyn Task = &Demo;
+    let task: &Task = demo();
     let dev = pocl();
     let b = PromptBuilder::new(task, Dialect::Metal, SizeSet::Smoke, dev.clone())
         .unwrap()
@@ -390,7 +371,7 @@ fn user_in_diff_mode_with_evolve_blocks_after_a_wrong_result() {
 
 #[test]
 fn feedback_packets_for_every_outcome() {
-    let task: &dyn Task = &Demo;
+    let task: &Task = demo();
     let dev = h100();
     let plan = task.sizes(SizeSet::Full);
     let s = &plan.in_distribution;

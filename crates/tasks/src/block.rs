@@ -54,7 +54,11 @@ fn parse_shape(s: &str) -> Result<[u32; 3], String> {
 impl BlockDeclarations {
     /// Parse every `// kevo: block ...` line of `source`. `kernels` are the
     /// task's entry points, used to validate kernel-specific lines.
-    pub fn parse(source: &str, kernels: &[&str]) -> Result<Self, BlockDeclarationError> {
+    pub fn parse<K: AsRef<str>>(
+        source: &str,
+        kernels: &[K],
+    ) -> Result<Self, BlockDeclarationError> {
+        let kernels: Vec<&str> = kernels.iter().map(AsRef::as_ref).collect();
         let mut out = BlockDeclarations::default();
         for (n, raw) in source.lines().enumerate() {
             let line = raw.trim();

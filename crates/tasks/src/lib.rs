@@ -5,8 +5,10 @@
 
 mod block;
 pub mod check;
+mod expr;
 pub mod hash;
 pub mod rng;
+mod spec;
 mod task;
 mod tasks {
     pub mod adi3d;
@@ -23,7 +25,11 @@ mod tasks {
     pub mod wave3d;
 }
 
+use std::sync::{Arc, OnceLock};
+
 pub use block::{BlockDeclarationError, BlockDeclarations};
+pub use expr::Expr;
+pub use spec::{Dim, TaskDefinitionError, TaskSpec};
 pub use task::*;
 pub use tasks::adi3d::Adi3d;
 pub use tasks::fft3d::Fft3d;
@@ -38,27 +44,141 @@ pub use tasks::nbody::Nbody;
 pub use tasks::saxpy::Saxpy;
 pub use tasks::wave3d::Wave3d;
 
-/// Every task, in the order of the specification.
-pub fn all() -> Vec<&'static dyn Task> {
-    vec![
-        &Saxpy, &Heat2d, &Wave3d, &Nbody, &Hmc, &Lbm, &Ising, &Lj, &Gradshaf, &Fft3d, &Adi3d,
-        &Morton,
-    ]
+/// The library code every task's reference and check build on; hashed
+/// into every built-in task's [`Task::content_hash`].
+const SHARED_SOURCES: [&str; 4] = [
+    include_str!("check.rs"),
+    include_str!("rng.rs"),
+    include_str!("hash.rs"),
+    include_str!("task.rs"),
+];
+
+/// A built-in task: `assets/<name>/` (task.toml, brief.md, signature and
+/// seed kernels) and the code in `src/tasks/<name>.rs`.
+macro_rules! builtin {
+    ($name:literal, $code:expr) => {{
+        let asset = |file: &str| -> String {
+            match file {
+                "task.toml" => include_str!(concat!("../assets/", $name, "/task.toml")),
+                "brief.md" => include_str!(concat!("../assets/", $name, "/brief.md")),
+                "signature.cl" => include_str!(concat!("../assets/", $name, "/signature.cl")),
+                "signature.cu" => include_str!(concat!("../assets/", $name, "/signature.cu")),
+                "seed.cl" => include_str!(concat!("../assets/", $name, "/seed.cl")),
+                _ => include_str!(concat!("../assets/", $name, "/seed.cu")),
+            }
+            .to_string()
+        };
+        let assets = TaskAssets {
+            brief: asset("brief.md"),
+            signatures: PerDialect {
+                opencl: Some(asset("signature.cl")),
+                cuda: Some(asset("signature.cu")),
+                metal: None,
+            },
+            seeds: PerDialect {
+                opencl: Some(asset("seed.cl")),
+                cuda: Some(asset("seed.cu")),
+                metal: None,
+            },
+        };
+        let mut sources = SHARED_SOURCES.to_vec();
+        sources.push(include_str!(concat!("tasks/", $name, ".rs")));
+        Task::new(
+            &asset("task.toml"),
+            concat!("assets/", $name, "/task.toml"),
+            assets,
+            Arc::new($code),
+            &sources,
+        )
+    }};
 }
 
-/// Look a task up by name.
-pub fn by_name(name: &str) -> Result<&'static dyn Task, UnknownTask> {
-    all()
-        .into_iter()
-        .find(|t| t.name() == name)
-        .ok_or_else(|| UnknownTask {
-            name: name.to_string(),
-            known: all()
-                .iter()
-                .map(|t| t.name())
-                .collect::<Vec<_>>()
-                .join(", "),
+/// The tasks a run can name. The built-in suite is one; tasks defined in
+/// folders can join it later through [`Registry::insert`].
+#[derive(Debug, Clone, Default)]
+pub struct Registry {
+    tasks: Vec<Arc<Task>>,
+}
+
+impl Registry {
+    /// The twelve tasks of the specification, in its order.
+    pub fn builtin() -> &'static Registry {
+        static BUILTIN: OnceLock<Registry> = OnceLock::new();
+        BUILTIN.get_or_init(|| {
+            let tasks = [
+                builtin!("saxpy", Saxpy),
+                builtin!("heat2d", Heat2d),
+                builtin!("wave3d", Wave3d),
+                builtin!("nbody", Nbody),
+                builtin!("hmc", Hmc),
+                builtin!("lbm", Lbm),
+                builtin!("ising", Ising),
+                builtin!("lj", Lj),
+                builtin!("gradshaf", Gradshaf),
+                builtin!("fft3d", Fft3d),
+                builtin!("adi3d", Adi3d),
+                builtin!("morton", Morton),
+            ];
+            Registry {
+                tasks: tasks
+                    .into_iter()
+                    // A built-in definition that does not load is a bug
+                    // caught by this crate's tests, never a user's error.
+                    .map(|t| Arc::new(t.unwrap_or_else(|e| panic!("built-in task: {e}"))))
+                    .collect(),
+            }
         })
+    }
+
+    /// Add `task`; a task of the same name is an error.
+    pub fn insert(&mut self, task: Task) -> Result<(), TaskDefinitionError> {
+        if self.tasks.iter().any(|t| t.name() == task.name()) {
+            return Err(TaskDefinitionError::Invalid {
+                task: task.name().to_string(),
+                field: "name".into(),
+                message: "a task of this name already exists".into(),
+            });
+        }
+        self.tasks.push(Arc::new(task));
+        Ok(())
+    }
+
+    pub fn tasks(&self) -> &[Arc<Task>] {
+        &self.tasks
+    }
+
+    /// Look a task up by name.
+    pub fn get(&self, name: &str) -> Result<Arc<Task>, UnknownTask> {
+        self.tasks
+            .iter()
+            .find(|t| t.name() == name)
+            .cloned()
+            .ok_or_else(|| UnknownTask {
+                name: name.to_string(),
+                known: self
+                    .tasks
+                    .iter()
+                    .map(|t| t.name())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })
+    }
+}
+
+/// Every built-in task, in the order of the specification.
+pub fn all() -> Vec<&'static Task> {
+    Registry::builtin().tasks().iter().map(|t| &**t).collect()
+}
+
+/// Look a built-in task up by name.
+pub fn by_name(name: &str) -> Result<&'static Task, UnknownTask> {
+    let builtin = Registry::builtin();
+    builtin
+        .tasks()
+        .iter()
+        .find(|t| t.name() == name)
+        .map(|t| &**t)
+        .ok_or_else(|| builtin.get(name).unwrap_err())
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -99,6 +219,34 @@ mod tests {
     }
 
     #[test]
+    fn hashes_differ_between_tasks_and_seeds_agree_with_the_code() {
+        let hashes: std::collections::BTreeSet<&str> =
+            all().iter().map(|t| t.content_hash()).collect();
+        assert_eq!(hashes.len(), 12);
+        assert!(hashes.iter().all(|h| h.len() == 16));
+        // The code's own copies of the timed seed (lj counts P from it).
+        assert_eq!(by_name("lj").unwrap().default_seed(), 0xCAFE);
+        assert_eq!(by_name("hmc").unwrap().default_seed(), 0xBADC0DE);
+    }
+
+    #[test]
+    fn a_second_task_of_the_same_name_is_refused() {
+        let mut registry = Registry::builtin().clone();
+        let saxpy = by_name("saxpy").unwrap();
+        let again = Task::new(
+            include_str!("../assets/saxpy/task.toml"),
+            "copy",
+            TaskAssets::default(),
+            Arc::new(Saxpy),
+            &[],
+        )
+        .unwrap();
+        assert_ne!(again.content_hash(), saxpy.content_hash());
+        let err = registry.insert(again).unwrap_err().to_string();
+        assert!(err.contains("already exists"), "{err}");
+    }
+
+    #[test]
     fn unknown_task_names_the_known_ones() {
         let e = by_name("nope").err().unwrap().to_string();
         assert!(
@@ -109,7 +257,7 @@ mod tests {
 
     #[test]
     fn full_sizes_match_the_specification() {
-        let labels = |t: &dyn Task| {
+        let labels = |t: &Task| {
             let p = t.sizes(SizeSet::Full);
             (
                 p.in_distribution
@@ -120,11 +268,11 @@ mod tests {
             )
         };
         assert_eq!(
-            labels(&Saxpy),
+            labels(by_name("saxpy").unwrap()),
             (vec!["1M".into(), "16M".into(), "64M".into()], "4M".into())
         );
         assert_eq!(
-            labels(&Heat2d),
+            labels(by_name("heat2d").unwrap()),
             (
                 vec![
                     "256x256_50".into(),
@@ -135,14 +283,25 @@ mod tests {
             )
         );
         // Work models from the spec's derived figures.
-        let heat = Heat2d.sizes(SizeSet::Full);
-        assert_eq!(Heat2d.work(&heat.in_distribution[2]), 419_430_400.0);
-        assert_eq!(Heat2d.work(&heat.held_out), 353_894_400.0);
+        let heat = by_name("heat2d").unwrap().sizes(SizeSet::Full);
         assert_eq!(
-            Saxpy.work(&Saxpy.sizes(SizeSet::Full).in_distribution[2]),
+            by_name("heat2d").unwrap().work(&heat.in_distribution[2]),
+            419_430_400.0
+        );
+        assert_eq!(
+            by_name("heat2d").unwrap().work(&heat.held_out),
+            353_894_400.0
+        );
+        assert_eq!(
+            by_name("saxpy").unwrap().work(
+                &by_name("saxpy")
+                    .unwrap()
+                    .sizes(SizeSet::Full)
+                    .in_distribution[2]
+            ),
             805_306_368.0
         );
-        let full = |t: &dyn Task| {
+        let full = |t: &Task| {
             let p = t.sizes(SizeSet::Full);
             let mut v = p.in_distribution;
             v.push(p.held_out);
@@ -151,7 +310,7 @@ mod tests {
         let strs = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         for (task, want, work) in [
             (
-                &Wave3d as &dyn Task,
+                by_name("wave3d").unwrap(),
                 [
                     "64x64x64_30",
                     "160x160x160_20",
@@ -161,12 +320,12 @@ mod tests {
                 [94_371_840.0, 983_040_000.0, 1_274_019_840.0, 503_316_480.0],
             ),
             (
-                &Nbody,
+                by_name("nbody").unwrap(),
                 ["256_10", "1024_10", "2048_10", "512_10"],
                 [13_107_200.0, 209_715_200.0, 838_860_800.0, 52_428_800.0],
             ),
             (
-                &Hmc,
+                by_name("hmc").unwrap(),
                 ["d8_K16384", "d16_K4096", "d32_K1024", "d24_K2048"],
                 [
                     4_325_376_000.0,
@@ -176,12 +335,12 @@ mod tests {
                 ],
             ),
             (
-                &Lbm,
+                by_name("lbm").unwrap(),
                 ["64x64_50", "128x128_100", "256x256_100", "192x192_75"],
                 [14_745_600.0, 117_964_800.0, 471_859_200.0, 199_065_600.0],
             ),
             (
-                &Ising,
+                by_name("ising").unwrap(),
                 [
                     "256x256_100",
                     "1024x1024_50",
@@ -200,11 +359,11 @@ mod tests {
         }
         assert_eq!(
             [
-                Wave3d.ceiling(),
-                Nbody.ceiling(),
-                Hmc.ceiling(),
-                Lbm.ceiling(),
-                Ising.ceiling()
+                by_name("wave3d").unwrap().ceiling(),
+                by_name("nbody").unwrap().ceiling(),
+                by_name("hmc").unwrap().ceiling(),
+                by_name("lbm").unwrap().ceiling(),
+                by_name("ising").unwrap().ceiling()
             ],
             [
                 CeilingKind::Bandwidth,
@@ -218,31 +377,31 @@ mod tests {
         // spec's derived work figures.
         for (task, want, work, ceiling) in [
             (
-                &Gradshaf as &dyn Task,
+                by_name("gradshaf").unwrap(),
                 ["65x65_30", "257x257_40", "513x513_30", "129x129_35"],
                 [1_521_000.0, 31_703_520.0, 94_740_840.0, 6_989_220.0],
                 CeilingKind::Bandwidth,
             ),
             (
-                &Fft3d,
+                by_name("fft3d").unwrap(),
                 ["32cube", "64cube", "128cube", "256cube"],
                 [3_145_728.0, 25_165_824.0, 201_326_592.0, 1_610_612_736.0],
                 CeilingKind::Bandwidth,
             ),
             (
-                &Adi3d,
+                by_name("adi3d").unwrap(),
                 ["N64_20", "N96_15", "N128_10", "P256x192x128_10"],
                 [125_829_120.0, 318_504_960.0, 503_316_480.0, 1_509_949_440.0],
                 CeilingKind::Bandwidth,
             ),
             (
-                &Morton,
+                by_name("morton").unwrap(),
                 ["N32_120", "N64_60", "N128_30", "N256_10"],
                 [31_457_280.0, 125_829_120.0, 503_316_480.0, 1_342_177_280.0],
                 CeilingKind::Bandwidth,
             ),
             (
-                &Lj,
+                by_name("lj").unwrap(),
                 [
                     "N1728_M5_steps20",
                     "N4096_M7_steps15",

@@ -4,12 +4,14 @@ use std::sync::Arc;
 use kevo_backend::Dialect;
 use serde::{Deserialize, Serialize};
 
+use crate::spec::{TaskDefinitionError, TaskSpec};
+
 /// Which size table to use. `Full` is the paper's, exactly as specified;
 /// `Smoke` is small enough for PoCL on a 2-core CI machine; `Large` is for
 /// data-centre GPUs, whose last-level cache (50 MB on an H100) holds several
 /// of the paper's full sizes: every memory-bound large size has a working
 /// set of at least 256 MB (4x a 64 MB cache). Sets are never mixed in one score.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SizeSet {
     Smoke,
@@ -108,7 +110,7 @@ pub enum Access {
 
 #[derive(Debug, Clone)]
 pub struct BufferSpec {
-    pub name: &'static str,
+    pub name: String,
     pub bytes: usize,
     pub init: BufferInit,
     pub access: Access,
@@ -172,28 +174,9 @@ pub struct Verdict {
     pub tolerance: Option<f64>,
 }
 
-/// A benchmark task. Everything the evaluator, the proposer and the CLI need
-/// to know about a problem lives behind this trait.
-pub trait Task: Send + Sync {
-    fn name(&self) -> &'static str;
-    /// Metal-Sci regime, e.g. "R1 stencil".
-    fn regime(&self) -> &'static str;
-    /// The brief given to the proposer: the math, the layout, the contract.
-    fn description(&self) -> &'static str;
-    /// Kernel signatures and launch rules in `dialect`.
-    fn signature(&self, dialect: Dialect) -> Option<&'static str>;
-    /// The naive seed kernel source in `dialect`.
-    fn seed(&self, dialect: Dialect) -> Option<&'static str>;
-    /// Entry points the candidate must define, in the order `LaunchSpec::kernel` indexes.
-    fn kernel_names(&self) -> &'static [&'static str];
-    fn sizes(&self, set: SizeSet) -> SizePlan;
-    fn ceiling(&self) -> CeilingKind;
-    /// Bytes or FLOPs of one run at `size` (the scored work model).
-    fn work(&self, size: &Size) -> f64;
-    /// How the work model counts, shown next to the achieved figure.
-    fn work_note(&self) -> &'static str;
-    /// The spec's input seed, used for timed runs.
-    fn default_seed(&self) -> u64;
+/// The Rust half of a task: what cannot be data. The rest (name, sizes,
+/// ceiling, work model, ...) is the task's `task.toml` ([`TaskSpec`]).
+pub trait TaskCode: Send + Sync {
     /// Build the host program for `size` with inputs drawn from `seed`.
     fn problem(&self, size: &Size, seed: u64) -> Problem;
     /// The CPU reference for `problem` (built by `self.problem(size, seed)`).
@@ -206,6 +189,173 @@ pub trait Task: Send + Sync {
         reference: &Reference,
         outputs: &[Vec<u8>],
     ) -> Verdict;
+    /// Bytes or FLOPs of one run at `size`, for tasks whose `task.toml`
+    /// has no `work` expression (the work depends on the inputs or on
+    /// constants of the code). A task with neither has no score (NaN).
+    fn work(&self, _size: &Size) -> Option<f64> {
+        None
+    }
+}
+
+/// Source text of a task in each kernel dialect (absent: not ported).
+#[derive(Debug, Clone, Default)]
+pub struct PerDialect {
+    pub opencl: Option<String>,
+    pub cuda: Option<String>,
+    pub metal: Option<String>,
+}
+
+impl PerDialect {
+    pub fn get(&self, dialect: Dialect) -> Option<&str> {
+        match dialect {
+            Dialect::OpenCl => self.opencl.as_deref(),
+            Dialect::Cuda => self.cuda.as_deref(),
+            Dialect::Metal => self.metal.as_deref(),
+        }
+    }
+}
+
+/// What a task gives the proposer besides its metadata.
+#[derive(Debug, Clone, Default)]
+pub struct TaskAssets {
+    /// The brief: the math, the layout, the contract.
+    pub brief: String,
+    /// Kernel signatures and launch rules.
+    pub signatures: PerDialect,
+    /// The naive seed kernels.
+    pub seeds: PerDialect,
+}
+
+/// A benchmark task: its definition ([`TaskSpec`], data), its assets and
+/// its code. Everything the evaluator, the proposer and the CLI need to
+/// know about a problem lives here.
+pub struct Task {
+    spec: TaskSpec,
+    assets: TaskAssets,
+    code: Arc<dyn TaskCode>,
+    hash: String,
+}
+
+impl std::fmt::Debug for Task {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Task")
+            .field("name", &self.spec.name)
+            .field("hash", &self.hash)
+            .finish()
+    }
+}
+
+impl Task {
+    /// Assemble a task. `definition` is the `task.toml` text (`origin`
+    /// names it in errors); `code_sources` is the text of the Rust that
+    /// implements `code`, hashed with everything else so that a changed
+    /// reference or check changes [`Task::content_hash`].
+    pub fn new(
+        definition: &str,
+        origin: &str,
+        assets: TaskAssets,
+        code: Arc<dyn TaskCode>,
+        code_sources: &[&str],
+    ) -> Result<Task, TaskDefinitionError> {
+        let spec = TaskSpec::parse(definition, origin)?;
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        let mut part = |text: &str| {
+            h.update((text.len() as u64).to_le_bytes());
+            h.update(text.as_bytes());
+        };
+        part("kevo task v1");
+        part(definition);
+        part(&assets.brief);
+        for d in [&assets.signatures, &assets.seeds] {
+            for text in [&d.opencl, &d.cuda, &d.metal] {
+                part(text.as_deref().unwrap_or("\0absent"));
+            }
+        }
+        for source in code_sources {
+            part(source);
+        }
+        let hash = h
+            .finalize()
+            .iter()
+            .take(8)
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        Ok(Task {
+            spec,
+            assets,
+            code,
+            hash,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+    /// Metal-Sci regime, e.g. "R1 stencil".
+    pub fn regime(&self) -> &str {
+        &self.spec.regime
+    }
+    /// The brief given to the proposer: the math, the layout, the contract.
+    pub fn description(&self) -> &str {
+        &self.assets.brief
+    }
+    /// Kernel signatures and launch rules in `dialect`.
+    pub fn signature(&self, dialect: Dialect) -> Option<&str> {
+        self.assets.signatures.get(dialect)
+    }
+    /// The naive seed kernel source in `dialect`.
+    pub fn seed(&self, dialect: Dialect) -> Option<&str> {
+        self.assets.seeds.get(dialect)
+    }
+    /// Entry points the candidate must define, in the order `LaunchSpec::kernel` indexes.
+    pub fn kernel_names(&self) -> &[String] {
+        &self.spec.kernels
+    }
+    pub fn sizes(&self, set: SizeSet) -> SizePlan {
+        self.spec.sizes[&set].clone()
+    }
+    pub fn ceiling(&self) -> CeilingKind {
+        self.spec.ceiling
+    }
+    /// Bytes or FLOPs of one run at `size` (the scored work model).
+    pub fn work(&self, size: &Size) -> f64 {
+        match &self.spec.work {
+            Some(expr) => expr.eval(&self.spec.dim_values(size)),
+            None => self.code.work(size).unwrap_or(f64::NAN),
+        }
+    }
+    /// How the work model counts, shown next to the achieved figure.
+    pub fn work_note(&self) -> &str {
+        &self.spec.work_note
+    }
+    /// The spec's input seed, used for timed runs.
+    pub fn default_seed(&self) -> u64 {
+        self.spec.default_seed
+    }
+    pub fn problem(&self, size: &Size, seed: u64) -> Problem {
+        self.code.problem(size, seed)
+    }
+    pub fn reference(&self, size: &Size, problem: &Problem) -> Reference {
+        self.code.reference(size, problem)
+    }
+    pub fn check(
+        &self,
+        size: &Size,
+        problem: &Problem,
+        reference: &Reference,
+        outputs: &[Vec<u8>],
+    ) -> Verdict {
+        self.code.check(size, problem, reference, outputs)
+    }
+    /// A hash of the definition, assets and code (16 hex digits): a worker
+    /// whose task differs refuses a job rather than score another problem.
+    pub fn content_hash(&self) -> &str {
+        &self.hash
+    }
+    pub fn spec(&self) -> &TaskSpec {
+        &self.spec
+    }
 }
 
 /// Bytes of a buffer's `Data` init, or an empty slice.
@@ -215,54 +365,3 @@ pub fn init_data(problem: &Problem, buffer: usize) -> &[u8] {
         _ => &[],
     }
 }
-
-/// The brief, the signatures and the seed kernels of a task, read from
-/// `assets/<name>/` (`brief.md`, `signature.{cl,cu}`, `seed.{cl,cu}`): the
-/// three `Task` methods every task would otherwise spell out alike.
-macro_rules! task_assets {
-    ($name:literal) => {
-        fn description(&self) -> &'static str {
-            include_str!(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/assets/",
-                $name,
-                "/brief.md"
-            ))
-        }
-        fn signature(&self, dialect: kevo_backend::Dialect) -> Option<&'static str> {
-            match dialect {
-                kevo_backend::Dialect::OpenCl => Some(include_str!(concat!(
-                    env!("CARGO_MANIFEST_DIR"),
-                    "/assets/",
-                    $name,
-                    "/signature.cl"
-                ))),
-                kevo_backend::Dialect::Cuda => Some(include_str!(concat!(
-                    env!("CARGO_MANIFEST_DIR"),
-                    "/assets/",
-                    $name,
-                    "/signature.cu"
-                ))),
-                kevo_backend::Dialect::Metal => None,
-            }
-        }
-        fn seed(&self, dialect: kevo_backend::Dialect) -> Option<&'static str> {
-            match dialect {
-                kevo_backend::Dialect::OpenCl => Some(include_str!(concat!(
-                    env!("CARGO_MANIFEST_DIR"),
-                    "/assets/",
-                    $name,
-                    "/seed.cl"
-                ))),
-                kevo_backend::Dialect::Cuda => Some(include_str!(concat!(
-                    env!("CARGO_MANIFEST_DIR"),
-                    "/assets/",
-                    $name,
-                    "/seed.cu"
-                ))),
-                kevo_backend::Dialect::Metal => None,
-            }
-        }
-    };
-}
-pub(crate) use task_assets;

@@ -29,7 +29,7 @@ fn working_set(task: &str, s: &Size) -> u64 {
     }
 }
 
-fn all_sizes(task: &dyn Task, set: SizeSet) -> Vec<Size> {
+fn all_sizes(task: &Task, set: SizeSet) -> Vec<Size> {
     let plan = task.sizes(set);
     let mut v = plan.in_distribution;
     v.push(plan.held_out);
@@ -106,10 +106,10 @@ fn large_labels_spell_out_the_dims() {
             assert_eq!(grid, s.dims[..s.dims.len() - 1], "{name} {}", s.label);
         }
     }
-    for s in all_sizes(&kevo_tasks::Hmc, SizeSet::Large) {
+    for s in all_sizes(kevo_tasks::by_name("hmc").unwrap(), SizeSet::Large) {
         assert_eq!(s.label, format!("d{}_K{}", s.dims[0], s.dims[1]));
     }
-    for s in all_sizes(&kevo_tasks::Saxpy, SizeSet::Large) {
+    for s in all_sizes(kevo_tasks::by_name("saxpy").unwrap(), SizeSet::Large) {
         assert_eq!(s.label, format!("{}M", s.dims[0] >> 20));
     }
 }

@@ -9,7 +9,7 @@ use kevo_tasks::{Size, SizeSet, Task};
 
 const MIB: u64 = 1 << 20;
 
-fn sizes(task: &dyn Task) -> Vec<Size> {
+fn sizes(task: &Task) -> Vec<Size> {
     let plan = task.sizes(SizeSet::Large);
     assert_eq!(plan.in_distribution.len(), 3, "{}", task.name());
     let mut v = plan.in_distribution;

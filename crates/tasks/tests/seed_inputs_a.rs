@@ -14,7 +14,7 @@ use models::*;
 
 const TASKS: [&str; 6] = ["saxpy", "heat2d", "wave3d", "nbody", "hmc", "lbm"];
 
-fn smoke_sizes(task: &dyn Task) -> Vec<Size> {
+fn smoke_sizes(task: &Task) -> Vec<Size> {
     let plan = task.sizes(SizeSet::Smoke);
     let mut v = plan.in_distribution;
     v.push(plan.held_out);

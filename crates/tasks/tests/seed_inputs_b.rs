@@ -10,7 +10,7 @@ use kevo_tasks::{BufferInit, SizeSet, Task};
 const TASKS: [&str; 6] = ["ising", "lj", "gradshaf", "fft3d", "adi3d", "morton"];
 
 /// The reference as raw bytes, whatever its element type.
-fn reference_bytes(task: &dyn Task, r: &kevo_tasks::Reference) -> Vec<u8> {
+fn reference_bytes(task: &Task, r: &kevo_tasks::Reference) -> Vec<u8> {
     if let Some(v) = r.downcast_ref::<Vec<u8>>() {
         return v.clone();
     }
@@ -42,7 +42,7 @@ fn inputs_and_references_depend_on_the_seed_but_launches_do_not() {
             // buffers that hold the initial state differ in most bytes.
             let mut differing = 0;
             for (x, y) in a.buffers.iter().zip(&b.buffers) {
-                assert_eq!((x.name, x.bytes, x.access), (y.name, y.bytes, y.access));
+                assert_eq!((&x.name, x.bytes, x.access), (&y.name, y.bytes, y.access));
                 match (&x.init, &y.init) {
                     (BufferInit::Data(p), BufferInit::Data(q)) => {
                         assert_eq!(p.len(), q.len(), "{what} {}", x.name);

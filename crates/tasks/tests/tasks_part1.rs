@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use kevo_backend::Dialect;
-use kevo_tasks::{SizeSet, Task};
+use kevo_tasks::SizeSet;
 
 const TASKS: [&str; 5] = ["wave3d", "nbody", "hmc", "lbm", "ising"];
 
@@ -41,7 +41,7 @@ fn reference_times_full_sizes() {
         "task", "size", "inputs s", "reference s"
     );
     for name in TASKS {
-        let task: &dyn Task = kevo_tasks::by_name(name).unwrap();
+        let task = kevo_tasks::by_name(name).unwrap();
         let plan = task.sizes(SizeSet::Full);
         for size in plan.in_distribution.iter().chain([&plan.held_out]) {
             let t = Instant::now();

@@ -84,7 +84,7 @@ type Errs = fn(&Size, &[Vec<u8>], &[Vec<u8>]) -> Vec<f64>;
 /// Some(variant), _)` is honest, `model(size, problem, None, c)` is cheat
 /// number `c` (of `cheats`).
 struct Subject {
-    task: &'static dyn Task,
+    task: &'static Task,
     model: Box<Model>,
     cheats: Vec<&'static str>,
     errs: Errs,
@@ -107,7 +107,7 @@ fn subjects() -> Vec<Subject> {
     };
     vec![
         Subject {
-            task: &kevo_tasks::Saxpy,
+            task: kevo_tasks::by_name("saxpy").unwrap(),
             model: Box::new(|_, p, v, c| match v {
                 Some(v) => saxpy(p, v, None),
                 None => saxpy(
@@ -121,7 +121,7 @@ fn subjects() -> Vec<Subject> {
             exact: Box::new(|_, p| saxpy(p, Variant::EXACT, None)),
         },
         Subject {
-            task: &kevo_tasks::Heat2d,
+            task: kevo_tasks::by_name("heat2d").unwrap(),
             model: Box::new(move |s, p, v, c| match v {
                 Some(v) => heat2d(s, p, v, None),
                 None => heat2d(s, p, Variant::EXACT, Some(step_cheat(c))),
@@ -131,7 +131,7 @@ fn subjects() -> Vec<Subject> {
             exact: Box::new(|s, p| heat2d(s, p, Variant::EXACT, None)),
         },
         Subject {
-            task: &kevo_tasks::Wave3d,
+            task: kevo_tasks::by_name("wave3d").unwrap(),
             model: Box::new(move |s, p, v, c| match v {
                 Some(v) => wave3d(s, p, v, None),
                 None => wave3d(s, p, Variant::EXACT, Some(step_cheat(c))),
@@ -141,7 +141,7 @@ fn subjects() -> Vec<Subject> {
             exact: Box::new(|s, p| wave3d(s, p, Variant::EXACT, None)),
         },
         Subject {
-            task: &kevo_tasks::Nbody,
+            task: kevo_tasks::by_name("nbody").unwrap(),
             model: Box::new(|s, p, v, c| match v {
                 Some(v) => nbody(s, p, v, None),
                 None => nbody(
@@ -166,7 +166,7 @@ fn subjects() -> Vec<Subject> {
             exact: Box::new(nbody_f64),
         },
         Subject {
-            task: &kevo_tasks::Hmc,
+            task: kevo_tasks::by_name("hmc").unwrap(),
             model: Box::new(|s, p, v, c| match v {
                 Some(v) => hmc(s, p, v, None),
                 None => hmc(
@@ -193,7 +193,7 @@ fn subjects() -> Vec<Subject> {
             exact: Box::new(|s, p| hmc(s, p, Variant::EXACT, None)),
         },
         Subject {
-            task: &kevo_tasks::Lbm,
+            task: kevo_tasks::by_name("lbm").unwrap(),
             model: Box::new(move |s, p, v, c| match v {
                 Some(v) => lbm(s, p, v, None),
                 None => lbm(s, p, Variant::EXACT, Some(step_cheat(c))),
@@ -293,7 +293,7 @@ fn assert_rows(task: &str, size: &Size, rows: &[Row]) {
     }
 }
 
-fn sizes(task: &dyn Task, set: SizeSet) -> Vec<Size> {
+fn sizes(task: &Task, set: SizeSet) -> Vec<Size> {
     let plan = task.sizes(set);
     let mut v = plan.in_distribution;
     v.push(plan.held_out);

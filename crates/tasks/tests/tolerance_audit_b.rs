@@ -106,7 +106,7 @@ struct Out {
 type Variant<'a> = (&'static str, bool, Box<dyn Fn() -> Out + 'a>);
 
 fn audit(
-    task: &dyn Task,
+    task: &Task,
     set: SizeSet,
     variants: &dyn Fn(&Size, &Problem, &Reference) -> Vec<Row>,
 ) -> Vec<Row> {
@@ -139,7 +139,7 @@ fn stress_sizes(task: &str) -> Vec<Size> {
 }
 
 fn run_variants(
-    task: &dyn Task,
+    task: &Task,
     size: &Size,
     p: &Problem,
     r: &Reference,

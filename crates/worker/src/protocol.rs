@@ -163,6 +163,11 @@ pub enum Request {
         /// Unguessable; echoed by every reply to this request.
         nonce: String,
         task: String,
+        /// The coordinator's [`kevo_tasks::Task::content_hash`]: a worker
+        /// whose task of this name differs refuses the job instead of
+        /// scoring another problem.
+        #[serde(default)]
+        task_hash: Option<String>,
         source: String,
         sizes: Vec<Size>,
     },

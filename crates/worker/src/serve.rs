@@ -120,11 +120,12 @@ pub fn serve(
                 id,
                 nonce,
                 task,
+                task_hash,
                 source,
                 sizes,
             } => {
-                let evaluation = match kevo_tasks::by_name(&task) {
-                    Err(e) => failed(&task, &device, e.to_string()),
+                let evaluation = match task_for(&task, task_hash.as_deref()) {
+                    Err(message) => failed(&task, &device, message),
                     Ok(task_ref) => {
                         let mut compiling = false;
                         let mut progress = |stage: Stage<'_>| {
@@ -189,6 +190,20 @@ pub fn serve(
     Ok(())
 }
 
+/// The task a request names, if this worker's version of it is the
+/// coordinator's (`hash`, when given).
+fn task_for(name: &str, hash: Option<&str>) -> Result<&'static kevo_tasks::Task, String> {
+    let task = kevo_tasks::by_name(name).map_err(|e| e.to_string())?;
+    match hash {
+        Some(h) if h != task.content_hash() => Err(format!(
+            "this worker's task `{name}` is version {}, the coordinator's is {h}: they are \
+             different problems; run a worker built from the same kevo",
+            task.content_hash()
+        )),
+        _ => Ok(task),
+    }
+}
+
 fn failed(task: &str, device: &kevo_backend::DeviceInfo, message: String) -> Evaluation {
     Evaluation {
         task: task.to_string(),
@@ -201,5 +216,24 @@ fn failed(task: &str, device: &kevo_backend::DeviceInfo, message: String) -> Eva
         },
         sizes: Vec::new(),
         wall: WallTimes::default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::task_for;
+
+    #[test]
+    fn a_task_of_another_version_is_refused_with_both_versions() {
+        let saxpy = kevo_tasks::by_name("saxpy").unwrap();
+        assert!(task_for("saxpy", Some(saxpy.content_hash())).is_ok());
+        assert!(task_for("saxpy", None).is_ok());
+        let err = task_for("saxpy", Some("0123456789abcdef")).unwrap_err();
+        assert!(
+            err.contains("0123456789abcdef") && err.contains(saxpy.content_hash()),
+            "{err}"
+        );
+        let err = task_for("nope", None).unwrap_err();
+        assert!(err.contains("unknown task `nope`"), "{err}");
     }
 }

@@ -482,6 +482,9 @@ impl Worker {
             id,
             nonce: nonce.clone(),
             task: task.to_string(),
+            task_hash: kevo_tasks::by_name(task)
+                .ok()
+                .map(|t| t.content_hash().to_string()),
             source: source.to_string(),
             sizes: sizes.to_vec(),
         };

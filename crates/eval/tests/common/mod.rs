@@ -31,7 +31,7 @@ pub fn evaluator() -> Option<Evaluator<OpenClBackend>> {
     Some(Evaluator::new(backend, ceilings, EvalConfig::default()))
 }
 
-pub fn smoke(task: &dyn Task) -> Vec<Size> {
+pub fn smoke(task: &Task) -> Vec<Size> {
     task.sizes(SizeSet::Smoke).in_distribution
 }
 

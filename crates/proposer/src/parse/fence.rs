@@ -96,8 +96,8 @@ pub fn fences(text: &str) -> Vec<Fence> {
     out
 }
 
-fn contains_all(body: &str, names: &[&str]) -> bool {
-    !names.is_empty() && names.iter().all(|n| contains_word(body, n))
+fn contains_all<S: AsRef<str>>(body: &str, names: &[S]) -> bool {
+    !names.is_empty() && names.iter().all(|n| contains_word(body, n.as_ref()))
 }
 
 /// `name` as a whole identifier in `text`.
@@ -111,10 +111,10 @@ pub(crate) fn contains_word(text: &str, name: &str) -> bool {
 }
 
 /// The candidate block per the module's rules, with the rule that chose it.
-pub fn choose<'a>(
+pub fn choose<'a, S: AsRef<str>>(
     blocks: &'a [Fence],
     dialect: Dialect,
-    entry_points: &[&str],
+    entry_points: &[S],
 ) -> Option<(&'a Fence, FenceRule)> {
     let usable: Vec<&Fence> = blocks
         .iter()

@@ -30,7 +30,7 @@ pub use fence::{Fence, FenceRule, choose, fences};
 pub struct ExtractOptions<'a> {
     pub dialect: Dialect,
     /// The task's entry points, used to recognise the kernel's block.
-    pub kernel_names: &'a [&'a str],
+    pub kernel_names: &'a [String],
     /// The source edits apply to, and whose EVOLVE-BLOCK regions bind.
     pub parent: Option<&'a str>,
 }
@@ -172,9 +172,11 @@ mod tests {
     use super::*;
 
     fn opts(parent: Option<&str>) -> ExtractOptions<'_> {
+        static SAXPY: std::sync::LazyLock<[String; 1]> =
+            std::sync::LazyLock::new(|| ["saxpy".to_string()]);
         ExtractOptions {
             dialect: Dialect::Cuda,
-            kernel_names: &["saxpy"],
+            kernel_names: &*SAXPY,
             parent,
         }
     }

@@ -95,7 +95,7 @@ pub struct UserContext<'a> {
 /// Builds the prompts of one run: one task, one dialect, one size set, one
 /// device.
 pub struct PromptBuilder<'t> {
-    task: &'t dyn Task,
+    task: &'t Task,
     dialect: Dialect,
     plan: SizePlan,
     device: DeviceBrief,
@@ -165,7 +165,7 @@ struct TaskCtx<'a> {
     regime: &'a str,
     description: &'a str,
     signature: &'a str,
-    kernel_names: &'a [&'a str],
+    kernel_names: &'a [String],
     sizes: Vec<&'a str>,
     ceiling: &'static str,
     unit: &'static str,
@@ -233,7 +233,7 @@ impl<'t> PromptBuilder<'t> {
     /// A builder for `task` in `dialect`, scored on `sizes`' in-distribution
     /// sizes. Fails when the task has no signature or seed in the dialect.
     pub fn new(
-        task: &'t dyn Task,
+        task: &'t Task,
         dialect: Dialect,
         sizes: SizeSet,
         device: DeviceBrief,

@@ -248,61 +248,7 @@ fn simulate(mut u: Vec<f32>, d: [usize; 3], steps: usize) -> Vec<f32> {
     u
 }
 
-impl Task for Adi3d {
-    fn name(&self) -> &'static str {
-        "adi3d"
-    }
-    fn regime(&self) -> &'static str {
-        "R7 tridiagonal"
-    }
-    task_assets!("adi3d");
-    fn kernel_names(&self) -> &'static [&'static str] {
-        &["adi_x", "adi_y", "adi_z"]
-    }
-    fn sizes(&self, set: SizeSet) -> SizePlan {
-        match set {
-            // Working set (two f32 grids) >= 256 MiB at every size; extents
-            // are multiples of the 32-wide block.
-            SizeSet::Large => SizePlan {
-                in_distribution: vec![
-                    Size::new("N352_8", &[352, 352, 352, 8]),
-                    Size::new("N448_6", &[448, 448, 448, 6]),
-                    Size::new("N512_5", &[512, 512, 512, 5]),
-                ],
-                held_out: Size::new("P576x448x320_5", &[576, 448, 320, 5]),
-            },
-            SizeSet::Full => SizePlan {
-                in_distribution: vec![
-                    Size::new("N64_20", &[64, 64, 64, 20]),
-                    Size::new("N96_15", &[96, 96, 96, 15]),
-                    Size::new("N128_10", &[128, 128, 128, 10]),
-                ],
-                held_out: Size::new("P256x192x128_10", &[256, 192, 128, 10]),
-            },
-            SizeSet::Smoke => SizePlan {
-                in_distribution: vec![
-                    Size::new("N16_10", &[16, 16, 16, 10]),
-                    Size::new("N24_8", &[24, 24, 24, 8]),
-                    Size::new("N32_6", &[32, 32, 32, 6]),
-                ],
-                held_out: Size::new("P48x40x24_5", &[48, 40, 24, 5]),
-            },
-        }
-    }
-    fn ceiling(&self) -> CeilingKind {
-        CeilingKind::Bandwidth
-    }
-    fn work(&self, size: &Size) -> f64 {
-        let ([nx, ny, nz], steps) = dims(size);
-        24.0 * (nx * ny * nz * steps) as f64
-    }
-    fn work_note(&self) -> &'static str {
-        "effective, 24 B/cell/step (3 sweeps x one 4 B read + one 4 B write)"
-    }
-    fn default_seed(&self) -> u64 {
-        // The seed only draws the perturbation of the spec's u0.
-        0
-    }
+impl TaskCode for Adi3d {
     fn problem(&self, size: &Size, seed: u64) -> Problem {
         let (d, steps) = dims(size);
         let [nx, ny, nz] = d.map(|v| v as u64);
@@ -330,13 +276,13 @@ impl Task for Adi3d {
         Problem {
             buffers: vec![
                 BufferSpec {
-                    name: "A",
+                    name: "A".into(),
                     bytes,
                     init: BufferInit::Data(Arc::new(f32s_to_bytes(&u0))),
                     access: Access::ReadWrite,
                 },
                 BufferSpec {
-                    name: "B",
+                    name: "B".into(),
                     bytes,
                     init: BufferInit::Sentinel,
                     access: Access::ReadWrite,
@@ -439,8 +385,8 @@ mod tests {
     #[test]
     fn sweeps_keep_faces_and_diffuse_a_prism() {
         let size = Size::new("t", &[12, 9, 7, 3]);
-        let p = Adi3d.problem(&size, 0);
-        let r = Adi3d.reference(&size, &p);
+        let p = crate::by_name("adi3d").unwrap().problem(&size, 0);
+        let r = crate::by_name("adi3d").unwrap().reference(&size, &p);
         let u = r.downcast_ref::<Vec<f32>>().unwrap();
         let u0 = bytes_to_f32s(init_data(&p, 0));
         let (nx, ny, nz) = (12, 9, 7);
@@ -476,7 +422,7 @@ mod tests {
     fn max_of_the_reference_matches_the_spec() {
         // From the spec's unperturbed u0, its derived max|ref| figures
         // apply (up to f32 rounding).
-        let plan = Adi3d.sizes(SizeSet::Full);
+        let plan = crate::by_name("adi3d").unwrap().sizes(SizeSet::Full);
         for (size, want) in plan.in_distribution.iter().zip([0.74408, 0.89943]) {
             let (d, steps) = dims(size);
             let m = max_abs(&simulate(initial_u(d), d, steps));

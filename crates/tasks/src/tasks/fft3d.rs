@@ -218,62 +218,7 @@ fn tolerance(size: &Size, want: &[f32]) -> f64 {
     TOL_REL * repeats(size) as f64 * max_abs(want)
 }
 
-impl Task for Fft3d {
-    fn name(&self) -> &'static str {
-        "fft3d"
-    }
-    fn regime(&self) -> &'static str {
-        "R6 3-D FFT"
-    }
-    task_assets!("fft3d");
-    fn kernel_names(&self) -> &'static [&'static str] {
-        &["fft3d_x", "fft3d_y", "fft3d_z"]
-    }
-    fn sizes(&self, set: SizeSet) -> SizePlan {
-        match set {
-            // Working set (two N³ float2 buffers) >= 256 MiB needs N >= 256,
-            // and one block per line caps N at 1024 (whose f64 reference
-            // would need ~50 GB): the sizes repeat the transform R times,
-            // which also makes the runs long enough to time.
-            SizeSet::Large => SizePlan {
-                in_distribution: vec![
-                    Size::new("256cube_r4", &[256, 4]),
-                    Size::new("512cube_r1", &[512, 1]),
-                    Size::new("512cube_r2", &[512, 2]),
-                ],
-                held_out: Size::new("256cube_r6", &[256, 6]),
-            },
-            SizeSet::Full => SizePlan {
-                in_distribution: vec![
-                    Size::new("32cube", &[32]),
-                    Size::new("64cube", &[64]),
-                    Size::new("128cube", &[128]),
-                ],
-                held_out: Size::new("256cube", &[256]),
-            },
-            SizeSet::Smoke => SizePlan {
-                in_distribution: vec![
-                    Size::new("8cube", &[8]),
-                    Size::new("16cube", &[16]),
-                    Size::new("32cube", &[32]),
-                ],
-                held_out: Size::new("64cube", &[64]),
-            },
-        }
-    }
-    fn ceiling(&self) -> CeilingKind {
-        CeilingKind::Bandwidth
-    }
-    fn work(&self, size: &Size) -> f64 {
-        let n = n_of(size) as f64;
-        96.0 * n * n * n * repeats(size) as f64
-    }
-    fn work_note(&self) -> &'static str {
-        "effective, 96 B/cell per transform as scored by Metal-Sci (3 passes x 32 B, counting each 8 B complex twice); the physical streamed minimum is 48 B/cell, so the fraction is 2x the physical DRAM fraction"
-    }
-    fn default_seed(&self) -> u64 {
-        0xF17F
-    }
+impl TaskCode for Fft3d {
     fn problem(&self, size: &Size, seed: u64) -> Problem {
         let n = n_of(size);
         let n3 = n * n * n;
@@ -302,13 +247,13 @@ impl Task for Fft3d {
         Problem {
             buffers: vec![
                 BufferSpec {
-                    name: "A",
+                    name: "A".into(),
                     bytes,
                     init: BufferInit::Data(Arc::new(x)),
                     access: Access::ReadWrite,
                 },
                 BufferSpec {
-                    name: "B",
+                    name: "B".into(),
                     bytes,
                     init: BufferInit::Sentinel,
                     access: Access::ReadWrite,
@@ -420,7 +365,7 @@ mod tests {
     #[test]
     fn three_dimensional_fft_matches_the_dft() {
         let size = Size::new("t", &[8]);
-        let p = Fft3d.problem(&size, 5);
+        let p = crate::by_name("fft3d").unwrap().problem(&size, 5);
         let x = bytes_to_f32s(init_data(&p, 0));
         let got = fft3(&x, 8);
         let want = naive_dft3(&x, 8);
@@ -442,7 +387,7 @@ mod tests {
         // line of every axis by gathering it.
         let n = 16;
         let size = Size::new("t", &[n as u64]);
-        let p = Fft3d.problem(&size, 2);
+        let p = crate::by_name("fft3d").unwrap().problem(&size, 2);
         let x = bytes_to_f32s(init_data(&p, 0));
         let got = fft3(&x, n);
         let plan = Plan::new(n);
@@ -474,13 +419,13 @@ mod tests {
         // F(F(x))[k] = N³ x[-k mod N] per axis.
         let n = 8;
         let size = Size::new("t", &[n as u64, 2]);
-        let p = Fft3d.problem(&size, 3);
+        let p = crate::by_name("fft3d").unwrap().problem(&size, 3);
         assert_eq!(p.launches.len(), 6);
         assert_eq!(p.outputs, vec![0]);
         assert_eq!(p.launches[3].kernel, 0);
         assert_eq!(p.launches[3].args[0], Arg::Buffer(1));
         let x = bytes_to_f32s(init_data(&p, 0));
-        let r = Fft3d.reference(&size, &p);
+        let r = crate::by_name("fft3d").unwrap().reference(&size, &p);
         let y = r.downcast_ref::<Vec<f32>>().unwrap();
         let n3 = (n * n * n) as f64;
         for k in 0..n {
@@ -495,22 +440,37 @@ mod tests {
                 }
             }
         }
-        assert_eq!(Fft3d.work(&size), 2.0 * 96.0 * 512.0);
+        assert_eq!(
+            crate::by_name("fft3d").unwrap().work(&size),
+            2.0 * 96.0 * 512.0
+        );
     }
 
     #[test]
     fn check_is_component_wise_with_a_relative_tolerance() {
         let size = Size::new("t", &[4]);
-        let p = Fft3d.problem(&size, 1);
-        let r = Fft3d.reference(&size, &p);
+        let p = crate::by_name("fft3d").unwrap().problem(&size, 1);
+        let r = crate::by_name("fft3d").unwrap().reference(&size, &p);
         let want = r.downcast_ref::<Vec<f32>>().unwrap().clone();
-        let v = Fft3d.check(&size, &p, &r, &[f32s_to_bytes(&want)]);
+        let v = crate::by_name("fft3d")
+            .unwrap()
+            .check(&size, &p, &r, &[f32s_to_bytes(&want)]);
         assert!(v.passed && v.value == 0.0);
         let tol = v.tolerance.unwrap();
         assert!((tol - TOL_REL * max_abs(&want)).abs() < 1e-12);
         let mut bad = want.clone();
         bad[7] += 2.0 * tol as f32;
-        assert!(!Fft3d.check(&size, &p, &r, &[f32s_to_bytes(&bad)]).passed);
-        assert_eq!(Fft3d.work(&Size::new("t", &[256])), 1_610_612_736.0);
+        assert!(
+            !crate::by_name("fft3d")
+                .unwrap()
+                .check(&size, &p, &r, &[f32s_to_bytes(&bad)])
+                .passed
+        );
+        assert_eq!(
+            crate::by_name("fft3d")
+                .unwrap()
+                .work(&Size::new("t", &[256])),
+            1_610_612_736.0
+        );
     }
 }

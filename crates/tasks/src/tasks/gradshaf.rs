@@ -148,61 +148,7 @@ fn iterate(mut psi: Vec<f32>, nr: usize, nz: usize, k: usize) -> Vec<f32> {
     psi
 }
 
-impl Task for Gradshaf {
-    fn name(&self) -> &'static str {
-        "gradshaf"
-    }
-    fn regime(&self) -> &'static str {
-        "R5 reduce+stencil"
-    }
-    task_assets!("gradshaf");
-    fn kernel_names(&self) -> &'static [&'static str] {
-        &["gradshaf_axis_reduce", "gradshaf_step"]
-    }
-    fn sizes(&self, set: SizeSet) -> SizePlan {
-        match set {
-            // Working set (two f32 grids) >= 256 MiB at every size; the
-            // extents stay 2^k + 1 so that dR and dZ are powers of two.
-            SizeSet::Large => SizePlan {
-                in_distribution: vec![
-                    Size::new("8193x4097_40", &[8193, 4097, 40]),
-                    Size::new("8193x8193_30", &[8193, 8193, 30]),
-                    Size::new("16385x8193_20", &[16385, 8193, 20]),
-                ],
-                held_out: Size::new("4097x16385_30", &[4097, 16385, 30]),
-            },
-            SizeSet::Full => SizePlan {
-                in_distribution: vec![
-                    Size::new("65x65_30", &[65, 65, 30]),
-                    Size::new("257x257_40", &[257, 257, 40]),
-                    Size::new("513x513_30", &[513, 513, 30]),
-                ],
-                held_out: Size::new("129x129_35", &[129, 129, 35]),
-            },
-            SizeSet::Smoke => SizePlan {
-                in_distribution: vec![
-                    Size::new("65x65_30", &[65, 65, 30]),
-                    Size::new("129x129_15", &[129, 129, 15]),
-                    Size::new("257x257_10", &[257, 257, 10]),
-                ],
-                held_out: Size::new("129x65_25", &[129, 65, 25]),
-            },
-        }
-    }
-    fn ceiling(&self) -> CeilingKind {
-        CeilingKind::Bandwidth
-    }
-    fn work(&self, size: &Size) -> f64 {
-        let (nr, nz, k) = dims(size);
-        12.0 * (nr * nz * k) as f64
-    }
-    fn work_note(&self) -> &'static str {
-        "effective, 12 B/cell/step (4 B reduction read + 8 B stencil read/write)"
-    }
-    fn default_seed(&self) -> u64 {
-        // The seed only draws the perturbation of the spec's psi0.
-        0
-    }
+impl TaskCode for Gradshaf {
     fn problem(&self, size: &Size, seed: u64) -> Problem {
         let (nr, nz, k) = dims(size);
         let mut psi0 = initial_psi(nr, nz);
@@ -245,19 +191,19 @@ impl Task for Gradshaf {
         Problem {
             buffers: vec![
                 BufferSpec {
-                    name: "A",
+                    name: "A".into(),
                     bytes,
                     init: BufferInit::Data(Arc::new(f32s_to_bytes(&psi0))),
                     access: Access::ReadWrite,
                 },
                 BufferSpec {
-                    name: "B",
+                    name: "B".into(),
                     bytes,
                     init: BufferInit::Sentinel,
                     access: Access::ReadWrite,
                 },
                 BufferSpec {
-                    name: "psi_axis",
+                    name: "psi_axis".into(),
                     bytes: 4,
                     init: BufferInit::Sentinel,
                     access: Access::ReadWrite,
@@ -363,7 +309,7 @@ mod tests {
     fn max_of_the_reference_matches_the_spec() {
         // The initial state is deterministic, so the spec's derived
         // max|ref| figures apply exactly (up to f32 summation order).
-        let plan = Gradshaf.sizes(SizeSet::Full);
+        let plan = crate::by_name("gradshaf").unwrap().sizes(SizeSet::Full);
         for (size, want) in plan
             .in_distribution
             .iter()
@@ -376,7 +322,7 @@ mod tests {
             let mut psi = iterate(initial_psi(nr, nz), nr, nz, k);
             psi.pop();
             let m = max_abs(&psi);
-            let p = Gradshaf.problem(size, 0);
+            let p = crate::by_name("gradshaf").unwrap().problem(size, 0);
             assert!((m - want).abs() < 2e-5, "{}: {m} vs {want}", size.label);
             assert_eq!(p.launches.len(), 2 * size.dims[2] as usize);
             assert_eq!(p.outputs, vec![size.dims[2] as usize % 2, 2]);
@@ -423,11 +369,11 @@ mod tests {
         // after 20 steps already differs from f64 by 1e-4, the tolerance),
         // so smoke sizes start at 65: f32 and f64 must agree far inside the
         // tolerance for a correct fp32 kernel to pass reliably.
-        let plan = Gradshaf.sizes(SizeSet::Smoke);
+        let plan = crate::by_name("gradshaf").unwrap().sizes(SizeSet::Smoke);
         for size in plan.in_distribution.iter().chain([&plan.held_out]) {
             let (nr, nz, k) = dims(size);
-            let p = Gradshaf.problem(size, 0);
-            let r = Gradshaf.reference(size, &p);
+            let p = crate::by_name("gradshaf").unwrap().problem(size, 0);
+            let r = crate::by_name("gradshaf").unwrap().reference(size, &p);
             let got = &r.downcast_ref::<Vec<f32>>().unwrap()[..nr * nz];
             let want = iterate_f64(&bytes_to_f32s(init_data(&p, 0)), nr, nz, k);
             let d = got

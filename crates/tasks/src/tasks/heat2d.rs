@@ -51,60 +51,7 @@ fn step(u: &[f32], out: &mut [f32], nx: usize, ny: usize) {
     });
 }
 
-impl Task for Heat2d {
-    fn name(&self) -> &'static str {
-        "heat2d"
-    }
-    fn regime(&self) -> &'static str {
-        "R1 stencil"
-    }
-    task_assets!("heat2d");
-    fn kernel_names(&self) -> &'static [&'static str] {
-        &["heat_step"]
-    }
-    fn sizes(&self, set: SizeSet) -> SizePlan {
-        match set {
-            // Working set 8 NX NY bytes (A and B): 302 MB to 1.2 GB, at
-            // least 4x a 64 MB last-level cache.
-            SizeSet::Large => SizePlan {
-                in_distribution: vec![
-                    Size::new("6144x6144_60", &[6144, 6144, 60]),
-                    Size::new("8192x8192_40", &[8192, 8192, 40]),
-                    Size::new("12288x12288_20", &[12288, 12288, 20]),
-                ],
-                held_out: Size::new("10240x10240_30", &[10240, 10240, 30]),
-            },
-            SizeSet::Full => SizePlan {
-                in_distribution: vec![
-                    Size::new("256x256_50", &[256, 256, 50]),
-                    Size::new("512x512_100", &[512, 512, 100]),
-                    Size::new("1024x1024_50", &[1024, 1024, 50]),
-                ],
-                held_out: Size::new("768x768_75", &[768, 768, 75]),
-            },
-            SizeSet::Smoke => SizePlan {
-                in_distribution: vec![
-                    Size::new("64x64_20", &[64, 64, 20]),
-                    Size::new("128x128_20", &[128, 128, 20]),
-                    Size::new("256x256_10", &[256, 256, 10]),
-                ],
-                held_out: Size::new("96x96_15", &[96, 96, 15]),
-            },
-        }
-    }
-    fn ceiling(&self) -> CeilingKind {
-        CeilingKind::Bandwidth
-    }
-    fn work(&self, size: &Size) -> f64 {
-        let (nx, ny, steps) = dims(size);
-        8.0 * (nx * ny * steps) as f64
-    }
-    fn work_note(&self) -> &'static str {
-        "effective, 8 B/cell/step"
-    }
-    fn default_seed(&self) -> u64 {
-        0xC0DE
-    }
+impl TaskCode for Heat2d {
     fn problem(&self, size: &Size, seed: u64) -> Problem {
         let (nx, ny, steps) = dims(size);
         let mut u0 = uniform_f32(nx * ny, seed, 0, 0.0, 1.0);
@@ -136,13 +83,13 @@ impl Task for Heat2d {
         Problem {
             buffers: vec![
                 BufferSpec {
-                    name: "A",
+                    name: "A".into(),
                     bytes,
                     init: BufferInit::Data(Arc::new(f32s_to_bytes(&u0))),
                     access: Access::ReadWrite,
                 },
                 BufferSpec {
-                    name: "B",
+                    name: "B".into(),
                     bytes,
                     init: BufferInit::Sentinel,
                     access: Access::ReadWrite,
@@ -185,8 +132,8 @@ mod tests {
     #[test]
     fn reference_conserves_nothing_on_the_boundary_and_smooths_the_interior() {
         let size = Size::new("t", &[32, 24, 7]);
-        let p = Heat2d.problem(&size, 1);
-        let r = Heat2d.reference(&size, &p);
+        let p = crate::by_name("heat2d").unwrap().problem(&size, 1);
+        let r = crate::by_name("heat2d").unwrap().reference(&size, &p);
         let u = r.downcast_ref::<Vec<f32>>().unwrap();
         // Edges stay exactly zero.
         for i in 0..32 {

@@ -39,7 +39,8 @@ const T: u32 = 200;
 const RNG_SEED: u32 = 0xCAFE_BEEF;
 /// Seed of the random rotation of the target (fixed: it defines the problem).
 const TARGET_SEED: u64 = 0xC0FFEE;
-/// Default seed of the initial chain states.
+/// Default seed of the initial chain states (`default_seed` in task.toml).
+#[cfg(test)]
 const INIT_SEED: u64 = 0xBADC0DE;
 /// Largest supported dimension (the seed keeps f32[32] arrays per thread).
 const MAX_D: usize = 32;
@@ -432,66 +433,10 @@ fn mismatched_chains(q: &[f32], accepted: &[u32], d: usize, chains: &[Chain]) ->
         .count()
 }
 
-impl Task for Hmc {
-    fn name(&self) -> &'static str {
-        "hmc"
-    }
-    fn regime(&self) -> &'static str {
-        "R2 compute-bound"
-    }
-    task_assets!("hmc");
-    fn kernel_names(&self) -> &'static [&'static str] {
-        &["hmc_step"]
-    }
-    fn sizes(&self, set: SizeSet) -> SizePlan {
-        match set {
-            // Compute-bound: the working set does not matter. K T (L+1)
-            // (2 d^2 - d) = 5.5e11 to 6.5e11 FLOPs, 8 to 10 ms per run at an
-            // H100's FP32 peak (~67 TFLOPS). The CPU reference simulates
-            // only CHECKED_CHAINS chains; the statistics over K chains are
-            // O(K d^2), well under a second.
-            SizeSet::Large => SizePlan {
-                in_distribution: vec![
-                    Size::new("d8_K2097152", &[8, 2097152]),
-                    Size::new("d16_K524288", &[16, 524288]),
-                    Size::new("d32_K131072", &[32, 131072]),
-                ],
-                held_out: Size::new("d24_K262144", &[24, 262144]),
-            },
-            SizeSet::Full => SizePlan {
-                in_distribution: vec![
-                    Size::new("d8_K16384", &[8, 16384]),
-                    Size::new("d16_K4096", &[16, 4096]),
-                    Size::new("d32_K1024", &[32, 1024]),
-                ],
-                held_out: Size::new("d24_K2048", &[24, 2048]),
-            },
-            // T = 200 and L = 10 as specified; few dimensions keep PoCL fast,
-            // and K in the hundreds to thousands keeps the sampling noise well
-            // inside the bounds.
-            // 1000 is not a multiple of the block.
-            SizeSet::Smoke => SizePlan {
-                in_distribution: vec![
-                    Size::new("d2_K1024", &[2, 1024]),
-                    Size::new("d4_K1000", &[4, 1000]),
-                    Size::new("d8_K768", &[8, 768]),
-                ],
-                held_out: Size::new("d6_K1024", &[6, 1024]),
-            },
-        }
-    }
-    fn ceiling(&self) -> CeilingKind {
-        CeilingKind::Fp32
-    }
-    fn work(&self, size: &Size) -> f64 {
+impl TaskCode for Hmc {
+    fn work(&self, size: &Size) -> Option<f64> {
         let (d, k) = dims(size);
-        (k as f64) * T as f64 * (L + 1) as f64 * (2 * d * d - d) as f64
-    }
-    fn work_note(&self) -> &'static str {
-        "mat-vec FMAs only"
-    }
-    fn default_seed(&self) -> u64 {
-        INIT_SEED
+        Some((k as f64) * T as f64 * (L + 1) as f64 * (2 * d * d - d) as f64)
     }
     fn problem(&self, size: &Size, seed: u64) -> Problem {
         let (d, k) = dims(size);
@@ -522,25 +467,25 @@ impl Task for Hmc {
         Problem {
             buffers: vec![
                 BufferSpec {
-                    name: "q_a",
+                    name: "q_a".into(),
                     bytes: 4 * k * d,
                     init: BufferInit::Data(Arc::new(f32s_to_bytes(&q0))),
                     access: Access::ReadWrite,
                 },
                 BufferSpec {
-                    name: "q_b",
+                    name: "q_b".into(),
                     bytes: 4 * k * d,
                     init: BufferInit::Sentinel,
                     access: Access::ReadWrite,
                 },
                 BufferSpec {
-                    name: "accept_cnt",
+                    name: "accept_cnt".into(),
                     bytes: 4 * k,
                     init: BufferInit::Zero,
                     access: Access::ReadWrite,
                 },
                 BufferSpec {
-                    name: "A",
+                    name: "A".into(),
                     bytes: 4 * d * d,
                     init: BufferInit::Data(Arc::new(f32s_to_bytes(&target.a))),
                     access: Access::ReadOnly,
@@ -708,7 +653,9 @@ mod tests {
 
     #[test]
     fn launches_pass_the_step_index_and_the_constant_rng_seed() {
-        let p = Hmc.problem(&Size::new("t", &[4, 8]), INIT_SEED);
+        let p = crate::by_name("hmc")
+            .unwrap()
+            .problem(&Size::new("t", &[4, 8]), INIT_SEED);
         assert_eq!(p.launches.len(), 200);
         assert_eq!(p.launches[7].args[8], Arg::U32(7));
         assert_eq!(p.launches[7].args[9], Arg::U32(0xCAFE_BEEF));
@@ -716,7 +663,9 @@ mod tests {
         assert_eq!(TWO_PI.to_bits(), 0x40C9_0FDB);
         // The evaluator reuses the timed run's launches for verification, so
         // they must not depend on the input seed.
-        let other = Hmc.problem(&Size::new("t", &[4, 8]), 7);
+        let other = crate::by_name("hmc")
+            .unwrap()
+            .problem(&Size::new("t", &[4, 8]), 7);
         assert_eq!(format!("{:?}", p.launches), format!("{:?}", other.launches));
     }
 
@@ -747,15 +696,15 @@ mod tests {
     /// agree, and the smoke sizes are not flaky.
     #[test]
     fn the_exact_algorithm_passes_the_statistical_check() {
-        let plan = Hmc.sizes(SizeSet::Smoke);
+        let plan = crate::by_name("hmc").unwrap().sizes(SizeSet::Smoke);
         for size in plan.in_distribution.iter().chain([&plan.held_out]) {
             for seed in [INIT_SEED, 1, 2, 3] {
                 let (d, _) = dims(size);
-                let p = Hmc.problem(size, seed);
+                let p = crate::by_name("hmc").unwrap().problem(size, seed);
                 let a = bytes_to_f32s(init_data(&p, 3));
                 let q0 = bytes_to_f32s(init_data(&p, 0));
                 let (q, acc) = simulate(&a, d, &q0, T, RNG_SEED);
-                let r = Hmc.reference(size, &p);
+                let r = crate::by_name("hmc").unwrap().reference(size, &p);
                 let sigma = &r.downcast_ref::<HmcReference>().unwrap().sigma;
                 let st = statistics(&q, &acc, sigma, d, T);
                 assert!(st.value() < 0.75, "{} seed {seed}: {st:?}", size.label);
@@ -763,11 +712,11 @@ mod tests {
                     f32s_to_bytes(&q),
                     acc.iter().flat_map(|a| a.to_le_bytes()).collect(),
                 ];
-                let v = Hmc.check(size, &p, &r, &outputs);
+                let v = crate::by_name("hmc").unwrap().check(size, &p, &r, &outputs);
                 assert!(v.passed && v.metric == "stat_err", "{v:?}");
                 assert_eq!(v.value, st.value());
                 // The unmixed initial states fail.
-                let v = Hmc.check(
+                let v = crate::by_name("hmc").unwrap().check(
                     size,
                     &p,
                     &r,
@@ -780,7 +729,12 @@ mod tests {
                 let k = q0.len() / d;
                 let counts: Vec<u8> = (0..k).flat_map(|_| 196u32.to_le_bytes()).collect();
                 assert!(statistics(&half, &vec![196; k], sigma, d, T).passed());
-                let v = Hmc.check(size, &p, &r, &[f32s_to_bytes(&half), counts]);
+                let v = crate::by_name("hmc").unwrap().check(
+                    size,
+                    &p,
+                    &r,
+                    &[f32s_to_bytes(&half), counts],
+                );
                 assert!(!v.passed && v.metric == "chain_mismatches", "{v:?}");
                 assert_eq!(v.value, CHECKED_CHAINS as f64);
             }
@@ -790,13 +744,16 @@ mod tests {
     #[test]
     fn nonfinite_states_and_a_bad_acceptance_rate_fail() {
         let size = Size::new("t", &[4, 64]);
-        let p = Hmc.problem(&size, 1);
-        let r = Hmc.reference(&size, &p);
+        let p = crate::by_name("hmc").unwrap().problem(&size, 1);
+        let r = crate::by_name("hmc").unwrap().reference(&size, &p);
         let mut q = bytes_to_f32s(init_data(&p, 0));
         q[5] = f32::NAN;
         q[9] = f32::INFINITY;
         let zero = vec![0u8; 4 * 64];
-        let v = Hmc.check(&size, &p, &r, &[f32s_to_bytes(&q), zero.clone()]);
+        let v =
+            crate::by_name("hmc")
+                .unwrap()
+                .check(&size, &p, &r, &[f32s_to_bytes(&q), zero.clone()]);
         assert_eq!(
             (v.passed, v.metric.as_str(), v.value),
             (false, "nonfinite_q", 2.0)

@@ -15,8 +15,6 @@ const BETA: f64 = 0.42;
 /// sequence (by-value arguments included) is the same for every input seed;
 /// only the initial spins depend on it.
 const RNG_SEED: u32 = 0xC0FF_EE01;
-/// Default seed of the initial spins.
-const INIT_SEED: u64 = 0xBADC0DE;
 
 pub struct Ising;
 
@@ -94,62 +92,7 @@ fn simulate(spins: &[i8], nx: usize, ny: usize, sweeps: usize, seed: u32) -> Vec
     cur
 }
 
-impl Task for Ising {
-    fn name(&self) -> &'static str {
-        "ising"
-    }
-    fn regime(&self) -> &'static str {
-        "R3 Monte Carlo"
-    }
-    task_assets!("ising");
-    fn kernel_names(&self) -> &'static [&'static str] {
-        &["ising_step"]
-    }
-    fn sizes(&self, set: SizeSet) -> SizePlan {
-        match set {
-            // Working set (1 B per site) >= 256 MiB at every size; sweeps
-            // cut so that the CPU reference stays a few seconds on 16 cores.
-            SizeSet::Large => SizePlan {
-                in_distribution: vec![
-                    Size::new("16384x16384_20", &[16384, 16384, 20]),
-                    Size::new("20480x20480_16", &[20480, 20480, 16]),
-                    Size::new("24576x24576_12", &[24576, 24576, 12]),
-                ],
-                held_out: Size::new("18432x18432_16", &[18432, 18432, 16]),
-            },
-            SizeSet::Full => SizePlan {
-                in_distribution: vec![
-                    Size::new("256x256_100", &[256, 256, 100]),
-                    Size::new("1024x1024_50", &[1024, 1024, 50]),
-                    Size::new("2048x2048_25", &[2048, 2048, 25]),
-                ],
-                held_out: Size::new("1536x1536_40", &[1536, 1536, 40]),
-            },
-            // Even extents (the checkerboard needs them); 72 and 40 are not
-            // multiples of the block.
-            SizeSet::Smoke => SizePlan {
-                in_distribution: vec![
-                    Size::new("64x64_20", &[64, 64, 20]),
-                    Size::new("72x40_12", &[72, 40, 12]),
-                    Size::new("256x256_5", &[256, 256, 5]),
-                ],
-                held_out: Size::new("48x80_9", &[48, 80, 9]),
-            },
-        }
-    }
-    fn ceiling(&self) -> CeilingKind {
-        CeilingKind::Bandwidth
-    }
-    fn work(&self, size: &Size) -> f64 {
-        let (nx, ny, sweeps) = dims(size);
-        2.0 * (nx * ny * sweeps) as f64
-    }
-    fn work_note(&self) -> &'static str {
-        "effective, 2 B/site/sweep"
-    }
-    fn default_seed(&self) -> u64 {
-        INIT_SEED
-    }
+impl TaskCode for Ising {
     fn problem(&self, size: &Size, seed: u64) -> Problem {
         let (nx, ny, sweeps) = dims(size);
         assert!(
@@ -176,13 +119,13 @@ impl Task for Ising {
         Problem {
             buffers: vec![
                 BufferSpec {
-                    name: "spins",
+                    name: "spins".into(),
                     bytes: nx * ny,
                     init: BufferInit::Data(Arc::new(spins.iter().map(|&s| s as u8).collect())),
                     access: Access::ReadWrite,
                 },
                 BufferSpec {
-                    name: "p_accept",
+                    name: "p_accept".into(),
                     bytes: table.len(),
                     init: BufferInit::Data(Arc::new(table)),
                     access: Access::ReadOnly,
@@ -277,10 +220,10 @@ mod tests {
     #[test]
     fn simulation_orders_the_lattice_and_the_check_counts_sites() {
         let size = Size::new("t", &[32, 32, 200]);
-        let p = Ising.problem(&size, 5);
+        let p = crate::by_name("ising").unwrap().problem(&size, 5);
         let s0 = init_data(&p, 0).to_vec();
         assert!(s0.iter().all(|&b| b == 1 || b == 0xFF));
-        let r = Ising.reference(&size, &p);
+        let r = crate::by_name("ising").unwrap().reference(&size, &p);
         let want = r.downcast_ref::<Vec<u8>>().unwrap().clone();
         // beta = 0.42 is just above the critical temperature (beta_c = 0.4407):
         // neighbours align far more often than at random.
@@ -295,18 +238,22 @@ mod tests {
             aligned(&want),
             aligned(&s0)
         );
-        let v = Ising.check(&size, &p, &r, std::slice::from_ref(&want));
+        let v = crate::by_name("ising")
+            .unwrap()
+            .check(&size, &p, &r, std::slice::from_ref(&want));
         assert!(v.passed && v.value == 0.0 && v.metric == "spin_disagreements");
         let mut bad = want.clone();
         bad[3] = (-(bad[3] as i8)) as u8;
         bad[700] = 0;
-        let v = Ising.check(&size, &p, &r, &[bad]);
+        let v = crate::by_name("ising")
+            .unwrap()
+            .check(&size, &p, &r, &[bad]);
         assert!(!v.passed && v.value == 2.0);
         assert_eq!(p.launches.len(), 400);
         assert_eq!(p.launches[399].args[4], Arg::U32(399));
         // The evaluator reuses the timed run's launches for verification, so
         // they must not depend on the input seed.
-        let other = Ising.problem(&size, 6);
+        let other = crate::by_name("ising").unwrap().problem(&size, 6);
         assert_eq!(format!("{:?}", p.launches), format!("{:?}", other.launches));
         assert_ne!(init_data(&p, 0), init_data(&other, 0));
     }

@@ -133,62 +133,7 @@ fn step(f: &[f32], out: &mut [f32], nx: usize, ny: usize) {
         });
 }
 
-impl Task for Lbm {
-    fn name(&self) -> &'static str {
-        "lbm"
-    }
-    fn regime(&self) -> &'static str {
-        "R3 multi-field"
-    }
-    task_assets!("lbm");
-    fn kernel_names(&self) -> &'static [&'static str] {
-        &["lbm_step"]
-    }
-    fn sizes(&self, set: SizeSet) -> SizePlan {
-        match set {
-            // Working set 72 NX NY bytes (f_a and f_b): 302 MB to 1.2 GB,
-            // at least 4x a 64 MB last-level cache.
-            SizeSet::Large => SizePlan {
-                in_distribution: vec![
-                    Size::new("2048x2048_50", &[2048, 2048, 50]),
-                    Size::new("3072x3072_30", &[3072, 3072, 30]),
-                    Size::new("4096x4096_20", &[4096, 4096, 20]),
-                ],
-                held_out: Size::new("3584x2560_25", &[3584, 2560, 25]),
-            },
-            SizeSet::Full => SizePlan {
-                in_distribution: vec![
-                    Size::new("64x64_50", &[64, 64, 50]),
-                    Size::new("128x128_100", &[128, 128, 100]),
-                    Size::new("256x256_100", &[256, 256, 100]),
-                ],
-                held_out: Size::new("192x192_75", &[192, 192, 75]),
-            },
-            // A non-square grid that is no multiple of the block, and odd step
-            // counts that end in buffer B.
-            SizeSet::Smoke => SizePlan {
-                in_distribution: vec![
-                    Size::new("32x32_20", &[32, 32, 20]),
-                    Size::new("72x40_15", &[72, 40, 15]),
-                    Size::new("96x96_20", &[96, 96, 20]),
-                ],
-                held_out: Size::new("40x56_11", &[40, 56, 11]),
-            },
-        }
-    }
-    fn ceiling(&self) -> CeilingKind {
-        CeilingKind::Bandwidth
-    }
-    fn work(&self, size: &Size) -> f64 {
-        let (nx, ny, steps) = dims(size);
-        72.0 * (nx * ny * steps) as f64
-    }
-    fn work_note(&self) -> &'static str {
-        "effective, 72 B/cell/step"
-    }
-    fn default_seed(&self) -> u64 {
-        0
-    }
+impl TaskCode for Lbm {
     fn problem(&self, size: &Size, seed: u64) -> Problem {
         let (nx, ny, steps) = dims(size);
         let f0 = initial(nx, ny, &uniform_f32(nx * ny, seed, 0, -NOISE, NOISE));
@@ -213,13 +158,13 @@ impl Task for Lbm {
         Problem {
             buffers: vec![
                 BufferSpec {
-                    name: "f_a",
+                    name: "f_a".into(),
                     bytes,
                     init: BufferInit::Data(Arc::new(f32s_to_bytes(&f0))),
                     access: Access::ReadWrite,
                 },
                 BufferSpec {
-                    name: "f_b",
+                    name: "f_b".into(),
                     bytes,
                     init: BufferInit::Sentinel,
                     access: Access::ReadWrite,
@@ -282,8 +227,8 @@ mod tests {
     fn steps_conserve_mass_and_momentum() {
         let (nx, ny, steps) = (24, 20, 30);
         let size = Size::new("t", &[nx as u64, ny as u64, steps]);
-        let p = Lbm.problem(&size, 0);
-        let r = Lbm.reference(&size, &p);
+        let p = crate::by_name("lbm").unwrap().problem(&size, 0);
+        let r = crate::by_name("lbm").unwrap().reference(&size, &p);
         let f = r.downcast_ref::<Vec<f32>>().unwrap();
         let f0 = bytes_to_f32s(init_data(&p, 0));
         let (m0, _, _) = moments(&f0, nx * ny);

@@ -304,6 +304,10 @@ fn max_occupancy(pos: &[f32], d: &Dims) -> u32 {
     count.into_iter().max().unwrap_or(0)
 }
 
+/// The seed of the timed inputs (`default_seed` in task.toml), whose
+/// positions define P.
+const TIMED_SEED: u64 = 0xCAFE;
+
 /// P per size (from the timed inputs), memoised: `work` is called per
 /// evaluation and the count is an O(N²) scan.
 fn pairs_for(size: &Size) -> u64 {
@@ -313,78 +317,23 @@ fn pairs_for(size: &Size) -> u64 {
         return p;
     }
     let d = dims(size);
-    let (pos, _) = initial_state(&d, Lj.default_seed());
+    let (pos, _) = initial_state(&d, TIMED_SEED);
     let p = pair_count(&pos, d.l);
     cache.lock().unwrap().insert(size.dims.clone(), p);
     p
 }
 
-impl Task for Lj {
-    fn name(&self) -> &'static str {
-        "lj"
-    }
-    fn regime(&self) -> &'static str {
-        "R4 MD, atomics"
-    }
-    task_assets!("lj");
-    fn kernel_names(&self) -> &'static [&'static str] {
-        &["lj_clear_cells", "lj_build_cells", "lj_step"]
-    }
-    fn sizes(&self, set: SizeSet) -> SizePlan {
-        match set {
-            // Compute-bound (FP32 ceiling): about 2.7e10 to 4.1e10 FLOPs per
-            // run by the work model, i.e. at least ~5 ms on an H100 (about
-            // 60 TFLOPS FP32) for a kernel at 10 % of peak, which is already
-            // a strong cell-list kernel (the seed is far slower). Steps stay
-            // at most 40 so that chaos does not amplify honest f32 rounding
-            // past the tolerance; the f64 reference takes an estimated
-            // 20-30 s on 16 cores at the largest size. L/M >= r_c holds: 115/45, 147.2/58,
-            // 184/73, 165.6/66.
-            SizeSet::Large => SizePlan {
-                in_distribution: vec![
-                    Size::new("N1000000_M45_steps40", &[1_000_000, 45, 40]),
-                    Size::new("N2097152_M58_steps25", &[2_097_152, 58, 25]),
-                    Size::new("N4096000_M73_steps15", &[4_096_000, 73, 15]),
-                ],
-                held_out: Size::new("N2985984_M66_steps20", &[2_985_984, 66, 20]),
-            },
-            SizeSet::Full => SizePlan {
-                in_distribution: vec![
-                    Size::new("N1728_M5_steps20", &[1728, 5, 20]),
-                    Size::new("N4096_M7_steps15", &[4096, 7, 15]),
-                    Size::new("N10648_M10_steps10", &[10648, 10, 10]),
-                ],
-                held_out: Size::new("N2744_M6_steps12", &[2744, 6, 12]),
-            },
-            SizeSet::Smoke => SizePlan {
-                in_distribution: vec![
-                    Size::new("N343_M3_steps10", &[343, 3, 10]),
-                    Size::new("N729_M4_steps8", &[729, 4, 8]),
-                    Size::new("N1000_M4_steps6", &[1000, 4, 6]),
-                ],
-                held_out: Size::new("N512_M3_steps7", &[512, 3, 7]),
-            },
-        }
-    }
-    fn ceiling(&self) -> CeilingKind {
-        CeilingKind::Fp32
-    }
-    fn work(&self, size: &Size) -> f64 {
-        40.0 * pairs_for(size) as f64 * dims(size).steps as f64
-    }
-    fn work_note(&self) -> &'static str {
-        "effective, 20 FLOP per interaction, 2 interactions per pair within r_c (P counted once from the initial positions) per step; cell build not counted"
-    }
-    fn default_seed(&self) -> u64 {
-        0xCAFE
+impl TaskCode for Lj {
+    fn work(&self, size: &Size) -> Option<f64> {
+        Some(40.0 * pairs_for(size) as f64 * dims(size).steps as f64)
     }
     fn problem(&self, size: &Size, seed: u64) -> Problem {
         let d = dims(size);
         let (pos, vel) = initial_state(&d, seed);
         let m3 = d.m * d.m * d.m;
         let v4 = 16 * d.n;
-        let buffer = |name, bytes, init| BufferSpec {
-            name,
+        let buffer = |name: &str, bytes, init| BufferSpec {
+            name: name.into(),
             bytes,
             init,
             access: Access::ReadWrite,
@@ -632,12 +581,16 @@ mod tests {
         // The spec's P comes from numpy's draws; these inputs come from our
         // generator, so the perturbations (±5 % of the spacing) differ and
         // P may differ by a fraction of a percent.
-        for (size, want) in Lj
+        for (size, want) in crate::by_name("lj")
+            .unwrap()
             .sizes(SizeSet::Full)
             .in_distribution
             .iter()
             .zip([29_051u64, 68_859, 178_608])
-            .chain([(&Lj.sizes(SizeSet::Full).held_out, 46_093)])
+            .chain([(
+                &crate::by_name("lj").unwrap().sizes(SizeSet::Full).held_out,
+                46_093,
+            )])
         {
             let p = pairs_for(size);
             let rel = (p as f64 - want as f64).abs() / want as f64;
@@ -648,25 +601,40 @@ mod tests {
     #[test]
     fn check_reports_cell_overflow_first() {
         let size = Size::new("t", &[343, 3, 2]);
-        let p = Lj.problem(&size, 1);
-        let r = Lj.reference(&size, &p);
+        let p = crate::by_name("lj").unwrap().problem(&size, 1);
+        let r = crate::by_name("lj").unwrap().reference(&size, &p);
         let want = r.downcast_ref::<Vec<f32>>().unwrap();
         let pos = xyz_to_float4_bytes(&want[..3 * 343]);
         let vel = xyz_to_float4_bytes(&want[3 * 343..]);
         let mut counts = vec![0u8; 4 * 27];
-        let v = Lj.check(&size, &p, &r, &[pos.clone(), counts.clone(), vel.clone()]);
+        let v = crate::by_name("lj").unwrap().check(
+            &size,
+            &p,
+            &r,
+            &[pos.clone(), counts.clone(), vel.clone()],
+        );
         assert!(v.passed && v.metric == "max_abs_pos", "{v:?}");
         counts[8..12].copy_from_slice(&65u32.to_le_bytes());
-        let v = Lj.check(&size, &p, &r, &[pos.clone(), counts, vel.clone()]);
+        let v =
+            crate::by_name("lj")
+                .unwrap()
+                .check(&size, &p, &r, &[pos.clone(), counts, vel.clone()]);
         assert!(!v.passed && v.metric == "cell_overflow" && v.value == 65.0);
         let mut nan = pos.clone();
         nan[4..8].copy_from_slice(&f32::NAN.to_le_bytes());
-        let v = Lj.check(&size, &p, &r, &[nan, vec![0u8; 4 * 27], vel.clone()]);
+        let v = crate::by_name("lj").unwrap().check(
+            &size,
+            &p,
+            &r,
+            &[nan, vec![0u8; 4 * 27], vel.clone()],
+        );
         assert!(!v.passed && v.value.is_nan());
         // Velocities are checked too.
         let mut nan = vel;
         nan[20..24].copy_from_slice(&f32::NAN.to_le_bytes());
-        let v = Lj.check(&size, &p, &r, &[pos, vec![0u8; 4 * 27], nan]);
+        let v = crate::by_name("lj")
+            .unwrap()
+            .check(&size, &p, &r, &[pos, vec![0u8; 4 * 27], nan]);
         assert!(!v.passed && v.metric == "max_abs_vel" && v.value.is_nan());
     }
 }

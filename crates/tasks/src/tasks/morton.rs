@@ -168,62 +168,7 @@ fn simulate(mut u: Vec<f32>, n: usize, steps: usize) -> Vec<f32> {
     u
 }
 
-impl Task for Morton {
-    fn name(&self) -> &'static str {
-        "morton"
-    }
-    fn regime(&self) -> &'static str {
-        "R8 Z-order"
-    }
-    task_assets!("morton");
-    fn kernel_names(&self) -> &'static [&'static str] {
-        &["morton_stencil"]
-    }
-    fn sizes(&self, set: SizeSet) -> SizePlan {
-        match set {
-            // Working set (two f32 grids) >= 256 MiB needs N >= 512, and
-            // the 30-bit Morton index caps N at 1024: the four sizes are
-            // told apart by their step counts too.
-            SizeSet::Large => SizePlan {
-                in_distribution: vec![
-                    Size::new("N512_20", &[512, 20]),
-                    Size::new("N1024_4", &[1024, 4]),
-                    Size::new("N1024_8", &[1024, 8]),
-                ],
-                held_out: Size::new("N512_32", &[512, 32]),
-            },
-            SizeSet::Full => SizePlan {
-                in_distribution: vec![
-                    Size::new("N32_120", &[32, 120]),
-                    Size::new("N64_60", &[64, 60]),
-                    Size::new("N128_30", &[128, 30]),
-                ],
-                held_out: Size::new("N256_10", &[256, 10]),
-            },
-            SizeSet::Smoke => SizePlan {
-                in_distribution: vec![
-                    Size::new("N8_40", &[8, 40]),
-                    Size::new("N16_20", &[16, 20]),
-                    Size::new("N32_10", &[32, 10]),
-                ],
-                held_out: Size::new("N64_4", &[64, 4]),
-            },
-        }
-    }
-    fn ceiling(&self) -> CeilingKind {
-        CeilingKind::Bandwidth
-    }
-    fn work(&self, size: &Size) -> f64 {
-        let (n, steps) = dims(size);
-        8.0 * (n * n * n * steps) as f64
-    }
-    fn work_note(&self) -> &'static str {
-        "effective, 8 B/cell/step (one read, one write, perfect neighbour reuse)"
-    }
-    fn default_seed(&self) -> u64 {
-        // The seed only draws the perturbation of the spec's u0.
-        0
-    }
+impl TaskCode for Morton {
     fn problem(&self, size: &Size, seed: u64) -> Problem {
         let (n, steps) = dims(size);
         let mut u0 = initial_row_major(n);
@@ -250,13 +195,13 @@ impl Task for Morton {
         Problem {
             buffers: vec![
                 BufferSpec {
-                    name: "A",
+                    name: "A".into(),
                     bytes: 4 * n3,
                     init: BufferInit::Data(Arc::new(f32s_to_bytes(&u0))),
                     access: Access::ReadWrite,
                 },
                 BufferSpec {
-                    name: "B",
+                    name: "B".into(),
                     bytes: 4 * n3,
                     init: BufferInit::Sentinel,
                     access: Access::ReadWrite,
@@ -340,8 +285,8 @@ mod tests {
     #[test]
     fn reference_diffuses_and_keeps_faces() {
         let size = Size::new("t", &[16, 6]);
-        let p = Morton.problem(&size, 0);
-        let r = Morton.reference(&size, &p);
+        let p = crate::by_name("morton").unwrap().problem(&size, 0);
+        let r = crate::by_name("morton").unwrap().reference(&size, &p);
         let u = r.downcast_ref::<Vec<f32>>().unwrap();
         let mut u0 = initial_row_major(16);
         perturb(&mut u0, 0);
@@ -350,17 +295,24 @@ mod tests {
         assert!((0..16).all(|x| u[x] == 0.0 && u[15 * 256 + 15 * 16 + x] == 0.0));
         // The check un-permutes: the reference scattered back passes.
         let stored = to_morton(u, 16);
-        let v = Morton.check(&size, &p, &r, &[f32s_to_bytes(&stored)]);
+        let v = crate::by_name("morton")
+            .unwrap()
+            .check(&size, &p, &r, &[f32s_to_bytes(&stored)]);
         assert!(v.passed && v.value == 0.0);
         // The row-major layout itself does not.
-        assert!(!Morton.check(&size, &p, &r, &[f32s_to_bytes(u)]).passed);
+        assert!(
+            !crate::by_name("morton")
+                .unwrap()
+                .check(&size, &p, &r, &[f32s_to_bytes(u)])
+                .passed
+        );
     }
 
     #[test]
     fn max_of_the_reference_matches_the_spec() {
         // From the spec's unperturbed u0, its derived max|ref| figures
         // apply (up to f32 rounding).
-        let plan = Morton.sizes(SizeSet::Full);
+        let plan = crate::by_name("morton").unwrap().sizes(SizeSet::Full);
         for (size, want) in plan.in_distribution.iter().zip([0.34001, 0.82928]) {
             let (n, steps) = dims(size);
             let m = max_abs(&simulate(initial_row_major(n), n, steps));

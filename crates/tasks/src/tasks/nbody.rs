@@ -145,72 +145,15 @@ fn max_abs_xyz_diff(got: &[f32], want: &[f32]) -> f64 {
     worst
 }
 
-impl Task for Nbody {
-    fn name(&self) -> &'static str {
-        "nbody"
-    }
-    fn regime(&self) -> &'static str {
-        "R2 compute-bound"
-    }
-    task_assets!("nbody");
-    fn kernel_names(&self) -> &'static [&'static str] {
-        &["nbody_step"]
-    }
-    fn sizes(&self, set: SizeSet) -> SizePlan {
-        match set {
-            // Compute-bound: the working set does not matter. 20 N^2 n_steps
-            // = 4.8e11 to 1.1e12 FLOPs, 7 to 16 ms per run at an H100's
-            // FP32 peak (~67 TFLOPS). The f64 CPU reference does N^2 n_steps
-            // = 2.4e10 to 5.4e10 pair interactions at ~4 ns each per core
-            // (measured: 49152_10 in 147 s on 2 cores), 6 to 14 s on 16.
-            SizeSet::Large => SizePlan {
-                in_distribution: vec![
-                    Size::new("49152_10", &[49152, 10]),
-                    Size::new("65536_10", &[65536, 10]),
-                    Size::new("73728_10", &[73728, 10]),
-                ],
-                held_out: Size::new("57344_10", &[57344, 10]),
-            },
-            SizeSet::Full => SizePlan {
-                in_distribution: vec![
-                    Size::new("256_10", &[256, 10]),
-                    Size::new("1024_10", &[1024, 10]),
-                    Size::new("2048_10", &[2048, 10]),
-                ],
-                held_out: Size::new("512_10", &[512, 10]),
-            },
-            // 320 is not a multiple of the block; 9 steps end in buffer B.
-            SizeSet::Smoke => SizePlan {
-                in_distribution: vec![
-                    Size::new("128_10", &[128, 10]),
-                    Size::new("320_9", &[320, 9]),
-                    Size::new("512_10", &[512, 10]),
-                ],
-                held_out: Size::new("192_10", &[192, 10]),
-            },
-        }
-    }
-    fn ceiling(&self) -> CeilingKind {
-        CeilingKind::Fp32
-    }
-    fn work(&self, size: &Size) -> f64 {
-        let (n, steps) = dims(size);
-        20.0 * (n * n * steps) as f64
-    }
-    fn work_note(&self) -> &'static str {
-        "useful pairs only, 20 FLOP/pair"
-    }
-    fn default_seed(&self) -> u64 {
-        0xCAFE
-    }
+impl TaskCode for Nbody {
     fn problem(&self, size: &Size, seed: u64) -> Problem {
         let (n, steps) = dims(size);
         let pos = to_float4(&uniform_f32(3 * n, seed, 0, -1.0, 1.0));
         let vel = to_float4(&uniform_f32(3 * n, seed, 1, -0.01, 0.01));
         let mass = uniform_f32(n, seed, 2, 0.5, 1.5);
         let vec4 = 16 * n;
-        let buffer = |name, init, access| BufferSpec {
-            name,
+        let buffer = |name: &str, init, access| BufferSpec {
+            name: name.into(),
             bytes: vec4,
             init,
             access,
@@ -245,7 +188,7 @@ impl Task for Nbody {
                 buffer("vel_a", data(&vel), Access::ReadWrite),
                 buffer("vel_b", BufferInit::Sentinel, Access::ReadWrite),
                 BufferSpec {
-                    name: "mass",
+                    name: "mass".into(),
                     bytes: 4 * n,
                     init: data(&mass),
                     access: Access::ReadOnly,
@@ -330,7 +273,7 @@ mod tests {
     #[test]
     fn momentum_is_conserved_and_w_stays_zero() {
         let size = Size::new("t", &[64, 10]);
-        let p = Nbody.problem(&size, 3);
+        let p = crate::by_name("nbody").unwrap().problem(&size, 3);
         let pos = bytes_to_f32s(init_data(&p, 0));
         let vel = bytes_to_f32s(init_data(&p, 2));
         let mass = bytes_to_f32s(init_data(&p, 4));
@@ -358,14 +301,19 @@ mod tests {
     #[test]
     fn the_check_compares_xyz_of_both_outputs_and_fails_on_nan() {
         let size = Size::new("t", &[32, 2]);
-        let p = Nbody.problem(&size, 1);
-        let r = Nbody.reference(&size, &p);
+        let p = crate::by_name("nbody").unwrap().problem(&size, 1);
+        let r = crate::by_name("nbody").unwrap().reference(&size, &p);
         let want = r.downcast_ref::<NbodyReference>().unwrap();
         let (mut pos, mut vel) = (want.pos.clone(), want.vel.clone());
         pos[3] = f32::NAN; // w is padding
         vel[7] = f32::NAN;
         let check = |pos: &[f32], vel: &[f32]| {
-            Nbody.check(&size, &p, &r, &[f32s_to_bytes(pos), f32s_to_bytes(vel)])
+            crate::by_name("nbody").unwrap().check(
+                &size,
+                &p,
+                &r,
+                &[f32s_to_bytes(pos), f32s_to_bytes(vel)],
+            )
         };
         let v = check(&pos, &vel);
         assert!(v.passed && v.value == 0.0, "{v:?}");
@@ -380,7 +328,7 @@ mod tests {
         let v = check(&pos, &bytes_to_f32s(init_data(&p, 2)));
         assert!(!v.passed && v.metric == "max_abs_vel", "{v:?}");
         // Not moving at all is wrong: the bodies travel further than the tolerance.
-        let v = Nbody.check(
+        let v = crate::by_name("nbody").unwrap().check(
             &size,
             &p,
             &r,

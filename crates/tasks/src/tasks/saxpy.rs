@@ -26,59 +26,7 @@ fn n(size: &Size) -> usize {
     size.dims[0] as usize
 }
 
-impl Task for Saxpy {
-    fn name(&self) -> &'static str {
-        "saxpy"
-    }
-    fn regime(&self) -> &'static str {
-        "R0 bandwidth"
-    }
-    task_assets!("saxpy");
-    fn kernel_names(&self) -> &'static [&'static str] {
-        &["saxpy"]
-    }
-    fn sizes(&self, set: SizeSet) -> SizePlan {
-        match set {
-            // Working set 8 N bytes (x and y): 384 MiB to 2 GiB, at least
-            // 4x a 64 MB last-level cache.
-            SizeSet::Large => SizePlan {
-                in_distribution: vec![
-                    Size::new("48M", &[3 << 24]),
-                    Size::new("128M", &[1 << 27]),
-                    Size::new("256M", &[1 << 28]),
-                ],
-                held_out: Size::new("96M", &[3 << 25]),
-            },
-            SizeSet::Full => SizePlan {
-                in_distribution: vec![
-                    Size::new("1M", &[1 << 20]),
-                    Size::new("16M", &[1 << 24]),
-                    Size::new("64M", &[1 << 26]),
-                ],
-                held_out: Size::new("4M", &[1 << 22]),
-            },
-            SizeSet::Smoke => SizePlan {
-                in_distribution: vec![
-                    Size::new("64K", &[1 << 16]),
-                    Size::new("256K", &[1 << 18]),
-                    Size::new("1M", &[1 << 20]),
-                ],
-                held_out: Size::new("128K", &[1 << 17]),
-            },
-        }
-    }
-    fn ceiling(&self) -> CeilingKind {
-        CeilingKind::Bandwidth
-    }
-    fn work(&self, size: &Size) -> f64 {
-        12.0 * n(size) as f64
-    }
-    fn work_note(&self) -> &'static str {
-        "effective, 12 B/element"
-    }
-    fn default_seed(&self) -> u64 {
-        0xBEEF
-    }
+impl TaskCode for Saxpy {
     fn problem(&self, size: &Size, seed: u64) -> Problem {
         let n = n(size);
         let x = normal_f32(n, seed, 0);
@@ -86,13 +34,13 @@ impl Task for Saxpy {
         Problem {
             buffers: vec![
                 BufferSpec {
-                    name: "x",
+                    name: "x".into(),
                     bytes: 4 * n,
                     init: BufferInit::Data(Arc::new(f32s_to_bytes(&x))),
                     access: Access::ReadOnly,
                 },
                 BufferSpec {
-                    name: "y",
+                    name: "y".into(),
                     bytes: 4 * n,
                     init: BufferInit::Data(Arc::new(f32s_to_bytes(&y))),
                     access: Access::ReadWrite,

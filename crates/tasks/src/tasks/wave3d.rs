@@ -137,62 +137,7 @@ fn final_buffer(steps: usize) -> usize {
     (steps + 1) % 3
 }
 
-impl Task for Wave3d {
-    fn name(&self) -> &'static str {
-        "wave3d"
-    }
-    fn regime(&self) -> &'static str {
-        "R1 stencil"
-    }
-    task_assets!("wave3d");
-    fn kernel_names(&self) -> &'static [&'static str] {
-        &["wave_step"]
-    }
-    fn sizes(&self, set: SizeSet) -> SizePlan {
-        match set {
-            // Working set 12 NX NY NZ bytes (A, B and C): 287 MB to 1.6 GB,
-            // at least 4x a 64 MB last-level cache.
-            SizeSet::Large => SizePlan {
-                in_distribution: vec![
-                    Size::new("288x288x288_30", &[288, 288, 288, 30]),
-                    Size::new("512x384x320_20", &[512, 384, 320, 20]),
-                    Size::new("512x512x512_12", &[512, 512, 512, 12]),
-                ],
-                held_out: Size::new("448x448x448_16", &[448, 448, 448, 16]),
-            },
-            SizeSet::Full => SizePlan {
-                in_distribution: vec![
-                    Size::new("64x64x64_30", &[64, 64, 64, 30]),
-                    Size::new("160x160x160_20", &[160, 160, 160, 20]),
-                    Size::new("192x192x192_15", &[192, 192, 192, 15]),
-                ],
-                held_out: Size::new("128x128x128_20", &[128, 128, 128, 20]),
-            },
-            // Non-cubic shapes and step counts that end in each of the three
-            // buffers catch axis mix-ups and buffer-rotation errors.
-            SizeSet::Smoke => SizePlan {
-                in_distribution: vec![
-                    Size::new("32x32x32_10", &[32, 32, 32, 10]),
-                    Size::new("48x40x36_8", &[48, 40, 36, 8]),
-                    Size::new("64x64x64_6", &[64, 64, 64, 6]),
-                ],
-                held_out: Size::new("40x44x28_7", &[40, 44, 28, 7]),
-            },
-        }
-    }
-    fn ceiling(&self) -> CeilingKind {
-        CeilingKind::Bandwidth
-    }
-    fn work(&self, size: &Size) -> f64 {
-        let (nx, ny, nz, steps) = dims(size);
-        12.0 * (nx * ny * nz * steps) as f64
-    }
-    fn work_note(&self) -> &'static str {
-        "effective, 12 B/cell/step"
-    }
-    fn default_seed(&self) -> u64 {
-        0
-    }
+impl TaskCode for Wave3d {
     fn problem(&self, size: &Size, seed: u64) -> Problem {
         let (nx, ny, nz, steps) = dims(size);
         assert!(
@@ -220,20 +165,20 @@ impl Task for Wave3d {
         Problem {
             buffers: vec![
                 BufferSpec {
-                    name: "A",
+                    name: "A".into(),
                     bytes,
                     init: BufferInit::Data(u0.clone()),
                     access: Access::ReadWrite,
                 },
                 BufferSpec {
-                    name: "B",
+                    name: "B".into(),
                     bytes,
                     init: BufferInit::Data(u0),
                     access: Access::ReadWrite,
                 },
                 // Written in full by step 0 before anything reads it.
                 BufferSpec {
-                    name: "C",
+                    name: "C".into(),
                     bytes,
                     init: BufferInit::Sentinel,
                     access: Access::ReadWrite,
@@ -276,8 +221,8 @@ mod tests {
     use super::*;
 
     fn run_reference(size: &Size) -> (Problem, Vec<f32>) {
-        let p = Wave3d.problem(size, 1);
-        let r = Wave3d.reference(size, &p);
+        let p = crate::by_name("wave3d").unwrap().problem(size, 1);
+        let r = crate::by_name("wave3d").unwrap().reference(size, &p);
         let u = r.downcast_ref::<Vec<f32>>().unwrap().clone();
         (p, u)
     }
@@ -331,7 +276,7 @@ mod tests {
     #[test]
     fn launches_rotate_three_buffers() {
         let size = Size::new("t", &[8, 8, 8, 4]);
-        let p = Wave3d.problem(&size, 0);
+        let p = crate::by_name("wave3d").unwrap().problem(&size, 0);
         let bufs = |s: usize| match &p.launches[s].args[..3] {
             [Arg::Buffer(a), Arg::Buffer(b), Arg::Buffer(c)] => (*a, *b, *c),
             other => panic!("{other:?}"),
