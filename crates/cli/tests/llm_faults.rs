@@ -129,17 +129,24 @@ struct Ran {
     _dir: tempfile::TempDir,
 }
 
-fn evolve(llm: &str, iterations: u32, extra: &[&str]) -> Ran {
-    let dir = tempfile::tempdir().unwrap();
-    let ws = dir.path().join("ws");
-    let t = Instant::now();
-    let out = kevo()
-        .env("KEVO_CACHE_DIR", dir.path().join("cache"))
+/// `kevo evolve` of saxpy at smoke sizes on OpenCL against `llm`, in
+/// workspace `ws` with the ceiling cache in `cache`.
+fn evolve_command(ws: &Path, cache: &Path, llm: &str, iterations: u32) -> Command {
+    let mut c = kevo();
+    c.env("KEVO_CACHE_DIR", cache)
         .args(["evolve", "--task", "saxpy", "--backend", "opencl"])
         .args(["--sizes", "smoke", "--llm", llm, "--iterations"])
         .arg(iterations.to_string())
         .arg("--workspace")
-        .arg(&ws)
+        .arg(ws);
+    c
+}
+
+fn evolve(llm: &str, iterations: u32, extra: &[&str]) -> Ran {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    let t = Instant::now();
+    let out = evolve_command(&ws, &dir.path().join("cache"), llm, iterations)
         .args(extra)
         .output()
         .unwrap();
@@ -280,20 +287,9 @@ fn a_cost_cap_that_cannot_be_enforced_stops_the_run_or_is_accepted_aloud() {
     let url = serve(Behaviour::AnswerEchoingTheKey);
     let dir = tempfile::tempdir().unwrap();
     let run = |extra: &[&str]| {
-        kevo()
-            .env("KEVO_CACHE_DIR", dir.path().join("cache"))
-            .args([
-                "evolve",
-                "--task",
-                "saxpy",
-                "--backend",
-                "opencl",
-                "--sizes",
-                "smoke",
-            ])
-            .args(["--llm", &format!("openai@{url}:unpriced-local-model")])
-            .args(["--iterations", "2", "--max-cost-usd", "1", "--workspace"])
-            .arg(dir.path().join("ws"))
+        let llm = format!("openai@{url}:unpriced-local-model");
+        evolve_command(&dir.path().join("ws"), &dir.path().join("cache"), &llm, 2)
+            .args(["--max-cost-usd", "1"])
             .args(extra)
             .output()
             .unwrap()
@@ -331,20 +327,8 @@ fn runs(ws: &Path) -> serde_json::Value {
 #[allow(clippy::zombie_processes)]
 fn evolve_waiting_on_a_silent_server(ws: &Path, cache: &Path) -> (std::process::Child, String) {
     let url = serve(Behaviour::Silent);
-    let mut child = kevo()
-        .env("KEVO_CACHE_DIR", cache)
-        .args([
-            "evolve",
-            "--task",
-            "saxpy",
-            "--backend",
-            "opencl",
-            "--sizes",
-            "smoke",
-        ])
-        .args(["--llm", &format!("openai@{url}:m"), "--iterations", "3"])
-        .args(["--llm-timeout", "120", "--json", "--workspace"])
-        .arg(ws)
+    let mut child = evolve_command(ws, cache, &format!("openai@{url}:m"), 3)
+        .args(["--llm-timeout", "120", "--json"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
