@@ -1,6 +1,6 @@
 //! Shared numeric helpers for CPU references and checks.
 
-use crate::Verdict;
+use crate::{Problem, Reference, Verdict, init_data};
 
 use rayon::prelude::*;
 
@@ -30,6 +30,19 @@ pub fn bytes_to_f32s(b: &[u8]) -> Vec<f32> {
             }
         });
     out
+}
+
+/// The f32 values a buffer starts with: the inputs of a reference.
+pub fn init_f32s(problem: &Problem, buffer: usize) -> Vec<f32> {
+    bytes_to_f32s(init_data(problem, buffer))
+}
+
+/// Little-endian u32 values (counters such as accept counts or cell
+/// occupancy); a trailing partial value is ignored.
+pub fn bytes_to_u32s(b: &[u8]) -> Vec<u32> {
+    b.chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
 }
 
 /// max |got - want|, NaN if any element of `got` is not finite or the
@@ -71,15 +84,52 @@ pub fn max_abs(v: &[f32]) -> f64 {
         .reduce(|| 0.0, f64::max)
 }
 
-/// A max-abs check; NaN never passes.
-pub fn max_abs_verdict(got: &[f32], want: &[f32], tolerance: f64) -> Verdict {
-    let value = max_abs_diff(got, want);
+/// A check against one threshold: it passes when `value <= tolerance`, so
+/// a NaN value never passes.
+pub fn threshold_verdict(metric: &str, value: f64, tolerance: f64) -> Verdict {
     Verdict {
         passed: value <= tolerance,
-        metric: "max_abs".into(),
+        metric: metric.into(),
         value,
         tolerance: Some(tolerance),
     }
+}
+
+/// A check that is not a single threshold (exact match, statistics):
+/// `passed` is decided by the caller and no tolerance is reported.
+pub fn untoleranced_verdict(metric: &str, passed: bool, value: f64) -> Verdict {
+    Verdict {
+        passed,
+        metric: metric.into(),
+        value,
+        tolerance: None,
+    }
+}
+
+/// A max-abs check; NaN never passes.
+pub fn max_abs_verdict(got: &[f32], want: &[f32], tolerance: f64) -> Verdict {
+    threshold_verdict("max_abs", max_abs_diff(got, want), tolerance)
+}
+
+/// The reference of a task whose CPU result is one f32 array; any other
+/// type is a bug in `task`'s code.
+pub fn f32_reference<'a>(reference: &'a Reference, task: &str) -> &'a [f32] {
+    reference
+        .downcast_ref::<Vec<f32>>()
+        .unwrap_or_else(|| panic!("{task} reference"))
+}
+
+/// The check of a task with one f32 output that must match its f32
+/// reference element by element: max-abs, with the tolerance computed from
+/// the reference (most tasks scale it by max|ref|).
+pub fn max_abs_check(
+    task: &str,
+    reference: &Reference,
+    outputs: &[Vec<u8>],
+    tolerance: impl FnOnce(&[f32]) -> f64,
+) -> Verdict {
+    let want = f32_reference(reference, task);
+    max_abs_verdict(&bytes_to_f32s(&outputs[0]), want, tolerance(want))
 }
 
 /// Round `n` up to a multiple of `m`.

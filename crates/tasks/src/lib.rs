@@ -7,6 +7,7 @@ mod block;
 pub mod check;
 mod expr;
 pub mod hash;
+mod host;
 pub mod rng;
 mod spec;
 mod task;
@@ -46,8 +47,9 @@ pub use tasks::wave3d::Wave3d;
 
 /// The library code every task's reference and check build on; hashed
 /// into every built-in task's [`Task::content_hash`].
-const SHARED_SOURCES: [&str; 4] = [
+const SHARED_SOURCES: [&str; 5] = [
     include_str!("check.rs"),
+    include_str!("host.rs"),
     include_str!("rng.rs"),
     include_str!("hash.rs"),
     include_str!("task.rs"),

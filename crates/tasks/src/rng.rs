@@ -110,6 +110,22 @@ pub fn uniform_f32(n: usize, seed: u64, stream: u64, lo: f64, hi: f64) -> Vec<f3
     fill_f32(n, seed, stream, |r| r.uniform(lo, hi) as f32)
 }
 
+/// Multiply every value by (1 + e), e uniform in [-amplitude, amplitude),
+/// drawn from `seed` in fixed chunks (deterministic whatever the thread
+/// count): the seeded perturbation that makes a task's deterministic initial
+/// state differ between the timed and the verification inputs. Zeros (the
+/// Dirichlet boundaries) stay zero.
+pub fn perturb_relative(u: &mut [f32], seed: u64, amplitude: f64) {
+    u.par_chunks_mut(1 << 16)
+        .enumerate()
+        .for_each(|(c, chunk)| {
+            let mut rng = Rng::stream(seed, (1 << 40) + c as u64);
+            for v in chunk {
+                *v *= (1.0 + rng.uniform(-amplitude, amplitude)) as f32;
+            }
+        });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

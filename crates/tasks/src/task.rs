@@ -58,6 +58,12 @@ impl Size {
             dims: dims.to_vec(),
         }
     }
+
+    /// The first `N` dims as `usize`, for a task's code to destructure
+    /// (`let [nx, ny, steps] = size.usize_dims();`).
+    pub fn usize_dims<const N: usize>(&self) -> [usize; N] {
+        std::array::from_fn(|i| self.dims[i] as usize)
+    }
 }
 
 /// The in-distribution sizes (scored, shown to the proposer) and the

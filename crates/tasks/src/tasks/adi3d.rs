@@ -6,7 +6,7 @@
 //! evaluator's "fresh" verification inputs would equal the timed ones and a
 //! kernel that memoised its answer would pass. Here every cell of the
 //! spec's Gaussian u0 is multiplied by (1 + e), e uniform in [-1e-2, 1e-2)
-//! drawn from the input seed (see `perturb`): the faces stay exactly 0, and
+//! drawn from the input seed (see `perturb_relative`): the faces stay exactly 0, and
 //! the implicit sweeps are unconditionally stable and damp the noise. The
 //! spec's derived max|ref| figures therefore hold only to about 1e-2.
 
@@ -14,15 +14,16 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use crate::check::{bytes_to_f32s, f32s_to_bytes, max_abs, max_abs_verdict};
-use crate::rng::Rng;
+use crate::check::{f32s_to_bytes, init_f32s, max_abs, max_abs_check};
+use crate::host::{iterate, ping_pong, ping_pong_problem};
+use crate::rng::perturb_relative;
 use crate::*;
 
 const MU: f32 = 0.5;
 /// The check: max_abs <= TOL_REL * max|ref|. The spec's 1e-3 + 1e-3 max|ref|
 /// was ~1000x the worst honest f32 error and passed a kernel that skipped a
 /// whole step (held-out size) or the last z sweep (N128, held-out). Worst
-/// honest error over the smoke and full sizes (tests/tolerance_audit_b.rs,
+/// honest error over the smoke and full sizes (tests/tolerance_audit/sections_7_to_12.rs,
 /// docs/tolerance-audit-b.md): 1.85e-6 = 2.5e-6 max|ref| (Thomas with a
 /// reciprocal multiply, N64_20); fma, reversed elimination, 2-ulp divisions
 /// and an f64 solve stay below. Skipping the last z sweep errs >= 1.3e-3.
@@ -47,20 +48,6 @@ fn dims(size: &Size) -> ([usize; 3], usize) {
 
 /// Relative amplitude of the seeded perturbation of the initial state.
 const PERTURBATION: f64 = 1e-2;
-
-/// Multiply every value by (1 + e), e uniform in [-PERTURBATION,
-/// PERTURBATION), drawn from `seed` in fixed chunks (deterministic whatever
-/// the thread count). Zeros (the Dirichlet faces) stay zero.
-fn perturb(u: &mut [f32], seed: u64) {
-    u.par_chunks_mut(1 << 16)
-        .enumerate()
-        .for_each(|(c, chunk)| {
-            let mut rng = Rng::stream(seed, (1 << 40) + c as u64);
-            for v in chunk {
-                *v *= (1.0 + rng.uniform(-PERTURBATION, PERTURBATION)) as f32;
-            }
-        });
-}
 
 /// Gaussian bump centred in the box, sigma from the geometric-mean edge, all
 /// six faces 0 (f32).
@@ -237,15 +224,8 @@ fn sweep(input: &[f32], out: &mut [f32], d: [usize; 3], axis: usize) {
 }
 
 /// `steps` ADI steps (x, y, z sweeps each) from `u`.
-fn simulate(mut u: Vec<f32>, d: [usize; 3], steps: usize) -> Vec<f32> {
-    let mut next = vec![0f32; u.len()];
-    for _ in 0..steps {
-        for axis in 0..3 {
-            sweep(&u, &mut next, d, axis);
-            std::mem::swap(&mut u, &mut next);
-        }
-    }
-    u
+fn simulate(u: Vec<f32>, d: [usize; 3], steps: usize) -> Vec<f32> {
+    iterate(u, 3 * steps, |s, u, next| sweep(u, next, d, s % 3))
 }
 
 impl TaskCode for Adi3d {
@@ -253,19 +233,19 @@ impl TaskCode for Adi3d {
         let (d, steps) = dims(size);
         let [nx, ny, nz] = d.map(|v| v as u64);
         let mut u0 = initial_u(d);
-        perturb(&mut u0, seed);
-        let bytes = 4 * u0.len();
+        perturb_relative(&mut u0, seed, PERTURBATION);
         // Per pass: the grid's two axes (one thread per line).
         let grids = [[ny, nz, 1], [nx, nz, 1], [nx, ny, 1]];
         let mut launches = Vec::with_capacity(3 * steps);
         for s in 0..3 * steps {
+            let (src, dst) = ping_pong(s);
             launches.push(LaunchSpec {
                 kernel: s % 3,
                 threads: grids[s % 3],
                 block: Block::Fixed([BLOCK, 1, 1]),
                 args: vec![
-                    Arg::Buffer(s % 2),
-                    Arg::Buffer((s + 1) % 2),
+                    Arg::Buffer(src),
+                    Arg::Buffer(dst),
                     Arg::U32(nx as u32),
                     Arg::U32(ny as u32),
                     Arg::U32(nz as u32),
@@ -273,42 +253,15 @@ impl TaskCode for Adi3d {
                 ],
             });
         }
-        Problem {
-            buffers: vec![
-                BufferSpec {
-                    name: "A".into(),
-                    bytes,
-                    init: BufferInit::Data(Arc::new(f32s_to_bytes(&u0))),
-                    access: Access::ReadWrite,
-                },
-                BufferSpec {
-                    name: "B".into(),
-                    bytes,
-                    init: BufferInit::Sentinel,
-                    access: Access::ReadWrite,
-                },
-            ],
-            launches,
-            // 3·n_steps sweeps: the state ends in A when n_steps is even.
-            outputs: vec![steps % 2],
-        }
+        // 3·n_steps sweeps: the state ends in A when n_steps is even.
+        ping_pong_problem(["A", "B"], f32s_to_bytes(&u0), launches)
     }
     fn reference(&self, size: &Size, problem: &Problem) -> Reference {
         let (d, steps) = dims(size);
-        Arc::new(simulate(bytes_to_f32s(init_data(problem, 0)), d, steps))
+        Arc::new(simulate(init_f32s(problem, 0), d, steps))
     }
-    fn check(
-        &self,
-        _size: &Size,
-        _problem: &Problem,
-        reference: &Reference,
-        outputs: &[Vec<u8>],
-    ) -> Verdict {
-        let want = reference
-            .downcast_ref::<Vec<f32>>()
-            .expect("adi3d reference");
-        let got = bytes_to_f32s(&outputs[0]);
-        max_abs_verdict(&got, want, TOL_REL * max_abs(want))
+    fn check(&self, _: &Size, _: &Problem, reference: &Reference, outputs: &[Vec<u8>]) -> Verdict {
+        max_abs_check("adi3d", reference, outputs, |want| TOL_REL * max_abs(want))
     }
 }
 
@@ -388,7 +341,7 @@ mod tests {
         let p = crate::by_name("adi3d").unwrap().problem(&size, 0);
         let r = crate::by_name("adi3d").unwrap().reference(&size, &p);
         let u = r.downcast_ref::<Vec<f32>>().unwrap();
-        let u0 = bytes_to_f32s(init_data(&p, 0));
+        let u0 = init_f32s(&p, 0);
         let (nx, ny, nz) = (12, 9, 7);
         for k in 0..nz {
             for j in 0..ny {

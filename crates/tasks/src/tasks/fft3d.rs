@@ -20,7 +20,8 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use crate::check::{bytes_to_f32s, max_abs, max_abs_verdict};
+use crate::check::{init_f32s, max_abs, max_abs_check};
+use crate::host::{ping_pong, ping_pong_problem};
 use crate::rng::normal_f32;
 use crate::*;
 
@@ -207,7 +208,7 @@ fn fft3_c64(mut data: Vec<C64>, n: usize, plan: &Plan) -> Vec<C64> {
 /// 1e-3 + 1e-3 max|ref| was ~450x the worst honest f32 error and passed a
 /// kernel that stores its intermediates in half precision (half the
 /// traffic). Worst honest error over the smoke and full sizes
-/// (tests/tolerance_audit_b.rs, docs/tolerance-audit-b.md): f32 radix-2
+/// (tests/tolerance_audit/sections_7_to_12.rs, docs/tolerance-audit-b.md): f32 radix-2
 /// with twiddles by recurrence, 2.2e-6 max|ref| at 256³ (table twiddles
 /// 2.5e-7, sincos 5.9e-7, 2-ulp fast-math 9.3e-7, direct DFT per line 4e-7
 /// at 64³); half-precision intermediates reach 2.8e-4. The error grows
@@ -234,59 +235,27 @@ impl TaskCode for Fft3d {
                 o[4..].copy_from_slice(&i.to_le_bytes());
             });
         let r = repeats(size);
-        let launch = |t: usize| LaunchSpec {
-            kernel: t % 3,
-            threads: [n3 as u64, 1, 1],
-            block: Block::Fixed([n as u32, 1, 1]),
-            args: vec![
-                Arg::Buffer(t % 2),
-                Arg::Buffer((t + 1) % 2),
-                Arg::U32(n as u32),
-            ],
+        let launch = |t: usize| {
+            let (src, dst) = ping_pong(t);
+            LaunchSpec {
+                kernel: t % 3,
+                threads: [n3 as u64, 1, 1],
+                block: Block::Fixed([n as u32, 1, 1]),
+                args: vec![Arg::Buffer(src), Arg::Buffer(dst), Arg::U32(n as u32)],
+            }
         };
-        Problem {
-            buffers: vec![
-                BufferSpec {
-                    name: "A".into(),
-                    bytes,
-                    init: BufferInit::Data(Arc::new(x)),
-                    access: Access::ReadWrite,
-                },
-                BufferSpec {
-                    name: "B".into(),
-                    bytes,
-                    init: BufferInit::Sentinel,
-                    access: Access::ReadWrite,
-                },
-            ],
-            // x: A -> B, y: B -> A, z: A -> B (then again from B for the
-            // next repeat); the result is in B after an odd number of
-            // transforms, else in A.
-            launches: (0..3 * r).map(launch).collect(),
-            outputs: vec![r % 2],
-        }
+        // x: A -> B, y: B -> A, z: A -> B (then again from B for the next
+        // repeat); the result is in B after an odd number of transforms,
+        // else in A.
+        ping_pong_problem(["A", "B"], x, (0..3 * r).map(launch).collect())
     }
     fn reference(&self, size: &Size, problem: &Problem) -> Reference {
         let n = n_of(size);
-        let x: Vec<f32> = init_data(problem, 0)
-            .par_chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
-        Arc::new(fft3_repeated(&x, n, repeats(size)))
+        Arc::new(fft3_repeated(&init_f32s(problem, 0), n, repeats(size)))
     }
-    fn check(
-        &self,
-        size: &Size,
-        _problem: &Problem,
-        reference: &Reference,
-        outputs: &[Vec<u8>],
-    ) -> Verdict {
-        let want = reference
-            .downcast_ref::<Vec<f32>>()
-            .expect("fft3d reference");
-        let got = bytes_to_f32s(&outputs[0]);
+    fn check(&self, size: &Size, _: &Problem, r: &Reference, outputs: &[Vec<u8>]) -> Verdict {
         // Component-wise over re and im.
-        max_abs_verdict(&got, want, tolerance(size, want))
+        max_abs_check("fft3d", r, outputs, |want| tolerance(size, want))
     }
 }
 
@@ -366,7 +335,7 @@ mod tests {
     fn three_dimensional_fft_matches_the_dft() {
         let size = Size::new("t", &[8]);
         let p = crate::by_name("fft3d").unwrap().problem(&size, 5);
-        let x = bytes_to_f32s(init_data(&p, 0));
+        let x = init_f32s(&p, 0);
         let got = fft3(&x, 8);
         let want = naive_dft3(&x, 8);
         let mut worst = 0f64;
@@ -388,7 +357,7 @@ mod tests {
         let n = 16;
         let size = Size::new("t", &[n as u64]);
         let p = crate::by_name("fft3d").unwrap().problem(&size, 2);
-        let x = bytes_to_f32s(init_data(&p, 0));
+        let x = init_f32s(&p, 0);
         let got = fft3(&x, n);
         let plan = Plan::new(n);
         let mut a: Vec<C64> = x
@@ -424,7 +393,7 @@ mod tests {
         assert_eq!(p.outputs, vec![0]);
         assert_eq!(p.launches[3].kernel, 0);
         assert_eq!(p.launches[3].args[0], Arg::Buffer(1));
-        let x = bytes_to_f32s(init_data(&p, 0));
+        let x = init_f32s(&p, 0);
         let r = crate::by_name("fft3d").unwrap().reference(&size, &p);
         let y = r.downcast_ref::<Vec<f32>>().unwrap();
         let n3 = (n * n * n) as f64;

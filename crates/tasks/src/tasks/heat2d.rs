@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use crate::check::{bytes_to_f32s, f32s_to_bytes, max_abs, max_abs_verdict};
+use crate::check::{init_f32s, max_abs, max_abs_check};
+use crate::host::{grid_2d_problem, iterate};
 use crate::rng::uniform_f32;
 use crate::*;
 
@@ -15,19 +16,11 @@ const ALPHA: f32 = 0.20;
 /// ~450 times the error of honest kernels: other neighbour orders, FMA and
 /// the rearranged (1 - 4 alpha) c + alpha sum reach 1.8e-7 at the smoke
 /// sizes and 2.4e-7 at the full sizes; 2e-6 is 8.4 times that. One skipped
-/// step errs by 1.9e-3 or more (tests/tolerance_audit_a.rs,
+/// step errs by 1.9e-3 or more (tests/tolerance_audit/sections_1_to_6.rs,
 /// docs/tolerance-audit-a.md).
 const TOLERANCE: f64 = 2e-6;
 
 pub struct Heat2d;
-
-fn dims(size: &Size) -> (usize, usize, usize) {
-    (
-        size.dims[0] as usize,
-        size.dims[1] as usize,
-        size.dims[2] as usize,
-    )
-}
 
 /// One Jacobi step in the reference's order of operations (f32).
 fn step(u: &[f32], out: &mut [f32], nx: usize, ny: usize) {
@@ -53,7 +46,7 @@ fn step(u: &[f32], out: &mut [f32], nx: usize, ny: usize) {
 
 impl TaskCode for Heat2d {
     fn problem(&self, size: &Size, seed: u64) -> Problem {
-        let (nx, ny, steps) = dims(size);
+        let dims @ [nx, ny, _] = size.usize_dims();
         let mut u0 = uniform_f32(nx * ny, seed, 0, 0.0, 1.0);
         for j in 0..ny {
             for i in 0..nx {
@@ -62,66 +55,17 @@ impl TaskCode for Heat2d {
                 }
             }
         }
-        let bytes = 4 * nx * ny;
-        let launches = (0..steps)
-            .map(|s| {
-                let (src, dst) = if s % 2 == 0 { (0, 1) } else { (1, 0) };
-                LaunchSpec {
-                    kernel: 0,
-                    threads: [nx as u64, ny as u64, 1],
-                    block: Block::Default([16, 16, 1]),
-                    args: vec![
-                        Arg::Buffer(src),
-                        Arg::Buffer(dst),
-                        Arg::U32(nx as u32),
-                        Arg::U32(ny as u32),
-                        Arg::F32(ALPHA),
-                    ],
-                }
-            })
-            .collect();
-        Problem {
-            buffers: vec![
-                BufferSpec {
-                    name: "A".into(),
-                    bytes,
-                    init: BufferInit::Data(Arc::new(f32s_to_bytes(&u0))),
-                    access: Access::ReadWrite,
-                },
-                BufferSpec {
-                    name: "B".into(),
-                    bytes,
-                    init: BufferInit::Sentinel,
-                    access: Access::ReadWrite,
-                },
-            ],
-            launches,
-            // After n steps the state is in A when n is even, else in B.
-            outputs: vec![steps % 2],
-        }
+        grid_2d_problem(["A", "B"], &u0, dims, ALPHA)
     }
     fn reference(&self, size: &Size, problem: &Problem) -> Reference {
-        let (nx, ny, steps) = dims(size);
-        let mut u = bytes_to_f32s(init_data(problem, 0));
-        let mut next = vec![0f32; u.len()];
-        for _ in 0..steps {
-            step(&u, &mut next, nx, ny);
-            std::mem::swap(&mut u, &mut next);
-        }
-        Arc::new(u)
+        let [nx, ny, steps] = size.usize_dims();
+        let u0 = init_f32s(problem, 0);
+        Arc::new(iterate(u0, steps, |_, u, next| step(u, next, nx, ny)))
     }
-    fn check(
-        &self,
-        _size: &Size,
-        _problem: &Problem,
-        reference: &Reference,
-        outputs: &[Vec<u8>],
-    ) -> Verdict {
-        let want = reference
-            .downcast_ref::<Vec<f32>>()
-            .expect("heat2d reference");
-        let got = bytes_to_f32s(&outputs[0]);
-        max_abs_verdict(&got, want, TOLERANCE * max_abs(want).max(1.0))
+    fn check(&self, _: &Size, _: &Problem, reference: &Reference, outputs: &[Vec<u8>]) -> Verdict {
+        max_abs_check("heat2d", reference, outputs, |want| {
+            TOLERANCE * max_abs(want).max(1.0)
+        })
     }
 }
 
@@ -141,7 +85,7 @@ mod tests {
             assert_eq!(u[23 * 32 + i], 0.0);
         }
         // Diffusion shrinks the spread of the interior values.
-        let u0 = bytes_to_f32s(init_data(&p, 0));
+        let u0 = init_f32s(&p, 0);
         let spread = |v: &[f32]| {
             let inner: Vec<f32> = (1..23)
                 .flat_map(|j| (1..31).map(move |i| v[j * 32 + i]))

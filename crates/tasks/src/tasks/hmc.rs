@@ -15,15 +15,18 @@
 //! sin / cos / sqrt) can flip an accept decision that sits right at the
 //! threshold, after which the chain follows another path: at most
 //! `MAX_MISMATCHED_CHAINS` of the sampled chains may disagree. The numbers
-//! behind these bounds are measured in `tests/tolerance_audit_a.rs` and
+//! behind these bounds are measured in `tests/tolerance_audit/sections_1_to_6.rs` and
 //! recorded in docs/tolerance-audit-a.md.
 
 use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use crate::check::{bytes_to_f32s, f32s_to_bytes};
+use crate::check::{
+    bytes_to_f32s, bytes_to_u32s, f32s_to_bytes, init_f32s, threshold_verdict, untoleranced_verdict,
+};
 use crate::hash::{fmix32, hmc_uniform};
+use crate::host::{ping_pong, ping_pong_buffers};
 use crate::rng::{Rng, normal_f32};
 use crate::*;
 
@@ -444,7 +447,7 @@ impl TaskCode for Hmc {
         let q0 = initial_states(&target.sigma, d, k, seed);
         let launches = (0..T)
             .map(|s| {
-                let (src, dst) = if s % 2 == 0 { (0, 1) } else { (1, 0) };
+                let (src, dst) = ping_pong(s as usize);
                 LaunchSpec {
                     kernel: 0,
                     threads: [k as u64, 1, 1],
@@ -464,33 +467,11 @@ impl TaskCode for Hmc {
                 }
             })
             .collect();
+        let mut buffers = ping_pong_buffers(["q_a", "q_b"], f32s_to_bytes(&q0));
+        buffers.push(BufferSpec::zeroed("accept_cnt", 4 * k));
+        buffers.push(BufferSpec::f32_data("A", &target.a, Access::ReadOnly));
         Problem {
-            buffers: vec![
-                BufferSpec {
-                    name: "q_a".into(),
-                    bytes: 4 * k * d,
-                    init: BufferInit::Data(Arc::new(f32s_to_bytes(&q0))),
-                    access: Access::ReadWrite,
-                },
-                BufferSpec {
-                    name: "q_b".into(),
-                    bytes: 4 * k * d,
-                    init: BufferInit::Sentinel,
-                    access: Access::ReadWrite,
-                },
-                BufferSpec {
-                    name: "accept_cnt".into(),
-                    bytes: 4 * k,
-                    init: BufferInit::Zero,
-                    access: Access::ReadWrite,
-                },
-                BufferSpec {
-                    name: "A".into(),
-                    bytes: 4 * d * d,
-                    init: BufferInit::Data(Arc::new(f32s_to_bytes(&target.a))),
-                    access: Access::ReadOnly,
-                },
-            ],
+            buffers,
             launches,
             // T is even, so the final states are back in q_a.
             outputs: vec![(T % 2) as usize, 2],
@@ -498,8 +479,8 @@ impl TaskCode for Hmc {
     }
     fn reference(&self, size: &Size, problem: &Problem) -> Reference {
         let (d, k) = dims(size);
-        let q0 = bytes_to_f32s(init_data(problem, 0));
-        let a = bytes_to_f32s(init_data(problem, 3));
+        let q0 = init_f32s(problem, 0);
+        let a = init_f32s(problem, 3);
         let chains = checked_chains(&q0, k)
             .into_par_iter()
             .map(|index| {
@@ -516,49 +497,28 @@ impl TaskCode for Hmc {
             chains,
         })
     }
-    fn check(
-        &self,
-        size: &Size,
-        _problem: &Problem,
-        reference: &Reference,
-        outputs: &[Vec<u8>],
-    ) -> Verdict {
+    fn check(&self, size: &Size, _: &Problem, r: &Reference, outputs: &[Vec<u8>]) -> Verdict {
         let (d, k) = dims(size);
-        let r = reference
-            .downcast_ref::<HmcReference>()
-            .expect("hmc reference");
+        let r = r.downcast_ref::<HmcReference>().expect("hmc reference");
         let q = bytes_to_f32s(&outputs[0]);
-        let accepted: Vec<u32> = outputs[1]
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
+        let accepted = bytes_to_u32s(&outputs[1]);
         let nonfinite = q.iter().filter(|x| !x.is_finite()).count();
         if nonfinite > 0 || q.len() != k * d || accepted.len() != k {
-            return Verdict {
-                passed: false,
-                metric: "nonfinite_q".into(),
-                value: nonfinite as f64,
-                tolerance: None,
-            };
+            return untoleranced_verdict("nonfinite_q", false, nonfinite as f64);
         }
         let stats = statistics(&q, &accepted, &r.sigma, d, T);
-        let verdict = Verdict {
-            passed: stats.passed(),
-            metric: "stat_err".into(),
-            value: stats.value(),
-            tolerance: None,
-        };
+        let verdict = untoleranced_verdict("stat_err", stats.passed(), stats.value());
         if !verdict.passed {
             return verdict;
         }
         let mismatched = mismatched_chains(&q, &accepted, d, &r.chains);
-        if mismatched > MAX_MISMATCHED_CHAINS {
-            return Verdict {
-                passed: false,
-                metric: "chain_mismatches".into(),
-                value: mismatched as f64,
-                tolerance: Some(MAX_MISMATCHED_CHAINS as f64),
-            };
+        let chains = threshold_verdict(
+            "chain_mismatches",
+            mismatched as f64,
+            MAX_MISMATCHED_CHAINS as f64,
+        );
+        if !chains.passed {
+            return chains;
         }
         verdict
     }
@@ -701,8 +661,8 @@ mod tests {
             for seed in [INIT_SEED, 1, 2, 3] {
                 let (d, _) = dims(size);
                 let p = crate::by_name("hmc").unwrap().problem(size, seed);
-                let a = bytes_to_f32s(init_data(&p, 3));
-                let q0 = bytes_to_f32s(init_data(&p, 0));
+                let a = init_f32s(&p, 3);
+                let q0 = init_f32s(&p, 0);
                 let (q, acc) = simulate(&a, d, &q0, T, RNG_SEED);
                 let r = crate::by_name("hmc").unwrap().reference(size, &p);
                 let sigma = &r.downcast_ref::<HmcReference>().unwrap().sigma;
@@ -746,7 +706,7 @@ mod tests {
         let size = Size::new("t", &[4, 64]);
         let p = crate::by_name("hmc").unwrap().problem(&size, 1);
         let r = crate::by_name("hmc").unwrap().reference(&size, &p);
-        let mut q = bytes_to_f32s(init_data(&p, 0));
+        let mut q = init_f32s(&p, 0);
         q[5] = f32::NAN;
         q[9] = f32::INFINITY;
         let zero = vec![0u8; 4 * 64];

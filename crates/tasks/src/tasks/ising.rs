@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
+use crate::check::untoleranced_verdict;
 use crate::hash::{fmix32, ising_mixed_key, unit};
+use crate::host::iterate;
 use crate::rng::Rng;
 use crate::*;
 
@@ -17,14 +19,6 @@ const BETA: f64 = 0.42;
 const RNG_SEED: u32 = 0xC0FF_EE01;
 
 pub struct Ising;
-
-fn dims(size: &Size) -> (usize, usize, usize) {
-    (
-        size.dims[0] as usize,
-        size.dims[1] as usize,
-        size.dims[2] as usize,
-    )
-}
 
 /// Metropolis acceptance by (sigma * h + 4) / 2: [1, 1, 1, e^-4b, e^-8b],
 /// computed in f64 and rounded to f32.
@@ -83,18 +77,14 @@ fn sub_pass(cur: &[i8], next: &mut [i8], nx: usize, ny: usize, step: u32, seed: 
 /// The spins after `sweeps` sweeps (2 sub-passes each).
 fn simulate(spins: &[i8], nx: usize, ny: usize, sweeps: usize, seed: u32) -> Vec<i8> {
     let p = p_accept();
-    let mut cur = spins.to_vec();
-    let mut next = vec![0i8; cur.len()];
-    for step in 0..2 * sweeps as u32 {
-        sub_pass(&cur, &mut next, nx, ny, step, seed, &p);
-        std::mem::swap(&mut cur, &mut next);
-    }
-    cur
+    iterate(spins.to_vec(), 2 * sweeps, |step, cur, next| {
+        sub_pass(cur, next, nx, ny, step as u32, seed, &p)
+    })
 }
 
 impl TaskCode for Ising {
     fn problem(&self, size: &Size, seed: u64) -> Problem {
-        let (nx, ny, sweeps) = dims(size);
+        let [nx, ny, sweeps] = size.usize_dims();
         assert!(
             nx >= 2 && ny >= 2 && nx % 2 == 0 && ny % 2 == 0,
             "the periodic checkerboard needs even extents, got {nx}x{ny}"
@@ -116,38 +106,23 @@ impl TaskCode for Ising {
                 ],
             })
             .collect();
+        let spins = spins.iter().map(|&s| s as u8).collect();
         Problem {
             buffers: vec![
-                BufferSpec {
-                    name: "spins".into(),
-                    bytes: nx * ny,
-                    init: BufferInit::Data(Arc::new(spins.iter().map(|&s| s as u8).collect())),
-                    access: Access::ReadWrite,
-                },
-                BufferSpec {
-                    name: "p_accept".into(),
-                    bytes: table.len(),
-                    init: BufferInit::Data(Arc::new(table)),
-                    access: Access::ReadOnly,
-                },
+                BufferSpec::data("spins", Arc::new(spins), Access::ReadWrite),
+                BufferSpec::data("p_accept", Arc::new(table), Access::ReadOnly),
             ],
             launches,
             outputs: vec![0],
         }
     }
     fn reference(&self, size: &Size, problem: &Problem) -> Reference {
-        let (nx, ny, sweeps) = dims(size);
+        let [nx, ny, sweeps] = size.usize_dims();
         let spins: Vec<i8> = init_data(problem, 0).iter().map(|&b| b as i8).collect();
         let out = simulate(&spins, nx, ny, sweeps, RNG_SEED);
         Arc::new(out.iter().map(|&s| s as u8).collect::<Vec<u8>>())
     }
-    fn check(
-        &self,
-        _size: &Size,
-        _problem: &Problem,
-        reference: &Reference,
-        outputs: &[Vec<u8>],
-    ) -> Verdict {
+    fn check(&self, _: &Size, _: &Problem, reference: &Reference, outputs: &[Vec<u8>]) -> Verdict {
         let want = reference
             .downcast_ref::<Vec<u8>>()
             .expect("ising reference");
@@ -160,12 +135,7 @@ impl TaskCode for Ising {
         } else {
             want.len().max(got.len())
         };
-        Verdict {
-            passed: differing == 0,
-            metric: "spin_disagreements".into(),
-            value: differing as f64,
-            tolerance: None,
-        }
+        untoleranced_verdict("spin_disagreements", differing == 0, differing as f64)
     }
 }
 

@@ -15,7 +15,8 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use crate::check::{bytes_to_f32s, f32s_to_bytes, max_abs, max_abs_verdict};
+use crate::check::{init_f32s, max_abs, max_abs_check};
+use crate::host::{grid_2d_problem, iterate};
 use crate::rng::uniform_f32;
 use crate::*;
 
@@ -24,7 +25,7 @@ use crate::*;
 /// 5.2e-4 at the full sizes). Honest kernels (other moment orders, FMA, a
 /// fast reciprocal of rho, the rearranged (1 - 1/tau) f + feq / tau) reach
 /// 2.4e-7 at the smoke sizes and 3.3e-7 at the full sizes; 2e-6 is 6 times
-/// that (tests/tolerance_audit_a.rs, docs/tolerance-audit-a.md).
+/// that (tests/tolerance_audit/sections_1_to_6.rs, docs/tolerance-audit-a.md).
 const TOLERANCE: f64 = 2e-6;
 
 /// Amplitude of the seeded perturbation of the initial density.
@@ -46,14 +47,6 @@ const W: [f32; 9] = [
 ];
 
 pub struct Lbm;
-
-fn dims(size: &Size) -> (usize, usize, usize) {
-    (
-        size.dims[0] as usize,
-        size.dims[1] as usize,
-        size.dims[2] as usize,
-    )
-}
 
 /// Initial populations: a density bump at rest plus `noise` (one value per
 /// cell, added to rho0 in f64), f_k = w_k * rho0 (SoA: f[k*NX*NY + j*NX + i]).
@@ -135,65 +128,19 @@ fn step(f: &[f32], out: &mut [f32], nx: usize, ny: usize) {
 
 impl TaskCode for Lbm {
     fn problem(&self, size: &Size, seed: u64) -> Problem {
-        let (nx, ny, steps) = dims(size);
+        let dims @ [nx, ny, _] = size.usize_dims();
         let f0 = initial(nx, ny, &uniform_f32(nx * ny, seed, 0, -NOISE, NOISE));
-        let bytes = 4 * 9 * nx * ny;
-        let launches = (0..steps)
-            .map(|s| {
-                let (src, dst) = if s % 2 == 0 { (0, 1) } else { (1, 0) };
-                LaunchSpec {
-                    kernel: 0,
-                    threads: [nx as u64, ny as u64, 1],
-                    block: Block::Default([16, 16, 1]),
-                    args: vec![
-                        Arg::Buffer(src),
-                        Arg::Buffer(dst),
-                        Arg::U32(nx as u32),
-                        Arg::U32(ny as u32),
-                        Arg::F32(TAU),
-                    ],
-                }
-            })
-            .collect();
-        Problem {
-            buffers: vec![
-                BufferSpec {
-                    name: "f_a".into(),
-                    bytes,
-                    init: BufferInit::Data(Arc::new(f32s_to_bytes(&f0))),
-                    access: Access::ReadWrite,
-                },
-                BufferSpec {
-                    name: "f_b".into(),
-                    bytes,
-                    init: BufferInit::Sentinel,
-                    access: Access::ReadWrite,
-                },
-            ],
-            launches,
-            outputs: vec![steps % 2],
-        }
+        grid_2d_problem(["f_a", "f_b"], &f0, dims, TAU)
     }
     fn reference(&self, size: &Size, problem: &Problem) -> Reference {
-        let (nx, ny, steps) = dims(size);
-        let mut f = bytes_to_f32s(init_data(problem, 0));
-        let mut next = vec![0f32; f.len()];
-        for _ in 0..steps {
-            step(&f, &mut next, nx, ny);
-            std::mem::swap(&mut f, &mut next);
-        }
-        Arc::new(f)
+        let [nx, ny, steps] = size.usize_dims();
+        let f0 = init_f32s(problem, 0);
+        Arc::new(iterate(f0, steps, |_, f, next| step(f, next, nx, ny)))
     }
-    fn check(
-        &self,
-        _size: &Size,
-        _problem: &Problem,
-        reference: &Reference,
-        outputs: &[Vec<u8>],
-    ) -> Verdict {
-        let want = reference.downcast_ref::<Vec<f32>>().expect("lbm reference");
-        let got = bytes_to_f32s(&outputs[0]);
-        max_abs_verdict(&got, want, TOLERANCE * max_abs(want).max(1.0))
+    fn check(&self, _: &Size, _: &Problem, reference: &Reference, outputs: &[Vec<u8>]) -> Verdict {
+        max_abs_check("lbm", reference, outputs, |want| {
+            TOLERANCE * max_abs(want).max(1.0)
+        })
     }
 }
 
@@ -230,7 +177,7 @@ mod tests {
         let p = crate::by_name("lbm").unwrap().problem(&size, 0);
         let r = crate::by_name("lbm").unwrap().reference(&size, &p);
         let f = r.downcast_ref::<Vec<f32>>().unwrap();
-        let f0 = bytes_to_f32s(init_data(&p, 0));
+        let f0 = init_f32s(&p, 0);
         let (m0, _, _) = moments(&f0, nx * ny);
         let (m, px, py) = moments(f, nx * ny);
         assert!((m - m0).abs() < 1e-3 * m0 / 1e3, "mass {m0} -> {m}");

@@ -6,7 +6,7 @@
 //! evaluator's "fresh" verification inputs would equal the timed ones and a
 //! kernel that memoised its answer would pass. Here every cell of the
 //! spec's Gaussian u0 is multiplied by (1 + e), e uniform in [-1e-2, 1e-2)
-//! drawn from the input seed (see `perturb`): the faces stay exactly 0, and
+//! drawn from the input seed (see `perturb_relative`): the faces stay exactly 0, and
 //! the stencil (alpha = 0.1 < 1/6) damps the noise. The spec's derived
 //! max|ref| figures therefore hold only to about 1e-2.
 
@@ -14,15 +14,18 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use crate::check::{bytes_to_f32s, f32s_to_bytes, max_abs, max_abs_verdict};
-use crate::rng::Rng;
+use crate::check::{
+    bytes_to_f32s, f32_reference, f32s_to_bytes, init_f32s, max_abs, max_abs_verdict,
+};
+use crate::host::{iterate, ping_pong_launches, ping_pong_problem};
+use crate::rng::perturb_relative;
 use crate::*;
 
 const ALPHA: f32 = 0.10;
 /// The check: max_abs <= TOL_ABS + TOL_REL * max|ref| (after un-permuting).
 /// The spec's 1e-4 + 1e-5 max|ref| was ~140x the worst honest f32 error.
 /// Worst honest error over the smoke and full sizes
-/// (tests/tolerance_audit_b.rs, docs/tolerance-audit-b.md): 7.75e-7 at
+/// (tests/tolerance_audit/sections_7_to_12.rs, docs/tolerance-audit-b.md): 7.75e-7 at
 /// N64_60 (max|ref| 0.83) for c (1 - 6 alpha) + alpha sum; reordered,
 /// pairwise and fma sums and f64 stay below. One step fewer errs >= 3.6e-3
 /// at smoke sizes and 4e-4 at the held-out; half-precision intermediates
@@ -72,20 +75,6 @@ fn decode(m: usize) -> (usize, usize, usize) {
 
 /// Relative amplitude of the seeded perturbation of the initial state.
 const PERTURBATION: f64 = 1e-2;
-
-/// Multiply every value by (1 + e), e uniform in [-PERTURBATION,
-/// PERTURBATION), drawn from `seed` in fixed chunks (deterministic whatever
-/// the thread count). Zeros (the Dirichlet faces) stay zero.
-fn perturb(u: &mut [f32], seed: u64) {
-    u.par_chunks_mut(1 << 16)
-        .enumerate()
-        .for_each(|(c, chunk)| {
-            let mut rng = Rng::stream(seed, (1 << 40) + c as u64);
-            for v in chunk {
-                *v *= (1.0 + rng.uniform(-PERTURBATION, PERTURBATION)) as f32;
-            }
-        });
-}
 
 /// Row-major Gaussian with faces zeroed (f32).
 fn initial_row_major(n: usize) -> Vec<f32> {
@@ -159,75 +148,37 @@ fn step(u: &[f32], out: &mut [f32], n: usize) {
 }
 
 /// `steps` stencil steps from the row-major `u`.
-fn simulate(mut u: Vec<f32>, n: usize, steps: usize) -> Vec<f32> {
-    let mut next = vec![0f32; u.len()];
-    for _ in 0..steps {
-        step(&u, &mut next, n);
-        std::mem::swap(&mut u, &mut next);
-    }
-    u
+fn simulate(u: Vec<f32>, n: usize, steps: usize) -> Vec<f32> {
+    iterate(u, steps, |_, u, next| step(u, next, n))
 }
 
 impl TaskCode for Morton {
     fn problem(&self, size: &Size, seed: u64) -> Problem {
         let (n, steps) = dims(size);
         let mut u0 = initial_row_major(n);
-        perturb(&mut u0, seed);
+        perturb_relative(&mut u0, seed, PERTURBATION);
         let u0 = to_morton(&u0, n);
-        let n3 = n * n * n;
-        let launches = (0..steps)
-            .map(|s| {
-                let (src, dst) = if s % 2 == 0 { (0, 1) } else { (1, 0) };
-                LaunchSpec {
-                    kernel: 0,
-                    threads: [n3 as u64, 1, 1],
-                    block: Block::Default([256, 1, 1]),
-                    args: vec![
-                        Arg::Buffer(src),
-                        Arg::Buffer(dst),
-                        Arg::U32(n as u32),
-                        Arg::U32(n.trailing_zeros()),
-                        Arg::F32(ALPHA),
-                    ],
-                }
-            })
-            .collect();
-        Problem {
-            buffers: vec![
-                BufferSpec {
-                    name: "A".into(),
-                    bytes: 4 * n3,
-                    init: BufferInit::Data(Arc::new(f32s_to_bytes(&u0))),
-                    access: Access::ReadWrite,
-                },
-                BufferSpec {
-                    name: "B".into(),
-                    bytes: 4 * n3,
-                    init: BufferInit::Sentinel,
-                    access: Access::ReadWrite,
-                },
+        let launches = ping_pong_launches(
+            steps,
+            [u0.len() as u64, 1, 1],
+            Block::Default([256, 1, 1]),
+            &[
+                Arg::U32(n as u32),
+                Arg::U32(n.trailing_zeros()),
+                Arg::F32(ALPHA),
             ],
-            launches,
-            outputs: vec![steps % 2],
-        }
+        );
+        ping_pong_problem(["A", "B"], f32s_to_bytes(&u0), launches)
     }
     fn reference(&self, size: &Size, problem: &Problem) -> Reference {
         let (n, steps) = dims(size);
-        let u = from_morton(&bytes_to_f32s(init_data(problem, 0)), n);
+        let u = from_morton(&init_f32s(problem, 0), n);
         // Row-major; the output is un-permuted before the comparison.
         Arc::new(simulate(u, n, steps))
     }
-    fn check(
-        &self,
-        size: &Size,
-        _problem: &Problem,
-        reference: &Reference,
-        outputs: &[Vec<u8>],
-    ) -> Verdict {
+    fn check(&self, size: &Size, _: &Problem, r: &Reference, outputs: &[Vec<u8>]) -> Verdict {
         let (n, _) = dims(size);
-        let want = reference
-            .downcast_ref::<Vec<f32>>()
-            .expect("morton reference");
+        let want = f32_reference(r, "morton");
         let stored = bytes_to_f32s(&outputs[0]);
         if stored.len() != n * n * n {
             return max_abs_verdict(&stored, want, 0.0);
@@ -289,8 +240,8 @@ mod tests {
         let r = crate::by_name("morton").unwrap().reference(&size, &p);
         let u = r.downcast_ref::<Vec<f32>>().unwrap();
         let mut u0 = initial_row_major(16);
-        perturb(&mut u0, 0);
-        assert_eq!(from_morton(&bytes_to_f32s(init_data(&p, 0)), 16), u0);
+        perturb_relative(&mut u0, 0, PERTURBATION);
+        assert_eq!(from_morton(&init_f32s(&p, 0), 16), u0);
         assert!(max_abs(u) < max_abs(&u0));
         assert!((0..16).all(|x| u[x] == 0.0 && u[15 * 256 + 15 * 16 + x] == 0.0));
         // The check un-permutes: the reference scattered back passes.

@@ -6,14 +6,15 @@
 //! so a kernel that recomputed the forces only every other step passed.
 //! Both outputs (final positions and final velocities) are checked here,
 //! with tolerances a small factor above the worst honest error measured in
-//! `tests/tolerance_audit_a.rs` (see `pos_tolerance` / `vel_tolerance` and
+//! `tests/tolerance_audit/sections_1_to_6.rs` (see `pos_tolerance` / `vel_tolerance` and
 //! docs/tolerance-audit-a.md).
 
 use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use crate::check::{bytes_to_f32s, f32s_to_bytes};
+use crate::check::{bytes_to_f32s, f32s_to_bytes, init_f32s, threshold_verdict};
+use crate::host::{ping_pong, ping_pong_buffers};
 use crate::rng::uniform_f32;
 use crate::*;
 
@@ -151,18 +152,10 @@ impl TaskCode for Nbody {
         let pos = to_float4(&uniform_f32(3 * n, seed, 0, -1.0, 1.0));
         let vel = to_float4(&uniform_f32(3 * n, seed, 1, -0.01, 0.01));
         let mass = uniform_f32(n, seed, 2, 0.5, 1.5);
-        let vec4 = 16 * n;
-        let buffer = |name: &str, init, access| BufferSpec {
-            name: name.into(),
-            bytes: vec4,
-            init,
-            access,
-        };
-        let data = |v: &[f32]| BufferInit::Data(Arc::new(f32s_to_bytes(v)));
         let launches = (0..steps)
             .map(|s| {
                 // (pos, vel) pairs ping-pong together: A -> B on even steps.
-                let (src, dst) = if s % 2 == 0 { (0, 1) } else { (1, 0) };
+                let (src, dst) = ping_pong(s);
                 LaunchSpec {
                     kernel: 0,
                     threads: [n as u64, 1, 1],
@@ -181,19 +174,11 @@ impl TaskCode for Nbody {
                 }
             })
             .collect();
+        let mut buffers = ping_pong_buffers(["pos_a", "pos_b"], f32s_to_bytes(&pos));
+        buffers.extend(ping_pong_buffers(["vel_a", "vel_b"], f32s_to_bytes(&vel)));
+        buffers.push(BufferSpec::f32_data("mass", &mass, Access::ReadOnly));
         Problem {
-            buffers: vec![
-                buffer("pos_a", data(&pos), Access::ReadWrite),
-                buffer("pos_b", BufferInit::Sentinel, Access::ReadWrite),
-                buffer("vel_a", data(&vel), Access::ReadWrite),
-                buffer("vel_b", BufferInit::Sentinel, Access::ReadWrite),
-                BufferSpec {
-                    name: "mass".into(),
-                    bytes: 4 * n,
-                    init: data(&mass),
-                    access: Access::ReadOnly,
-                },
-            ],
+            buffers,
             launches,
             // Final positions and velocities: A after an even number of
             // steps, else B.
@@ -202,34 +187,20 @@ impl TaskCode for Nbody {
     }
     fn reference(&self, size: &Size, problem: &Problem) -> Reference {
         let (_, steps) = dims(size);
-        let pos = bytes_to_f32s(init_data(problem, 0));
-        let vel = bytes_to_f32s(init_data(problem, 2));
-        let mass = bytes_to_f32s(init_data(problem, 4));
+        let pos = init_f32s(problem, 0);
+        let vel = init_f32s(problem, 2);
+        let mass = init_f32s(problem, 4);
         Arc::new(simulate(&pos, &vel, &mass, steps))
     }
     /// Positions first (a NaN or a wrong position reports `max_abs_pos`),
     /// then velocities (`max_abs_vel`); when both pass, the one closer to
     /// its tolerance is reported.
-    fn check(
-        &self,
-        size: &Size,
-        _problem: &Problem,
-        reference: &Reference,
-        outputs: &[Vec<u8>],
-    ) -> Verdict {
+    fn check(&self, size: &Size, _: &Problem, r: &Reference, outputs: &[Vec<u8>]) -> Verdict {
         let (n, steps) = dims(size);
-        let want = reference
-            .downcast_ref::<NbodyReference>()
-            .expect("nbody reference");
-        let verdict = |metric: &str, value: f64, tolerance: f64| Verdict {
-            passed: value <= tolerance,
-            metric: metric.into(),
-            value,
-            tolerance: Some(tolerance),
-        };
+        let want = r.downcast_ref::<NbodyReference>().expect("nbody reference");
         let got = |k: usize| outputs.get(k).map(|b| bytes_to_f32s(b)).unwrap_or_default();
         let vel_tol = vel_tolerance(n, max_abs_xyz(&want.vel));
-        let pos = verdict(
+        let pos = threshold_verdict(
             "max_abs_pos",
             max_abs_xyz_diff(&got(0), &want.pos),
             pos_tolerance(steps, max_abs_xyz(&want.pos), vel_tol),
@@ -237,7 +208,7 @@ impl TaskCode for Nbody {
         if !pos.passed {
             return pos;
         }
-        let vel = verdict("max_abs_vel", max_abs_xyz_diff(&got(1), &want.vel), vel_tol);
+        let vel = threshold_verdict("max_abs_vel", max_abs_xyz_diff(&got(1), &want.vel), vel_tol);
         let ratio = |v: &Verdict| v.value / v.tolerance.unwrap();
         if !vel.passed || ratio(&vel) > ratio(&pos) {
             vel
@@ -274,9 +245,9 @@ mod tests {
     fn momentum_is_conserved_and_w_stays_zero() {
         let size = Size::new("t", &[64, 10]);
         let p = crate::by_name("nbody").unwrap().problem(&size, 3);
-        let pos = bytes_to_f32s(init_data(&p, 0));
-        let vel = bytes_to_f32s(init_data(&p, 2));
-        let mass = bytes_to_f32s(init_data(&p, 4));
+        let pos = init_f32s(&p, 0);
+        let vel = init_f32s(&p, 2);
+        let mass = init_f32s(&p, 4);
         let (mut p1, mut v1) = (vec![0f32; pos.len()], vec![0f32; vel.len()]);
         step(&pos, &vel, &mass, &mut p1, &mut v1);
         let momentum = |v: &[f32]| {
@@ -325,7 +296,7 @@ mod tests {
         let v = check(&pos, &vel);
         assert!(!v.passed && v.value.is_nan() && v.metric == "max_abs_vel");
         // Stale velocities fail even with the right positions.
-        let v = check(&pos, &bytes_to_f32s(init_data(&p, 2)));
+        let v = check(&pos, &init_f32s(&p, 2));
         assert!(!v.passed && v.metric == "max_abs_vel", "{v:?}");
         // Not moving at all is wrong: the bodies travel further than the tolerance.
         let v = crate::by_name("nbody").unwrap().check(

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use crate::check::{bytes_to_f32s, f32s_to_bytes, max_abs, max_abs_verdict};
+use crate::check::{f32s_to_bytes, init_f32s, max_abs, max_abs_check};
 use crate::rng::uniform_f32;
 use crate::*;
 
@@ -25,7 +25,7 @@ use crate::*;
 /// smoke sizes, 1.13e-6 at the full sizes and 1.61e-6 at 256^3 x 30 steps
 /// (towards the large sizes); 1e-5 is 8.8 times the full sizes' and 6.2
 /// times the 256^3 error. One skipped step errs by 3.4e-2 or more
-/// (tests/tolerance_audit_a.rs, docs/tolerance-audit-a.md).
+/// (tests/tolerance_audit/sections_1_to_6.rs, docs/tolerance-audit-a.md).
 const TOLERANCE: f64 = 1e-5;
 
 /// Amplitude of the seeded perturbation of the initial state.
@@ -35,15 +35,6 @@ const NOISE: f64 = 1e-2;
 const ALPHA: f32 = 0.18;
 
 pub struct Wave3d;
-
-fn dims(size: &Size) -> (usize, usize, usize, usize) {
-    (
-        size.dims[0] as usize,
-        size.dims[1] as usize,
-        size.dims[2] as usize,
-        size.dims[3] as usize,
-    )
-}
 
 /// The deterministic initial displacement: a Gaussian pulse at the centre,
 /// evaluated in f32, with all six faces set to zero.
@@ -139,13 +130,13 @@ fn final_buffer(steps: usize) -> usize {
 
 impl TaskCode for Wave3d {
     fn problem(&self, size: &Size, seed: u64) -> Problem {
-        let (nx, ny, nz, steps) = dims(size);
+        let [nx, ny, nz, steps] = size.usize_dims();
         assert!(
             nx >= 3 && ny >= 3 && nz >= 3,
             "wave3d needs at least 3 cells per axis"
         );
         let u0 = Arc::new(f32s_to_bytes(&perturbed_initial(nx, ny, nz, seed)));
-        let bytes = 4 * nx * ny * nz;
+        let bytes = u0.len();
         let launches = (0..steps)
             .map(|s| LaunchSpec {
                 kernel: 0,
@@ -164,34 +155,19 @@ impl TaskCode for Wave3d {
             .collect();
         Problem {
             buffers: vec![
-                BufferSpec {
-                    name: "A".into(),
-                    bytes,
-                    init: BufferInit::Data(u0.clone()),
-                    access: Access::ReadWrite,
-                },
-                BufferSpec {
-                    name: "B".into(),
-                    bytes,
-                    init: BufferInit::Data(u0),
-                    access: Access::ReadWrite,
-                },
+                BufferSpec::data("A", u0.clone(), Access::ReadWrite),
+                BufferSpec::data("B", u0, Access::ReadWrite),
                 // Written in full by step 0 before anything reads it.
-                BufferSpec {
-                    name: "C".into(),
-                    bytes,
-                    init: BufferInit::Sentinel,
-                    access: Access::ReadWrite,
-                },
+                BufferSpec::sentinel("C", bytes),
             ],
             launches,
             outputs: vec![final_buffer(steps)],
         }
     }
     fn reference(&self, size: &Size, problem: &Problem) -> Reference {
-        let (nx, ny, nz, steps) = dims(size);
-        let mut prev = bytes_to_f32s(init_data(problem, 0));
-        let mut curr = bytes_to_f32s(init_data(problem, 1));
+        let [nx, ny, nz, steps] = size.usize_dims();
+        let mut prev = init_f32s(problem, 0);
+        let mut curr = init_f32s(problem, 1);
         let mut next = vec![0f32; curr.len()];
         for _ in 0..steps {
             step(&prev, &curr, &mut next, nx, ny, nz);
@@ -201,18 +177,10 @@ impl TaskCode for Wave3d {
         }
         Arc::new(curr)
     }
-    fn check(
-        &self,
-        _size: &Size,
-        _problem: &Problem,
-        reference: &Reference,
-        outputs: &[Vec<u8>],
-    ) -> Verdict {
-        let want = reference
-            .downcast_ref::<Vec<f32>>()
-            .expect("wave3d reference");
-        let got = bytes_to_f32s(&outputs[0]);
-        max_abs_verdict(&got, want, TOLERANCE * max_abs(want).max(1.0))
+    fn check(&self, _: &Size, _: &Problem, reference: &Reference, outputs: &[Vec<u8>]) -> Verdict {
+        max_abs_check("wave3d", reference, outputs, |want| {
+            TOLERANCE * max_abs(want).max(1.0)
+        })
     }
 }
 
@@ -295,7 +263,7 @@ mod tests {
     #[test]
     fn zero_steps_returns_the_initial_state_and_the_pulse_spreads() {
         let (p, u) = run_reference(&Size::new("t", &[16, 16, 16, 0]));
-        assert_eq!(u, bytes_to_f32s(init_data(&p, 1)));
+        assert_eq!(u, init_f32s(&p, 1));
         let (_, u) = run_reference(&Size::new("t", &[24, 24, 24, 12]));
         let u0 = initial(24, 24, 24);
         assert!(

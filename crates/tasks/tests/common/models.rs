@@ -5,22 +5,12 @@
 //! than asked (under-computing variants). They produce the bytes of a
 //! problem's `outputs`, so the tests can feed them to `Task::check`.
 //!
-//! Included by `tolerance_audit_a.rs` and `seed_inputs_a.rs` with
-//! `#[path]`; compiled on its own it is a test target without tests.
+//! Used by `tolerance_audit/sections_1_to_6.rs` and `seed_inputs.rs`.
 #![allow(dead_code, clippy::needless_range_loop)]
 
+pub use super::{bytes, f32s};
 use kevo_tasks::{Problem, Size, init_data};
 use rayon::prelude::*;
-
-pub fn f32s(b: &[u8]) -> Vec<f32> {
-    b.chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
-}
-
-pub fn bytes(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
 
 pub fn u32_bytes(v: &[u32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()

@@ -1,6 +1,7 @@
-//! Tolerance audit of saxpy, heat2d, wave3d, nbody, hmc and lbm: honest CPU
-//! variants of each kernel (other summation orders, FMA, fast-math
-//! approximations; see `models_a.rs`) must pass `Task::check` with margin,
+//! Tolerance audit of saxpy, heat2d, wave3d, nbody, hmc and lbm (spec
+//! sections 1 to 6): honest CPU variants of each kernel (other summation
+//! orders, FMA, fast-math approximations; see `common/models.rs`) must pass
+//! `Task::check` with margin,
 //! and under-computing variants (a skipped step, forces every other step,
 //! chains that are not sampled, ...) must fail it.
 //!
@@ -9,16 +10,14 @@
 //!
 //! ```text
 //! cargo test -p kevo-tasks --release \
-//!     --test tolerance_audit_a -- --ignored --nocapture
+//!     --test tolerance_audit -- --ignored --nocapture sections_1_to_6::
 //! ```
 //!
 //! and recorded in docs/tolerance-audit-a.md.
 
-#[path = "models_a.rs"]
-mod models;
-
+use crate::common::all_sizes as sizes;
+use crate::common::models::*;
 use kevo_tasks::{Problem, Size, SizeSet, Task, Verdict};
-use models::*;
 
 /// How one variant fared.
 struct Row {
@@ -291,13 +290,6 @@ fn assert_rows(task: &str, size: &Size, rows: &[Row]) {
             );
         }
     }
-}
-
-fn sizes(task: &Task, set: SizeSet) -> Vec<Size> {
-    let plan = task.sizes(set);
-    let mut v = plan.in_distribution;
-    v.push(plan.held_out);
-    v
 }
 
 #[test]

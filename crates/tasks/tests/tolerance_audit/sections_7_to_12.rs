@@ -1,4 +1,5 @@
-//! Tolerance audit of ising, lj, gradshaf, fft3d, adi3d and morton: honest
+//! Tolerance audit of ising, lj, gradshaf, fft3d, adi3d and morton (spec
+//! sections 7 to 12): honest
 //! f32 variants of each kernel (other summation and evaluation orders, fma,
 //! reciprocals, fast-math approximations of about 2 ulp, other algorithms)
 //! must pass the task's check with a margin, and under-computing variants
@@ -8,7 +9,7 @@
 //! docs/tolerance-audit-b.md are reproducible:
 //!
 //! ```text
-//! cargo test -p kevo-tasks --release --test tolerance_audit_b -- --include-ignored --nocapture --test-threads 1
+//! cargo test -p kevo-tasks --release --test tolerance_audit -- --include-ignored --nocapture --test-threads 1 sections_7_to_12::
 //! ```
 //!
 //! The smoke sizes run in CI; the full sizes are `#[ignore]`d (minutes in a
@@ -16,21 +17,12 @@
 
 #![allow(clippy::needless_range_loop)] // index loops read like the kernels
 
+use crate::common::{all_sizes, bytes, f32s};
 use kevo_tasks::hash::{fmix32, ising_uniform};
 use kevo_tasks::{Arg, Problem, Reference, Size, SizeSet, Task, Verdict, init_data};
 
 /// An honest variant's error must stay below tolerance / MARGIN.
 const MARGIN: f64 = 3.0;
-
-fn f32s(b: &[u8]) -> Vec<f32> {
-    b.chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
-}
-
-fn bytes(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
 
 /// max |a - b|, NaN if any value is not finite or the lengths differ.
 fn max_diff(a: &[f32], b: &[f32]) -> f64 {
@@ -110,9 +102,7 @@ fn audit(
     set: SizeSet,
     variants: &dyn Fn(&Size, &Problem, &Reference) -> Vec<Row>,
 ) -> Vec<Row> {
-    let plan = task.sizes(set);
-    let mut sizes: Vec<Size> = plan.in_distribution.clone();
-    sizes.push(plan.held_out.clone());
+    let mut sizes = all_sizes(task, set);
     if set == SizeSet::Full {
         sizes.extend(stress_sizes(task.name()));
     }
