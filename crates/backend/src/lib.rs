@@ -18,7 +18,9 @@ pub const VIEW_ALIGN: usize = 4096;
 /// A GPU runtime that can compile kernel source, move data and time launches.
 pub trait Backend {
     /// Which source language this backend compiles.
-    fn dialect(&self) -> Dialect;
+    fn dialect(&self) -> Dialect {
+        self.info().dialect
+    }
 
     /// Name, vendor, compute units and memory of the device in use.
     fn info(&self) -> &DeviceInfo;

@@ -52,6 +52,9 @@ impl fmt::Display for Dialect {
 pub struct DeviceInfo {
     /// Backend name: "opencl", "cuda".
     pub backend: String,
+    /// The language this device's backend compiles: prompts, seeds and
+    /// source rules follow it, never a guess from the backend's name.
+    pub dialect: Dialect,
     /// Platform (OpenCL) or driver (CUDA) name.
     pub platform: String,
     /// Device name as the runtime reports it, e.g. "NVIDIA H100 80GB HBM3".

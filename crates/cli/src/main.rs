@@ -15,7 +15,7 @@ use kevo_eval::{Evaluation, Evaluator};
 use kevo_roofline::CeilingCache;
 use kevo_tasks::{SizeSet, Task};
 
-use kevo_worker::backends::{self, BackendKind};
+use kevo_runtimes::BackendKind;
 use kevo_worker::{Worker, WorkerCommand, WorkerConfig};
 
 #[derive(Parser)]
@@ -423,18 +423,14 @@ fn open_evaluator(
     fast_math: bool,
 ) -> Result<Evaluator<Box<dyn kevo_backend::Backend>>> {
     let worker = device.worker_config(fast_math)?;
-    let mut backend = backends::open(device.backend, &device.selector(), worker.timing)?;
+    let mut backend = kevo_runtimes::open(
+        device.backend,
+        &device.selector(),
+        worker.timing.open_options(),
+    )?;
     let ceilings = kevo_roofline::ceilings(backend.as_mut(), &CeilingCache::default_location())
         .context("cannot determine the device's roofline ceilings")?;
     Ok(Evaluator::new(backend, ceilings, worker.eval))
-}
-
-fn worker_dialect(worker: &Worker) -> kevo_backend::Dialect {
-    if worker.device().backend == "cuda" {
-        kevo_backend::Dialect::Cuda
-    } else {
-        kevo_backend::Dialect::OpenCl
-    }
 }
 
 /// 14 runs (3 warm-up, 10 timed, 1 verification) of every size at 0.1% of
@@ -446,10 +442,7 @@ fn default_timeout(
     sizes: &[kevo_tasks::Size],
     ceilings: &kevo_roofline::Ceilings,
 ) -> std::time::Duration {
-    let ceiling = match task.ceiling() {
-        kevo_tasks::CeilingKind::Bandwidth => ceilings.bandwidth_gbs,
-        kevo_tasks::CeilingKind::Fp32 => ceilings.fp32_gflops,
-    } * 1e9;
+    let ceiling = ceilings.for_kind(task.ceiling()) * 1e9;
     let slow_run_s: f64 = sizes.iter().map(|s| task.work(s) / (1e-3 * ceiling)).sum();
     // The limit covers generating inputs and CPU references too: at the
     // large sizes those take up to a few minutes (lj's held-out size did not
@@ -582,7 +575,7 @@ fn bench_sandbox_cost(args: BenchArgs) -> Result<ExitCode> {
     let [(_, open), (_, confined)] = &mut workers[..] else {
         unreachable!("two workers were started");
     };
-    let dialect = worker_dialect(confined);
+    let dialect = confined.device().dialect;
     let sandbox = confined.sandbox().summary();
     let limit = std::time::Duration::from_secs(600);
     let mut rows = Vec::new();
@@ -667,7 +660,7 @@ fn eval(args: EvalArgs) -> Result<ExitCode> {
     };
     let config = args.device.worker_config(!args.no_fast_math)?;
     let mut worker = Worker::start(WorkerCommand::current_exe()?, config)?;
-    let dialect = worker_dialect(&worker);
+    let dialect = worker.device().dialect;
     if !args.json {
         println!("sandbox: {}", worker.sandbox().summary());
     }
@@ -688,7 +681,7 @@ fn eval(args: EvalArgs) -> Result<ExitCode> {
         };
         let mut evaluation = worker.evaluate(task.name(), &source, &sizes, timeout);
         if let Some(tool) = args.sanitize {
-            if worker.device().backend != "cuda" {
+            if worker.device().dialect != kevo_backend::Dialect::Cuda {
                 bail!("--sanitize needs the CUDA backend (compute-sanitizer checks CUDA kernels)");
             }
             let config = args.device.worker_config(!args.no_fast_math)?;

@@ -9,7 +9,7 @@ use kevo_roofline::Ceilings;
 use kevo_tasks::SizeSet;
 use serde_json::json;
 
-use kevo_worker::backends;
+use kevo_runtimes::BackendKind;
 
 pub fn print_tasks(json: bool) -> Result<()> {
     let tasks = kevo_tasks::all();
@@ -56,11 +56,8 @@ pub fn print_tasks(json: bool) -> Result<()> {
 
 pub fn print_devices(measure: bool, json: bool) -> Result<()> {
     let mut rows = Vec::new();
-    for (kind, devices) in backends::list() {
-        let backend = match kind {
-            backends::BackendKind::Cuda => "cuda",
-            _ => "opencl",
-        };
+    for (kind, devices) in kevo_runtimes::list() {
+        let backend = kind.name();
         match devices {
             Err(reason) => {
                 rows.push(json!({"backend": backend, "available": false, "reason": reason}))
@@ -136,11 +133,11 @@ struct DeviceCeilings {
 }
 
 fn device_ceilings(
-    kind: backends::BackendKind,
+    kind: BackendKind,
     selector: &kevo_backend::DeviceSelector,
     measure: bool,
 ) -> Result<serde_json::Value> {
-    let mut b = backends::open(kind, selector, kevo_worker::TimingOptions::default())?;
+    let mut b = kevo_runtimes::open(kind, selector, kevo_runtimes::OpenOptions::default())?;
     let cache = kevo_roofline::CeilingCache::default_location();
     let used = kevo_roofline::ceilings(b.as_mut(), &cache)?;
     let measured = if measure {

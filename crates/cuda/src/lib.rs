@@ -263,6 +263,7 @@ fn device_info(dev: cu::CUdevice) -> Result<DeviceInfo, BackendError> {
         .unwrap_or_default();
     Ok(DeviceInfo {
         backend: BACKEND.into(),
+        dialect: Dialect::Cuda,
         platform: "NVIDIA CUDA".into(),
         name: device_name(dev)?,
         vendor: "NVIDIA".into(),
@@ -942,10 +943,6 @@ impl CudaBackend {
 impl Backend for CudaBackend {
     fn is_poisoned(&self) -> bool {
         self.is_lost()
-    }
-
-    fn dialect(&self) -> Dialect {
-        Dialect::Cuda
     }
 
     fn info(&self) -> &DeviceInfo {

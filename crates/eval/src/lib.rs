@@ -749,10 +749,7 @@ impl<B: Backend> Evaluator<B> {
         let work = task.work(size);
         let achieved = work / time.median_s / 1e9;
         let kind = task.ceiling();
-        let ceiling = match kind {
-            CeilingKind::Bandwidth => self.ceilings.bandwidth_gbs,
-            CeilingKind::Fp32 => self.ceilings.fp32_gflops,
-        };
+        let ceiling = self.ceilings.for_kind(kind);
         let working_set: u64 = timed.buffers.iter().map(|b| b.bytes as u64).sum();
         Ok(SizeResult {
             label: size.label.clone(),

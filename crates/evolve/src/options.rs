@@ -2,8 +2,8 @@ use std::path::PathBuf;
 
 use kevo_backend::DeviceSelector;
 use kevo_proposer::EditMode;
+use kevo_runtimes::BackendKind;
 use kevo_tasks::SizeSet;
-use kevo_worker::backends::BackendKind;
 use serde::{Deserialize, Serialize};
 
 /// Everything that defines a run; stored with it, so `resume` continues

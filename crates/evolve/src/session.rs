@@ -373,14 +373,6 @@ fn run_config(options: &EvolveOptions, worker: &Worker) -> Result<serde_json::Va
     Ok(config)
 }
 
-fn dialect_of(backend: &str) -> Dialect {
-    if backend == "cuda" {
-        Dialect::Cuda
-    } else {
-        Dialect::OpenCl
-    }
-}
-
 impl<'e> Session<'e> {
     async fn open(
         options: EvolveOptions,
@@ -400,7 +392,7 @@ impl<'e> Session<'e> {
         let command = env.worker.clone();
         let worker = tokio::task::block_in_place(|| Worker::start(command, config))?;
         let device = worker.device().clone();
-        let dialect = dialect_of(&device.backend);
+        let dialect = device.dialect;
         let provider_config = match &options.llm_config {
             Some(p) => ProviderConfig::load(p)?,
             None => ProviderConfig::default(),

@@ -142,6 +142,7 @@ fn device_info(platform: &Platform, device: &Device) -> DeviceInfo {
     let dev_type = device.dev_type().unwrap_or(0);
     DeviceInfo {
         backend: BACKEND.into(),
+        dialect: Dialect::OpenCl,
         platform: platform.name().unwrap_or_default().trim().to_string(),
         name: device.name().unwrap_or_default().trim().to_string(),
         vendor: device.vendor().unwrap_or_default().trim().to_string(),
@@ -349,10 +350,6 @@ impl OpenClBackend {
 }
 
 impl Backend for OpenClBackend {
-    fn dialect(&self) -> Dialect {
-        Dialect::OpenCl
-    }
-
     fn info(&self) -> &DeviceInfo {
         &self.info
     }

@@ -10,7 +10,7 @@ use kevo_proposer::{
 };
 use kevo_roofline::{CeilingSource, Ceilings};
 use kevo_tasks::{
-    CeilingKind, PerDialect, Problem, Reference, Size, SizeSet, Task, TaskAssets, TaskCode, Verdict,
+    PerDialect, Problem, Reference, Size, SizeSet, Task, TaskAssets, TaskCode, Verdict,
 };
 
 /// A fixed task for the snapshots, so they change only when the
@@ -105,6 +105,7 @@ fn pocl() -> DeviceBrief {
         },
         info: Some(DeviceInfo {
             backend: "opencl".into(),
+            dialect: Dialect::OpenCl,
             platform: "Portable Computing Language".into(),
             name: "cpu-haswell-AMD EPYC".into(),
             vendor: "AuthenticAMD".into(),
@@ -122,10 +123,7 @@ fn pocl() -> DeviceBrief {
 }
 
 fn ceiling(task: &Task, dev: &DeviceBrief) -> f64 {
-    match task.ceiling() {
-        CeilingKind::Bandwidth => dev.ceilings.bandwidth_gbs,
-        CeilingKind::Fp32 => dev.ceilings.fp32_gflops,
-    }
+    dev.ceilings.for_kind(task.ceiling())
 }
 
 /// A size that ran: correct at `fraction` of the ceiling, or wrong.

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use kevo_backend::{Backend, BackendError, CompileOptions, DeviceInfo, Dialect, KernelArg, Launch};
+use kevo_tasks::CeilingKind;
 use serde::{Deserialize, Serialize};
 
 /// One datasheet row. `patterns` must all occur (case-insensitively) in the
@@ -220,6 +221,17 @@ pub struct Ceilings {
     pub bandwidth_gbs: f64,
     pub fp32_gflops: f64,
     pub source: CeilingSource,
+}
+
+impl Ceilings {
+    /// The peak a task of this kind is scored against: the one place where
+    /// a task's ceiling kind meets a device's ceilings.
+    pub fn for_kind(&self, kind: CeilingKind) -> f64 {
+        match kind {
+            CeilingKind::Bandwidth => self.bandwidth_gbs,
+            CeilingKind::Fp32 => self.fp32_gflops,
+        }
+    }
 }
 
 /// Results of the two micro-benchmarks on one device.
@@ -546,6 +558,7 @@ mod tests {
     fn info(name: &str) -> DeviceInfo {
         DeviceInfo {
             backend: "opencl".into(),
+            dialect: Dialect::OpenCl,
             platform: "p".into(),
             name: name.into(),
             vendor: "v".into(),

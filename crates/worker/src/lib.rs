@@ -3,7 +3,6 @@
 //! worker process that the coordinator drives over a line protocol and
 //! replaces whenever a candidate kills or hangs it.
 
-pub mod backends;
 pub mod limits;
 mod protocol;
 pub mod sanitizer;

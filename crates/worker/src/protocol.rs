@@ -17,8 +17,8 @@ use kevo_roofline::Ceilings;
 use kevo_tasks::Size;
 use serde::{Deserialize, Serialize};
 
-use crate::backends::BackendKind;
 use crate::limits::Limits;
+use kevo_runtimes::BackendKind;
 
 /// How timings are taken: the launch mode and cache state (CUDA only;
 /// OpenCL ignores both) and how many runs are timed.
@@ -38,6 +38,16 @@ pub struct TimingOptions {
     pub target_spread: Option<f64>,
     /// ... or this many runs were timed (default 50).
     pub max_timed_runs: Option<usize>,
+}
+
+impl TimingOptions {
+    /// The part of these options that is fixed when the backend opens.
+    pub fn open_options(&self) -> kevo_runtimes::OpenOptions {
+        kevo_runtimes::OpenOptions {
+            cuda_graph: self.cuda_graph,
+            flush_l2: self.flush_l2,
+        }
+    }
 }
 
 impl Default for TimingOptions {

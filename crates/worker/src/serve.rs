@@ -8,7 +8,6 @@ use std::time::Instant;
 
 use kevo_eval::{Evaluation, Evaluator, Outcome, Stage, WallTimes};
 
-use crate::backends;
 use crate::limits;
 use crate::protocol::{Reply, Request, WorkerConfig};
 
@@ -44,7 +43,11 @@ pub fn serve(
             );
         }
     };
-    let backend = match backends::open(config.backend, &config.selector, config.timing) {
+    let backend = match kevo_runtimes::open(
+        config.backend,
+        &config.selector,
+        config.timing.open_options(),
+    ) {
         Ok(b) => b,
         Err(e) => {
             return send(

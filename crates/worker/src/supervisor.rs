@@ -713,6 +713,7 @@ fn describe_violation(reply: &Reply, id: u64) -> String {
 fn placeholder_device() -> DeviceInfo {
     DeviceInfo {
         backend: String::new(),
+        dialect: kevo_backend::Dialect::OpenCl,
         platform: String::new(),
         name: String::new(),
         vendor: String::new(),

@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use kevo_backend::Dialect;
-use kevo_worker::backends::BackendKind;
+use kevo_runtimes::BackendKind;
 
 fn worker() -> Option<(kevo_worker::Worker, tempfile::TempDir)> {
     common::worker(

@@ -7,7 +7,7 @@ use std::time::Duration;
 use kevo_backend::{DeviceInfo, DeviceSelector};
 use kevo_eval::{Evaluation, Outcome, WallTimes};
 use kevo_roofline::{CeilingSource, Ceilings};
-use kevo_worker::backends::BackendKind;
+use kevo_runtimes::BackendKind;
 use kevo_worker::{Reply, Worker, WorkerCommand, WorkerConfig};
 
 /// A worker in bash: it announces itself on fd 3, then answers each request
@@ -37,6 +37,7 @@ done
 fn device() -> DeviceInfo {
     DeviceInfo {
         backend: "fake".into(),
+        dialect: kevo_backend::Dialect::OpenCl,
         platform: "fake".into(),
         name: "fake device".into(),
         vendor: "kevo".into(),

@@ -418,10 +418,7 @@ impl<'t> PromptBuilder<'t> {
 
     fn device_ctx(&self) -> DeviceCtx {
         let c = &self.device.ceilings;
-        let scored = match self.task.ceiling() {
-            CeilingKind::Bandwidth => c.bandwidth_gbs,
-            CeilingKind::Fp32 => c.fp32_gflops,
-        };
+        let scored = c.for_kind(self.task.ceiling());
         // "measured now" and "measured (cached)" would make otherwise equal
         // prompts differ between runs, which breaks keyed replay.
         let source = match &c.source {

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use kevo_backend::{DeviceSelector, Dialect};
 use kevo_eval::Outcome;
+use kevo_runtimes::BackendKind;
 use kevo_tasks::SizeSet;
-use kevo_worker::backends::BackendKind;
 use kevo_worker::{Worker, WorkerCommand, WorkerConfig, WorkerError};
 
 pub const TIMEOUT: Duration = Duration::from_secs(30);

@@ -1,0 +1,249 @@
+//! The runtimes kevo was built with: the one place that knows which backends
+//! exist, which dialect each compiles, how to list their devices and how to
+//! open one. Each backend sits behind a Cargo feature of the same name
+//! (`cuda`, `opencl`, both on by default); asking for one that was left out
+//! is an error that names the feature.
+
+use kevo_backend::{Backend, BackendError, DeviceInfo, DeviceSelector, Dialect};
+use serde::{Deserialize, Serialize};
+
+/// A backend a run can ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    /// CUDA if a CUDA device is present, else OpenCL.
+    Auto,
+    Opencl,
+    Cuda,
+}
+
+impl BackendKind {
+    /// Every concrete backend, in the order `auto` tries them (last first).
+    pub const CONCRETE: [BackendKind; 2] = [BackendKind::Opencl, BackendKind::Cuda];
+
+    /// The name used on the command line, in configs and in `DeviceInfo::backend`.
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Auto => "auto",
+            BackendKind::Opencl => "opencl",
+            BackendKind::Cuda => "cuda",
+        }
+    }
+
+    /// The dialect a concrete backend compiles; `None` for `Auto`, which
+    /// is only known once a device is open (`DeviceInfo::dialect`).
+    pub fn dialect(self) -> Option<Dialect> {
+        match self {
+            BackendKind::Auto => None,
+            BackendKind::Opencl => Some(Dialect::OpenCl),
+            BackendKind::Cuda => Some(Dialect::Cuda),
+        }
+    }
+
+    /// Whether this build contains the backend (`Auto` is always there).
+    pub fn compiled_in(self) -> bool {
+        match self {
+            BackendKind::Auto => true,
+            BackendKind::Opencl => cfg!(feature = "opencl"),
+            BackendKind::Cuda => cfg!(feature = "cuda"),
+        }
+    }
+}
+
+impl std::fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for BackendKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(BackendKind::Auto),
+            "opencl" => Ok(BackendKind::Opencl),
+            "cuda" => Ok(BackendKind::Cuda),
+            other => Err(format!(
+                "unknown backend `{other}` (expected auto, opencl or cuda)"
+            )),
+        }
+    }
+}
+
+/// How to open a backend: settings that belong to the runtime, not to one
+/// evaluation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// Replay each size's launch sequence as one CUDA graph (CUDA only).
+    pub cuda_graph: bool,
+    /// Flush the L2 cache before every timed run (CUDA only).
+    pub flush_l2: bool,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions {
+            cuda_graph: true,
+            flush_l2: false,
+        }
+    }
+}
+
+/// The error for a backend this build does not contain.
+#[cfg(any(not(feature = "cuda"), not(feature = "opencl")))]
+fn not_built(kind: BackendKind) -> BackendError {
+    BackendError::Unavailable {
+        backend: kind.name(),
+        reason: format!(
+            "kevo was built without the {kind} backend (Cargo feature `{kind}`); rebuild with `--features {kind}`"
+        ),
+    }
+}
+
+/// Opens a device of `kind`. `Auto` tries CUDA first and falls back to
+/// OpenCL; when neither opens, the OpenCL error is returned (the CUDA one
+/// is usually just "no driver").
+pub fn open(
+    kind: BackendKind,
+    selector: &DeviceSelector,
+    options: OpenOptions,
+) -> Result<Box<dyn Backend>, BackendError> {
+    match kind {
+        BackendKind::Opencl => open_opencl(selector),
+        BackendKind::Cuda => open_cuda(selector, options),
+        BackendKind::Auto => match open_cuda(selector, options) {
+            Ok(b) => Ok(b),
+            Err(_) => open_opencl(selector),
+        },
+    }
+}
+
+#[cfg(feature = "opencl")]
+fn open_opencl(selector: &DeviceSelector) -> Result<Box<dyn Backend>, BackendError> {
+    Ok(Box::new(kevo_opencl::OpenClBackend::open(selector)?))
+}
+
+#[cfg(not(feature = "opencl"))]
+fn open_opencl(_: &DeviceSelector) -> Result<Box<dyn Backend>, BackendError> {
+    Err(not_built(BackendKind::Opencl))
+}
+
+#[cfg(feature = "cuda")]
+fn open_cuda(
+    selector: &DeviceSelector,
+    options: OpenOptions,
+) -> Result<Box<dyn Backend>, BackendError> {
+    let mut backend = kevo_cuda::CudaBackend::open(selector)?;
+    backend.set_use_graph(options.cuda_graph);
+    backend.set_flush_l2(options.flush_l2);
+    Ok(Box::new(backend))
+}
+
+#[cfg(not(feature = "cuda"))]
+fn open_cuda(_: &DeviceSelector, _: OpenOptions) -> Result<Box<dyn Backend>, BackendError> {
+    Err(not_built(BackendKind::Cuda))
+}
+
+/// Devices of one backend, each with the selector that opens it, or the
+/// reason the backend has none.
+pub type DeviceList = Result<Vec<(DeviceSelector, DeviceInfo)>, String>;
+
+/// Every device of every backend this build knows, with the reason a
+/// backend has none (including "built without").
+pub fn list() -> Vec<(BackendKind, DeviceList)> {
+    BackendKind::CONCRETE
+        .into_iter()
+        .map(|kind| (kind, list_of(kind)))
+        .collect()
+}
+
+fn list_of(kind: BackendKind) -> DeviceList {
+    match kind {
+        BackendKind::Auto => Ok(Vec::new()),
+        BackendKind::Opencl => list_opencl(),
+        BackendKind::Cuda => list_cuda(),
+    }
+}
+
+#[cfg(feature = "opencl")]
+fn list_opencl() -> DeviceList {
+    let devices = kevo_opencl::list_devices().map_err(|e| e.to_string())?;
+    Ok(devices
+        .into_iter()
+        .map(|e| {
+            let selector = DeviceSelector {
+                platform: Some(e.platform_index.to_string()),
+                device: Some(e.device_index.to_string()),
+            };
+            (selector, e.info)
+        })
+        .collect())
+}
+
+#[cfg(not(feature = "opencl"))]
+fn list_opencl() -> DeviceList {
+    Err(not_built(BackendKind::Opencl).to_string())
+}
+
+#[cfg(feature = "cuda")]
+fn list_cuda() -> DeviceList {
+    let devices = kevo_cuda::list_devices().map_err(|e| e.to_string())?;
+    Ok(devices
+        .into_iter()
+        .map(|e| {
+            let selector = DeviceSelector {
+                platform: None,
+                device: Some(e.device_index.to_string()),
+            };
+            (selector, e.info)
+        })
+        .collect())
+}
+
+#[cfg(not(feature = "cuda"))]
+fn list_cuda() -> DeviceList {
+    Err(not_built(BackendKind::Cuda).to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_unknown_names_are_refused() {
+        for kind in [BackendKind::Auto, BackendKind::Opencl, BackendKind::Cuda] {
+            assert_eq!(kind.name().parse::<BackendKind>(), Ok(kind));
+            // Configs and stored runs use the serde name: it must be the CLI name.
+            let json = serde_json::to_string(&kind).unwrap();
+            assert_eq!(json, format!("\"{}\"", kind.name()));
+        }
+        let err = "metal".parse::<BackendKind>().unwrap_err();
+        assert!(err.contains("unknown backend `metal`"), "{err}");
+    }
+
+    #[test]
+    fn concrete_backends_know_their_dialect() {
+        assert_eq!(BackendKind::Cuda.dialect(), Some(Dialect::Cuda));
+        assert_eq!(BackendKind::Opencl.dialect(), Some(Dialect::OpenCl));
+        assert_eq!(BackendKind::Auto.dialect(), None);
+    }
+
+    #[test]
+    fn every_concrete_backend_is_listed_with_devices_or_a_reason() {
+        let listed = list();
+        let kinds: Vec<_> = listed.iter().map(|(k, _)| *k).collect();
+        assert_eq!(kinds, BackendKind::CONCRETE.to_vec());
+        for (kind, devices) in listed {
+            if let Ok(devices) = &devices {
+                for (_, info) in devices {
+                    assert_eq!(Some(info.dialect), kind.dialect(), "{}", info.name);
+                    assert_eq!(info.backend, kind.name());
+                }
+            }
+            if !kind.compiled_in() {
+                let reason = devices.unwrap_err();
+                assert!(reason.contains("Cargo feature"), "{reason}");
+            }
+        }
+    }
+}
