@@ -395,19 +395,49 @@ fn a_candidate_faster_than_the_hardware_is_suspicious_never_promoted_and_listed(
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    // Measure this device's ceilings, then claim a bandwidth 20x lower: the
-    // fixture that is ~6x the real one becomes ~120x, beyond any cache.
-    let out = cache_env(kevo().args(["devices", "--json"]), dir.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    // Measure the seed's and the fast kernel's fractions of this device's
+    // ceilings, then claim a bandwidth that puts the seed at 5/sqrt(r) of
+    // it and the fast kernel at 5*sqrt(r), r being their speed ratio (~100
+    // on a 2-core PoCL machine: the seed runs a 64-step loop per element):
+    // the seed stays under the strictest limit (1.25x, a working set past
+    // the cache), the fast kernel lands past the loosest (25x, any cache),
+    // whatever this machine's own bandwidth. A fixed factor failed where
+    // PoCL's saxpy ran at only ~1x the measured copy bandwidth.
+    let max_fraction = |kernel: &str| -> f64 {
+        let mut args: Vec<String> =
+            "eval --task saxpy --backend opencl --sizes smoke --json --kernel"
+                .split(' ')
+                .map(String::from)
+                .collect();
+        args.push(fixture(kernel));
+        let out = cache_env(kevo().args(&args), dir.path()).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["sizes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["fraction"].as_f64().unwrap())
+            .fold(0.0, f64::max)
+    };
+    let (seed, fast) = (max_fraction("start_slow.cl"), max_fraction("4_faster.cl"));
+    let ratio = fast / seed;
+    assert!(
+        ratio > 25.0,
+        "the fast kernel must be >25x the seed to tell the two limits apart; it is {ratio:.1}x ({fast:.3} vs {seed:.3})"
+    );
+    let claim = (seed * fast).sqrt() / 5.0;
     let path = dir.path().join("cache/ceilings.json");
     let mut cache: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     for entry in cache.as_object_mut().unwrap().values_mut() {
         for key in ["copy_gbs", "copy_gbs_min", "copy_gbs_max"] {
             let v = entry[key].as_f64().unwrap();
-            entry[key] = serde_json::json!(v / 20.0);
+            entry[key] = serde_json::json!(v * claim);
         }
     }
     std::fs::write(&path, cache.to_string()).unwrap();
