@@ -7,15 +7,16 @@ use kevo_backend::Dialect;
 use kevo_eval::{Evaluation, Outcome, WallTimes};
 use kevo_proposer::{
     Accounting, Attempt, ChatRequest, Completion, DeviceBrief, EnsembleState, Extraction,
-    HistoryRecord, PromptBuilder, Provider, ProviderConfig, UserContext,
+    HistoryEntry, PromptBuilder, Provider, ProviderConfig, ProviderError, StepOutcome, UserContext,
+    evaluated_entry, step_outcome,
 };
 use kevo_store::artifacts::RunDir;
 use kevo_store::{
-    CandidateId, CandidateRef, Checkpoint, HeldOutRole, IterationRecord, NewCandidate, NewDecision,
-    NewEvaluation, NewHeldOut, NewLlmCall, NewRun, Proposal, RunId, Spent, Store, StoreError,
-    source_sha256,
+    CandidateId, CandidateRef, Checkpoint, Decided, EvaluationId, HeldOutRole, NewCandidate,
+    NewDecision, NewEvaluation, NewHeldOut, NewLlmCall, NewRun, Proposed, RunId, Spent, Store,
+    StoreError, source_sha256,
 };
-use kevo_strategy::{OnePlusOne, Scored};
+use kevo_strategy::{Decision, Elite, OnePlusOne, Scored, Strategy};
 use kevo_tasks::Task;
 use kevo_worker::{Worker, WorkerCommand, WorkerConfig, WorkerError};
 use serde::{Deserialize, Serialize};
@@ -144,8 +145,23 @@ pub enum EvolveError {
     SeedFailed { task: String, reason: String },
     #[error("run {run} cannot be resumed: {reason}")]
     Resume { run: String, reason: String },
-    #[error("{0}")]
-    Invalid(String),
+    #[error("--candidates-per-iteration must be at least 1")]
+    NoCandidatesPerIteration,
+    #[error("{task} has no {dialect} seed")]
+    NoSeed { task: String, dialect: Dialect },
+    #[error("the stored evaluation of candidate {candidate} is unreadable: {source}")]
+    StoredEvaluation {
+        candidate: i64,
+        source: serde_json::Error,
+    },
+    #[error("could not serialise {what}: {source}")]
+    Serialize {
+        what: &'static str,
+        source: serde_json::Error,
+    },
+    /// A model call's task panicked or was cancelled.
+    #[error("proposer task failed: {0}")]
+    ProposerTask(#[from] tokio::task::JoinError),
 }
 
 /// Progress of a run, for live display or JSON lines.
@@ -247,12 +263,20 @@ pub struct Summary {
 /// What a checkpoint needs beyond the store's own columns.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct StrategyState {
-    history: Vec<HistoryRecord>,
+    history: Vec<HistoryEntry>,
     /// When the last proposal produced no evaluable source (no code,
     /// rejected edits), the reason shown to the proposer next time.
     previous_failure: Option<String>,
     seed_wall_s: f64,
     best_iteration: u32,
+}
+
+impl StrategyState {
+    /// The checkpoint's strategy state. Plain data of numbers and strings:
+    /// serialising it cannot fail.
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
 }
 
 /// Start a new run.
@@ -263,9 +287,7 @@ pub async fn start(
 ) -> Result<Summary, EvolveError> {
     let task = kevo_tasks::by_name(&options.task)?;
     if options.candidates_per_iteration == 0 {
-        return Err(EvolveError::Invalid(
-            "--candidates-per-iteration must be at least 1".into(),
-        ));
+        return Err(EvolveError::NoCandidatesPerIteration);
     }
     let mut session = Session::open(options, task, env, None).await?;
     observer.on(&Event::Created {
@@ -310,7 +332,8 @@ struct Session<'e> {
     provider: Arc<dyn Provider>,
     accounting: Accounting,
     prompts: PromptBuilder<'static>,
-    strategy: Option<OnePlusOne>,
+    /// Set once the seed is recorded (its id is the strategy's start).
+    strategy: Option<Box<dyn Strategy>>,
     state: StrategyState,
     /// Sources and in-distribution evaluations by candidate id.
     sources: HashMap<i64, String>,
@@ -362,8 +385,10 @@ fn start_heartbeat(store: &kevo_store::Store, run: &RunId) -> tokio::task::Abort
 /// force when it started (the worker's sandbox layers), so a result can be
 /// judged later by how it was obtained.
 fn run_config(options: &EvolveOptions, worker: &Worker) -> Result<serde_json::Value, EvolveError> {
-    let mut config =
-        serde_json::to_value(options).map_err(|e| EvolveError::Invalid(e.to_string()))?;
+    let mut config = serde_json::to_value(options).map_err(|source| EvolveError::Serialize {
+        what: "the run's settings",
+        source,
+    })?;
     if let Some(map) = config.as_object_mut() {
         map.insert(
             "sandbox_in_force".into(),
@@ -421,7 +446,7 @@ impl<'e> Session<'e> {
                         backend: device.backend.clone(),
                         device: device.name.clone(),
                         size_set: options.sizes,
-                        strategy: "one_plus_one".into(),
+                        strategy: OnePlusOne::NAME.into(),
                         config: run_config(&options, &worker)?,
                         rng_state: provider
                             .ensemble_state()
@@ -479,10 +504,6 @@ impl<'e> Session<'e> {
         }
     }
 
-    fn strategy_state(&self) -> serde_json::Value {
-        serde_json::to_value(&self.state).unwrap_or_default()
-    }
-
     fn rng_state(&self) -> Option<serde_json::Value> {
         self.provider
             .ensemble_state()
@@ -497,12 +518,9 @@ impl<'e> Session<'e> {
             None => self
                 .task
                 .seed(self.dialect)
-                .ok_or_else(|| {
-                    EvolveError::Invalid(format!(
-                        "{} has no {} seed",
-                        self.task.name(),
-                        self.dialect
-                    ))
+                .ok_or_else(|| EvolveError::NoSeed {
+                    task: self.task.name().to_string(),
+                    dialect: self.dialect,
                 })?
                 .to_string(),
         };
@@ -526,51 +544,53 @@ impl<'e> Session<'e> {
         };
         self.state.seed_wall_s = evaluation.wall.total_s;
         self.timeout = self.candidate_timeout();
-        self.state
-            .history
-            .push(HistoryRecord::from_outcome(0, &evaluation.outcome, true));
-        let record = IterationRecord {
-            iteration: 0,
-            proposals: vec![Proposal {
-                llm_calls: Vec::new(),
-                candidate: Some(NewCandidate {
-                    source: source.clone(),
-                    parents: Vec::new(),
-                    island: None,
-                    cell: None,
-                    descriptors: None,
-                    provider: Some("seed".into()),
-                    model: None,
-                }),
-                evaluation: Some(NewEvaluation::from(evaluation.clone())),
-                decision: NewDecision {
-                    promoted: true,
-                    incumbent: Some(CandidateRef::Proposal(0)),
-                    island: None,
-                    cell: None,
-                    reason: "the seed is the first incumbent".into(),
-                },
-            }],
-            checkpoint: Checkpoint {
-                incumbent: Some(CandidateRef::Proposal(0)),
-                previous: Some(CandidateRef::Proposal(0)),
-                rng_state: self.rng_state(),
-                strategy_state: Some(self.strategy_state()),
-                spent: self.spent(),
-            },
-        };
-        let ids = self.env.store.record_iteration(&self.run, &record).await?;
+        let proposed = [Proposed {
+            llm_calls: Vec::new(),
+            candidate: Some(NewCandidate {
+                source: source.clone(),
+                parents: Vec::new(),
+                island: None,
+                cell: None,
+                descriptors: None,
+                provider: Some("seed".into()),
+                model: None,
+            }),
+            evaluation: Some(NewEvaluation::from(evaluation.clone())),
+        }];
+        let (rng_state, spent) = (self.rng_state(), self.spent());
+        let state = &mut self.state;
+        let mut strategy = None;
+        let env = self.env;
+        let ids = env
+            .store
+            .record_iteration_with(&self.run, 0, &proposed, |ids| {
+                let id = ids[0].expect("the seed is a candidate");
+                state
+                    .history
+                    .push(evaluated_entry(0, id.0, &evaluation.outcome, true));
+                strategy = Some(OnePlusOne::starting_at(Elite { id: id.0, score }));
+                Decided {
+                    decisions: vec![NewDecision {
+                        promoted: true,
+                        incumbent: Some(CandidateRef::Stored(id)),
+                        island: None,
+                        cell: None,
+                        reason: "the seed is the first incumbent".into(),
+                    }],
+                    checkpoint: Checkpoint {
+                        incumbent: Some(CandidateRef::Stored(id)),
+                        previous: Some(CandidateRef::Stored(id)),
+                        rng_state,
+                        strategy_state: Some(state.to_json()),
+                        spent,
+                    },
+                }
+            })
+            .await?;
         let id = ids[0].candidate.map(|c| c.0).unwrap_or_default();
         self.sources.insert(id, source.clone());
         self.evaluations.insert(id, evaluation.clone());
-        self.strategy = Some(
-            OnePlusOne::new(&Scored {
-                id,
-                score: Some(score),
-                outcome: evaluation.outcome.kind().into(),
-            })
-            .map_err(EvolveError::Invalid)?,
-        );
+        self.strategy = strategy.map(|s| Box::new(s) as Box<dyn Strategy>);
         self.dir.write_best(&source, &evaluation)?;
         self.write_history()?;
         observer.on(&Event::Started {
@@ -617,7 +637,10 @@ impl<'e> Session<'e> {
                 reason: format!("candidate {} has no stored evaluation", id.0),
             })?
             .evaluation()
-            .map_err(|e| EvolveError::Invalid(e.to_string()))?;
+            .map_err(|source| EvolveError::StoredEvaluation {
+                candidate: id.0,
+                source,
+            })?;
         self.sources.insert(id.0, source);
         self.evaluations.insert(id.0, evaluation);
         Ok(())
@@ -656,13 +679,17 @@ impl<'e> Session<'e> {
             score_of(self, seed).ok_or_else(|| bad("the stored seed has no score".into()))?;
         let incumbent_score = score_of(self, incumbent)
             .ok_or_else(|| bad("the stored incumbent has no score".into()))?;
-        self.strategy = Some(OnePlusOne::restore(
-            seed.0,
-            seed_score,
-            incumbent.0,
-            incumbent_score,
+        self.strategy = Some(Box::new(OnePlusOne::restore(
+            Elite {
+                id: seed.0,
+                score: seed_score,
+            },
+            Elite {
+                id: incumbent.0,
+                score: incumbent_score,
+            },
             previous.0,
-        ));
+        )));
         self.state = state;
         self.timeout = self.candidate_timeout();
         self.iteration = cp.iteration;
@@ -703,7 +730,7 @@ impl<'e> Session<'e> {
             return Some(format!("{} iterations done", self.options.iterations));
         }
         if let Some(target) = self.options.target_score
-            && strategy.incumbent_score >= target
+            && strategy.best().score >= target
         {
             return Some(format!("target score {target} reached"));
         }
@@ -755,20 +782,9 @@ impl<'e> Session<'e> {
         };
         let held_out = self.held_out().await?;
         observer.on(&Event::HeldOut(held_out.clone()));
-        let strategy = self.strategy.as_ref().expect("seed evaluated");
-        let suspicious = strategy
-            .history
-            .iter()
-            .filter_map(
-                |h| match self.evaluations.get(&h.candidate).map(|e| &e.outcome) {
-                    Some(Outcome::Suspicious { size, reason, .. }) => Some(format!(
-                        "iteration {} candidate {} at size {size}: {reason}",
-                        h.iteration, h.candidate
-                    )),
-                    _ => None,
-                },
-            )
-            .collect();
+        let suspicious = self.suspicious().await?;
+        let strategy = self.strategy.as_deref().expect("seed evaluated");
+        let (seed, best) = (strategy.seed(), strategy.best());
         let summary = Summary {
             run: self.run.0.clone(),
             task: self.task.name().into(),
@@ -776,37 +792,67 @@ impl<'e> Session<'e> {
             backend: self.worker.device().backend.clone(),
             iterations: self.iteration,
             stop_reason,
-            seed_score: strategy.seed_score,
-            best_score: strategy.incumbent_score,
+            seed_score: seed.score,
+            best_score: best.score,
             speedup: strategy.speedup(),
-            best_candidate: strategy.incumbent,
+            best_candidate: best.id,
             best_iteration: self.state.best_iteration,
             held_out: Some(held_out),
             spent: self.spent(),
             suspicious,
             unknown_cost_calls: self.accounting.totals().all.unpriced_calls,
         };
-        let value =
-            serde_json::to_value(&summary).map_err(|e| EvolveError::Invalid(e.to_string()))?;
+        let value = serde_json::to_value(&summary).map_err(|source| EvolveError::Serialize {
+            what: "the run's summary",
+            source,
+        })?;
         self.dir.write_summary(&value)?;
         self.env.store.mark_finished(&self.run, &value).await?;
         observer.on(&Event::Finished(Box::new(summary.clone())));
         Ok(summary)
     }
 
-    fn user_context_parts(&self) -> (String, Evaluation, Option<(String, Evaluation)>, bool) {
-        let s = self.strategy.as_ref().expect("seed evaluated");
-        let inc_src = self.sources[&s.incumbent].clone();
-        let inc_eval = self.evaluations[&s.incumbent].clone();
+    /// The run's candidates that ran faster than the hardware allows:
+    /// "iteration N candidate C at size S: reason". Read from the history,
+    /// so candidates of sessions before a resume are listed too.
+    async fn suspicious(&mut self) -> Result<Vec<String>, EvolveError> {
+        let entries: Vec<(u32, i64)> = self
+            .state
+            .history
+            .iter()
+            .filter(|h| h.outcome == StepOutcome::Suspicious)
+            .filter_map(|h| h.candidate.map(|c| (h.iteration, c)))
+            .collect();
+        let mut lines = Vec::with_capacity(entries.len());
+        for (iteration, candidate) in entries {
+            self.load(CandidateId(candidate)).await?;
+            if let Outcome::Suspicious { size, reason, .. } = &self.evaluations[&candidate].outcome
+            {
+                lines.push(format!(
+                    "iteration {iteration} candidate {candidate} at size {size}: {reason}"
+                ));
+            }
+        }
+        Ok(lines)
+    }
+
+    /// What the proposer is shown: the incumbent's source and evaluation,
+    /// the previous attempt (or why the last proposal gave nothing to
+    /// evaluate), and whether the incumbent is still the seed.
+    fn prompt_context(&self) -> PromptContext {
+        let s = self.strategy.as_deref().expect("seed evaluated");
+        let incumbent = s.parent();
+        let incumbent_source = self.sources[&incumbent].clone();
+        let incumbent_evaluation = self.evaluations[&incumbent].clone();
         let previous = match &self.state.previous_failure {
             // The last proposal gave nothing to evaluate: tell the proposer
             // why, against the source it was asked to improve.
             Some(reason) => Some((
-                inc_src.clone(),
+                incumbent_source.clone(),
                 Evaluation {
-                    task: inc_eval.task.clone(),
-                    device: inc_eval.device.clone(),
-                    backend: inc_eval.backend.clone(),
+                    task: incumbent_evaluation.task.clone(),
+                    device: incumbent_evaluation.device.clone(),
+                    backend: incumbent_evaluation.backend.clone(),
                     outcome: Outcome::NoCode {
                         reason: reason.clone(),
                     },
@@ -817,35 +863,61 @@ impl<'e> Session<'e> {
             // Before the first candidate the incumbent is the only baseline.
             None if self.iteration == 0 => None,
             None => Some((
-                self.sources[&s.previous].clone(),
-                self.evaluations[&s.previous].clone(),
+                self.sources[&s.previous()].clone(),
+                self.evaluations[&s.previous()].clone(),
             )),
         };
-        (inc_src, inc_eval, previous, s.incumbent == s.seed)
+        PromptContext {
+            incumbent,
+            incumbent_source,
+            incumbent_evaluation,
+            previous,
+            incumbent_is_seed: incumbent == s.seed().id,
+        }
     }
 
+    /// One iteration in stages: prompt, model calls, extraction and
+    /// evaluation, decision and storage, artifacts and event.
     async fn run_iteration(
         &mut self,
         k: u32,
         observer: &mut dyn Observer,
     ) -> Result<(), EvolveError> {
-        let (inc_src, inc_eval, previous, incumbent_is_seed) = self.user_context_parts();
-        let request = {
-            let prev = previous
-                .as_ref()
-                .map(|(source, evaluation)| Attempt { source, evaluation });
-            self.prompts.request(&UserContext {
-                previous: prev,
-                incumbent: Attempt {
-                    source: &inc_src,
-                    evaluation: &inc_eval,
-                },
-                incumbent_is_seed,
-                history: &self.state.history,
-            })?
-        };
-        self.dir.write_prompt(k, &request.system, &request.user)?;
+        let context = self.prompt_context();
+        let request = self.prompt(k, &context)?;
+        let completions = self.call_proposer(k, &request).await?;
+        let tried = self
+            .try_completions(k, &request, &context, completions)
+            .await?;
+        let decided = self.decide_and_record(k, &context, tried).await?;
+        self.publish(k, decided, observer)
+    }
 
+    /// Stage 1: the request for iteration `k`, written to the run directory.
+    fn prompt(&self, k: u32, context: &PromptContext) -> Result<ChatRequest, EvolveError> {
+        let request = self.prompts.request(&UserContext {
+            previous: context
+                .previous
+                .as_ref()
+                .map(|(source, evaluation)| Attempt { source, evaluation }),
+            incumbent: Attempt {
+                source: &context.incumbent_source,
+                evaluation: &context.incumbent_evaluation,
+            },
+            incumbent_is_seed: context.incumbent_is_seed,
+            history: &self.state.history,
+        })?;
+        self.dir.write_prompt(k, &request.system, &request.user)?;
+        Ok(request)
+    }
+
+    /// Stage 2: the iteration's model calls, concurrently, with their
+    /// latencies. A budget stop of every call ends the run.
+    async fn call_proposer(
+        &self,
+        k: u32,
+        request: &ChatRequest,
+    ) -> Result<Vec<(Result<Completion, ProviderError>, f64)>, EvolveError> {
         let n = self.options.candidates_per_iteration.max(1) as usize;
         let calls: Vec<_> = (0..n)
             .map(|_| {
@@ -876,25 +948,28 @@ impl<'e> Session<'e> {
             joined.push(h.await);
         }
         in_flight.lock().retain(|c| c.run != self.run);
-        let completions: Vec<(Result<Completion, kevo_proposer::ProviderError>, f64)> = joined
-            .into_iter()
-            .map(|r| r.map_err(|e| EvolveError::Invalid(format!("proposer task failed: {e}"))))
-            .collect::<Result<_, _>>()?;
+        let completions: Vec<(Result<Completion, ProviderError>, f64)> =
+            joined.into_iter().collect::<Result<_, _>>()?;
         if let Some((Err(e), _)) = completions.first()
             && e.is_budget_stop()
             && completions.iter().all(|(r, _)| r.is_err())
         {
             return Err(EvolveError::Provider(e.clone()));
         }
+        Ok(completions)
+    }
 
-        let incumbent_id = self.strategy.as_ref().expect("seed").incumbent;
-        let mut proposals = Vec::with_capacity(n);
-        let mut scored = Vec::new();
-        let mut outcomes = Vec::new();
-        let mut scores = Vec::new();
-        let mut new_sources: Vec<Option<(String, Evaluation)>> = Vec::new();
-        let mut failure: Option<String> = None;
-        let mut any_candidate = false;
+    /// Stage 3: each response's call record, its source extracted, and the
+    /// source evaluated unless this run already measured it. The first
+    /// proposal's response, source and result go to the run directory.
+    async fn try_completions(
+        &mut self,
+        k: u32,
+        request: &ChatRequest,
+        context: &PromptContext,
+        completions: Vec<(Result<Completion, ProviderError>, f64)>,
+    ) -> Result<Vec<Tried>, EvolveError> {
+        let mut tried: Vec<Tried> = Vec::with_capacity(completions.len());
         for (j, (result, latency)) in completions.into_iter().enumerate() {
             let mut call = proposal_call(
                 self.provider.label(),
@@ -905,27 +980,11 @@ impl<'e> Session<'e> {
             let completion = match result {
                 Err(e) => {
                     call.error = Some(e.to_string());
-                    self.state.history.push(HistoryRecord {
-                        iteration: k,
-                        outcome: "skipped".into(),
-                        score: None,
-                        promoted: false,
-                    });
-                    outcomes.push("skipped".to_string());
-                    scores.push(None);
-                    new_sources.push(None);
-                    proposals.push(Proposal {
-                        llm_calls: vec![call],
-                        candidate: None,
-                        evaluation: None,
-                        decision: NewDecision {
-                            promoted: false,
-                            incumbent: Some(CandidateRef::Stored(CandidateId(incumbent_id))),
-                            island: None,
-                            cell: None,
-                            reason: format!("the proposer failed: {e}"),
-                        },
-                    });
+                    tried.push(Tried::nothing(
+                        call,
+                        StepOutcome::Skipped,
+                        format!("the proposer failed: {e}"),
+                    ));
                     continue;
                 }
                 Ok(c) => c,
@@ -947,7 +1006,9 @@ impl<'e> Session<'e> {
             }
             let extraction = kevo_proposer::extract(
                 &completion.text,
-                &self.prompts.extract_options(Some(&inc_src)),
+                &self
+                    .prompts
+                    .extract_options(Some(&context.incumbent_source)),
             );
             let source = match extraction {
                 Extraction::Code { source, .. } => source,
@@ -955,174 +1016,213 @@ impl<'e> Session<'e> {
                     let reason = other
                         .failure_reason()
                         .unwrap_or_else(|| "no code in the response".into());
-                    let kind = match other {
-                        Extraction::NoCode { .. } => "no_code",
-                        _ => "edit_rejected",
+                    let outcome = match other {
+                        Extraction::NoCode { .. } => StepOutcome::NoCode,
+                        _ => StepOutcome::EditRejected,
                     };
-                    failure = Some(reason.clone());
-                    self.state.history.push(HistoryRecord {
-                        iteration: k,
-                        outcome: kind.into(),
-                        score: None,
-                        promoted: false,
-                    });
-                    outcomes.push(kind.to_string());
-                    scores.push(None);
-                    new_sources.push(None);
-                    proposals.push(Proposal {
-                        llm_calls: vec![call],
-                        candidate: None,
-                        evaluation: None,
-                        decision: NewDecision {
-                            promoted: false,
-                            incumbent: Some(CandidateRef::Stored(CandidateId(incumbent_id))),
-                            island: None,
-                            cell: None,
-                            reason,
-                        },
-                    });
+                    tried.push(Tried::nothing(call, outcome, reason));
                     continue;
                 }
             };
-            any_candidate = true;
             if j == 0 {
                 self.dir.write_candidate(k, &source)?;
             }
-            // A source this run already measured is not measured again.
-            let sha = source_sha256(&source);
-            let (evaluation, reused_from) =
-                match self.env.store.find_evaluation(&self.run, &sha).await? {
-                    Some(stored) => match stored.evaluation() {
-                        Ok(e) => (e, Some(stored.id)),
-                        Err(_) => (self.evaluate(&source, &self.sizes(), self.timeout), None),
-                    },
-                    None => match proposals_with_same_source(&new_sources, &source) {
-                        Some(e) => (e, None),
-                        None => (self.evaluate(&source, &self.sizes(), self.timeout), None),
-                    },
-                };
+            let (evaluation, reused_from) = self.evaluate_once(&source, &tried).await?;
             if j == 0 {
                 self.dir.write_result(k, &evaluation)?;
             }
-            outcomes.push(evaluation.outcome.kind().to_string());
-            scores.push(evaluation.outcome.score());
-            scored.push((
-                j,
-                Scored {
-                    id: -1 - j as i64,
-                    score: evaluation.outcome.score(),
-                    outcome: evaluation.outcome.kind().into(),
-                },
-            ));
-            new_sources.push(Some((source.clone(), evaluation.clone())));
-            proposals.push(Proposal {
-                llm_calls: vec![call],
-                candidate: Some(NewCandidate {
-                    source,
-                    parents: vec![CandidateRef::Stored(CandidateId(incumbent_id))],
-                    island: None,
-                    cell: None,
-                    descriptors: None,
-                    provider: Some(completion.provider.clone()),
-                    model: Some(completion.model.clone()),
-                }),
-                evaluation: Some(NewEvaluation {
+            tried.push(Tried {
+                call,
+                result: TriedResult::Evaluated(Box::new(EvaluatedProposal {
+                    candidate: NewCandidate {
+                        source,
+                        parents: vec![CandidateRef::Stored(CandidateId(context.incumbent))],
+                        island: None,
+                        cell: None,
+                        descriptors: None,
+                        provider: Some(completion.provider.clone()),
+                        model: Some(completion.model.clone()),
+                    },
                     evaluation,
                     reused_from,
-                }),
-                decision: NewDecision {
-                    promoted: false,
-                    incumbent: None,
-                    island: None,
-                    cell: None,
-                    reason: String::new(),
-                },
+                })),
             });
         }
+        Ok(tried)
+    }
 
-        let strategy = self.strategy.as_mut().expect("seed");
-        let batch: Vec<Scored> = scored.iter().map(|(_, s)| s.clone()).collect();
-        let decision = if batch.is_empty() {
-            None
-        } else {
-            Some(strategy.step(k, &batch))
-        };
-        let incumbent_ref = |id: i64| {
-            if id < 0 {
-                CandidateRef::Proposal((-1 - id) as usize)
-            } else {
-                CandidateRef::Stored(CandidateId(id))
-            }
-        };
-        let promoted = decision.as_ref().is_some_and(|d| d.promoted);
-        for (j, s) in &scored {
-            let is_winner = decision
-                .as_ref()
-                .is_some_and(|d| d.promoted && d.contender == Some(s.id));
-            let p = &mut proposals[*j];
-            p.decision = NewDecision {
-                promoted: is_winner,
-                incumbent: Some(incumbent_ref(strategy.incumbent)),
-                island: None,
-                cell: None,
-                reason: decision
-                    .as_ref()
-                    .map(|d| d.reason.clone())
-                    .unwrap_or_default(),
-            };
-            self.state.history.push(HistoryRecord {
-                iteration: k,
-                outcome: s.outcome.clone(),
-                score: s.score,
-                promoted: is_winner,
-            });
+    /// `source`'s evaluation: the stored one if this run measured it
+    /// before, one of this batch if an earlier proposal had the same
+    /// source, a new measurement otherwise.
+    async fn evaluate_once(
+        &mut self,
+        source: &str,
+        batch: &[Tried],
+    ) -> Result<(Evaluation, Option<EvaluationId>), EvolveError> {
+        let sha = source_sha256(source);
+        if let Some(stored) = self.env.store.find_evaluation(&self.run, &sha).await?
+            && let Ok(e) = stored.evaluation()
+        {
+            return Ok((e, Some(stored.id)));
         }
-        self.state.previous_failure = if any_candidate { None } else { failure };
-        if promoted {
-            self.state.best_iteration = k;
-        }
-        let record = IterationRecord {
-            iteration: k,
-            proposals,
-            checkpoint: Checkpoint {
-                incumbent: Some(incumbent_ref(strategy.incumbent)),
-                previous: Some(incumbent_ref(strategy.previous)),
-                rng_state: self.rng_state(),
-                strategy_state: Some(self.strategy_state()),
-                spent: self.spent(),
-            },
-        };
-        let ids = self.env.store.record_iteration(&self.run, &record).await?;
-        let strategy = self.strategy.as_mut().expect("seed");
-        for (j, s) in &scored {
-            if let Some(real) = ids[*j].candidate {
-                strategy.rename(s.id, real.0);
-                if let Some((src, ev)) = new_sources[*j].clone() {
-                    self.sources.insert(real.0, src);
-                    self.evaluations.insert(real.0, ev);
+        let earlier = batch.iter().find_map(|t| match &t.result {
+            TriedResult::Evaluated(e) if e.candidate.source == source => Some(e.evaluation.clone()),
+            _ => None,
+        });
+        Ok(match earlier {
+            Some(e) => (e, None),
+            None => (self.evaluate(source, &self.sizes(), self.timeout), None),
+        })
+    }
+
+    /// Stages 4 and 5: the candidates are stored and get their ids, the
+    /// strategy decides on those ids, and the decisions, history and
+    /// checkpoint are stored with them in one transaction.
+    async fn decide_and_record(
+        &mut self,
+        k: u32,
+        context: &PromptContext,
+        tried: Vec<Tried>,
+    ) -> Result<DecidedIteration, EvolveError> {
+        let outcomes = tried.iter().map(Tried::outcome).collect();
+        let scores = tried.iter().map(Tried::score).collect();
+        // The reason shown to the proposer next time when nothing of this
+        // iteration could be evaluated (the last one that has a reason).
+        let any_candidate = tried.iter().any(|t| t.candidate().is_some());
+        let failure = tried.iter().rev().find_map(|t| match &t.result {
+            TriedResult::Nothing {
+                outcome: StepOutcome::NoCode | StepOutcome::EditRejected,
+                reason,
+            } => Some(reason.clone()),
+            _ => None,
+        });
+        let failures: Vec<(StepOutcome, String)> = tried
+            .iter()
+            .filter_map(|t| match &t.result {
+                TriedResult::Nothing { outcome, reason } => Some((*outcome, reason.clone())),
+                TriedResult::Evaluated(_) => None,
+            })
+            .collect();
+        let proposed: Vec<Proposed> = tried.into_iter().map(Tried::into_proposed).collect();
+
+        let (rng_state, spent) = (self.rng_state(), self.spent());
+        let strategy = self.strategy.as_deref_mut().expect("seed evaluated");
+        let state = &mut self.state;
+        let mut decision: Option<Decision> = None;
+        let env = self.env;
+        let ids = env
+            .store
+            .record_iteration_with(&self.run, k, &proposed, |ids| {
+                let batch: Vec<Scored> = proposed
+                    .iter()
+                    .zip(ids)
+                    .filter_map(|(p, id)| {
+                        let e = &p.evaluation.as_ref()?.evaluation;
+                        Some(Scored {
+                            id: (*id)?.0,
+                            score: e.outcome.score(),
+                            outcome: step_outcome(&e.outcome),
+                        })
+                    })
+                    .collect();
+                decision = (!batch.is_empty()).then(|| strategy.decide(k, &batch));
+                // Proposals without a candidate first, then the decided
+                // ones, each in proposal order.
+                for (outcome, _) in &failures {
+                    state
+                        .history
+                        .push(HistoryEntry::without_candidate(k, *outcome));
                 }
+                for s in &batch {
+                    state.history.push(HistoryEntry {
+                        iteration: k,
+                        candidate: Some(s.id),
+                        outcome: s.outcome,
+                        score: s.score,
+                        promoted: decision.as_ref().is_some_and(|d| d.promotes(s.id)),
+                    });
+                }
+                state.previous_failure = if any_candidate { None } else { failure };
+                if decision.as_ref().is_some_and(|d| d.promoted) {
+                    state.best_iteration = k;
+                }
+                let mut failure_reasons = failures.iter().map(|(_, r)| r.clone());
+                let decisions = ids
+                    .iter()
+                    .map(|id| match (id, &decision) {
+                        (Some(id), Some(d)) => NewDecision {
+                            promoted: d.promotes(id.0),
+                            incumbent: Some(CandidateRef::Stored(CandidateId(d.incumbent))),
+                            island: None,
+                            cell: None,
+                            reason: d.reason.clone(),
+                        },
+                        _ => NewDecision {
+                            promoted: false,
+                            incumbent: Some(CandidateRef::Stored(CandidateId(context.incumbent))),
+                            island: None,
+                            cell: None,
+                            reason: match id {
+                                None => failure_reasons.next().unwrap_or_default(),
+                                Some(_) => String::new(),
+                            },
+                        },
+                    })
+                    .collect();
+                Decided {
+                    decisions,
+                    checkpoint: Checkpoint {
+                        incumbent: Some(CandidateRef::Stored(CandidateId(strategy.best().id))),
+                        previous: Some(CandidateRef::Stored(CandidateId(strategy.previous()))),
+                        rng_state,
+                        strategy_state: Some(state.to_json()),
+                        spent,
+                    },
+                }
+            })
+            .await?;
+        for (p, id) in proposed.into_iter().zip(&ids) {
+            if let (Some(c), Some(e), Some(id)) = (p.candidate, p.evaluation, id.candidate) {
+                self.sources.insert(id.0, c.source);
+                self.evaluations.insert(id.0, e.evaluation);
             }
         }
-        if promoted {
-            let id = strategy.incumbent;
+        Ok(DecidedIteration {
+            promoted: decision.is_some_and(|d| d.promoted),
+            outcomes,
+            scores,
+        })
+    }
+
+    /// Stage 6: the run directory's best kernel and history, and the
+    /// iteration's event.
+    fn publish(
+        &mut self,
+        k: u32,
+        decided: DecidedIteration,
+        observer: &mut dyn Observer,
+    ) -> Result<(), EvolveError> {
+        let best = self.strategy.as_deref().expect("seed evaluated").best();
+        if decided.promoted {
             self.dir
-                .write_best(&self.sources[&id], &self.evaluations[&id])?;
+                .write_best(&self.sources[&best.id], &self.evaluations[&best.id])?;
         }
         self.write_history()?;
         let spent = self.spent();
-        let strategy = self.strategy.as_ref().expect("seed");
+        let strategy = self.strategy.as_deref().expect("seed evaluated");
+        let totals = self.accounting.totals().all;
         observer.on(&Event::Iteration {
             iteration: k,
-            outcomes,
-            scores,
-            promoted,
-            best_score: strategy.incumbent_score,
+            outcomes: decided.outcomes,
+            scores: decided.scores,
+            promoted: decided.promoted,
+            best_score: best.score,
             speedup: strategy.speedup(),
             input_tokens: spent.input_tokens,
             output_tokens: spent.output_tokens,
             cost_usd: spent.cost_usd,
-            unknown_cost_calls: self.accounting.totals().all.unpriced_calls,
-            unknown_usage_calls: self.accounting.totals().all.usage_unknown_calls,
+            unknown_cost_calls: totals.unpriced_calls,
+            unknown_usage_calls: totals.usage_unknown_calls,
             wall_s: spent.wall_s,
         });
         Ok(())
@@ -1135,12 +1235,13 @@ impl<'e> Session<'e> {
     /// The held-out gate: the incumbent and the seed at the held-out size in
     /// one session. Stored, reported, and never shown to the proposer.
     async fn held_out(&mut self) -> Result<HeldOutSummary, EvolveError> {
-        let strategy = self.strategy.clone().expect("seed evaluated");
+        let strategy = self.strategy.as_deref().expect("seed evaluated");
+        let (seed_id, winner_id) = (strategy.seed().id, strategy.best().id);
         let size = self.plan.held_out.clone();
         let session = format!("{}-held-out-{}", self.run.0, self.iteration);
         let limit = self.timeout.max(Duration::from_secs(60));
-        let winner_src = self.sources[&strategy.incumbent].clone();
-        let seed_src = self.sources[&strategy.seed].clone();
+        let winner_src = self.sources[&winner_id].clone();
+        let seed_src = self.sources[&seed_id].clone();
         let winner = self.evaluate(&winner_src, std::slice::from_ref(&size), limit);
         let seed = self.evaluate(&seed_src, std::slice::from_ref(&size), limit);
         let fraction = |e: &Evaluation| {
@@ -1155,14 +1256,8 @@ impl<'e> Session<'e> {
             _ => None,
         };
         for (id, role, evaluation, frac, speed) in [
-            (strategy.seed, HeldOutRole::Seed, &seed, sf, Some(1.0)),
-            (
-                strategy.incumbent,
-                HeldOutRole::Winner,
-                &winner,
-                wf,
-                speedup,
-            ),
+            (seed_id, HeldOutRole::Seed, &seed, sf, Some(1.0)),
+            (winner_id, HeldOutRole::Winner, &winner, wf, speedup),
         ] {
             self.env
                 .store
@@ -1192,14 +1287,93 @@ impl<'e> Session<'e> {
     }
 }
 
-/// An evaluation of `source` made earlier in the same batch.
-fn proposals_with_same_source(
-    batch: &[Option<(String, Evaluation)>],
-    source: &str,
-) -> Option<Evaluation> {
-    batch
-        .iter()
-        .flatten()
-        .find(|(s, _)| s == source)
-        .map(|(_, e)| e.clone())
+/// What the proposer is shown in one iteration (see
+/// [`Session::prompt_context`]).
+struct PromptContext {
+    /// The strategy's parent for this iteration's proposals.
+    incumbent: i64,
+    incumbent_source: String,
+    incumbent_evaluation: Evaluation,
+    previous: Option<(String, Evaluation)>,
+    incumbent_is_seed: bool,
+}
+
+/// One proposal of an iteration after extraction and evaluation.
+struct Tried {
+    call: NewLlmCall,
+    result: TriedResult,
+}
+
+enum TriedResult {
+    /// No candidate: the proposer failed, or its response held no usable
+    /// source; `reason` is stored with the decision.
+    Nothing {
+        outcome: StepOutcome,
+        reason: String,
+    },
+    /// Boxed: an evaluation is large, and most batches are short.
+    Evaluated(Box<EvaluatedProposal>),
+}
+
+struct EvaluatedProposal {
+    candidate: NewCandidate,
+    evaluation: Evaluation,
+    reused_from: Option<EvaluationId>,
+}
+
+impl Tried {
+    fn nothing(call: NewLlmCall, outcome: StepOutcome, reason: String) -> Self {
+        Tried {
+            call,
+            result: TriedResult::Nothing { outcome, reason },
+        }
+    }
+
+    fn candidate(&self) -> Option<&NewCandidate> {
+        match &self.result {
+            TriedResult::Evaluated(e) => Some(&e.candidate),
+            TriedResult::Nothing { .. } => None,
+        }
+    }
+
+    /// The outcome's name, as the iteration event reports it.
+    fn outcome(&self) -> String {
+        match &self.result {
+            TriedResult::Nothing { outcome, .. } => outcome.name().to_string(),
+            TriedResult::Evaluated(e) => e.evaluation.outcome.kind().to_string(),
+        }
+    }
+
+    fn score(&self) -> Option<f64> {
+        match &self.result {
+            TriedResult::Nothing { .. } => None,
+            TriedResult::Evaluated(e) => e.evaluation.outcome.score(),
+        }
+    }
+
+    fn into_proposed(self) -> Proposed {
+        match self.result {
+            TriedResult::Nothing { .. } => Proposed {
+                llm_calls: vec![self.call],
+                candidate: None,
+                evaluation: None,
+            },
+            TriedResult::Evaluated(e) => Proposed {
+                llm_calls: vec![self.call],
+                candidate: Some(e.candidate),
+                evaluation: Some(NewEvaluation {
+                    evaluation: e.evaluation,
+                    reused_from: e.reused_from,
+                }),
+            },
+        }
+    }
+}
+
+/// What an iteration's event reports of its decision.
+struct DecidedIteration {
+    promoted: bool,
+    /// Per proposal, in order.
+    outcomes: Vec<String>,
+    scores: Vec<Option<f64>>,
 }

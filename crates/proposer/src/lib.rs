@@ -38,8 +38,9 @@ pub use parse::{
 pub use pricing::{Price, PriceTable};
 pub use probe::{ProbeReport, probe, probe_all};
 pub use prompt::{
-    Attempt, DeviceBrief, EditMode, HistoryRecord, PromptBuilder, PromptError, StagnationParams,
-    Templates, UserContext, is_stagnating,
+    Attempt, DeviceBrief, EditMode, HistoryEntry, PromptBuilder, PromptError, StagnationParams,
+    StepOutcome, Templates, UserContext, evaluated_entry, history_line, is_stagnating,
+    step_outcome,
 };
 pub use providers::{
     BoxFuture, EnsembleState, Exchange, Provider, Recording, ReplayProvider, build, build_with_env,

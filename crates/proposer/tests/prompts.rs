@@ -5,8 +5,8 @@ use kevo_backend::{CompileDiagnostics, DeviceInfo, Dialect, FaultKind};
 use kevo_eval::{Evaluation, Outcome, SizeResult, TimeStats, WallTimes};
 use kevo_proposer::prompt::feedback;
 use kevo_proposer::{
-    Attempt, DeviceBrief, EditMode, HistoryRecord, PromptBuilder, PromptError, Templates,
-    UserContext,
+    Attempt, DeviceBrief, EditMode, HistoryEntry, PromptBuilder, PromptError, StepOutcome,
+    Templates, UserContext, evaluated_entry,
 };
 use kevo_roofline::{CeilingSource, Ceilings};
 use kevo_tasks::{
@@ -211,17 +211,12 @@ fn compile_error(task: &Task, dev: &DeviceBrief) -> Evaluation {
     )
 }
 
-fn history(scores: &[(u32, Option<f64>, bool)]) -> Vec<HistoryRecord> {
+fn history(scores: &[(u32, Option<f64>, bool)]) -> Vec<HistoryEntry> {
     scores
         .iter()
         .map(|&(i, s, p)| match s {
-            Some(score) => HistoryRecord::from_outcome(i, &Outcome::Correct { score }, p),
-            None => HistoryRecord {
-                iteration: i,
-                outcome: "compile_error".into(),
-                score: None,
-                promoted: false,
-            },
+            Some(score) => evaluated_entry(i, i64::from(i) + 1, &Outcome::Correct { score }, p),
+            None => HistoryEntry::without_candidate(i, StepOutcome::CompileError),
         })
         .collect()
 }
@@ -302,18 +297,24 @@ fn user_with_stagnation_notice_on_a_measured_device() {
     let inc_eval = correct(task, &dev, SizeSet::Smoke, [0.5, 0.6, 0.62]);
     let prev_eval = correct(task, &dev, SizeSet::Smoke, [0.48, 0.55, 0.6]);
     let best = inc_eval.outcome.score();
-    let h: Vec<HistoryRecord> = (0..11)
+    let h: Vec<HistoryEntry> = (0..11)
         .map(|i| match i {
-            0 => HistoryRecord::from_outcome(0, &Outcome::Correct { score: 0.3 }, true),
-            5 => HistoryRecord::from_outcome(
+            0 => evaluated_entry(0, 1, &Outcome::Correct { score: 0.3 }, true),
+            5 => evaluated_entry(
                 5,
+                6,
                 &Outcome::Correct {
                     score: best.unwrap(),
                 },
                 true,
             ),
-            i if i >= 8 => HistoryRecord::from_outcome(i, &prev_eval.outcome, false),
-            i => HistoryRecord::from_outcome(i, &Outcome::NoCode { reason: "x".into() }, false),
+            i if i >= 8 => evaluated_entry(i, i64::from(i) + 1, &prev_eval.outcome, false),
+            i => evaluated_entry(
+                i,
+                i64::from(i) + 1,
+                &Outcome::NoCode { reason: "x".into() },
+                false,
+            ),
         })
         .collect();
     let text = b

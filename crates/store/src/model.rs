@@ -330,6 +330,24 @@ pub struct Proposal {
     pub decision: NewDecision,
 }
 
+/// One proposal of an iteration before the strategy has decided on it
+/// (see [`crate::Store::record_iteration_with`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Proposed {
+    /// Linked to the candidate when there is one.
+    pub llm_calls: Vec<NewLlmCall>,
+    pub candidate: Option<NewCandidate>,
+    pub evaluation: Option<NewEvaluation>,
+}
+
+/// What a strategy decided about an iteration once its candidates had
+/// ids: one decision per proposal, in order, and where the run continues.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Decided {
+    pub decisions: Vec<NewDecision>,
+    pub checkpoint: Checkpoint,
+}
+
 /// Cumulative spend of a run up to a checkpoint.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Spent {
@@ -360,6 +378,26 @@ pub struct IterationRecord {
     /// One for (1+1); several when a strategy proposes in batches.
     pub proposals: Vec<Proposal>,
     pub checkpoint: Checkpoint,
+}
+
+impl IterationRecord {
+    /// The record as what was proposed and what was decided about it.
+    pub fn split(&self) -> (Vec<Proposed>, Decided) {
+        let proposed = self
+            .proposals
+            .iter()
+            .map(|p| Proposed {
+                llm_calls: p.llm_calls.clone(),
+                candidate: p.candidate.clone(),
+                evaluation: p.evaluation.clone(),
+            })
+            .collect();
+        let decided = Decided {
+            decisions: self.proposals.iter().map(|p| p.decision.clone()).collect(),
+            checkpoint: self.checkpoint.clone(),
+        };
+        (proposed, decided)
+    }
 }
 
 /// Ids given to what one proposal wrote, in the order of

@@ -180,6 +180,23 @@ fn finite(x: Option<f64>) -> Option<f64> {
     x.filter(|v| v.is_finite())
 }
 
+/// A reference to proposal `j` of an iteration needs that proposal to
+/// have a candidate.
+fn check_proposal_ref(
+    proposed: &[Proposed],
+    r: &CandidateRef,
+    what: &str,
+) -> Result<(), StoreError> {
+    match r {
+        CandidateRef::Proposal(j) if proposed.get(*j).is_none_or(|p| p.candidate.is_none()) => {
+            Err(StoreError::InvalidRecord(format!(
+                "{what} refers to proposal {j}, which has no candidate"
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
 fn required_finite(x: f64, what: &str) -> Result<f64, StoreError> {
     if x.is_finite() {
         Ok(x)
@@ -912,27 +929,15 @@ impl Store {
 
     // ----------------------------------------------------------- iterations
 
-    fn validate(record: &IterationRecord) -> Result<(), StoreError> {
-        let n = record.proposals.len();
-        let has_candidate = |j: usize| j < n && record.proposals[j].candidate.is_some();
-        let check_ref = |r: &CandidateRef, what: &str| match r {
-            CandidateRef::Proposal(j) if !has_candidate(*j) => Err(StoreError::InvalidRecord(
-                format!("{what} refers to proposal {j}, which has no candidate"),
-            )),
-            _ => Ok(()),
-        };
-        for (i, p) in record.proposals.iter().enumerate() {
-            if p.candidate.is_none() {
-                if p.evaluation.is_some() {
-                    return Err(StoreError::InvalidRecord(format!(
-                        "proposal {i} has an evaluation but no candidate"
-                    )));
-                }
-                if p.decision.promoted {
-                    return Err(StoreError::InvalidRecord(format!(
-                        "proposal {i} promotes a candidate it does not have"
-                    )));
-                }
+    /// What can be checked of an iteration's proposals before any
+    /// decision: evaluations belong to candidates, parents that name a
+    /// proposal name one with a candidate, latencies are numbers.
+    fn validate_proposed(proposed: &[Proposed]) -> Result<(), StoreError> {
+        for (i, p) in proposed.iter().enumerate() {
+            if p.candidate.is_none() && p.evaluation.is_some() {
+                return Err(StoreError::InvalidRecord(format!(
+                    "proposal {i} has an evaluation but no candidate"
+                )));
             }
             if let Some(c) = &p.candidate {
                 for parent in &c.parents {
@@ -941,24 +946,45 @@ impl Store {
                             "proposal {i}'s candidate is its own parent"
                         )));
                     }
-                    check_ref(parent, &format!("a parent of proposal {i}"))?;
+                    check_proposal_ref(proposed, parent, &format!("a parent of proposal {i}"))?;
                 }
-            }
-            if let Some(r) = &p.decision.incumbent {
-                check_ref(r, &format!("the incumbent of proposal {i}"))?;
             }
             for call in &p.llm_calls {
                 required_finite(call.latency_s, "an LLM call's latency")?;
             }
         }
-        if let Some(r) = &record.checkpoint.incumbent {
-            check_ref(r, "the checkpoint's incumbent")?;
+        Ok(())
+    }
+
+    /// The decisions about `proposed`: one per proposal, promoting only
+    /// candidates that exist, naming only proposals that have one.
+    fn validate_decided(proposed: &[Proposed], decided: &Decided) -> Result<(), StoreError> {
+        if decided.decisions.len() != proposed.len() {
+            return Err(StoreError::InvalidRecord(format!(
+                "{} decisions for {} proposals",
+                decided.decisions.len(),
+                proposed.len()
+            )));
         }
-        if let Some(r) = &record.checkpoint.previous {
-            check_ref(r, "the checkpoint's previous candidate")?;
+        for (i, (p, d)) in proposed.iter().zip(&decided.decisions).enumerate() {
+            if p.candidate.is_none() && d.promoted {
+                return Err(StoreError::InvalidRecord(format!(
+                    "proposal {i} promotes a candidate it does not have"
+                )));
+            }
+            if let Some(r) = &d.incumbent {
+                check_proposal_ref(proposed, r, &format!("the incumbent of proposal {i}"))?;
+            }
         }
-        required_finite(record.checkpoint.spent.cost_usd, "the spent cost")?;
-        required_finite(record.checkpoint.spent.wall_s, "the spent wall time")?;
+        let cp = &decided.checkpoint;
+        if let Some(r) = &cp.incumbent {
+            check_proposal_ref(proposed, r, "the checkpoint's incumbent")?;
+        }
+        if let Some(r) = &cp.previous {
+            check_proposal_ref(proposed, r, "the checkpoint's previous candidate")?;
+        }
+        required_finite(cp.spent.cost_usd, "the spent cost")?;
+        required_finite(cp.spent.wall_s, "the spent wall time")?;
         Ok(())
     }
 
@@ -973,11 +999,35 @@ impl Store {
         run: &RunId,
         record: &IterationRecord,
     ) -> Result<Vec<ProposalIds>, StoreError> {
-        Self::validate(record)?;
+        let (proposed, decided) = record.split();
+        Self::validate_proposed(&proposed)?;
+        Self::validate_decided(&proposed, &decided)?;
+        self.record_iteration_with(run, record.iteration, &proposed, |_| decided)
+            .await
+    }
+
+    /// [`Store::record_iteration`] for a strategy that decides on stored
+    /// ids: the candidates of `proposed` are inserted first, `decide` is
+    /// called with their ids (None where a proposal has no candidate, in
+    /// the order of `proposed`), and what it returns (one decision per
+    /// proposal, the checkpoint) is written in the same transaction. If
+    /// anything fails after `decide` ran, nothing is stored: a caller
+    /// whose strategy decided must then give up its in-memory state and
+    /// resume from the store.
+    pub async fn record_iteration_with<F>(
+        &self,
+        run: &RunId,
+        iteration_number: u32,
+        proposed: &[Proposed],
+        decide: F,
+    ) -> Result<Vec<ProposalIds>, StoreError>
+    where
+        F: FnOnce(&[Option<CandidateId>]) -> Decided,
+    {
+        Self::validate_proposed(proposed)?;
         let at = now();
-        let iteration = i64::from(record.iteration);
-        let evaluations: Vec<Option<PreparedEvaluation>> = record
-            .proposals
+        let iteration = i64::from(iteration_number);
+        let evaluations: Vec<Option<PreparedEvaluation>> = proposed
             .iter()
             .map(|p| {
                 p.evaluation
@@ -986,12 +1036,6 @@ impl Store {
                     .transpose()
             })
             .collect::<Result<_, _>>()?;
-        let spent = &record.checkpoint.spent;
-        let tokens = [
-            to_i64(spent.input_tokens, "input tokens")?,
-            to_i64(spent.output_tokens, "output tokens")?,
-            to_i64(spent.reasoning_tokens, "reasoning tokens")?,
-        ];
         let what = "record iteration";
 
         on_pool!(self, pool => {
@@ -1032,52 +1076,22 @@ impl Store {
                 if last == iteration {
                     return Err(StoreError::IterationExists {
                         run: run.clone(),
-                        iteration: record.iteration,
+                        iteration: iteration_number,
                     });
                 }
                 if last > iteration {
                     return Err(StoreError::IterationOutOfOrder {
                         run: run.clone(),
-                        iteration: record.iteration,
+                        iteration: iteration_number,
                         last: self.iteration_of(last)?,
                     });
                 }
             }
 
-            // Incumbents and previous candidates named by id must be this
-            // run's: a decision about another run's candidate is a bug.
-            let stored_refs = record
-                .proposals
-                .iter()
-                .filter_map(|p| p.decision.incumbent)
-                .chain(record.checkpoint.incumbent)
-                .chain(record.checkpoint.previous)
-                .filter_map(|r| match r {
-                    CandidateRef::Stored(id) => Some(id),
-                    CandidateRef::Proposal(_) => None,
-                });
-            for id in stored_refs {
-                let owner: Option<String> =
-                    sqlx::query_scalar("SELECT run_id FROM candidates WHERE id = $1")
-                        .bind(id.0)
-                        .fetch_optional(&mut *tx)
-                        .await
-                        .map_err(self.db(what))?;
-                match owner {
-                    None => return Err(StoreError::CandidateNotFound(id)),
-                    Some(owner) if owner != run.0 => {
-                        return Err(StoreError::InvalidRecord(format!(
-                            "candidate {id} belongs to run `{owner}`, not `{run}`"
-                        )));
-                    }
-                    Some(_) => {}
-                }
-            }
-
             // Candidates first: decisions and the checkpoint may refer to
             // any proposal's candidate.
-            let mut candidate_ids: Vec<Option<i64>> = Vec::with_capacity(record.proposals.len());
-            for p in &record.proposals {
+            let mut candidate_ids: Vec<Option<i64>> = Vec::with_capacity(proposed.len());
+            for p in proposed {
                 let id = match &p.candidate {
                     Some(c) => {
                         let id: i64 = sqlx::query_scalar(INSERT_CANDIDATE)
@@ -1100,6 +1114,47 @@ impl Store {
                 };
                 candidate_ids.push(id);
             }
+            let stored: Vec<Option<CandidateId>> =
+                candidate_ids.iter().map(|id| id.map(CandidateId)).collect();
+            let decided = decide(&stored);
+            Self::validate_decided(proposed, &decided)?;
+            let spent = &decided.checkpoint.spent;
+            let tokens = [
+                to_i64(spent.input_tokens, "input tokens")?,
+                to_i64(spent.output_tokens, "output tokens")?,
+                to_i64(spent.reasoning_tokens, "reasoning tokens")?,
+            ];
+
+            // Incumbents and previous candidates named by id must be this
+            // run's: a decision about another run's candidate is a bug.
+            let stored_refs = decided
+                .decisions
+                .iter()
+                .filter_map(|d| d.incumbent)
+                .chain(decided.checkpoint.incumbent)
+                .chain(decided.checkpoint.previous)
+                .filter_map(|r| match r {
+                    CandidateRef::Stored(id) => Some(id),
+                    CandidateRef::Proposal(_) => None,
+                });
+            for id in stored_refs {
+                let owner: Option<String> =
+                    sqlx::query_scalar("SELECT run_id FROM candidates WHERE id = $1")
+                        .bind(id.0)
+                        .fetch_optional(&mut *tx)
+                        .await
+                        .map_err(self.db(what))?;
+                match owner {
+                    None => return Err(StoreError::CandidateNotFound(id)),
+                    Some(owner) if owner != run.0 => {
+                        return Err(StoreError::InvalidRecord(format!(
+                            "candidate {id} belongs to run `{owner}`, not `{run}`"
+                        )));
+                    }
+                    Some(_) => {}
+                }
+            }
+
             let resolve = |r: &CandidateRef| -> i64 {
                 match r {
                     CandidateRef::Stored(id) => id.0,
@@ -1108,8 +1163,8 @@ impl Store {
                 }
             };
 
-            let mut ids = Vec::with_capacity(record.proposals.len());
-            for (i, p) in record.proposals.iter().enumerate() {
+            let mut ids = Vec::with_capacity(proposed.len());
+            for (i, (p, d)) in proposed.iter().zip(&decided.decisions).enumerate() {
                 let candidate_id = candidate_ids[i];
                 if let (Some(c), Some(cid)) = (&p.candidate, candidate_id) {
                     for (pos, parent) in c.parents.iter().enumerate() {
@@ -1150,7 +1205,6 @@ impl Store {
                     _ => None,
                 };
 
-                let d = &p.decision;
                 let decision_id: i64 = sqlx::query_scalar(INSERT_DECISION)
                     .bind(&run.0)
                     .bind(iteration)
@@ -1173,7 +1227,7 @@ impl Store {
                 });
             }
 
-            let cp = &record.checkpoint;
+            let cp = &decided.checkpoint;
             let step = sqlx::query(INSERT_STEP)
                 .bind(&run.0)
                 .bind(iteration)
@@ -1195,7 +1249,7 @@ impl Store {
                 Err(e) if is_unique_violation(&e) => {
                     return Err(StoreError::IterationExists {
                         run: run.clone(),
-                        iteration: record.iteration,
+                        iteration: iteration_number,
                     });
                 }
                 Err(e) => return Err(self.db(what)(e)),

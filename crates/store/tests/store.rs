@@ -104,6 +104,18 @@ fn seed_record(task: &str, score: f64) -> IterationRecord {
     }
 }
 
+/// A new run of `task` with its seed recorded (scored `score`).
+async fn seeded_run(store: &Store, task: &str, score: f64) -> (RunId, CandidateId) {
+    let run = store.create_run(&new_run(task)).await.unwrap();
+    let seed = store
+        .record_iteration(&run, &seed_record(task, score))
+        .await
+        .unwrap()[0]
+        .candidate
+        .unwrap();
+    (run, seed)
+}
+
 /// One proposal evaluated against `incumbent`.
 fn step(
     iteration: u32,
@@ -721,13 +733,7 @@ async fn text_with_nul(db: &TestDb) {
     // Postgres rejects NUL in text and JSON; a response containing one must
     // not abort the iteration, and both backends must store the same thing.
     let store = &db.store;
-    let run = store.create_run(&new_run("saxpy")).await.unwrap();
-    let seed = store
-        .record_iteration(&run, &seed_record("saxpy", 0.5))
-        .await
-        .unwrap()[0]
-        .candidate
-        .unwrap();
+    let (run, seed) = seeded_run(store, "saxpy", 0.5).await;
     let mut rec = step(1, "/* nul \0 here */", runtime_error("saxpy"), seed, false);
     rec.proposals[0].llm_calls[0].response = Some("bad\0byte".into());
     let mut ev = runtime_error("saxpy");
@@ -756,13 +762,7 @@ async fn islands_and_cells(db: &TestDb) {
     // A population strategy: several proposals per iteration, each placed
     // on an island and in a cell, one a child of another.
     let store = &db.store;
-    let run = store.create_run(&new_run("saxpy")).await.unwrap();
-    let seed = store
-        .record_iteration(&run, &seed_record("saxpy", 0.5))
-        .await
-        .unwrap()[0]
-        .candidate
-        .unwrap();
+    let (run, seed) = seeded_run(store, "saxpy", 0.5).await;
     let mut p0 = step(1, "/* island 0 */", correct("saxpy", 0.6), seed, true)
         .proposals
         .remove(0);
@@ -862,6 +862,94 @@ async fn heartbeats_and_abandoned_calls(db: &TestDb) {
     );
 }
 
+/// A strategy decides on the ids the store gave the iteration's
+/// candidates, inside the transaction; what it decides is checked like any
+/// record, and a refused decision leaves nothing of the iteration behind.
+async fn decisions_on_stored_ids(db: &TestDb) {
+    let store = &db.store;
+    let (run, seed) = seeded_run(store, "saxpy", 0.5).await;
+    let (proposed, _) = step(1, "/* a */", correct("saxpy", 0.7), seed, false).split();
+    let mut proposed = proposed;
+    proposed.push(Proposed {
+        llm_calls: vec![llm_call("improve", None, Some("HTTP 500"))],
+        candidate: None,
+        evaluation: None,
+    });
+    let before = db.row_counts().await;
+
+    // Deciding wrongly: one decision for two proposals.
+    let err = store
+        .record_iteration_with(&run, 1, &proposed, |ids| Decided {
+            decisions: vec![decision(true, ids[0].unwrap().into(), "better")],
+            checkpoint: checkpoint(ids[0].unwrap().into(), None, 1),
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, StoreError::InvalidRecord(m) if m.contains("1 decisions for 2 proposals")),
+        "{err}"
+    );
+    // Promoting the proposal that has no candidate.
+    let err = store
+        .record_iteration_with(&run, 1, &proposed, |_| Decided {
+            decisions: vec![
+                decision(false, seed.into(), "not better"),
+                decision(true, seed.into(), "?"),
+            ],
+            checkpoint: checkpoint(seed.into(), None, 1),
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::InvalidRecord(_)), "{err}");
+    assert_eq!(
+        db.row_counts().await,
+        before,
+        "a refused decision left the candidates it was shown behind"
+    );
+
+    let mut shown = Vec::new();
+    let ids = store
+        .record_iteration_with(&run, 1, &proposed, |ids| {
+            shown = ids.to_vec();
+            let winner = ids[0].unwrap();
+            Decided {
+                decisions: vec![
+                    decision(true, winner.into(), "better"),
+                    decision(false, winner.into(), "the proposer failed"),
+                ],
+                checkpoint: checkpoint(winner.into(), Some(winner.into()), 1),
+            }
+        })
+        .await
+        .unwrap();
+    assert_eq!(shown.len(), 2);
+    assert_eq!(shown[1], None, "the failed proposal has no candidate");
+    assert_eq!(
+        shown,
+        ids.iter().map(|i| i.candidate).collect::<Vec<_>>(),
+        "the strategy saw the ids that were stored"
+    );
+    let winner = shown[0].unwrap();
+    assert!(winner.0 > seed.0);
+    let cp = store.last_checkpoint(&run).await.unwrap().unwrap();
+    assert_eq!(
+        (cp.iteration, cp.incumbent, cp.previous),
+        (1, Some(winner), Some(winner))
+    );
+    let history = store.history(&run).await.unwrap();
+    let last: Vec<(Option<CandidateId>, bool, Option<CandidateId>)> = history[1..]
+        .iter()
+        .map(|h| (h.candidate_id, h.promoted, h.incumbent_id))
+        .collect();
+    assert_eq!(
+        last,
+        vec![
+            (Some(winner), true, Some(winner)),
+            (None, false, Some(winner))
+        ]
+    );
+}
+
 both_backends!(
     lifecycle,
     atomic_iterations,
@@ -872,6 +960,7 @@ both_backends!(
     text_with_nul,
     islands_and_cells,
     heartbeats_and_abandoned_calls,
+    decisions_on_stored_ids,
 );
 
 // ------------------------------------------------------- backend-specific

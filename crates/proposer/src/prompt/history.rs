@@ -1,71 +1,62 @@
 //! The run history as the proposer sees it, and Metal-Sci's stagnation
 //! detection (section 14.4) as a pure function.
 
-use kevo_eval::{Evaluation, Outcome};
+use kevo_eval::Outcome;
 use serde::{Deserialize, Serialize};
 
-/// One iteration, as much as a prompt needs of it. Iteration 0 is the seed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HistoryRecord {
-    pub iteration: u32,
-    /// `Outcome::kind()`, or `"skipped"` when the provider failed and no
-    /// candidate was produced.
-    pub outcome: String,
-    pub score: Option<f64>,
-    /// Became the new incumbent.
-    pub promoted: bool,
+pub use kevo_strategy::{HistoryEntry, StepOutcome};
+
+/// The history outcome of an evaluator outcome.
+pub fn step_outcome(outcome: &Outcome) -> StepOutcome {
+    match outcome {
+        Outcome::NoCode { .. } => StepOutcome::NoCode,
+        Outcome::CompileError { .. } => StepOutcome::CompileError,
+        Outcome::RuntimeError { .. } => StepOutcome::RuntimeError,
+        Outcome::Timeout { .. } => StepOutcome::Timeout,
+        Outcome::WrongResult { .. } => StepOutcome::WrongResult,
+        Outcome::Suspicious { .. } => StepOutcome::Suspicious,
+        Outcome::Correct { .. } => StepOutcome::Correct,
+    }
 }
 
-impl HistoryRecord {
-    pub fn from_outcome(iteration: u32, outcome: &Outcome, promoted: bool) -> Self {
-        HistoryRecord {
-            iteration,
-            outcome: outcome.kind().to_string(),
-            score: outcome.score(),
-            promoted,
-        }
+/// The history entry of stored candidate `candidate` that ended in
+/// `outcome`.
+pub fn evaluated_entry(
+    iteration: u32,
+    candidate: i64,
+    outcome: &Outcome,
+    promoted: bool,
+) -> HistoryEntry {
+    HistoryEntry {
+        iteration,
+        candidate: Some(candidate),
+        outcome: step_outcome(outcome),
+        score: outcome.score(),
+        promoted,
     }
+}
 
-    pub fn from_evaluation(iteration: u32, eval: &Evaluation, promoted: bool) -> Self {
-        Self::from_outcome(iteration, &eval.outcome, promoted)
-    }
-
-    /// An iteration whose provider call failed.
-    pub fn skipped(iteration: u32) -> Self {
-        HistoryRecord {
-            iteration,
-            outcome: "skipped".into(),
-            score: None,
-            promoted: false,
-        }
-    }
-
-    pub fn correct(&self) -> bool {
-        self.outcome == "correct"
-    }
-
-    /// `iter  3: compile OK, correct False (runtime error), score N/A`.
-    pub fn line(&self) -> String {
-        let status = match self.outcome.as_str() {
-            "correct" => "compile OK, correct True",
-            "compile_error" => "compile FAIL, correct False",
-            "wrong_result" => "compile OK, correct False",
-            "runtime_error" => "compile OK, correct False (runtime error)",
-            "timeout" => "compile OK, correct False (timeout)",
-            "no_code" => "no code in the response",
-            "skipped" => "skipped (no response)",
-            other => other,
-        };
-        let score = self
-            .score
-            .map_or_else(|| "N/A".to_string(), |s| format!("{s:.4}"));
-        let tag = match (self.iteration, self.promoted) {
-            (0, _) => " (seed)",
-            (_, true) => " (new best)",
-            _ => "",
-        };
-        format!("iter {:>2}: {status}, score {score}{tag}", self.iteration)
-    }
+/// `iter  3: compile OK, correct False (runtime error), score N/A`.
+pub fn history_line(entry: &HistoryEntry) -> String {
+    let status = match entry.outcome {
+        StepOutcome::Correct => "compile OK, correct True",
+        StepOutcome::CompileError => "compile FAIL, correct False",
+        StepOutcome::WrongResult => "compile OK, correct False",
+        StepOutcome::RuntimeError => "compile OK, correct False (runtime error)",
+        StepOutcome::Timeout => "compile OK, correct False (timeout)",
+        StepOutcome::NoCode => "no code in the response",
+        StepOutcome::Skipped => "skipped (no response)",
+        other @ (StepOutcome::Suspicious | StepOutcome::EditRejected) => other.name(),
+    };
+    let score = entry
+        .score
+        .map_or_else(|| "N/A".to_string(), |s| format!("{s:.4}"));
+    let tag = match (entry.iteration, entry.promoted) {
+        (0, _) => " (seed)",
+        (_, true) => " (new best)",
+        _ => "",
+    };
+    format!("iter {:>2}: {status}, score {score}{tag}", entry.iteration)
 }
 
 /// Window and gap of the stagnation rule.
@@ -91,7 +82,7 @@ impl Default for StagnationParams {
 /// `window` of them was promoted, and all their scores lie in
 /// `[best * (1 - gap), best]`.
 pub fn is_stagnating(
-    history: &[HistoryRecord],
+    history: &[HistoryEntry],
     incumbent_score: Option<f64>,
     params: StagnationParams,
 ) -> bool {
@@ -101,7 +92,7 @@ pub fn is_stagnating(
     if params.window == 0 {
         return false;
     }
-    let correct: Vec<&HistoryRecord> = history
+    let correct: Vec<&HistoryEntry> = history
         .iter()
         .filter(|r| r.iteration > 0 && r.correct() && r.score.is_some())
         .collect();
@@ -121,15 +112,15 @@ pub fn is_stagnating(
 mod tests {
     use super::*;
 
-    fn rec(iteration: u32, score: Option<f64>, promoted: bool) -> HistoryRecord {
-        HistoryRecord {
+    fn rec(iteration: u32, score: Option<f64>, promoted: bool) -> HistoryEntry {
+        HistoryEntry {
             iteration,
+            candidate: Some(i64::from(iteration) + 1),
             outcome: if score.is_some() {
-                "correct"
+                StepOutcome::Correct
             } else {
-                "compile_error"
-            }
-            .into(),
+                StepOutcome::CompileError
+            },
             score,
             promoted,
         }
@@ -193,21 +184,63 @@ mod tests {
     #[test]
     fn lines_read_like_the_original() {
         assert_eq!(
-            rec(0, Some(0.12345), true).line(),
+            history_line(&rec(0, Some(0.12345), true)),
             "iter  0: compile OK, correct True, score 0.1235 (seed)"
         );
         assert_eq!(
-            rec(3, None, false).line(),
+            history_line(&rec(3, None, false)),
             "iter  3: compile FAIL, correct False, score N/A"
         );
         assert_eq!(
-            HistoryRecord::skipped(4).line(),
+            history_line(&HistoryEntry::without_candidate(4, StepOutcome::Skipped)),
             "iter  4: skipped (no response), score N/A"
         );
-        let r = HistoryRecord::from_outcome(5, &Outcome::Correct { score: 0.5 }, true);
+        let r = evaluated_entry(5, 6, &Outcome::Correct { score: 0.5 }, true);
         assert_eq!(
-            r.line(),
+            history_line(&r),
             "iter  5: compile OK, correct True, score 0.5000 (new best)"
         );
+    }
+
+    #[test]
+    fn every_evaluator_outcome_keeps_its_name_in_the_history() {
+        let diagnostics = kevo_backend::CompileDiagnostics::from_log(String::new());
+        let outcomes = [
+            Outcome::NoCode { reason: "r".into() },
+            Outcome::CompileError {
+                message: "m".into(),
+                diagnostics,
+            },
+            Outcome::RuntimeError {
+                size: None,
+                fault: None,
+                message: "m".into(),
+            },
+            Outcome::Timeout {
+                size: None,
+                limit_s: 1.0,
+            },
+            Outcome::WrongResult {
+                size: "s".into(),
+                metric: "max_abs".into(),
+                value: 1.0,
+                tolerance: None,
+            },
+            Outcome::Suspicious {
+                size: "s".into(),
+                reason: "r".into(),
+                score: 9.0,
+            },
+            Outcome::Correct { score: 0.5 },
+        ];
+        for o in &outcomes {
+            assert_eq!(step_outcome(o).name(), o.kind());
+        }
+        let suspicious = evaluated_entry(2, 3, &outcomes[5], false);
+        assert_eq!(
+            suspicious.score, None,
+            "a suspicious candidate has no score"
+        );
+        assert_eq!(history_line(&suspicious), "iter  2: suspicious, score N/A");
     }
 }

@@ -21,7 +21,10 @@ use kevo_tasks::{CeilingKind, SizePlan, SizeSet, Task};
 use serde::{Deserialize, Serialize};
 
 pub use feedback::{Feedback, fmt_rate, sci, trim_compile_log};
-pub use history::{HistoryRecord, StagnationParams, is_stagnating};
+pub use history::{
+    HistoryEntry, StagnationParams, StepOutcome, evaluated_entry, history_line, is_stagnating,
+    step_outcome,
+};
 pub use templates::Templates;
 
 use crate::parse::{ExtractOptions, evolve};
@@ -89,7 +92,7 @@ pub struct UserContext<'a> {
     /// The incumbent is still the seed (words the baseline as such).
     pub incumbent_is_seed: bool,
     /// The whole history; the prompt shows its last records.
-    pub history: &'a [HistoryRecord],
+    pub history: &'a [HistoryEntry],
 }
 
 /// Builds the prompts of one run: one task, one dialect, one size set, one
@@ -486,10 +489,7 @@ impl<'t> PromptBuilder<'t> {
             None => None,
         };
         let start = ctx.history.len().saturating_sub(self.history_len);
-        let history: Vec<String> = ctx.history[start..]
-            .iter()
-            .map(HistoryRecord::line)
-            .collect();
+        let history: Vec<String> = ctx.history[start..].iter().map(history_line).collect();
         self.guard_text(&history.join("\n"), "history")?;
         let best = ctx.incumbent.evaluation.outcome.score();
         let stagnation = is_stagnating(ctx.history, best, self.stagnation).then(|| StagnationCtx {

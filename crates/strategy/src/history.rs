@@ -1,0 +1,128 @@
+//! What happened to each proposal of a run: one record type for the
+//! search, the prompt and the run directory's history file.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// How one proposal ended: an evaluator outcome when a candidate was
+/// evaluated, or why there was no candidate. Serialised as the snake_case
+/// names the store and the run directory have always used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepOutcome {
+    /// Every size passed its check; the candidate has a score.
+    Correct,
+    /// Every size passed, but one ran faster than the hardware allows.
+    Suspicious,
+    CompileError,
+    RuntimeError,
+    Timeout,
+    WrongResult,
+    /// The response held no kernel source.
+    NoCode,
+    /// The response's edits did not apply to the source they were meant for.
+    EditRejected,
+    /// The proposer failed: no response at all.
+    Skipped,
+}
+
+impl StepOutcome {
+    pub const ALL: [StepOutcome; 9] = [
+        StepOutcome::Correct,
+        StepOutcome::Suspicious,
+        StepOutcome::CompileError,
+        StepOutcome::RuntimeError,
+        StepOutcome::Timeout,
+        StepOutcome::WrongResult,
+        StepOutcome::NoCode,
+        StepOutcome::EditRejected,
+        StepOutcome::Skipped,
+    ];
+
+    /// The name stored and shown: "correct", "compile_error", ...
+    pub fn name(self) -> &'static str {
+        match self {
+            StepOutcome::Correct => "correct",
+            StepOutcome::Suspicious => "suspicious",
+            StepOutcome::CompileError => "compile_error",
+            StepOutcome::RuntimeError => "runtime_error",
+            StepOutcome::Timeout => "timeout",
+            StepOutcome::WrongResult => "wrong_result",
+            StepOutcome::NoCode => "no_code",
+            StepOutcome::EditRejected => "edit_rejected",
+            StepOutcome::Skipped => "skipped",
+        }
+    }
+
+    /// The outcome named `name` (an evaluator's `Outcome::kind()`).
+    pub fn from_name(name: &str) -> Option<StepOutcome> {
+        StepOutcome::ALL.into_iter().find(|o| o.name() == name)
+    }
+}
+
+impl fmt::Display for StepOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One proposal of one iteration, as the search recorded it. Iteration 0
+/// is the seed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistoryEntry {
+    pub iteration: u32,
+    /// The stored candidate; None when the proposal produced none.
+    /// (Checkpoints written before candidates were recorded here lack it.)
+    #[serde(default)]
+    pub candidate: Option<i64>,
+    pub outcome: StepOutcome,
+    /// Defined only for correct candidates.
+    pub score: Option<f64>,
+    /// Became the new incumbent.
+    pub promoted: bool,
+}
+
+impl HistoryEntry {
+    /// A proposal that produced no candidate (`outcome` says why).
+    pub fn without_candidate(iteration: u32, outcome: StepOutcome) -> Self {
+        HistoryEntry {
+            iteration,
+            candidate: None,
+            outcome,
+            score: None,
+            promoted: false,
+        }
+    }
+
+    pub fn correct(&self) -> bool {
+        self.outcome == StepOutcome::Correct
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_are_the_serialised_form() {
+        for o in StepOutcome::ALL {
+            assert_eq!(StepOutcome::from_name(o.name()), Some(o));
+            assert_eq!(
+                serde_json::to_value(o).unwrap(),
+                serde_json::Value::String(o.name().into())
+            );
+        }
+        assert_eq!(StepOutcome::from_name("fine"), None);
+    }
+
+    #[test]
+    fn entries_stored_without_a_candidate_field_still_load() {
+        let old = r#"{"iteration":3,"outcome":"wrong_result","score":null,"promoted":false}"#;
+        let e: HistoryEntry = serde_json::from_str(old).unwrap();
+        assert_eq!(
+            e,
+            HistoryEntry::without_candidate(3, StepOutcome::WrongResult)
+        );
+    }
+}
