@@ -637,17 +637,16 @@ fn eval(args: EvalArgs) -> Result<ExitCode> {
     let kernel_source = match read_candidate(&args.kernel)? {
         Some(Err(reason)) => {
             // Rejected like any candidate the compiler would not take.
-            let evaluation = Evaluation {
-                task: tasks[0].name().to_string(),
-                device: String::new(),
-                backend: String::new(),
-                outcome: kevo_eval::Outcome::CompileError {
+            let evaluation = Evaluation::without_sizes(
+                tasks[0].name(),
+                "",
+                "",
+                kevo_eval::Outcome::CompileError {
                     diagnostics: kevo_backend::CompileDiagnostics::from_log(reason.clone()),
                     message: reason,
                 },
-                sizes: Vec::new(),
-                wall: kevo_eval::WallTimes::default(),
-            };
+                kevo_eval::WallTimes::default(),
+            );
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&evaluation)?);
             } else {

@@ -348,7 +348,15 @@ impl<B: Backend> Evaluator<B> {
         let start = Instant::now();
         let mut wall = WallTimes::default();
         let mut results = Vec::new();
-        let outcome = self.evaluate_inner(task, source, sizes, &mut wall, &mut results, on_stage);
+        let mut kernels = Vec::new();
+        let outcome = self.evaluate_inner(
+            task,
+            source,
+            sizes,
+            &mut wall,
+            (&mut results, &mut kernels),
+            on_stage,
+        );
         wall.total_s = start.elapsed().as_secs_f64();
         self.evaluations += 1;
         let info = self.backend.info();
@@ -359,6 +367,7 @@ impl<B: Backend> Evaluator<B> {
             outcome,
             sizes: results,
             wall,
+            kernels,
         }
     }
 
@@ -368,7 +377,7 @@ impl<B: Backend> Evaluator<B> {
         source: &str,
         sizes: &[Size],
         wall: &mut WallTimes,
-        results: &mut Vec<SizeResult>,
+        (results, resources): (&mut Vec<SizeResult>, &mut Vec<KernelResources>),
         on_stage: &mut dyn FnMut(Stage<'_>),
     ) -> Outcome {
         if source.trim().is_empty() {
@@ -471,11 +480,12 @@ impl<B: Backend> Evaluator<B> {
             // still hold a previous launch's values: overwrite it after every
             // run when the candidate uses any.
             let mut scrub = false;
-            for &k in &kernels {
+            for (&k, name) in kernels.iter().zip(task.kernel_names()) {
                 match self.backend.kernel_info(k) {
                     Ok(info) => {
                         scrub |= info.static_shared_bytes.unwrap_or(0) > 0
-                            || info.local_bytes_per_thread.unwrap_or(0) > 0
+                            || info.local_bytes_per_thread.unwrap_or(0) > 0;
+                        resources.push(KernelResources::new(name, &info));
                     }
                     Err(e) => return runtime_error(None, e),
                 }

@@ -248,6 +248,36 @@ impl WallTimes {
     }
 }
 
+/// What one compiled entry point takes of the device, as its runtime
+/// reports it: what a profiler, an analyst or a prompt needs to explain a
+/// kernel's speed (occupancy, spills). `None` where the runtime does not
+/// say (OpenCL has no register count).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelResources {
+    /// The entry point's name.
+    pub name: String,
+    /// Largest block / work-group it can be launched with.
+    pub max_threads_per_block: u64,
+    pub registers_per_thread: Option<u32>,
+    /// Statically declared shared (CUDA) / local (OpenCL) memory.
+    pub static_shared_bytes: Option<u64>,
+    /// Per-thread local (CUDA) / private (OpenCL) memory; on CUDA non-zero
+    /// means register spills.
+    pub local_bytes_per_thread: Option<u64>,
+}
+
+impl KernelResources {
+    pub fn new(name: &str, info: &kevo_backend::KernelInfo) -> Self {
+        KernelResources {
+            name: name.to_string(),
+            max_threads_per_block: info.max_threads_per_block,
+            registers_per_thread: info.registers_per_thread,
+            static_shared_bytes: info.static_shared_bytes,
+            local_bytes_per_thread: info.local_bytes_per_thread,
+        }
+    }
+}
+
 /// Everything known about one evaluation of one candidate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Evaluation {
@@ -258,13 +288,64 @@ pub struct Evaluation {
     /// The sizes that ran, in order, up to and including a failing one.
     pub sizes: Vec<SizeResult>,
     pub wall: WallTimes,
+    /// The candidate's entry points, in the task's order, once compiled
+    /// (empty when it did not compile; absent in evaluations stored
+    /// before it was recorded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernels: Vec<KernelResources>,
 }
 
 impl Evaluation {
+    /// An evaluation that ran no size (no code, a rejected source, a
+    /// failed start, a crash): its outcome and the time it took.
+    pub fn without_sizes(
+        task: &str,
+        device: &str,
+        backend: &str,
+        outcome: Outcome,
+        wall: WallTimes,
+    ) -> Self {
+        Evaluation {
+            task: task.to_string(),
+            device: device.to_string(),
+            backend: backend.to_string(),
+            outcome,
+            sizes: Vec::new(),
+            wall,
+            kernels: Vec::new(),
+        }
+    }
+
     /// Sizes flagged as implausibly fast, with the reason.
     pub fn suspicious(&self) -> impl Iterator<Item = (&str, &str)> {
         self.sizes
             .iter()
             .filter_map(|s| s.suspicious.as_deref().map(|why| (s.label.as_str(), why)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn evaluations_stored_before_kernel_resources_still_load() {
+        let old = r#"{"task":"saxpy","device":"d","backend":"opencl",
+            "outcome":{"status":"correct","score":0.5},"sizes":[],
+            "wall":{"compile_s":0,"inputs_s":0,"reference_s":0,"device_s":0,"check_s":0,"total_s":1}}"#;
+        let e: Evaluation = serde_json::from_str(old).unwrap();
+        assert!(e.kernels.is_empty());
+        let with = Evaluation {
+            kernels: vec![KernelResources {
+                name: "saxpy".into(),
+                max_threads_per_block: 1024,
+                registers_per_thread: Some(32),
+                static_shared_bytes: Some(4096),
+                local_bytes_per_thread: Some(8),
+            }],
+            ..e
+        };
+        let json = serde_json::to_string(&with).unwrap();
+        assert_eq!(serde_json::from_str::<Evaluation>(&json).unwrap(), with);
     }
 }

@@ -47,6 +47,13 @@ fn seeds_are_correct_with_a_score_at_smoke_sizes() {
         }
         let gmean = (e.sizes.iter().map(|s| s.fraction.ln()).sum::<f64>() / 3.0).exp();
         assert!((score - gmean).abs() < 1e-9 * gmean);
+        // Every entry point's resources, in the task's order.
+        let names: Vec<&str> = e.kernels.iter().map(|k| k.name.as_str()).collect();
+        assert_eq!(names, task.kernel_names(), "{}", task.name());
+        for k in &e.kernels {
+            assert!(k.max_threads_per_block >= 1, "{k:?}");
+            assert_eq!(k.registers_per_thread, None, "OpenCL has no register count");
+        }
         // The held-out size evaluates too.
         let held = task.sizes(SizeSet::Smoke).held_out;
         let e = ev.evaluate(task, seed, std::slice::from_ref(&held));
@@ -130,6 +137,7 @@ fn a_syntax_error_reports_the_compiler_message_and_line() {
     };
     let first = diagnostics.errors().next().expect("a parsed error");
     assert_eq!(first.line, Some(4), "{diagnostics:?}");
+    assert!(e.kernels.is_empty(), "nothing compiled: {:?}", e.kernels);
     assert!(message.contains("yy"), "{message}");
     assert!(
         e.outcome.summary().starts_with("compile error: line 4"),

@@ -849,16 +849,15 @@ impl<'e> Session<'e> {
             // why, against the source it was asked to improve.
             Some(reason) => Some((
                 incumbent_source.clone(),
-                Evaluation {
-                    task: incumbent_evaluation.task.clone(),
-                    device: incumbent_evaluation.device.clone(),
-                    backend: incumbent_evaluation.backend.clone(),
-                    outcome: Outcome::NoCode {
+                Evaluation::without_sizes(
+                    &incumbent_evaluation.task,
+                    &incumbent_evaluation.device,
+                    &incumbent_evaluation.backend,
+                    Outcome::NoCode {
                         reason: reason.clone(),
                     },
-                    sizes: Vec::new(),
-                    wall: WallTimes::default(),
-                },
+                    WallTimes::default(),
+                ),
             )),
             // Before the first candidate the incumbent is the only baseline.
             None if self.iteration == 0 => None,

@@ -163,6 +163,7 @@ fn evaluation(
         outcome,
         sizes,
         wall: WallTimes::default(),
+        kernels: Vec::new(),
     }
 }
 

@@ -208,18 +208,17 @@ fn task_for(name: &str, hash: Option<&str>) -> Result<&'static kevo_tasks::Task,
 }
 
 fn failed(task: &str, device: &kevo_backend::DeviceInfo, message: String) -> Evaluation {
-    Evaluation {
-        task: task.to_string(),
-        device: device.name.clone(),
-        backend: device.backend.clone(),
-        outcome: Outcome::RuntimeError {
+    Evaluation::without_sizes(
+        task,
+        &device.name,
+        &device.backend,
+        Outcome::RuntimeError {
             size: None,
             fault: None,
             message,
         },
-        sizes: Vec::new(),
-        wall: WallTimes::default(),
-    }
+        WallTimes::default(),
+    )
 }
 
 #[cfg(test)]

@@ -647,21 +647,20 @@ impl Worker {
         message: String,
         started: Instant,
     ) -> Evaluation {
-        Evaluation {
-            task: task.to_string(),
-            device: self.device.name.clone(),
-            backend: self.device.backend.clone(),
-            outcome: Outcome::RuntimeError {
+        Evaluation::without_sizes(
+            task,
+            &self.device.name,
+            &self.device.backend,
+            Outcome::RuntimeError {
                 size,
                 fault: None,
                 message,
             },
-            sizes: Vec::new(),
-            wall: WallTimes {
+            WallTimes {
                 total_s: started.elapsed().as_secs_f64(),
                 ..WallTimes::default()
             },
-        }
+        )
     }
 }
 

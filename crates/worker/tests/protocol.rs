@@ -78,6 +78,7 @@ fn fake(mode: &str) -> Worker {
             outcome: Outcome::Correct { score: 0.5 },
             sizes: Vec::new(),
             wall: WallTimes::default(),
+            kernels: Vec::new(),
         }),
         restart: false,
     };

@@ -275,6 +275,13 @@ pub fn correct(task: &str, score: f64) -> Evaluation {
             total_s: 1.5,
             ..WallTimes::default()
         },
+        kernels: vec![kevo_eval::KernelResources {
+            name: "saxpy".into(),
+            max_threads_per_block: 1024,
+            registers_per_thread: Some(16),
+            static_shared_bytes: Some(0),
+            local_bytes_per_thread: Some(0),
+        }],
     }
 }
 
@@ -295,6 +302,7 @@ pub fn wrong_nan(task: &str) -> Evaluation {
         },
         sizes: vec![s],
         wall: WallTimes::default(),
+        kernels: Vec::new(),
     }
 }
 
@@ -310,5 +318,6 @@ pub fn runtime_error(task: &str) -> Evaluation {
         },
         sizes: vec![],
         wall: WallTimes::default(),
+        kernels: Vec::new(),
     }
 }
