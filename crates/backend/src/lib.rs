@@ -5,10 +5,12 @@
 //! backend may have to rebuild its context after a sticky device fault, and
 //! handles keep the trait object-safe so the CLI can pick a backend at run time.
 
+mod handles;
 mod types;
 
 pub mod conformance;
 
+pub use handles::HandleTable;
 pub use types::*;
 
 /// Alignment of view offsets: 4 KiB satisfies OpenCL's sub-buffer base

@@ -23,8 +23,8 @@ use cudarc::driver::sys::{
 };
 use kevo_backend::{
     Backend, BackendError, BufferId, CompileDiagnostics, CompileOptions, DeviceInfo,
-    DeviceSelector, DeviceTime, Dialect, KernelArg, KernelId, KernelInfo, Launch, ModuleId,
-    ModuleInfo,
+    DeviceSelector, DeviceTime, Dialect, HandleTable, KernelArg, KernelId, KernelInfo, Launch,
+    ModuleId, ModuleInfo,
 };
 
 use crate::compile::{Image, Target};
@@ -189,16 +189,15 @@ pub struct CudaBackend {
     /// Whether this backend holds a reference on the primary context.
     retained: bool,
     epoch: u64,
-    modules: HashMap<u64, ModuleEntry>,
-    kernels: HashMap<u64, KernelEntry>,
-    buffers: HashMap<u64, BufferEntry>,
+    modules: HandleTable<ModuleEntry>,
+    kernels: HandleTable<KernelEntry>,
+    buffers: HandleTable<BufferEntry>,
     graphs: HashMap<Vec<u64>, cu::CUgraphExec>,
     flush: Option<BufferEntry>,
     flush_value: u8,
     last_log: String,
     last_compile_time: Duration,
     resets: u64,
-    next_id: u64,
 }
 
 // SAFETY: the raw handles are plain driver object references, valid from any
@@ -519,16 +518,15 @@ impl CudaBackend {
             live: None,
             retained: false,
             epoch: epoch_slot(ordinal).load(Ordering::SeqCst),
-            modules: HashMap::new(),
-            kernels: HashMap::new(),
-            buffers: HashMap::new(),
+            modules: HandleTable::new("module"),
+            kernels: HandleTable::new("kernel"),
+            buffers: HandleTable::new("buffer"),
             graphs: HashMap::new(),
             flush: None,
             flush_value: 0,
             last_log: String::new(),
             last_compile_time: Duration::ZERO,
             resets: 0,
-            next_id: 1,
         };
         backend.activate()?;
         Ok(backend)
@@ -562,7 +560,7 @@ impl CudaBackend {
 
     /// NVRTC's log of the compilation that produced `module`.
     pub fn compile_log(&self, module: ModuleId) -> Option<&str> {
-        self.modules.get(&module.0).map(|m| m.log.as_str())
+        self.modules.get(module.0).ok().map(|m| m.log.as_str())
     }
 
     /// Wall time NVRTC spent in the most recent `compile`.
@@ -594,12 +592,6 @@ impl CudaBackend {
     /// process; every call then returns `BackendError::Unavailable`.
     pub fn is_lost(&self) -> bool {
         lost_reason(self.ordinal).is_some()
-    }
-
-    fn fresh_id(&mut self) -> u64 {
-        let id = self.next_id;
-        self.next_id += 1;
-        id
     }
 
     /// Take a reference on the primary context (or, with `new_ref` false,
@@ -741,21 +733,11 @@ impl CudaBackend {
     }
 
     fn buffer(&self, id: BufferId) -> Result<&BufferEntry, BackendError> {
-        self.buffers.get(&id.0).ok_or(BackendError::InvalidHandle {
-            what: "buffer",
-            id: id.0,
-        })
+        self.buffers.get(id.0)
     }
 
     fn prepare(&mut self, l: &Launch) -> Result<Prepared, BackendError> {
-        let entry = self
-            .kernels
-            .get(&l.kernel.0)
-            .ok_or(BackendError::InvalidHandle {
-                what: "kernel",
-                id: l.kernel.0,
-            })?
-            .clone();
+        let entry = self.kernels.get(l.kernel.0)?.clone();
         l.validate()?;
         let grid = l.grid();
         let limits = [i32::MAX as u64, 65535, 65535];
@@ -802,7 +784,7 @@ impl CudaBackend {
                     ),
                 ));
             }
-            if let Some(k) = self.kernels.get_mut(&l.kernel.0) {
+            if let Ok(k) = self.kernels.get_mut(l.kernel.0) {
                 k.dynamic_shared_limit = shared;
             }
         }
@@ -1023,7 +1005,6 @@ impl Backend for CudaBackend {
                 _ => self.fail(r, Op::Other, &format!("loading the {kind}")),
             });
         }
-        let id = self.fresh_id();
         let (globals, writable_global_bytes, unresettable_names) = match image.module_state() {
             Some(state) => {
                 let mut globals = Vec::new();
@@ -1050,29 +1031,19 @@ impl Backend for CudaBackend {
             }
             None => (Vec::new(), None, Vec::new()),
         };
-        self.modules.insert(
-            id,
-            ModuleEntry {
-                module,
-                log,
-                writable_global_bytes,
-                globals,
-                unresettable_names,
-            },
-        );
+        let id = self.modules.insert(ModuleEntry {
+            module,
+            log,
+            writable_global_bytes,
+            globals,
+            unresettable_names,
+        });
         Ok(ModuleId(id))
     }
 
     fn kernel(&mut self, module: ModuleId, name: &str) -> Result<KernelId, BackendError> {
         self.activate()?;
-        let m = self
-            .modules
-            .get(&module.0)
-            .ok_or(BackendError::InvalidHandle {
-                what: "module",
-                id: module.0,
-            })?
-            .module;
+        let m = self.modules.get(module.0)?.module;
         let missing = || BackendError::MissingKernel { name: name.into() };
         let cname = CString::new(name).map_err(|_| missing())?;
         let mut function = ptr::null_mut();
@@ -1111,20 +1082,18 @@ impl Backend for CudaBackend {
                 DEFAULT_DYNAMIC_SHARED.saturating_sub(static_shared.max(0) as u32)
             },
         };
-        let id = self.fresh_id();
-        self.kernels.insert(id, entry);
+        let id = self.kernels.insert(entry);
         Ok(KernelId(id))
     }
 
     fn kernel_info(&self, kernel: KernelId) -> Result<KernelInfo, BackendError> {
-        let invalid = BackendError::InvalidHandle {
-            what: "kernel",
-            id: kernel.0,
-        };
-        let entry = self.kernels.get(&kernel.0).ok_or(invalid.clone())?;
+        let entry = self.kernels.get(kernel.0)?;
         // A reset by another backend freed the function.
         let (Some(live), false) = (self.live, self.stale()) else {
-            return Err(invalid);
+            return Err(BackendError::InvalidHandle {
+                what: "kernel",
+                id: kernel.0,
+            });
         };
         // SAFETY: live context (same epoch).
         ok(unsafe { cu::cuCtxSetCurrent(live.ctx) })
@@ -1149,13 +1118,7 @@ impl Backend for CudaBackend {
     }
 
     fn module_info(&self, module: ModuleId) -> Result<ModuleInfo, BackendError> {
-        let entry = self
-            .modules
-            .get(&module.0)
-            .ok_or(BackendError::InvalidHandle {
-                what: "module",
-                id: module.0,
-            })?;
+        let entry = self.modules.get(module.0)?;
         Ok(ModuleInfo {
             writable_global_bytes: entry.writable_global_bytes,
             reset_global_bytes: entry.globals.iter().map(|g| g.1.len() as u64).sum(),
@@ -1165,13 +1128,7 @@ impl Backend for CudaBackend {
 
     fn reset_module_state(&mut self, module: ModuleId) -> Result<(), BackendError> {
         let live = self.activate()?;
-        let entry = self
-            .modules
-            .get(&module.0)
-            .ok_or(BackendError::InvalidHandle {
-                what: "module",
-                id: module.0,
-            })?;
+        let entry = self.modules.get(module.0)?;
         if entry.globals.is_empty() {
             return Ok(());
         }
@@ -1200,10 +1157,10 @@ impl Backend for CudaBackend {
 
     fn release_module(&mut self, module: ModuleId) {
         let usable = self.activate().is_ok();
-        let Some(entry) = self.modules.remove(&module.0) else {
+        let Some(entry) = self.modules.remove(module.0) else {
             return;
         };
-        self.kernels.retain(|_, k| k.module != module.0);
+        self.kernels.retain(|k| k.module != module.0);
         if usable {
             // Graphs hold the module's functions.
             self.destroy_graphs();
@@ -1225,15 +1182,11 @@ impl Backend for CudaBackend {
         if let Err(r) = ok(unsafe { cu::cuMemAlloc_v2(&mut ptr, bytes) }) {
             return Err(self.fail(r, Op::Alloc(bytes), &format!("allocating {bytes} bytes")));
         }
-        let id = self.fresh_id();
-        self.buffers.insert(
-            id,
-            BufferEntry {
-                ptr,
-                bytes,
-                parent: None,
-            },
-        );
+        let id = self.buffers.insert(BufferEntry {
+            ptr,
+            bytes,
+            parent: None,
+        });
         Ok(BufferId(id))
     }
 
@@ -1262,14 +1215,13 @@ impl Backend for CudaBackend {
             bytes,
             parent: Some(p.parent.unwrap_or(parent.0)),
         };
-        let id = self.fresh_id();
-        self.buffers.insert(id, entry);
+        let id = self.buffers.insert(entry);
         Ok(BufferId(id))
     }
 
     fn free(&mut self, buffer: BufferId) {
         let usable = self.activate().is_ok();
-        let Some(entry) = self.buffers.remove(&buffer.0) else {
+        let Some(entry) = self.buffers.remove(buffer.0) else {
             return;
         };
         if entry.parent.is_some() {
@@ -1277,7 +1229,7 @@ impl Backend for CudaBackend {
             return;
         }
         // Views of a freed allocation would address freed memory.
-        self.buffers.retain(|_, b| b.parent != Some(buffer.0));
+        self.buffers.retain(|b| b.parent != Some(buffer.0));
         if usable {
             // Graphs captured with this buffer point at freed memory.
             self.destroy_graphs();
@@ -1475,7 +1427,7 @@ impl Drop for CudaBackend {
                     for (_, exec) in self.graphs.drain() {
                         cu::cuGraphExecDestroy(exec);
                     }
-                    for (_, b) in self.buffers.drain() {
+                    for b in self.buffers.drain() {
                         if b.parent.is_none() {
                             cu::cuMemFree_v2(b.ptr);
                         }
@@ -1483,7 +1435,7 @@ impl Drop for CudaBackend {
                     if let Some(b) = self.flush.take() {
                         cu::cuMemFree_v2(b.ptr);
                     }
-                    for (_, m) in self.modules.drain() {
+                    for m in self.modules.drain() {
                         cu::cuModuleUnload(m.module);
                     }
                     cu::cuEventDestroy_v2(live.start);

@@ -2,13 +2,12 @@
 //! and runs on machines without OpenCL (the backend then reports itself
 //! unavailable). Works on PoCL (CPU, used in CI) and on GPU platforms.
 
-use std::collections::HashMap;
 use std::ptr;
 
 use kevo_backend::{
     Backend, BackendError, BufferId, CompileDiagnostics, CompileOptions, DeviceInfo,
-    DeviceSelector, DeviceTime, Dialect, FaultKind, KernelArg, KernelId, KernelInfo, Launch,
-    ModuleId, ModuleInfo,
+    DeviceSelector, DeviceTime, Dialect, FaultKind, HandleTable, KernelArg, KernelId, KernelInfo,
+    Launch, ModuleId, ModuleInfo,
 };
 use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue};
 use opencl3::context::Context;
@@ -205,10 +204,9 @@ pub struct OpenClBackend {
     device: Device,
     context: Context,
     queue: CommandQueue,
-    modules: HashMap<u64, ModuleEntry>,
-    kernels: HashMap<u64, KernelEntry>,
-    buffers: HashMap<u64, BufferEntry>,
-    next_id: u64,
+    modules: HandleTable<ModuleEntry>,
+    kernels: HandleTable<KernelEntry>,
+    buffers: HandleTable<BufferEntry>,
     /// A GPU kernel faulted: NVIDIA's context then fails every later call
     /// (builds included, with -9999), so the process must be replaced.
     poisoned: bool,
@@ -271,35 +269,19 @@ impl OpenClBackend {
             device,
             context,
             queue,
-            modules: HashMap::new(),
-            kernels: HashMap::new(),
-            buffers: HashMap::new(),
-            next_id: 1,
+            modules: HandleTable::new("module"),
+            kernels: HandleTable::new("kernel"),
+            buffers: HandleTable::new("buffer"),
             poisoned: false,
         })
     }
 
-    fn fresh_id(&mut self) -> u64 {
-        let id = self.next_id;
-        self.next_id += 1;
-        id
-    }
-
     fn buffer(&self, id: BufferId) -> Result<&BufferEntry, BackendError> {
-        self.buffers.get(&id.0).ok_or(BackendError::InvalidHandle {
-            what: "buffer",
-            id: id.0,
-        })
+        self.buffers.get(id.0)
     }
 
     fn enqueue(&self, launch: &Launch) -> Result<Event, BackendError> {
-        let entry = self
-            .kernels
-            .get(&launch.kernel.0)
-            .ok_or(BackendError::InvalidHandle {
-                what: "kernel",
-                id: launch.kernel.0,
-            })?;
+        let entry = self.kernels.get(launch.kernel.0)?;
         launch.validate()?;
         if launch.args.len() != entry.num_args as usize {
             return Err(BackendError::InvalidLaunch(format!(
@@ -388,19 +370,12 @@ impl Backend for OpenClBackend {
                 ),
             )));
         }
-        let id = self.fresh_id();
-        self.modules.insert(id, ModuleEntry { program });
+        let id = self.modules.insert(ModuleEntry { program });
         Ok(ModuleId(id))
     }
 
     fn kernel(&mut self, module: ModuleId, name: &str) -> Result<KernelId, BackendError> {
-        let entry = self
-            .modules
-            .get(&module.0)
-            .ok_or(BackendError::InvalidHandle {
-                what: "module",
-                id: module.0,
-            })?;
+        let entry = self.modules.get(module.0)?;
         let kernel = Kernel::create(&entry.program, name).map_err(|e| {
             use opencl3::error_codes::CL_INVALID_KERNEL_NAME;
             if e.0 == CL_INVALID_KERNEL_NAME {
@@ -412,27 +387,17 @@ impl Backend for OpenClBackend {
         let num_args = kernel
             .num_args()
             .map_err(|e| cl_err("querying kernel arguments", e))?;
-        let id = self.fresh_id();
-        self.kernels.insert(
-            id,
-            KernelEntry {
-                module: module.0,
-                name: name.into(),
-                kernel,
-                num_args,
-            },
-        );
+        let id = self.kernels.insert(KernelEntry {
+            module: module.0,
+            name: name.into(),
+            kernel,
+            num_args,
+        });
         Ok(KernelId(id))
     }
 
     fn kernel_info(&self, kernel: KernelId) -> Result<KernelInfo, BackendError> {
-        let entry = self
-            .kernels
-            .get(&kernel.0)
-            .ok_or(BackendError::InvalidHandle {
-                what: "kernel",
-                id: kernel.0,
-            })?;
+        let entry = self.kernels.get(kernel.0)?;
         let dev = self.device.id();
         let k = &entry.kernel;
         Ok(KernelInfo {
@@ -449,18 +414,12 @@ impl Backend for OpenClBackend {
     }
 
     fn release_module(&mut self, module: ModuleId) {
-        self.kernels.retain(|_, k| k.module != module.0);
-        self.modules.remove(&module.0);
+        self.kernels.retain(|k| k.module != module.0);
+        self.modules.remove(module.0);
     }
 
     fn module_info(&self, module: ModuleId) -> Result<ModuleInfo, BackendError> {
-        let entry = self
-            .modules
-            .get(&module.0)
-            .ok_or(BackendError::InvalidHandle {
-                what: "module",
-                id: module.0,
-            })?;
+        let entry = self.modules.get(module.0)?;
         // An OpenCL 2.0+ query; a 1.2 device has no program-scope variables
         // to report (its compiler rejects them), so a failed query is zero.
         let bytes = entry
@@ -488,23 +447,16 @@ impl Backend for OpenClBackend {
             bytes,
             message: e.to_string(),
         })?;
-        let id = self.fresh_id();
-        self.buffers.insert(id, BufferEntry { buffer, bytes });
+        let id = self.buffers.insert(BufferEntry { buffer, bytes });
         Ok(BufferId(id))
     }
 
     fn free(&mut self, buffer: BufferId) {
-        self.buffers.remove(&buffer.0);
+        self.buffers.remove(buffer.0);
     }
 
     fn upload(&mut self, buffer: BufferId, data: &[u8]) -> Result<(), BackendError> {
-        let entry = self
-            .buffers
-            .get_mut(&buffer.0)
-            .ok_or(BackendError::InvalidHandle {
-                what: "buffer",
-                id: buffer.0,
-            })?;
+        let entry = self.buffers.get_mut(buffer.0)?;
         if data.len() > entry.bytes {
             return Err(BackendError::Runtime(format!(
                 "upload of {} bytes into a {}-byte buffer",
@@ -593,8 +545,7 @@ impl Backend for OpenClBackend {
         // SAFETY: the region lies inside the live parent buffer.
         let buffer = unsafe { p.buffer.create_sub_buffer(CL_MEM_READ_WRITE, offset, bytes) }
             .map_err(|e| cl_err("creating a sub-buffer", e))?;
-        let id = self.fresh_id();
-        self.buffers.insert(id, BufferEntry { buffer, bytes });
+        let id = self.buffers.insert(BufferEntry { buffer, bytes });
         Ok(BufferId(id))
     }
 
@@ -608,13 +559,7 @@ impl Backend for OpenClBackend {
             return Err(BackendError::Runtime("copy of a buffer onto itself".into()));
         }
         self.buffer(src)?;
-        let mut d = self
-            .buffers
-            .remove(&dst.0)
-            .ok_or(BackendError::InvalidHandle {
-                what: "buffer",
-                id: dst.0,
-            })?;
+        let mut d = self.buffers.take(dst.0)?;
         let result = (|| {
             let s = self.buffer(src)?;
             if bytes > s.bytes.min(d.bytes) {
@@ -636,7 +581,7 @@ impl Backend for OpenClBackend {
                 .finish()
                 .map_err(|e| cl_err("copying a buffer", e))
         })();
-        self.buffers.insert(dst.0, d);
+        self.buffers.restore(dst.0, d);
         result
     }
 
@@ -646,13 +591,7 @@ impl Backend for OpenClBackend {
         value: u8,
         bytes: usize,
     ) -> Result<(), BackendError> {
-        let entry = self
-            .buffers
-            .get_mut(&buffer.0)
-            .ok_or(BackendError::InvalidHandle {
-                what: "buffer",
-                id: buffer.0,
-            })?;
+        let entry = self.buffers.get_mut(buffer.0)?;
         if bytes > entry.bytes {
             return Err(BackendError::Runtime(format!(
                 "fill of {bytes} bytes in a {}-byte buffer",
@@ -711,7 +650,7 @@ impl OpenClBackend {
         for (launch, ev) in launches.iter().zip(&events) {
             let name = || {
                 self.kernels
-                    .get(&launch.kernel.0)
+                    .get(launch.kernel.0)
                     .map(|k| k.name.as_str())
                     .unwrap_or("?")
             };
