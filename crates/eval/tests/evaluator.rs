@@ -1,4 +1,6 @@
-//! The evaluator end to end on a real OpenCL device (PoCL in CI).
+//! The evaluator end to end on a real OpenCL device (PoCL in CI): every
+//! seed at the smoke and held-out sizes, compile and launch failures,
+//! wrong results, block declarations.
 
 mod common;
 
@@ -44,6 +46,17 @@ fn seeds_are_correct_with_a_score_at_smoke_sizes() {
                     && s.time.median_s <= s.time.max_s
             );
             assert!((s.fraction - s.achieved / s.ceiling).abs() < 1e-12);
+        }
+        for s in &e.sizes {
+            eprintln!(
+                "{} {}: {} {:.3e} (tolerance {:?}), median {:.3} ms",
+                task.name(),
+                s.label,
+                s.metric,
+                s.error,
+                s.tolerance,
+                s.time.median_s * 1e3
+            );
         }
         let gmean = (e.sizes.iter().map(|s| s.fraction.ln()).sum::<f64>() / 3.0).exp();
         assert!((score - gmean).abs() < 1e-9 * gmean);
@@ -247,4 +260,17 @@ fn invalid_block_declarations_are_rejected_with_a_reason() {
     };
     assert_eq!(diagnostics.errors().next().unwrap().line, Some(1));
     assert!(ev.evaluate(task, seed, &smoke(task)).outcome.is_correct());
+}
+
+#[test]
+fn fixed_blocks_ignore_declarations() {
+    // fft3d's one block per line and adi3d's 32-wide blocks are part of the
+    // contract: a general block declaration leaves them as they are.
+    let Some(mut ev) = evaluator() else { return };
+    for name in ["fft3d", "adi3d"] {
+        let task = kevo_tasks::by_name(name).unwrap();
+        let seed = format!("// kevo: block 64\n{}", task.seed(Dialect::OpenCl).unwrap());
+        let e = ev.evaluate(task, &seed, &smoke(task)[..1]);
+        assert!(e.outcome.is_correct(), "{name}: {}", e.outcome.summary());
+    }
 }
