@@ -205,6 +205,14 @@ impl<B: Backend + ?Sized> Backend for Box<B> {
     fn is_poisoned(&self) -> bool {
         (**self).is_poisoned()
     }
+    fn view(
+        &mut self,
+        parent: BufferId,
+        offset: usize,
+        bytes: usize,
+    ) -> Result<BufferId, BackendError> {
+        (**self).view(parent, offset, bytes)
+    }
     fn views_alias(&self) -> bool {
         (**self).views_alias()
     }
@@ -218,5 +226,114 @@ impl<B: Backend + ?Sized> Backend for Box<B> {
     }
     fn run_timed(&mut self, launches: &[Launch]) -> Result<DeviceTime, BackendError> {
         (**self).run_timed(launches)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A backend whose every overridable method answers differently from
+    /// the trait's default, to catch a method the `Box` impl does not
+    /// forward (it would fall back to the default silently).
+    struct Answers(DeviceInfo);
+
+    fn info() -> DeviceInfo {
+        DeviceInfo {
+            backend: "answers".into(),
+            dialect: Dialect::Cuda,
+            platform: String::new(),
+            name: String::new(),
+            vendor: String::new(),
+            compute_units: 1,
+            global_mem_bytes: 0,
+            max_work_group_size: 1,
+            local_mem_bytes: 0,
+            clock_mhz: 0,
+            arch: String::new(),
+            driver_version: String::new(),
+            is_cpu: false,
+            cache_bytes: 0,
+        }
+    }
+
+    impl Backend for Answers {
+        fn info(&self) -> &DeviceInfo {
+            &self.0
+        }
+        fn compile(&mut self, _: &str, _: &CompileOptions) -> Result<ModuleId, BackendError> {
+            Ok(ModuleId(1))
+        }
+        fn kernel(&mut self, _: ModuleId, _: &str) -> Result<KernelId, BackendError> {
+            Ok(KernelId(2))
+        }
+        fn kernel_info(&self, _: KernelId) -> Result<KernelInfo, BackendError> {
+            Ok(KernelInfo::default())
+        }
+        fn release_module(&mut self, _: ModuleId) {}
+        fn module_info(&self, _: ModuleId) -> Result<ModuleInfo, BackendError> {
+            Ok(ModuleInfo {
+                reset_global_bytes: 3,
+                ..ModuleInfo::default()
+            })
+        }
+        fn reset_module_state(&mut self, _: ModuleId) -> Result<(), BackendError> {
+            Err(BackendError::Runtime("reset".into()))
+        }
+        fn alloc(&mut self, _: usize) -> Result<BufferId, BackendError> {
+            Ok(BufferId(3))
+        }
+        fn free(&mut self, _: BufferId) {}
+        fn upload(&mut self, _: BufferId, _: &[u8]) -> Result<(), BackendError> {
+            Ok(())
+        }
+        fn download(&mut self, _: BufferId, out: &mut [u8]) -> Result<(), BackendError> {
+            out.fill(1);
+            Ok(())
+        }
+        fn view(&mut self, _: BufferId, _: usize, _: usize) -> Result<BufferId, BackendError> {
+            Ok(BufferId(4))
+        }
+        fn views_alias(&self) -> bool {
+            true
+        }
+        fn download_range(
+            &mut self,
+            _: BufferId,
+            _: usize,
+            out: &mut [u8],
+        ) -> Result<(), BackendError> {
+            out.fill(2);
+            Ok(())
+        }
+        fn copy_buffer(&mut self, _: BufferId, _: BufferId, _: usize) -> Result<(), BackendError> {
+            Err(BackendError::Runtime("copy".into()))
+        }
+        fn fill_buffer(&mut self, _: BufferId, _: u8, _: usize) -> Result<(), BackendError> {
+            Err(BackendError::Runtime("fill".into()))
+        }
+        fn is_poisoned(&self) -> bool {
+            true
+        }
+        fn run_timed(&mut self, _: &[Launch]) -> Result<DeviceTime, BackendError> {
+            Ok(DeviceTime(1.0))
+        }
+    }
+
+    #[test]
+    fn a_boxed_backend_forwards_every_method() {
+        let mut b: Box<dyn Backend> = Box::new(Answers(info()));
+        assert_eq!(b.dialect(), Dialect::Cuda);
+        assert_eq!(b.module_info(ModuleId(1)).unwrap().reset_global_bytes, 3);
+        assert!(b.reset_module_state(ModuleId(1)).is_err());
+        // Views are how the evaluator guards both ends of a buffer on CUDA.
+        assert_eq!(b.view(BufferId(3), 0, 4).unwrap(), BufferId(4));
+        assert!(b.views_alias());
+        let mut out = [0u8; 2];
+        b.download_range(BufferId(3), 1, &mut out).unwrap();
+        assert_eq!(out, [2, 2]);
+        assert!(b.copy_buffer(BufferId(3), BufferId(4), 1).is_err());
+        assert!(b.fill_buffer(BufferId(3), 0, 1).is_err());
+        assert!(b.is_poisoned());
     }
 }
