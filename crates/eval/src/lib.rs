@@ -32,6 +32,7 @@ use kevo_tasks::{
 use rand::Rng;
 
 pub use cache::LruCache;
+pub use kevo_backend::KernelInfo;
 pub use outcome::*;
 
 /// How candidates are evaluated. The defaults are the Metal-Sci protocol
@@ -485,7 +486,10 @@ impl<B: Backend> Evaluator<B> {
                     Ok(info) => {
                         scrub |= info.static_shared_bytes.unwrap_or(0) > 0
                             || info.local_bytes_per_thread.unwrap_or(0) > 0;
-                        resources.push(KernelResources::new(name, &info));
+                        resources.push(KernelResources {
+                            name: name.clone(),
+                            info,
+                        });
                     }
                     Err(e) => return runtime_error(None, e),
                 }

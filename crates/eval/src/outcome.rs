@@ -249,33 +249,16 @@ impl WallTimes {
 }
 
 /// What one compiled entry point takes of the device, as its runtime
-/// reports it: what a profiler, an analyst or a prompt needs to explain a
-/// kernel's speed (occupancy, spills). `None` where the runtime does not
-/// say (OpenCL has no register count).
+/// reports it (registers, spills, shared memory, block limit): what a
+/// profiler, an analyst or a prompt needs to explain a kernel's speed.
+/// Fields the runtime does not report are `None` (OpenCL has no register
+/// count).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KernelResources {
-    /// The entry point's name.
+    /// The entry point's name, as the task names it.
     pub name: String,
-    /// Largest block / work-group it can be launched with.
-    pub max_threads_per_block: u64,
-    pub registers_per_thread: Option<u32>,
-    /// Statically declared shared (CUDA) / local (OpenCL) memory.
-    pub static_shared_bytes: Option<u64>,
-    /// Per-thread local (CUDA) / private (OpenCL) memory; on CUDA non-zero
-    /// means register spills.
-    pub local_bytes_per_thread: Option<u64>,
-}
-
-impl KernelResources {
-    pub fn new(name: &str, info: &kevo_backend::KernelInfo) -> Self {
-        KernelResources {
-            name: name.to_string(),
-            max_threads_per_block: info.max_threads_per_block,
-            registers_per_thread: info.registers_per_thread,
-            static_shared_bytes: info.static_shared_bytes,
-            local_bytes_per_thread: info.local_bytes_per_thread,
-        }
-    }
+    #[serde(flatten)]
+    pub info: kevo_backend::KernelInfo,
 }
 
 /// Everything known about one evaluation of one candidate.
@@ -338,10 +321,13 @@ mod tests {
         let with = Evaluation {
             kernels: vec![KernelResources {
                 name: "saxpy".into(),
-                max_threads_per_block: 1024,
-                registers_per_thread: Some(32),
-                static_shared_bytes: Some(4096),
-                local_bytes_per_thread: Some(8),
+                info: kevo_backend::KernelInfo {
+                    max_threads_per_block: 1024,
+                    registers_per_thread: Some(32),
+                    static_shared_bytes: Some(4096),
+                    local_bytes_per_thread: Some(8),
+                    ..Default::default()
+                },
             }],
             ..e
         };

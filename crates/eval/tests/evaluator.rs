@@ -64,8 +64,11 @@ fn seeds_are_correct_with_a_score_at_smoke_sizes() {
         let names: Vec<&str> = e.kernels.iter().map(|k| k.name.as_str()).collect();
         assert_eq!(names, task.kernel_names(), "{}", task.name());
         for k in &e.kernels {
-            assert!(k.max_threads_per_block >= 1, "{k:?}");
-            assert_eq!(k.registers_per_thread, None, "OpenCL has no register count");
+            assert!(k.info.max_threads_per_block >= 1, "{k:?}");
+            assert_eq!(
+                k.info.registers_per_thread, None,
+                "OpenCL has no register count"
+            );
         }
         // The held-out size evaluates too.
         let held = task.sizes(SizeSet::Smoke).held_out;

@@ -1000,7 +1000,8 @@ impl Store {
         record: &IterationRecord,
     ) -> Result<Vec<ProposalIds>, StoreError> {
         let (proposed, decided) = record.split();
-        Self::validate_proposed(&proposed)?;
+        // Refused before the transaction, as it always was (the proposals
+        // are checked first thing in `record_iteration_with`).
         Self::validate_decided(&proposed, &decided)?;
         self.record_iteration_with(run, record.iteration, &proposed, |_| decided)
             .await

@@ -63,8 +63,6 @@ pub enum StrategyError {
 /// A search strategy as a session drives it. Ids are the store's
 /// candidate ids: every candidate a strategy is shown is already stored.
 pub trait Strategy: Send {
-    /// The name stored with the run ("one_plus_one").
-    fn name(&self) -> &'static str;
     /// The seed the search started from (the baseline of its speedup).
     fn seed(&self) -> Elite;
     /// The best candidate so far: the winner if the run stopped now.
@@ -129,10 +127,6 @@ impl OnePlusOne {
 }
 
 impl Strategy for OnePlusOne {
-    fn name(&self) -> &'static str {
-        Self::NAME
-    }
-
     fn seed(&self) -> Elite {
         self.seed
     }

@@ -277,10 +277,13 @@ pub fn correct(task: &str, score: f64) -> Evaluation {
         },
         kernels: vec![kevo_eval::KernelResources {
             name: "saxpy".into(),
-            max_threads_per_block: 1024,
-            registers_per_thread: Some(16),
-            static_shared_bytes: Some(0),
-            local_bytes_per_thread: Some(0),
+            info: kevo_eval::KernelInfo {
+                max_threads_per_block: 1024,
+                registers_per_thread: Some(16),
+                static_shared_bytes: Some(0),
+                local_bytes_per_thread: Some(0),
+                ..Default::default()
+            },
         }],
     }
 }
