@@ -78,11 +78,35 @@ fn launch_err(kernel: &str, e: ClError) -> BackendError {
 /// a random name (`/root/.cache/pocl/kcache/tempfile_DvQyYh.cl:5:14: ...`);
 /// left as is, the path would reach the proposer's prompt and make two
 /// identical failures look different (and a keyed replay miss its record).
+/// Names some drivers give the one source they were handed, instead of a
+/// path: NVIDIA's OpenCL writes `<kernel>:4:16: error: ...`. Left as they
+/// are, the evaluator's filter (which keeps only the candidate's own
+/// diagnostics) would drop every line and the model would see no message.
+const PLACEHOLDER_NAMES: [&str; 3] = ["<kernel>", "<program source>", "<source>"];
+
+/// `line` with a leading placeholder location (`<kernel>:LINE:`) renamed to
+/// `candidate.cl:`.
+fn without_placeholder_name(line: &str) -> String {
+    let body = line.trim_start();
+    let indent = &line[..line.len() - body.len()];
+    for name in PLACEHOLDER_NAMES {
+        if let Some(rest) = body
+            .strip_prefix(name)
+            .and_then(|r| r.strip_prefix(':'))
+            .filter(|r| r.starts_with(|c: char| c.is_ascii_digit()))
+        {
+            return format!("{indent}candidate.cl:{rest}");
+        }
+    }
+    line.to_string()
+}
+
 fn normalise_log(log: &str) -> String {
     log.lines()
         .map(|line| {
             let mut out = String::with_capacity(line.len());
-            let mut rest = line;
+            let line = without_placeholder_name(line);
+            let mut rest = line.as_str();
             while let Some(pos) = rest.find(".cl:") {
                 let start = rest[..pos]
                     .rfind(char::is_whitespace)
@@ -684,13 +708,33 @@ mod tests {
             normalise_log(log),
             "error: candidate.cl:5:14: use of undeclared identifier 'v'\nDevice failed"
         );
-        let other = "<program source>:3:5: error: expected ';'";
-        assert_eq!(
-            normalise_log(other),
-            other,
-            "logs without a path stay as they are"
-        );
         let d = kevo_backend::CompileDiagnostics::from_log(normalise_log(log));
         assert_eq!(d.diagnostics[0].line, Some(5));
+        let unlocated = "error: build failed\nnote: see <kernel> above";
+        assert_eq!(
+            normalise_log(unlocated),
+            unlocated,
+            "lines without a location stay as they are"
+        );
+    }
+
+    #[test]
+    fn placeholder_source_names_become_candidate_cl() {
+        // NVIDIA's OpenCL: the evaluator keeps only the candidate's own
+        // diagnostics, so an unrenamed log would reach the model empty.
+        let nvidia = "<kernel>:4:16: error: use of undeclared identifier 'yy'\n    if (i < N) yy[i] = a * x[i] + y[i];\n               ^";
+        let normalised = normalise_log(nvidia);
+        assert!(
+            normalised.starts_with("candidate.cl:4:16: error: use of undeclared identifier 'yy'"),
+            "{normalised}"
+        );
+        let kept =
+            kevo_backend::CompileDiagnostics::from_log(normalised).confined_to("candidate.cl");
+        let first = kept.errors().next().expect("the error survives the filter");
+        assert_eq!((first.line, first.column), (Some(4), Some(16)));
+        assert_eq!(
+            normalise_log("  <program source>:3:5: error: expected ';'"),
+            "  candidate.cl:3:5: error: expected ';'"
+        );
     }
 }
