@@ -1,20 +1,34 @@
-//! The evaluator end to end on a real OpenCL device (PoCL in CI): every
-//! seed at the smoke and held-out sizes, compile and launch failures,
-//! wrong results, block declarations.
+//! The evaluator end to end on every backend's first device (PoCL in CI,
+//! the H100 under scripts/gpu-check): every seed at the smoke and held-out
+//! sizes, compile and launch failures, wrong results, block declarations.
 
 mod common;
 
 use kevo_backend::{Backend, Dialect};
 use kevo_eval::Outcome;
+use kevo_runtimes::testing::UnderTest;
 use kevo_tasks::SizeSet;
 
-use common::{evaluator, smoke};
+use common::{evaluator, seed, smoke, task};
 
-#[test]
-fn seeds_are_correct_with_a_score_at_smoke_sizes() {
-    let Some(mut ev) = evaluator() else { return };
+kevo_runtimes::backend_tests!(
+    seeds_are_correct_with_a_score_at_smoke_sizes,
+    a_kernel_that_skips_the_boundary_is_wrong_with_nan,
+    a_kernel_that_writes_nothing_is_wrong,
+    a_syntax_error_reports_the_compiler_message_and_line,
+    a_missing_entry_point_is_named,
+    a_wrong_argument_count_is_a_runtime_error_naming_the_counts,
+    an_unusual_but_correct_kernel_is_accepted,
+    an_empty_source_is_no_code,
+    a_declared_block_is_applied_to_every_launch,
+    invalid_block_declarations_are_rejected_with_a_reason,
+    fixed_blocks_ignore_declarations,
+);
+
+fn seeds_are_correct_with_a_score_at_smoke_sizes(b: UnderTest) {
+    let Some(mut ev) = evaluator(b) else { return };
     for task in kevo_tasks::all() {
-        let seed = task.seed(Dialect::OpenCl).unwrap();
+        let seed = seed(task, b.dialect);
         let e = ev.evaluate(task, seed, &smoke(task));
         let Outcome::Correct { score } = e.outcome else {
             panic!("{} seed: {}", task.name(), e.outcome.summary());
@@ -65,10 +79,14 @@ fn seeds_are_correct_with_a_score_at_smoke_sizes() {
         assert_eq!(names, task.kernel_names(), "{}", task.name());
         for k in &e.kernels {
             assert!(k.info.max_threads_per_block >= 1, "{k:?}");
-            assert_eq!(
-                k.info.registers_per_thread, None,
-                "OpenCL has no register count"
-            );
+            match b.dialect {
+                // The driver's count for the compiled entry point.
+                Dialect::Cuda => assert!(k.info.registers_per_thread.is_some_and(|r| r > 0)),
+                _ => assert_eq!(
+                    k.info.registers_per_thread, None,
+                    "OpenCL has no register count"
+                ),
+            }
         }
         // The held-out size evaluates too.
         let held = task.sizes(SizeSet::Smoke).held_out;
@@ -83,13 +101,12 @@ fn seeds_are_correct_with_a_score_at_smoke_sizes() {
     }
 }
 
-#[test]
-fn a_kernel_that_skips_the_boundary_is_wrong_with_nan() {
-    let Some(mut ev) = evaluator() else { return };
-    let task = kevo_tasks::by_name("heat2d").unwrap();
+fn a_kernel_that_skips_the_boundary_is_wrong_with_nan(b: UnderTest) {
+    let Some(mut ev) = evaluator(b) else { return };
+    let task = task("heat2d");
     let e = ev.evaluate(
         task,
-        include_str!("kernels/heat2d_skips_boundary.cl"),
+        kernel!(b.dialect, "heat2d_skips_boundary"),
         &smoke(task),
     );
     match e.outcome {
@@ -113,13 +130,12 @@ fn a_kernel_that_skips_the_boundary_is_wrong_with_nan() {
     assert_eq!(e.sizes.len(), 1, "later sizes do not run");
 }
 
-#[test]
-fn a_kernel_that_writes_nothing_is_wrong() {
-    let Some(mut ev) = evaluator() else { return };
-    let task = kevo_tasks::by_name("saxpy").unwrap();
+fn a_kernel_that_writes_nothing_is_wrong(b: UnderTest) {
+    let Some(mut ev) = evaluator(b) else { return };
+    let task = task("saxpy");
     let e = ev.evaluate(
         task,
-        include_str!("kernels/saxpy_writes_nothing.cl"),
+        kernel!(b.dialect, "saxpy_writes_nothing"),
         &smoke(task),
     );
     let Outcome::WrongResult {
@@ -135,15 +151,10 @@ fn a_kernel_that_writes_nothing_is_wrong() {
     assert_eq!(e.outcome.score(), None);
 }
 
-#[test]
-fn a_syntax_error_reports_the_compiler_message_and_line() {
-    let Some(mut ev) = evaluator() else { return };
-    let task = kevo_tasks::by_name("saxpy").unwrap();
-    let e = ev.evaluate(
-        task,
-        include_str!("kernels/saxpy_syntax_error.cl"),
-        &smoke(task),
-    );
+fn a_syntax_error_reports_the_compiler_message_and_line(b: UnderTest) {
+    let Some(mut ev) = evaluator(b) else { return };
+    let task = task("saxpy");
+    let e = ev.evaluate(task, kernel!(b.dialect, "saxpy_syntax_error"), &smoke(task));
     let Outcome::CompileError {
         message,
         diagnostics,
@@ -151,7 +162,10 @@ fn a_syntax_error_reports_the_compiler_message_and_line() {
     else {
         panic!("{:?}", e.outcome);
     };
-    let first = diagnostics.errors().next().expect("a parsed error");
+    let first = diagnostics
+        .errors()
+        .next()
+        .unwrap_or_else(|| panic!("no parsed error in: {message}"));
     assert_eq!(first.line, Some(4), "{diagnostics:?}");
     assert!(e.kernels.is_empty(), "nothing compiled: {:?}", e.kernels);
     assert!(message.contains("yy"), "{message}");
@@ -162,28 +176,22 @@ fn a_syntax_error_reports_the_compiler_message_and_line() {
     );
 }
 
-#[test]
-fn a_missing_entry_point_is_named() {
-    let Some(mut ev) = evaluator() else { return };
-    let task = kevo_tasks::by_name("saxpy").unwrap();
-    let e = ev.evaluate(
-        task,
-        include_str!("kernels/saxpy_wrong_name.cl"),
-        &smoke(task),
-    );
+fn a_missing_entry_point_is_named(b: UnderTest) {
+    let Some(mut ev) = evaluator(b) else { return };
+    let task = task("saxpy");
+    let e = ev.evaluate(task, kernel!(b.dialect, "saxpy_wrong_name"), &smoke(task));
     let Outcome::CompileError { message, .. } = &e.outcome else {
         panic!("{:?}", e.outcome);
     };
     assert!(message.contains("`saxpy`"), "{message}");
 }
 
-#[test]
-fn a_wrong_argument_count_is_a_runtime_error_naming_the_counts() {
-    let Some(mut ev) = evaluator() else { return };
-    let task = kevo_tasks::by_name("saxpy").unwrap();
+fn a_wrong_argument_count_is_a_runtime_error_naming_the_counts(b: UnderTest) {
+    let Some(mut ev) = evaluator(b) else { return };
+    let task = task("saxpy");
     let e = ev.evaluate(
         task,
-        include_str!("kernels/saxpy_missing_argument.cl"),
+        kernel!(b.dialect, "saxpy_missing_argument"),
         &smoke(task),
     );
     let Outcome::RuntimeError { size, message, .. } = &e.outcome else {
@@ -195,54 +203,46 @@ fn a_wrong_argument_count_is_a_runtime_error_naming_the_counts() {
         "{message}"
     );
     // The evaluator is still usable afterwards.
-    let seed = task.seed(Dialect::OpenCl).unwrap();
+    let seed = seed(task, b.dialect);
     assert!(ev.evaluate(task, seed, &smoke(task)).outcome.is_correct());
 }
 
-#[test]
-fn an_unusual_but_correct_kernel_is_accepted() {
-    let Some(mut ev) = evaluator() else { return };
-    let task = kevo_tasks::by_name("saxpy").unwrap();
-    let e = ev.evaluate(
-        task,
-        include_str!("kernels/saxpy_vectorised.cl"),
-        &smoke(task),
-    );
+fn an_unusual_but_correct_kernel_is_accepted(b: UnderTest) {
+    let Some(mut ev) = evaluator(b) else { return };
+    let task = task("saxpy");
+    let e = ev.evaluate(task, kernel!(b.dialect, "saxpy_vectorised"), &smoke(task));
     assert!(e.outcome.is_correct(), "{}", e.outcome.summary());
 }
 
-#[test]
-fn an_empty_source_is_no_code() {
-    let Some(mut ev) = evaluator() else { return };
-    let task = kevo_tasks::by_name("saxpy").unwrap();
+fn an_empty_source_is_no_code(b: UnderTest) {
+    let Some(mut ev) = evaluator(b) else { return };
+    let task = task("saxpy");
     let e = ev.evaluate(task, "  \n", &smoke(task));
     assert_eq!(e.outcome.kind(), "no_code");
     assert!(ev.backend().info().compute_units > 0);
 }
 
-#[test]
-fn a_declared_block_is_applied_to_every_launch() {
-    let Some(mut ev) = evaluator() else { return };
-    let task = kevo_tasks::by_name("heat2d").unwrap();
+fn a_declared_block_is_applied_to_every_launch(b: UnderTest) {
+    let Some(mut ev) = evaluator(b) else { return };
+    let task = task("heat2d");
     let e = ev.evaluate(
         task,
-        include_str!("kernels/heat2d_checks_block.cl"),
+        kernel!(b.dialect, "heat2d_checks_block"),
         &smoke(task),
     );
     assert!(e.outcome.is_correct(), "{}", e.outcome.summary());
     // The same kernel without the declaration runs with the default 16x16
     // block and writes NaN, which proves the check inside the kernel bites.
     let undeclared =
-        include_str!("kernels/heat2d_checks_block.cl").replacen("// kevo: block 32x4", "//", 1);
+        kernel!(b.dialect, "heat2d_checks_block").replacen("// kevo: block 32x4", "//", 1);
     let e = ev.evaluate(task, &undeclared, &smoke(task));
     assert_eq!(e.outcome.kind(), "wrong_result", "{}", e.outcome.summary());
 }
 
-#[test]
-fn invalid_block_declarations_are_rejected_with_a_reason() {
-    let Some(mut ev) = evaluator() else { return };
-    let task = kevo_tasks::by_name("heat2d").unwrap();
-    let seed = include_str!("kernels/heat2d_block_32x4.cl");
+fn invalid_block_declarations_are_rejected_with_a_reason(b: UnderTest) {
+    let Some(mut ev) = evaluator(b) else { return };
+    let task = task("heat2d");
+    let seed = &format!("// kevo: block 32x4\n{}", seed(task, b.dialect));
     let too_big = seed.replacen("block 32x4", "block 4096x4", 1);
     let e = ev.evaluate(task, &too_big, &smoke(task));
     let Outcome::RuntimeError { message, .. } = &e.outcome else {
@@ -265,14 +265,13 @@ fn invalid_block_declarations_are_rejected_with_a_reason() {
     assert!(ev.evaluate(task, seed, &smoke(task)).outcome.is_correct());
 }
 
-#[test]
-fn fixed_blocks_ignore_declarations() {
+fn fixed_blocks_ignore_declarations(b: UnderTest) {
     // fft3d's one block per line and adi3d's 32-wide blocks are part of the
     // contract: a general block declaration leaves them as they are.
-    let Some(mut ev) = evaluator() else { return };
+    let Some(mut ev) = evaluator(b) else { return };
     for name in ["fft3d", "adi3d"] {
-        let task = kevo_tasks::by_name(name).unwrap();
-        let seed = format!("// kevo: block 64\n{}", task.seed(Dialect::OpenCl).unwrap());
+        let task = task(name);
+        let seed = format!("// kevo: block 64\n{}", seed(task, b.dialect));
         let e = ev.evaluate(task, &seed, &smoke(task)[..1]);
         assert!(e.outcome.is_correct(), "{name}: {}", e.outcome.summary());
     }

@@ -1,23 +1,29 @@
-//! Mechanisms that stop kernels from passing without doing the work, on a
-//! real OpenCL device (PoCL in CI): every timed run is checked (class 3),
-//! and a figure faster than the hardware allows is suspicious, not a score
-//! (class 6).
+//! Mechanisms that stop kernels from passing without doing the work, on
+//! every backend (PoCL in CI, the H100 under scripts/gpu-check): every
+//! timed run is checked (class 3), the pristine copies are checked
+//! (class 2), and a figure faster than the hardware allows is suspicious,
+//! not a score (class 6).
 
 mod common;
 
 use std::collections::HashSet;
 
 use kevo_backend::{
-    Backend, BackendError, BufferId, CompileOptions, DeviceInfo, DeviceSelector, DeviceTime,
-    Dialect, KernelArg, KernelId, KernelInfo, Launch, ModuleId, ModuleInfo,
+    Backend, BackendError, BufferId, CompileOptions, DeviceInfo, DeviceTime, Dialect, KernelArg,
+    KernelId, KernelInfo, Launch, ModuleId, ModuleInfo,
 };
 use kevo_eval::{EvalConfig, Evaluator, Outcome};
-use kevo_opencl::OpenClBackend;
-use kevo_roofline::{CeilingSource, Ceilings};
+use kevo_runtimes::testing::UnderTest;
 
-use common::smoke;
+use common::{ceilings, seed, smoke, task};
 
-/// PoCL, except that after the `corrupt_at`-th launch sequence of the
+kevo_runtimes::backend_tests!(
+    class3_a_kernel_wrong_on_any_one_timed_run_fails,
+    class6_faster_than_the_hardware_is_suspicious_and_unscored,
+    class2_a_pristine_copy_changed_behind_the_evaluator_fails_the_size,
+);
+
+/// The device, except that after the `corrupt_at`-th launch sequence of the
 /// candidate's `saxpy` (counting from 1) the first element of `y` is
 /// zeroed: a stand-in for a kernel that is wrong on one run it expects to
 /// go unchecked, without needing any state of its own. With
@@ -26,7 +32,7 @@ use common::smoke;
 /// restored from copies not seen before): a stand-in for a kernel that
 /// reaches the evaluator's own buffers.
 struct WrongOnOneRun {
-    inner: OpenClBackend,
+    inner: Box<dyn Backend>,
     candidate: HashSet<KernelId>,
     runs: usize,
     corrupt_at: usize,
@@ -65,6 +71,12 @@ impl Backend for WrongOnOneRun {
     }
     fn module_info(&self, module: ModuleId) -> Result<ModuleInfo, BackendError> {
         self.inner.module_info(module)
+    }
+    fn reset_module_state(&mut self, module: ModuleId) -> Result<(), BackendError> {
+        self.inner.reset_module_state(module)
+    }
+    fn is_poisoned(&self) -> bool {
+        self.inner.is_poisoned()
     }
     fn alloc(&mut self, bytes: usize) -> Result<BufferId, BackendError> {
         self.inner.alloc(bytes)
@@ -127,34 +139,13 @@ impl Backend for WrongOnOneRun {
     }
 }
 
-fn ceilings(bandwidth_gbs: f64, fp32_gflops: f64) -> Ceilings {
-    Ceilings {
-        bandwidth_gbs,
-        fp32_gflops,
-        source: CeilingSource::Datasheet {
-            entry: "test".into(),
-        },
-    }
+fn saxpy_with_one_wrong_run(b: UnderTest, corrupt_at: usize) -> Option<Outcome> {
+    saxpy_on(b, corrupt_at, false)
 }
 
-fn opencl() -> Option<OpenClBackend> {
-    match OpenClBackend::open(&DeviceSelector::default()) {
-        Ok(b) => Some(b),
-        Err(e) if std::env::var_os("CI").is_none() => {
-            eprintln!("skipping: {e}");
-            None
-        }
-        Err(e) => panic!("OpenCL must be available in CI: {e}"),
-    }
-}
-
-fn saxpy_with_one_wrong_run(corrupt_at: usize) -> Option<Outcome> {
-    saxpy_on(corrupt_at, false)
-}
-
-fn saxpy_on(corrupt_at: usize, corrupt_pristine: bool) -> Option<Outcome> {
+fn saxpy_on(b: UnderTest, corrupt_at: usize, corrupt_pristine: bool) -> Option<Outcome> {
     let backend = WrongOnOneRun {
-        inner: opencl()?,
+        inner: b.open()?,
         candidate: HashSet::new(),
         runs: 0,
         corrupt_at,
@@ -164,20 +155,19 @@ fn saxpy_on(corrupt_at: usize, corrupt_pristine: bool) -> Option<Outcome> {
         destinations: HashSet::new(),
     };
     let mut ev = Evaluator::new(backend, ceilings(10.0, 100.0), EvalConfig::default());
-    let task = kevo_tasks::by_name("saxpy").unwrap();
+    let task = task("saxpy");
     let sizes = smoke(task);
     Some(
-        ev.evaluate(task, task.seed(Dialect::OpenCl).unwrap(), &sizes[..1])
+        ev.evaluate(task, seed(task, b.dialect), &sizes[..1])
             .outcome,
     )
 }
 
-#[test]
-fn class3_a_kernel_wrong_on_any_one_timed_run_fails() {
+fn class3_a_kernel_wrong_on_any_one_timed_run_fails(b: UnderTest) {
     // Warm-ups are 2 to 5, so launch 7 is a timed run after the first,
     // launch 12 the last timed run of the old fixed protocol.
     for corrupt_at in [7, 9, 12] {
-        let Some(outcome) = saxpy_with_one_wrong_run(corrupt_at) else {
+        let Some(outcome) = saxpy_with_one_wrong_run(b, corrupt_at) else {
             return;
         };
         let Outcome::WrongResult { metric, .. } = &outcome else {
@@ -186,20 +176,19 @@ fn class3_a_kernel_wrong_on_any_one_timed_run_fails() {
         assert!(metric.contains("(timed run "), "{metric}");
     }
     // The same backend without corruption: the seed is correct.
-    let outcome = saxpy_with_one_wrong_run(usize::MAX).unwrap();
+    let outcome = saxpy_with_one_wrong_run(b, usize::MAX).unwrap();
     assert!(outcome.is_correct(), "{}", outcome.summary());
 }
 
-#[test]
-fn class6_faster_than_the_hardware_is_suspicious_and_unscored() {
-    let Some(backend) = opencl() else { return };
+fn class6_faster_than_the_hardware_is_suspicious_and_unscored(b: UnderTest) {
+    let Some(backend) = b.open() else { return };
     // A ceiling a thousand times too low makes an honest seed look like a
     // kernel that skips its work.
     let mut ev = Evaluator::new(backend, ceilings(1e-3, 1e-3), EvalConfig::default());
     for name in ["nbody", "saxpy"] {
-        let task = kevo_tasks::by_name(name).unwrap();
+        let task = task(name);
         let sizes = smoke(task);
-        let e = ev.evaluate(task, task.seed(Dialect::OpenCl).unwrap(), &sizes[..1]);
+        let e = ev.evaluate(task, seed(task, b.dialect), &sizes[..1]);
         let Outcome::Suspicious {
             size,
             reason,
@@ -221,9 +210,8 @@ fn class6_faster_than_the_hardware_is_suspicious_and_unscored() {
     }
 }
 
-#[test]
-fn class2_a_pristine_copy_changed_behind_the_evaluator_fails_the_size() {
-    let Some(outcome) = saxpy_on(usize::MAX, true) else {
+fn class2_a_pristine_copy_changed_behind_the_evaluator_fails_the_size(b: UnderTest) {
+    let Some(outcome) = saxpy_on(b, usize::MAX, true) else {
         return;
     };
     let Outcome::WrongResult { metric, .. } = &outcome else {

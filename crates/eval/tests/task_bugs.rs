@@ -1,22 +1,35 @@
-//! A typical bug in each task's kernel, end to end on a real OpenCL device
-//! (PoCL in CI): the task's check rejects it at the first size (the seeds
-//! themselves are tested correct in evaluator.rs).
+//! A typical bug in each task's kernel, end to end on every backend (PoCL
+//! in CI, the H100 under scripts/gpu-check): the task's check rejects it at
+//! the first size (the seeds themselves are tested correct in
+//! evaluator.rs). Each bug is one edit of the task's seed in the backend's
+//! dialect; where the two seeds spell the line differently, each dialect
+//! has its own edit of the same bug.
 
 mod common;
 
+use kevo_backend::Dialect;
 use kevo_eval::{Evaluation, Outcome};
-use kevo_tasks::Task;
+use kevo_runtimes::testing::UnderTest;
 
-use common::{evaluator, smoke};
+use common::{evaluator, mutant, smoke, task};
 
-fn task(name: &str) -> &'static Task {
-    kevo_tasks::by_name(name).unwrap()
-}
+kevo_runtimes::backend_tests!(
+    wave3d_with_a_sign_error_is_rejected,
+    nbody_without_softening_is_rejected,
+    hmc_with_a_wrong_rng_counter_is_rejected,
+    lbm_streaming_the_wrong_way_is_rejected,
+    ising_with_the_wrong_checkerboard_parity_is_rejected,
+    lj_without_the_periodic_cell_wrap_is_wrong,
+    gradshaf_with_a_reduction_that_does_not_stride_is_wrong,
+    fft3d_with_the_wrong_twiddle_sign_is_wrong,
+    adi3d_with_a_swapped_sweep_axis_is_wrong,
+    morton_with_a_wrong_bit_interleave_is_wrong,
+);
 
 /// Evaluate `source` for task `name` at the smoke sizes; None without
-/// OpenCL.
-fn evaluate(name: &str, source: &str) -> Option<Evaluation> {
-    let mut ev = evaluator()?;
+/// the device.
+fn evaluate(b: UnderTest, name: &str, source: &str) -> Option<Evaluation> {
+    let mut ev = evaluator(b)?;
     let task = task(name);
     Some(ev.evaluate(task, source, &smoke(task)))
 }
@@ -49,17 +62,23 @@ fn wrong_at_first_size(name: &str, e: &Evaluation, metric: &str) -> (f64, Option
 
 /// Evaluate a wrong kernel: it must be a wrong result at the first size
 /// with `metric`; returns (value, tolerance).
-fn expect_wrong(name: &str, source: &str, metric: &str) -> Option<(f64, Option<f64>)> {
-    let e = evaluate(name, source)?;
+fn expect_wrong(
+    b: UnderTest,
+    name: &str,
+    source: &str,
+    metric: &str,
+) -> Option<(f64, Option<f64>)> {
+    let e = evaluate(b, name, source)?;
     Some(wrong_at_first_size(name, &e, metric))
 }
 
-#[test]
-fn wave3d_with_a_sign_error_is_rejected() {
+fn wave3d_with_a_sign_error_is_rejected(b: UnderTest) {
     let Some((value, tol)) = expect_wrong(
+        b,
         "wave3d",
-        &common::mutant(
+        &mutant(
             "wave3d",
+            b.dialect,
             &[(
                 "xm + xp + ym + yp + zm + zp - 6.0f * c",
                 "xm + xp + ym + yp + zm - zp - 6.0f * c",
@@ -72,16 +91,23 @@ fn wave3d_with_a_sign_error_is_rejected() {
     assert!(value.is_finite() && value > tol.unwrap(), "{value}");
 }
 
-#[test]
-fn nbody_without_softening_is_rejected() {
+fn nbody_without_softening_is_rejected(b: UnderTest) {
     let Some((value, tol)) = expect_wrong(
+        b,
         "nbody",
-        &common::mutant(
+        &mutant(
             "nbody",
-            &[(
-                "d.x * d.x + d.y * d.y + d.z * d.z + eps2;",
-                "d.x * d.x + d.y * d.y + d.z * d.z;",
-            )],
+            b.dialect,
+            &[match b.dialect {
+                Dialect::Cuda => (
+                    "dx * dx + dy * dy + dz * dz + eps2;",
+                    "dx * dx + dy * dy + dz * dz;",
+                ),
+                _ => (
+                    "d.x * d.x + d.y * d.y + d.z * d.z + eps2;",
+                    "d.x * d.x + d.y * d.y + d.z * d.z;",
+                ),
+            }],
         ),
         "max_abs_pos",
     ) else {
@@ -91,15 +117,17 @@ fn nbody_without_softening_is_rejected() {
     assert!(value.is_nan() || value > tol.unwrap(), "{value}");
 }
 
-#[test]
-fn hmc_with_a_wrong_rng_counter_is_rejected() {
+fn hmc_with_a_wrong_rng_counter_is_rejected(b: UnderTest) {
     let Some((value, tol)) = expect_wrong(
+        b,
         "hmc",
-        &common::mutant(
+        &mutant(
             "hmc",
+            b.dialect,
             &[(
-                "uint base = hmc_step_idx * (d + 1u);",
-                "uint base = d + 1u;",
+                // `uint` and CUDA's `unsigned int` end alike.
+                "int base = hmc_step_idx * (d + 1u);",
+                "int base = d + 1u;",
             )],
         ),
         "stat_err",
@@ -110,12 +138,13 @@ fn hmc_with_a_wrong_rng_counter_is_rejected() {
     assert!(value > 1.0, "{value}");
 }
 
-#[test]
-fn lbm_streaming_the_wrong_way_is_rejected() {
+fn lbm_streaming_the_wrong_way_is_rejected(b: UnderTest) {
     let Some((value, tol)) = expect_wrong(
+        b,
         "lbm",
-        &common::mutant(
+        &mutant(
             "lbm",
+            b.dialect,
             &[
                 ("(int)i - LBM_CX[k]", "(int)i + LBM_CX[k]"),
                 ("(int)j - LBM_CY[k]", "(int)j + LBM_CY[k]"),
@@ -128,12 +157,13 @@ fn lbm_streaming_the_wrong_way_is_rejected() {
     assert!(value.is_finite() && value > tol.unwrap(), "{value}");
 }
 
-#[test]
-fn ising_with_the_wrong_checkerboard_parity_is_rejected() {
+fn ising_with_the_wrong_checkerboard_parity_is_rejected(b: UnderTest) {
     let Some((value, tol)) = expect_wrong(
+        b,
         "ising",
-        &common::mutant(
+        &mutant(
             "ising",
+            b.dialect,
             &[(
                 "!= (step_idx & 1u)) return;",
                 "!= ((step_idx + 1u) & 1u)) return;",
@@ -149,8 +179,8 @@ fn ising_with_the_wrong_checkerboard_parity_is_rejected() {
 
 /// Evaluate `source` for `task` at the smoke sizes and require that it is
 /// rejected at the first size by the check (or, failing that, by a fault).
-fn assert_rejected(name: &str, source: &str, metric: &str) {
-    let Some(e) = evaluate(name, source) else {
+fn assert_rejected(b: UnderTest, name: &str, source: &str, metric: &str) {
+    let Some(e) = evaluate(b, name, source) else {
         return;
     };
     if let Outcome::RuntimeError { .. } = e.outcome {
@@ -167,12 +197,13 @@ fn assert_rejected(name: &str, source: &str, metric: &str) {
     assert_eq!(e.outcome.score(), None);
 }
 
-#[test]
-fn lj_without_the_periodic_cell_wrap_is_wrong() {
+fn lj_without_the_periodic_cell_wrap_is_wrong(b: UnderTest) {
     assert_rejected(
+        b,
         "lj",
-        &common::mutant(
+        &mutant(
             "lj",
+            b.dialect,
             &[
                 ("int nx = (cx + dx + m) % m;", "int nx = cx + dx;"),
                 ("int ny = (cy + dy + m) % m;", "int ny = cy + dy;"),
@@ -186,27 +217,29 @@ fn lj_without_the_periodic_cell_wrap_is_wrong() {
     );
 }
 
-#[test]
-fn gradshaf_with_a_reduction_that_does_not_stride_is_wrong() {
+fn gradshaf_with_a_reduction_that_does_not_stride_is_wrong(b: UnderTest) {
     assert_rejected(
+        b,
         "gradshaf",
-        &common::mutant(
+        &mutant(
             "gradshaf",
+            b.dialect,
             &[(
-                "for (uint q = t; q < total; q += w) {",
-                "for (uint q = t; q < total && q < w; q += w) {",
+                "int q = t; q < total; q += w) {",
+                "int q = t; q < total && q < w; q += w) {",
             )],
         ),
         "max_abs",
     );
 }
 
-#[test]
-fn fft3d_with_the_wrong_twiddle_sign_is_wrong() {
+fn fft3d_with_the_wrong_twiddle_sign_is_wrong(b: UnderTest) {
     assert_rejected(
+        b,
         "fft3d",
-        &common::mutant(
+        &mutant(
             "fft3d",
+            b.dialect,
             &[(
                 "float ang = -6.283185307179586f",
                 "float ang = 6.283185307179586f",
@@ -216,27 +249,40 @@ fn fft3d_with_the_wrong_twiddle_sign_is_wrong() {
     );
 }
 
-#[test]
-fn adi3d_with_a_swapped_sweep_axis_is_wrong() {
+fn adi3d_with_a_swapped_sweep_axis_is_wrong(b: UnderTest) {
     assert_rejected(
+        b,
         "adi3d",
-        &common::mutant(
+        &mutant(
             "adi3d",
-            &[(
-                "    uint j = get_global_id(0), k = get_global_id(1);\n    if (j >= NY || k >= NZ) return;\n    int solve = j >= 1 && j + 1 < NY && k >= 1 && k + 1 < NZ;\n    adi_line(u_in, u_out, (k * NY + j) * NX, 1u, NX, mu, solve, cp);",
-                "    uint i = get_global_id(0), k = get_global_id(1);\n    if (i >= NX || k >= NZ) return;\n    int solve = i >= 1 && i + 1 < NX && k >= 1 && k + 1 < NZ;\n    adi_line(u_in, u_out, k * NY * NX + i, NX, NY, mu, solve, cp);",
-            )],
+            b.dialect,
+            // The x sweep's threads solve lines along y instead.
+            &[
+                (
+                    "if (j >= NY || k >= NZ) return;",
+                    "if (j >= NX || k >= NZ) return;",
+                ),
+                (
+                    "solve = j >= 1 && j + 1 < NY && k >= 1 && k + 1 < NZ;",
+                    "solve = j >= 1 && j + 1 < NX && k >= 1 && k + 1 < NZ;",
+                ),
+                (
+                    "adi_line(u_in, u_out, (k * NY + j) * NX, 1u, NX, mu, solve, cp);",
+                    "adi_line(u_in, u_out, k * NY * NX + j, NX, NY, mu, solve, cp);",
+                ),
+            ],
         ),
         "max_abs",
     );
 }
 
-#[test]
-fn morton_with_a_wrong_bit_interleave_is_wrong() {
+fn morton_with_a_wrong_bit_interleave_is_wrong(b: UnderTest) {
     assert_rejected(
+        b,
         "morton",
-        &common::mutant(
+        &mutant(
             "morton",
+            b.dialect,
             &[
                 ("<< (3u * b);", "<< (2u * b);"),
                 ("<< (3u * b + 1u);", "<< (2u * b + 1u);"),

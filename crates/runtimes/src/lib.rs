@@ -7,6 +7,8 @@
 use kevo_backend::{Backend, BackendError, DeviceInfo, DeviceSelector, Dialect};
 use serde::{Deserialize, Serialize};
 
+pub mod testing;
+
 /// A backend a run can ask for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

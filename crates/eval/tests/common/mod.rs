@@ -1,54 +1,88 @@
-//! Shared set-up for the evaluator's integration tests: an evaluator on the
-//! first OpenCL device (PoCL in CI) with fixed ceilings, since these tests
-//! are about correctness and outcomes, not the ceiling measurement (tested
-//! in kevo-roofline).
+//! Shared set-up for the evaluator's integration tests, which run once per
+//! backend (`kevo_runtimes::backend_tests!`): an evaluator on the first
+//! device with fixed ceilings, since these tests are about correctness and
+//! outcomes, not the ceiling measurement (tested in kevo-roofline); test
+//! kernels in both dialects; seeds with one deliberate bug.
 #![allow(dead_code)]
 
-use kevo_backend::DeviceSelector;
+use kevo_backend::{Backend, Dialect};
 use kevo_eval::{EvalConfig, Evaluator};
-use kevo_opencl::OpenClBackend;
 use kevo_roofline::{CeilingSource, Ceilings};
+use kevo_runtimes::testing::UnderTest;
 use kevo_tasks::{Size, SizeSet, Task};
 
-/// None (with the reason printed) where this machine has no OpenCL; a
-/// missing platform fails the test in CI, which installs PoCL.
-pub fn evaluator() -> Option<Evaluator<OpenClBackend>> {
-    let backend = match OpenClBackend::open(&DeviceSelector::default()) {
-        Ok(b) => b,
-        Err(e) if std::env::var_os("CI").is_none() => {
-            eprintln!("skipping: {e}");
-            return None;
-        }
-        Err(e) => panic!("OpenCL must be available in CI: {e}"),
-    };
-    let ceilings = Ceilings {
-        bandwidth_gbs: 10.0,
-        fp32_gflops: 100.0,
+/// Ceilings stated for the test, not measured.
+pub fn ceilings(bandwidth_gbs: f64, fp32_gflops: f64) -> Ceilings {
+    Ceilings {
+        bandwidth_gbs,
+        fp32_gflops,
         source: CeilingSource::Datasheet {
             entry: "test".into(),
         },
-    };
-    Some(Evaluator::new(backend, ceilings, EvalConfig::default()))
+    }
+}
+
+/// An evaluator on the first device of `under`, or None (with the reason
+/// printed) where this machine has none and the backend is not required.
+/// Its ceilings (1 PB/s, 1 EFLOP/s) are above any device, so no honest
+/// kernel here is suspicious on an H100 any more than on PoCL; the
+/// suspicious rule has its own tests (reward_hacks.rs).
+pub fn evaluator(under: UnderTest) -> Option<Evaluator<Box<dyn Backend>>> {
+    let backend = under.open()?;
+    Some(Evaluator::new(
+        backend,
+        ceilings(1e6, 1e9),
+        EvalConfig::default(),
+    ))
 }
 
 pub fn smoke(task: &Task) -> Vec<Size> {
     task.sizes(SizeSet::Smoke).in_distribution
 }
 
-/// The task's OpenCL seed with one deliberate bug: every `(from, to)`
-/// replacement must match exactly once, so a change to the seed cannot
-/// quietly turn the mutant back into the seed.
-pub fn mutant(task: &str, edits: &[(&str, &str)]) -> String {
-    let mut source = kevo_tasks::by_name(task)
-        .unwrap()
-        .seed(kevo_backend::Dialect::OpenCl)
-        .unwrap()
-        .to_string();
+pub fn task(name: &str) -> &'static Task {
+    kevo_tasks::by_name(name).unwrap()
+}
+
+/// The task's seed in `dialect`.
+pub fn seed(task: &Task, dialect: Dialect) -> &str {
+    task.seed(dialect)
+        .unwrap_or_else(|| panic!("{} has no {dialect:?} seed", task.name()))
+}
+
+/// A test kernel from tests/kernels/, `<stem>.cl` or `<stem>.cu` by
+/// dialect; both are compiled into the test binary, so it runs wherever it
+/// is copied.
+#[macro_export]
+macro_rules! kernel {
+    ($dialect:expr, $stem:literal) => {
+        match $dialect {
+            kevo_backend::Dialect::Cuda => include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/kernels/",
+                $stem,
+                ".cu"
+            )),
+            _ => include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/kernels/",
+                $stem,
+                ".cl"
+            )),
+        }
+    };
+}
+
+/// The task's seed in `dialect` with one deliberate bug: every
+/// `(from, to)` replacement must match exactly once, so a change to the
+/// seed cannot quietly turn the mutant back into the seed.
+pub fn mutant(task: &str, dialect: Dialect, edits: &[(&str, &str)]) -> String {
+    let mut source = seed(self::task(task), dialect).to_string();
     for (from, to) in edits {
         assert_eq!(
             source.matches(from).count(),
             1,
-            "{task} seed: `{from}` must occur once"
+            "{task} {dialect:?} seed: `{from}` must occur once"
         );
         source = source.replacen(from, to, 1);
     }

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use kevo_backend::{DeviceSelector, Dialect};
 use kevo_eval::Outcome;
 use kevo_runtimes::BackendKind;
+use kevo_runtimes::testing::UnderTest;
 use kevo_tasks::SizeSet;
 use kevo_worker::{Worker, WorkerCommand, WorkerConfig, WorkerError};
 
@@ -34,19 +35,13 @@ pub fn start(kind: BackendKind, cache_dir: &std::path::Path) -> Result<Worker, W
     )
 }
 
-/// A worker on the first device of `kind`, or None (with the reason printed)
-/// when this machine has none. `required` turns a missing device into a
-/// failure: CI for OpenCL, KEVO_REQUIRE_CUDA=1 on GPU machines for CUDA.
-pub fn worker(kind: BackendKind, required: bool) -> Option<(Worker, tempfile::TempDir)> {
+/// A worker on the first device of `under`, or None (with the reason
+/// printed) when this machine has none and the backend is not required
+/// (`UnderTest::required`).
+pub fn worker(under: UnderTest) -> Option<(Worker, tempfile::TempDir)> {
     let dir = tempfile::tempdir().unwrap();
-    match start(kind, dir.path()) {
-        Ok(w) => Some((w, dir)),
-        Err(e) if !required => {
-            eprintln!("skipping: {e}");
-            None
-        }
-        Err(e) => panic!("{kind:?} must be available here: {e}"),
-    }
+    let w = under.or_skip(start(under.kind, dir.path()))?;
+    Some((w, dir))
 }
 
 pub fn dir(d: Dialect) -> &'static str {
@@ -233,7 +228,8 @@ pub fn state_does_not_survive_between_runs(w: &mut Worker, dialect: Dialect) {
 /// Class 6: figures above the ceilings are "suspicious": no score, so no
 /// promotion. Bandwidth-bound (saxpy) and FP32-bound (nbody) tasks both,
 /// against ceilings declared a million times below any real device.
-pub fn faster_than_the_hardware_is_suspicious(kind: BackendKind, dialect: Dialect, required: bool) {
+pub fn faster_than_the_hardware_is_suspicious(under: UnderTest) {
+    let UnderTest { kind, dialect } = under;
     let dir = tempfile::tempdir().unwrap();
     let config = WorkerConfig::new(kind, DeviceSelector::default()).with_declared_ceilings(Some(
         kevo_worker::DeclaredCeilings {
@@ -241,13 +237,8 @@ pub fn faster_than_the_hardware_is_suspicious(kind: BackendKind, dialect: Dialec
             fp32_gflops: 1e-2,
         },
     ));
-    let mut w = match Worker::start(command(dir.path()), config) {
-        Ok(w) => w,
-        Err(e) if !required => {
-            eprintln!("skipping: {e}");
-            return;
-        }
-        Err(e) => panic!("{kind:?} must be available here: {e}"),
+    let Some(mut w) = under.or_skip(Worker::start(command(dir.path()), config)) else {
+        return;
     };
     assert_eq!(w.ceilings().source, kevo_roofline::CeilingSource::Declared);
     for (stem, task, ceiling) in [
@@ -277,7 +268,8 @@ pub fn faster_than_the_hardware_is_suspicious(kind: BackendKind, dialect: Dialec
 
 /// Class 7: a macro expansion bomb ends as a compile error within the
 /// compile limits, and the worker goes on.
-pub fn compile_bombs_are_bounded(kind: BackendKind, dialect: Dialect, required: bool) {
+pub fn compile_bombs_are_bounded(under: UnderTest) {
+    let UnderTest { kind, dialect } = under;
     let dir = tempfile::tempdir().unwrap();
     let mut config = WorkerConfig::new(kind, DeviceSelector::default());
     config.limits = kevo_worker::Limits {
@@ -285,13 +277,8 @@ pub fn compile_bombs_are_bounded(kind: BackendKind, dialect: Dialect, required: 
         worker_memory_bytes: 0,
         compile_timeout_s: 5.0,
     };
-    let mut w = match Worker::start(command(dir.path()), config) {
-        Ok(w) => w,
-        Err(e) if !required => {
-            eprintln!("skipping: {e}");
-            return;
-        }
-        Err(e) => panic!("{kind:?} must be available here: {e}"),
+    let Some(mut w) = under.or_skip(Worker::start(command(dir.path()), config)) else {
+        return;
     };
     let started = Instant::now();
     let e = w.evaluate(
@@ -506,19 +493,15 @@ pub fn canary() -> (tempfile::TempDir, std::path::PathBuf, String) {
 /// `__has_include` probe, a token-pasted probe and `#embed` are refused,
 /// and the token appears in no outcome and no worker log; a kernel that
 /// includes an allowed header passes.
-pub fn a_candidate_reads_no_file(kind: BackendKind, dialect: Dialect, required: bool) {
+pub fn a_candidate_reads_no_file(under: UnderTest) {
+    let UnderTest { kind, dialect } = under;
     let cache = tempfile::tempdir().unwrap();
     let (_dir, path, token) = canary();
-    let mut w = match Worker::start(
+    let Some(mut w) = under.or_skip(Worker::start(
         command(cache.path()),
         WorkerConfig::new(kind, DeviceSelector::default()),
-    ) {
-        Ok(w) => w,
-        Err(e) if !required => {
-            eprintln!("skipping: {e}");
-            return;
-        }
-        Err(e) => panic!("{kind:?} must be available here: {e}"),
+    )) else {
+        return;
     };
     for stem in [
         "sandbox_include_absolute",
@@ -558,7 +541,8 @@ pub fn a_candidate_reads_no_file(kind: BackendKind, dialect: Dialect, required: 
 /// A confined worker cannot read the user's files even when asked to from
 /// inside (as a compiler bug or native code on a CPU device would), and
 /// its environment holds only allow-listed names.
-pub fn a_confined_worker_reads_nothing_of_the_users(kind: BackendKind, required: bool) {
+pub fn a_confined_worker_reads_nothing_of_the_users(under: UnderTest) {
+    let kind = under.kind;
     let cache = tempfile::tempdir().unwrap();
     let (_dir, canary_path, _token) = canary();
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
@@ -585,13 +569,8 @@ pub fn a_confined_worker_reads_nothing_of_the_users(kind: BackendKind, required:
     if let Some(f) = &home_file {
         let _ = std::fs::remove_file(f);
     }
-    let w = match started {
-        Ok(w) => w,
-        Err(e) if !required => {
-            eprintln!("skipping: {e}");
-            return;
-        }
-        Err(e) => panic!("{kind:?} must be available here: {e}"),
+    let Some(w) = under.or_skip(started) else {
+        return;
     };
     let status = w.sandbox();
     assert!(status.environment_scrubbed);
