@@ -239,14 +239,14 @@ impl kevo_evolve::Observer for Progress {
                 }
             }
             Event::HeldOut(h) => self.line(format!(
-                "held-out {}: seed {}, winner {}; Φ = {:.4}{}",
+                "held-out {}: winner {}; seed {}; Φ = {:.4}{}",
                 h.size,
-                h.seed_fraction
-                    .map(|f| format!("{:.1}%", f * 100.0))
-                    .unwrap_or_else(|| h.seed_outcome.clone()),
-                h.winner_fraction
-                    .map(|f| format!("{:.1}%", f * 100.0))
+                h.winner_roofline
+                    .clone()
                     .unwrap_or_else(|| h.winner_outcome.clone()),
+                h.seed_fraction
+                    .map(|f| format!("{:.1}% of the same ceiling", f * 100.0))
+                    .unwrap_or_else(|| h.seed_outcome.clone()),
                 h.phi,
                 h.speedup
                     .map(|s| format!(", {s:.2}x the seed"))
@@ -374,9 +374,13 @@ pub fn evolve(args: EvolveArgs) -> Result<ExitCode> {
         );
         if let Some(h) = &summary.held_out {
             println!(
-                "held-out {}: Φ = {:.4}, {} (seed: {})",
+                "held-out {}: Φ = {:.4}{}, {} (seed: {})",
                 h.size,
                 h.phi,
+                h.winner_roofline
+                    .as_ref()
+                    .map(|r| format!(" ({r})"))
+                    .unwrap_or_default(),
                 h.speedup
                     .map(|s| format!("{s:.2}x the seed"))
                     .unwrap_or_else(|| h.winner_outcome.clone()),
@@ -572,20 +576,19 @@ pub fn show(run: &str, store: StoreArgs, json: bool) -> Result<ExitCode> {
             if let Ok(e) = b.evaluation.evaluation() {
                 for s in &e.sizes {
                     println!(
-                        "  {:<16} {:>10.4} ms  {:>9.2} {}  {:>6.1}% of {:.0}",
+                        "  {:<16} {:>10.4} ms  {:>9.2} {}  {}",
                         s.label,
                         s.time.median_s * 1e3,
                         s.achieved,
                         s.unit,
-                        s.fraction * 100.0,
-                        s.ceiling
+                        s.roofline_text()
                     );
                 }
             }
         }
         for h in &held_out {
             println!(
-                "held-out ({}): candidate {} {}: Φ {} fraction {} speedup {}",
+                "held-out ({}): candidate {} {}: Φ {} fraction {} of the task's DRAM or FP32 roofline, speedup {}",
                 h.role.as_str(),
                 h.candidate_id.0,
                 h.outcome_kind,

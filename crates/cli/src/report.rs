@@ -111,6 +111,14 @@ pub fn print_devices(measure: bool, json: bool) -> Result<()> {
                     "    ceilings: {:.1} GB/s DRAM, {:.1} GFLOPS FP32 — {}",
                     c.bandwidth_gbs, c.fp32_gflops, c.source
                 );
+                if let Some(h) = &c.hierarchy {
+                    print_hierarchy(h);
+                }
+                let measured: Option<kevo_roofline::Measurement> =
+                    serde_json::from_value(row["ceilings"]["measured"].clone()).ok();
+                if let Some(x) = measured.as_ref().and_then(|m| m.extras.as_ref()) {
+                    print_extras(x);
+                }
             }
             (_, Some(e)) => println!("    ceilings: unavailable: {e}"),
             _ => {}
@@ -121,6 +129,51 @@ pub fn print_devices(measure: bool, json: bool) -> Result<()> {
         kevo_worker::kevo_sandbox::available().summary()
     );
     Ok(())
+}
+
+fn spread_text(s: &kevo_roofline::Spread, unit: &str) -> String {
+    format!("{:.0} {unit} ({:.0}-{:.0})", s.median, s.min, s.max)
+}
+
+/// The measured levels, fastest first, each with its capacity and copy
+/// bandwidth (median, min-max over the runs).
+fn print_hierarchy(h: &kevo_roofline::Hierarchy) {
+    println!("    memory levels (copy sweep, median (min-max)):");
+    for l in &h.levels {
+        match l.capacity_bytes {
+            Some(cap) => println!(
+                "      {:<5} up to {:>10}: {}",
+                l.name,
+                kevo_roofline::human_bytes(cap),
+                spread_text(&l.gbs, "GB/s")
+            ),
+            None => println!(
+                "      {:<5} {:>16}: {} (copy past every cache)",
+                l.name,
+                "",
+                spread_text(&l.gbs, "GB/s")
+            ),
+        }
+    }
+    if h.driver_cache_bytes > 0 {
+        println!(
+            "      (the driver reports a {} cache; capacities above are measured)",
+            kevo_roofline::human_bytes(h.driver_cache_bytes)
+        );
+    }
+    if let Some(note) = &h.note {
+        println!("      note: {note}");
+    }
+}
+
+fn print_extras(x: &kevo_roofline::Extras) {
+    let show = |what: &str, r: &Result<kevo_roofline::Spread, String>, unit: &str| match r {
+        Ok(s) => println!("    {what}: {}", spread_text(s, unit)),
+        Err(why) => println!("    {what}: not measured: {why}"),
+    };
+    show("shared/local memory", &x.shared_gbs, "GB/s");
+    show("FP64 FMA", &x.fp64_gflops, "GFLOPS");
+    show("FP16 FMA", &x.fp16_gflops, "GFLOPS");
 }
 
 #[derive(serde::Serialize)]
@@ -177,16 +230,8 @@ pub fn print_evaluation(e: &Evaluation, ceilings: &Ceilings) {
     );
     if !e.sizes.is_empty() {
         println!(
-            "{:<16} {:>7} {:>11} {:>9} {:>5} {:>12} {:>10} {:>9}  {}",
-            "size",
-            "correct",
-            "median ms",
-            "IQR/med",
-            "runs",
-            "achieved",
-            "ceiling",
-            "fraction",
-            "error (tolerance)"
+            "{:<16} {:>7} {:>11} {:>9} {:>5} {:>16}  {}",
+            "size", "correct", "median ms", "IQR/med", "runs", "achieved", "error (tolerance)"
         );
         for s in &e.sizes {
             let tol = s
@@ -194,7 +239,7 @@ pub fn print_evaluation(e: &Evaluation, ceilings: &Ceilings) {
                 .map(|t| format!(" ({t:.3e})"))
                 .unwrap_or_default();
             println!(
-                "{:<16} {:>7} {:>11.4} {:>8.2}% {:>5} {:>7.2} {:<4} {:>10.1} {:>8.1}%  {}={:.3e}{}",
+                "{:<16} {:>7} {:>11.4} {:>8.2}% {:>5} {:>9.2} {:<6}  {}={:.3e}{}",
                 s.label,
                 yes_no(s.correct),
                 s.time.median_s * 1e3,
@@ -202,12 +247,11 @@ pub fn print_evaluation(e: &Evaluation, ceilings: &Ceilings) {
                 s.time.samples_s.len(),
                 s.achieved,
                 s.unit,
-                s.ceiling,
-                s.fraction * 100.0,
                 s.metric,
                 s.error,
                 tol
             );
+            println!("{:<16} {}", "", s.roofline_text());
         }
         if let Some(first) = e.sizes.first() {
             println!("work model: {}", first.work_note);
@@ -259,7 +303,21 @@ pub fn print_summary(evaluations: &[Evaluation], ceilings: &Ceilings) {
         let per_size: Vec<String> = e
             .sizes
             .iter()
-            .map(|s| format!("{} {:.1}%", s.label, s.fraction * 100.0))
+            .map(|s| match &s.level {
+                Some(l) if !l.placement.is_dram() && s.unit == "GB/s" => format!(
+                    "{} {:.1}% DRAM/{:.1}% {}",
+                    s.label,
+                    s.fraction * 100.0,
+                    l.fraction * 100.0,
+                    l.placement.level
+                ),
+                _ => format!(
+                    "{} {:.1}% {}",
+                    s.label,
+                    s.fraction * 100.0,
+                    if s.unit == "GB/s" { "DRAM" } else { "FP32" }
+                ),
+            })
             .collect();
         let score = e
             .outcome

@@ -18,6 +18,7 @@ mod cache;
 mod device;
 pub mod json_f64;
 mod outcome;
+pub mod placement;
 pub mod source_rules;
 
 use std::sync::Arc;
@@ -26,14 +27,16 @@ use std::time::Instant;
 use device::{DeviceBuffers, PendingLaunch, Utility, round_up};
 use kevo_backend::{Backend, BackendError, BufferId, CompileOptions, KernelId, ModuleId};
 use kevo_roofline::Ceilings;
-use kevo_tasks::{
-    Block, BlockDeclarations, BufferInit, CeilingKind, Problem, Reference, Size, Task, Verdict,
-};
+use kevo_tasks::{Block, BlockDeclarations, BufferInit, Problem, Reference, Size, Task, Verdict};
 use rand::Rng;
 
 pub use cache::LruCache;
 pub use kevo_backend::KernelInfo;
 pub use outcome::*;
+pub use placement::{
+    CACHE_LEVEL_SUSPICIOUS_FACTOR, CACHE_RESIDENT_SUSPICIOUS_FRACTION, LevelFraction,
+    SUSPICIOUS_FRACTION,
+};
 
 /// How candidates are evaluated. The defaults are the Metal-Sci protocol
 /// (3 warm-ups, 10 timed runs) made unpredictable and adaptive.
@@ -779,12 +782,15 @@ impl<B: Backend> Evaluator<B> {
             fraction: achieved / ceiling,
             unit: kind.unit().to_string(),
             work_note: task.work_note().to_string(),
-            suspicious: suspicion(
-                achieved / ceiling,
+            suspicious: placement::suspicion(
+                achieved,
                 kind,
+                &self.ceilings,
                 working_set,
                 self.backend.info().cache_bytes,
             ),
+            working_set_bytes: working_set,
+            level: placement::level_fraction(achieved, kind, &self.ceilings, working_set),
         })
     }
 
@@ -948,60 +954,6 @@ fn source_rejection(source: &str, extension: &str) -> Option<Outcome> {
     })
 }
 
-/// Above this multiple of a ceiling a size is physically implausible:
-/// datasheet ceilings are peaks, measured ones are within a few percent, so
-/// 25% over leaves room for noise and for FLOP counts an FMA merges.
-pub const SUSPICIOUS_FRACTION: f64 = 1.25;
-/// Sizes that fit in the last-level cache may beat the DRAM ceiling. Until
-/// kevo measures the cache hierarchy, this bounds what any cache can give:
-/// per-core L1 bandwidth is ~10x DRAM on an H100 (33 TB/s aggregate vs 3.35)
-/// and ~20x on a 2-core VM (2 x ~200 GB/s vs 19 GB/s measured copy).
-pub const CACHE_RESIDENT_SUSPICIOUS_FRACTION: f64 = 25.0;
-
-/// Why a size's figure is physically implausible, if it is: above the FP32
-/// peak for compute-bound tasks; above DRAM bandwidth for a working set past
-/// the last-level cache; above any cache's bandwidth otherwise.
-fn suspicion(
-    fraction: f64,
-    kind: CeilingKind,
-    working_set: u64,
-    cache_bytes: u64,
-) -> Option<String> {
-    let mib = |b: u64| b as f64 / (1 << 20) as f64;
-    let (limit, why) = match kind {
-        CeilingKind::Fp32 => (SUSPICIOUS_FRACTION, "the FP32 peak".to_string()),
-        CeilingKind::Bandwidth if cache_bytes > 0 && working_set <= cache_bytes => (
-            CACHE_RESIDENT_SUSPICIOUS_FRACTION,
-            format!(
-                "the DRAM bandwidth with a {:.1} MiB working set that fits the {:.1} MiB cache (no cache is that fast)",
-                mib(working_set),
-                mib(cache_bytes)
-            ),
-        ),
-        CeilingKind::Bandwidth => (
-            SUSPICIOUS_FRACTION,
-            format!(
-                "the DRAM bandwidth with a {:.1} MiB working set{}",
-                mib(working_set),
-                if cache_bytes > 0 {
-                    format!(
-                        ", larger than the {:.1} MiB last-level cache",
-                        mib(cache_bytes)
-                    )
-                } else {
-                    String::new()
-                }
-            ),
-        ),
-    };
-    (fraction.is_finite() && fraction > limit || fraction.is_infinite()).then(|| {
-        format!(
-            "{:.0}% of {why}: faster than the hardware allows, so the kernel is not doing the work it claims",
-            fraction * 100.0
-        )
-    })
-}
-
 /// exp(mean(ln(max(f, 1e-12)))): the 1e-12 floor only protects the logarithm.
 pub fn geometric_mean(fractions: impl IntoIterator<Item = f64>) -> f64 {
     let (sum, n) = fractions
@@ -1025,26 +977,6 @@ mod tests {
         // A zero fraction collapses the mean but stays finite.
         assert!(geometric_mean([0.0, 1.0]) > 0.0);
         assert!(geometric_mean(std::iter::empty()).is_nan());
-    }
-
-    #[test]
-    fn implausible_fractions_are_flagged_against_the_physical_ceiling() {
-        let mib = 1u64 << 20;
-        // Compute-bound: the FP32 peak, whatever the working set.
-        assert!(suspicion(50.0, CeilingKind::Fp32, mib, 50 * mib).is_some());
-        assert!(suspicion(1.3, CeilingKind::Fp32, mib, 50 * mib).is_some());
-        assert!(suspicion(1.1, CeilingKind::Fp32, mib, 50 * mib).is_none());
-        // Past the cache: DRAM bandwidth.
-        assert!(suspicion(2.0, CeilingKind::Bandwidth, 64 * mib, 50 * mib).is_some());
-        assert!(suspicion(1.2, CeilingKind::Bandwidth, 64 * mib, 50 * mib).is_none());
-        // Cache-resident sizes may exceed DRAM, not every cache.
-        assert!(suspicion(4.0, CeilingKind::Bandwidth, 10 * mib, 50 * mib).is_none());
-        assert!(suspicion(40.0, CeilingKind::Bandwidth, 10 * mib, 50 * mib).is_some());
-        // Unknown cache size: the DRAM rule.
-        assert!(suspicion(2.0, CeilingKind::Bandwidth, 10 * mib, 0).is_some());
-        assert!(suspicion(f64::INFINITY, CeilingKind::Fp32, mib, 0).is_some());
-        let why = suspicion(3.0, CeilingKind::Fp32, mib, 0).unwrap();
-        assert!(why.contains("300% of the FP32 peak"), "{why}");
     }
 
     #[test]

@@ -212,6 +212,58 @@ pub struct SizeResult {
     /// `kevo_eval::suspicion`): such a candidate is `Outcome::Suspicious`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suspicious: Option<String>,
+    /// Bytes of every buffer one run touches (0 in evaluations stored
+    /// before kevo recorded it).
+    #[serde(default)]
+    pub working_set_bytes: u64,
+    /// Where that working set lives in the measured memory hierarchy and
+    /// the fraction of that level's ceiling; None without a measured
+    /// hierarchy. The score stays the DRAM/FP32 `fraction`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<crate::placement::LevelFraction>,
+}
+
+impl SizeResult {
+    /// The size against its ceilings, every fraction with its level's
+    /// label and unit: "476% of DRAM 19 GB/s, 52% of L2 170 GB/s
+    /// (cache-resident: 768.0 KiB in the 1.0 MiB L2)".
+    pub fn roofline_text(&self) -> String {
+        let peak = if self.unit == "GFLOPS" {
+            "FP32"
+        } else {
+            "DRAM"
+        };
+        let mut text = format!(
+            "{:.1}% of {peak} {} {}",
+            self.fraction * 100.0,
+            rate(self.ceiling),
+            self.unit
+        );
+        if let Some(l) = &self.level {
+            if peak == "DRAM" && !l.placement.is_dram() {
+                text.push_str(&format!(
+                    ", {:.1}% of {} {} {}",
+                    l.fraction * 100.0,
+                    l.placement.level,
+                    rate(l.ceiling),
+                    self.unit
+                ));
+            }
+            text.push_str(&format!(" ({})", l.placement.describe()));
+        }
+        text
+    }
+}
+
+/// A rate with three significant figures at most: 19.3, 170, 3350.
+fn rate(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
 }
 
 /// Where the wall time of one evaluation went, in seconds.

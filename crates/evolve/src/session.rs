@@ -232,6 +232,10 @@ pub struct HeldOutSummary {
     pub phi: f64,
     /// The winner's fraction over the seed's, same session.
     pub speedup: Option<f64>,
+    /// The winner's held-out size against its ceilings, every fraction
+    /// with its level ("397% of DRAM 19.0 GB/s, 52% of L2 ...").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub winner_roofline: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -1282,6 +1286,11 @@ impl<'e> Session<'e> {
             winner_fraction: wf,
             phi: wf.unwrap_or(0.0),
             speedup,
+            winner_roofline: winner
+                .outcome
+                .is_correct()
+                .then(|| winner.sizes.first().map(|s| s.roofline_text()))
+                .flatten(),
         })
     }
 }

@@ -87,6 +87,7 @@ fn h100() -> DeviceBrief {
             source: CeilingSource::Datasheet {
                 entry: "NVIDIA H100 SXM".into(),
             },
+            hierarchy: None,
         },
         info: None,
     }
@@ -102,6 +103,7 @@ fn pocl() -> DeviceBrief {
                 measured_unix: 1_700_000_000,
                 cached: false,
             },
+            hierarchy: None,
         },
         info: Some(DeviceInfo {
             backend: "opencl".into(),
@@ -147,6 +149,8 @@ fn size_result(task: &Task, dev: &DeviceBrief, size: &Size, fraction: Option<f64
         unit: task.ceiling().unit().into(),
         work_note: task.work_note().into(),
         suspicious: None,
+        working_set_bytes: 0,
+        level: None,
     }
 }
 

@@ -6,6 +6,12 @@
 //! ceilings measured by two micro-benchmarks (a streaming copy and an FMA
 //! loop), cached per device so the measurement runs once.
 
+pub mod hierarchy;
+pub mod levels;
+
+pub use hierarchy::{Hierarchy, Level, Placement, Spread, SweepPoint, human_bytes};
+pub use levels::Extras;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -221,6 +227,11 @@ pub struct Ceilings {
     pub bandwidth_gbs: f64,
     pub fp32_gflops: f64,
     pub source: CeilingSource,
+    /// The measured memory hierarchy (always measured, whatever the source
+    /// of the two ceilings above); None where it could not be measured or
+    /// the ceilings were declared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hierarchy: Option<Hierarchy>,
 }
 
 impl Ceilings {
@@ -248,6 +259,27 @@ pub struct Measurement {
     /// Bytes copied per run.
     pub copy_bytes: u64,
     pub measured_unix: u64,
+    /// The hierarchy sweep, shared-memory bandwidth, FP64 and FP16; None in
+    /// measurements cached before kevo measured them (which are then
+    /// measured again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extras: Option<Extras>,
+}
+
+impl Measurement {
+    /// The DRAM copy bandwidth with its spread.
+    pub fn copy_spread(&self) -> Spread {
+        Spread {
+            median: self.copy_gbs,
+            min: self.copy_gbs_min,
+            max: self.copy_gbs_max,
+        }
+    }
+
+    /// Whether this measurement has everything the current kevo measures.
+    pub fn is_complete(&self) -> bool {
+        self.extras.is_some()
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -360,6 +392,12 @@ pub fn measure(backend: &mut dyn Backend) -> Result<Measurement, RooflineError> 
         let flops = threads as f64 * 16.0 * f64::from(iters);
         let (fma_gflops, fma_gflops_min, fma_gflops_max) =
             stats(times?.into_iter().map(|t| flops / t / 1e9).collect());
+        let dram = Spread {
+            median: copy_gbs,
+            min: copy_gbs_min,
+            max: copy_gbs_max,
+        };
+        let extras = levels::measure_extras(backend, dram);
         Ok(Measurement {
             copy_gbs,
             copy_gbs_min,
@@ -372,6 +410,7 @@ pub fn measure(backend: &mut dyn Backend) -> Result<Measurement, RooflineError> 
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_secs())
                 .unwrap_or(0),
+            extras: Some(extras),
         })
     })();
     backend.release_module(module);
@@ -461,7 +500,9 @@ pub fn measured(
     cache: &CeilingCache,
 ) -> Result<(Measurement, bool), RooflineError> {
     let info = backend.info().clone();
-    if let Ok(Some(m)) = cache.get(&info) {
+    if let Ok(Some(m)) = cache.get(&info)
+        && m.is_complete()
+    {
         return Ok((m, true));
     }
     let m = measure(backend)?;
@@ -471,12 +512,17 @@ pub fn measured(
 }
 
 /// The ceilings a score is computed against: the datasheet row when the
-/// device has one, measured ceilings otherwise.
+/// device has one, measured ceilings otherwise. The memory hierarchy is
+/// measured either way (once per device and driver, then cached).
 pub fn ceilings(
     backend: &mut dyn Backend,
     cache: &CeilingCache,
 ) -> Result<Ceilings, RooflineError> {
-    let known = cache.get(backend.info()).ok().flatten();
+    let known = cache
+        .get(backend.info())
+        .ok()
+        .flatten()
+        .filter(Measurement::is_complete);
     let (ceilings, fresh) = ceilings_with(backend, known)?;
     if let Some(m) = fresh {
         // Failing to write the cache costs a re-measurement later, nothing more.
@@ -492,31 +538,42 @@ pub fn ceilings_with(
     backend: &mut dyn Backend,
     known: Option<Measurement>,
 ) -> Result<(Ceilings, Option<Measurement>), RooflineError> {
-    if let Some(entry) = lookup(&backend.info().name) {
-        return Ok((
-            Ceilings {
-                bandwidth_gbs: entry.bandwidth_gbs,
-                fp32_gflops: entry.fp32_gflops,
-                source: CeilingSource::Datasheet {
-                    entry: entry.name.to_string(),
-                },
-            },
-            None,
-        ));
-    }
-    let (m, cached) = match known {
-        Some(m) => (m, true),
-        None => (measure(backend)?, false),
-    };
-    let ceilings = Ceilings {
-        bandwidth_gbs: m.copy_gbs,
-        fp32_gflops: m.fma_gflops,
-        source: CeilingSource::Measured {
-            measured_unix: m.measured_unix,
-            cached,
+    let datasheet = lookup(&backend.info().name);
+    let (m, cached) = match known.filter(Measurement::is_complete) {
+        Some(m) => (Some(m), true),
+        None => match measure(backend) {
+            Ok(m) => (Some(m), false),
+            // A datasheet device is scored without the measurement; it
+            // only loses its measured hierarchy.
+            Err(_) if datasheet.is_some() => (None, false),
+            Err(e) => return Err(e),
         },
     };
-    Ok((ceilings, (!cached).then_some(m)))
+    let hierarchy = m
+        .as_ref()
+        .and_then(|m| m.extras.as_ref())
+        .map(|x| x.hierarchy.clone());
+    let ceilings = match (datasheet, &m) {
+        (Some(entry), _) => Ceilings {
+            bandwidth_gbs: entry.bandwidth_gbs,
+            fp32_gflops: entry.fp32_gflops,
+            source: CeilingSource::Datasheet {
+                entry: entry.name.to_string(),
+            },
+            hierarchy,
+        },
+        (None, Some(m)) => Ceilings {
+            bandwidth_gbs: m.copy_gbs,
+            fp32_gflops: m.fma_gflops,
+            source: CeilingSource::Measured {
+                measured_unix: m.measured_unix,
+                cached,
+            },
+            hierarchy,
+        },
+        (None, None) => unreachable!("a failed measurement without a datasheet row returned above"),
+    };
+    Ok((ceilings, if cached { None } else { m }))
 }
 
 #[cfg(test)]
@@ -587,6 +644,7 @@ mod tests {
             fma_gflops_max: 110.0,
             copy_bytes: 1,
             measured_unix: 5,
+            extras: None,
         };
         assert_eq!(cache.get(&info("a")).unwrap(), None);
         cache.put(&info("a"), &m).unwrap();

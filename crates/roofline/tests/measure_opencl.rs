@@ -1,25 +1,31 @@
 //! The micro-benchmarks run on a real OpenCL device (PoCL in CI) and give
-//! plausible ceilings.
+//! plausible ceilings, a memory hierarchy and the extra peaks.
 
 use kevo_backend::{Backend, DeviceSelector};
 use kevo_opencl::OpenClBackend;
-use kevo_roofline::{CeilingCache, CeilingSource, ceilings};
+use kevo_roofline::{CeilingCache, CeilingSource, ceilings, human_bytes, measured};
+
+fn device() -> Option<OpenClBackend> {
+    match OpenClBackend::open(&DeviceSelector::default()) {
+        Ok(b) => Some(b),
+        Err(e) if std::env::var_os("CI").is_none() => {
+            eprintln!("skipping: {e}");
+            None
+        }
+        Err(e) => panic!("OpenCL must be available in CI: {e}"),
+    }
+}
 
 #[test]
 fn measured_ceilings_are_plausible_and_cached() {
-    let mut backend = match OpenClBackend::open(&DeviceSelector::default()) {
-        Ok(b) => b,
-        Err(e) if std::env::var_os("CI").is_none() => {
-            eprintln!("skipping: {e}");
-            return;
-        }
-        Err(e) => panic!("OpenCL must be available in CI: {e}"),
-    };
+    let Some(mut backend) = device() else { return };
     let dir = tempfile::tempdir().unwrap();
     let cache = CeilingCache::new(dir.path().join("ceilings.json"));
     let first = ceilings(&mut backend, &cache).unwrap();
+    // The hierarchy is measured whatever the source of the two ceilings.
+    assert!(first.hierarchy.is_some(), "{first:?}");
     if kevo_roofline::lookup(&backend.info().name).is_some() {
-        return; // a datasheet device: nothing was measured
+        return; // a datasheet device: its two ceilings were not measured
     }
     assert!(matches!(
         first.source,
@@ -35,4 +41,71 @@ fn measured_ceilings_are_plausible_and_cached() {
         CeilingSource::Measured { cached: true, .. }
     ));
     assert_eq!(second.bandwidth_gbs, first.bandwidth_gbs);
+    assert_eq!(second.hierarchy, first.hierarchy, "cached with the rest");
+}
+
+#[test]
+fn the_sweep_orders_the_levels_or_says_why_it_found_none() {
+    let Some(mut backend) = device() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let cache = CeilingCache::new(dir.path().join("ceilings.json"));
+    let started = std::time::Instant::now();
+    let (m, _) = measured(&mut backend, &cache).unwrap();
+    eprintln!(
+        "measured in {:.2} s on {}",
+        started.elapsed().as_secs_f64(),
+        backend.info().name
+    );
+    let extras = m.extras.expect("a fresh measurement has the extras");
+    let h = &extras.hierarchy;
+    for p in &h.sweep {
+        eprintln!(
+            "  {:>10}  {:8.1} GB/s ({:.1}-{:.1}){}",
+            human_bytes(p.bytes),
+            p.gbs.median,
+            p.gbs.min,
+            p.gbs.max,
+            if p.saturated {
+                ""
+            } else {
+                "  (too few threads)"
+            }
+        );
+    }
+    for l in &h.levels {
+        eprintln!(
+            "  {}: {:.1} GB/s ({:.1}-{:.1}), capacity {:?}",
+            l.name, l.gbs.median, l.gbs.min, l.gbs.max, l.capacity_bytes
+        );
+    }
+    eprintln!("  note: {:?}", h.note);
+    eprintln!(
+        "  shared {:?}\n  fp64 {:?}\n  fp16 {:?}",
+        extras.shared_gbs, extras.fp64_gflops, extras.fp16_gflops
+    );
+    assert!(h.sweep.len() >= 10, "{} points", h.sweep.len());
+    assert!(
+        h.sweep
+            .iter()
+            .all(|p| p.gbs.median > 0.0 && p.gbs.median.is_finite())
+    );
+    let last = h.levels.last().unwrap();
+    assert_eq!(last.name, "DRAM");
+    assert_eq!(last.gbs.median, m.copy_gbs, "DRAM is the copy ceiling");
+    if h.levels.len() >= 2 {
+        // Found a cliff: each faster level above the next slower one, with
+        // growing capacities.
+        for pair in h.levels.windows(2) {
+            assert!(pair[0].gbs.median > pair[1].gbs.median * 1.2, "{pair:?}");
+        }
+        let caps: Vec<u64> = h.caches().iter().filter_map(|l| l.capacity_bytes).collect();
+        assert!(caps.windows(2).all(|w| w[0] < w[1]), "{caps:?}");
+    } else {
+        // None found: the reason is stated plainly.
+        let note = h.note.as_deref().expect("a reason for no cliff");
+        assert!(!note.is_empty());
+    }
+    // Local memory works on every OpenCL device.
+    let shared = extras.shared_gbs.expect("local memory bandwidth");
+    assert!(shared.median > 0.0, "{shared:?}");
 }

@@ -342,6 +342,16 @@ impl Task {
     pub fn problem(&self, size: &Size, seed: u64) -> Problem {
         self.code.problem(size, seed)
     }
+    /// Bytes of every buffer one run at `size` touches: the working set
+    /// that is placed in the memory hierarchy. Builds the problem, so it
+    /// costs an input generation.
+    pub fn working_set_bytes(&self, size: &Size) -> u64 {
+        self.problem(size, self.default_seed())
+            .buffers
+            .iter()
+            .map(|b| b.bytes as u64)
+            .sum()
+    }
     pub fn reference(&self, size: &Size, problem: &Problem) -> Reference {
         self.code.reference(size, problem)
     }

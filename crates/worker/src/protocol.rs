@@ -104,6 +104,9 @@ impl DeclaredCeilings {
             bandwidth_gbs: self.bandwidth_gbs,
             fp32_gflops: self.fp32_gflops,
             source: kevo_roofline::CeilingSource::Declared,
+            // Declared figures replace the measurement, hierarchy included:
+            // a measured one would describe another roofline.
+            hierarchy: None,
         }
     }
 }
@@ -190,7 +193,7 @@ pub enum Reply {
     /// The device is open and the ceilings are known.
     Ready {
         device: Box<DeviceInfo>,
-        ceilings: Ceilings,
+        ceilings: Box<Ceilings>,
         /// Seconds from process start to ready (backend + context creation).
         startup_s: f64,
         /// The layers of confinement in force.
@@ -198,7 +201,7 @@ pub enum Reply {
         sandbox: kevo_sandbox::Status,
         /// Ceilings measured now, for the coordinator to cache.
         #[serde(default)]
-        measured: Option<kevo_roofline::Measurement>,
+        measured: Option<Box<kevo_roofline::Measurement>>,
         /// Answers to `WorkerConfig::self_test_reads`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         self_test: Option<SelfTest>,

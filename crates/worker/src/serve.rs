@@ -99,10 +99,10 @@ pub fn serve(
         &mut output,
         &Reply::Ready {
             device: Box::new(device.clone()),
-            ceilings,
+            ceilings: Box::new(ceilings),
             startup_s: start.elapsed().as_secs_f64(),
             sandbox,
-            measured,
+            measured: measured.map(Box::new),
             self_test,
         },
     )?;

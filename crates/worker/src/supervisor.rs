@@ -198,6 +198,7 @@ impl Worker {
                 source: kevo_roofline::CeilingSource::Datasheet {
                     entry: String::new(),
                 },
+                hierarchy: None,
             },
             next_id: 1,
             startup_timeout: Duration::from_secs(300),
@@ -410,7 +411,7 @@ impl Worker {
                 sandbox.environment_scrubbed = true;
                 self.sandbox = sandbox;
                 self.device = *device;
-                self.ceilings = ceilings;
+                self.ceilings = *ceilings;
                 self.stats.startup_s.push(startup_s);
                 self.stats.spawn_s.push(started.elapsed().as_secs_f64());
                 self.running = Some(running);

@@ -56,13 +56,14 @@ fn device() -> DeviceInfo {
 fn fake(mode: &str) -> Worker {
     let ready = Reply::Ready {
         device: Box::new(device()),
-        ceilings: Ceilings {
+        ceilings: Box::new(Ceilings {
             bandwidth_gbs: 1.0,
             fp32_gflops: 1.0,
             source: CeilingSource::Datasheet {
                 entry: "fake".into(),
             },
-        },
+            hierarchy: None,
+        }),
         startup_s: 0.0,
         sandbox: Default::default(),
         measured: None,

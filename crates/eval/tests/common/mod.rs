@@ -19,6 +19,7 @@ pub fn ceilings(bandwidth_gbs: f64, fp32_gflops: f64) -> Ceilings {
         source: CeilingSource::Datasheet {
             entry: "test".into(),
         },
+        hierarchy: None,
     }
 }
 

@@ -260,6 +260,8 @@ fn size(label: &str, fraction: f64) -> SizeResult {
         unit: "GB/s".into(),
         work_note: "bytes read + written".into(),
         suspicious: None,
+        working_set_bytes: 0,
+        level: None,
     }
 }
 
