@@ -303,20 +303,15 @@ pub fn print_summary(evaluations: &[Evaluation], ceilings: &Ceilings) {
         let per_size: Vec<String> = e
             .sizes
             .iter()
-            .map(|s| match &s.level {
-                Some(l) if !l.placement.is_dram() && s.unit == "GB/s" => format!(
+            .map(|s| match s.cache_level() {
+                Some(l) => format!(
                     "{} {:.1}% DRAM/{:.1}% {}",
                     s.label,
                     s.fraction * 100.0,
                     l.fraction * 100.0,
                     l.placement.level
                 ),
-                _ => format!(
-                    "{} {:.1}% {}",
-                    s.label,
-                    s.fraction * 100.0,
-                    if s.unit == "GB/s" { "DRAM" } else { "FP32" }
-                ),
+                None => format!("{} {:.1}% {}", s.label, s.fraction * 100.0, s.peak_name()),
             })
             .collect();
         let score = e

@@ -224,31 +224,45 @@ pub struct SizeResult {
 }
 
 impl SizeResult {
+    /// The ceiling the score divides by: "FP32" for compute-bound tasks,
+    /// "DRAM" for bandwidth-bound ones.
+    pub fn peak_name(&self) -> &'static str {
+        if self.unit == kevo_tasks::CeilingKind::Fp32.unit() {
+            "FP32"
+        } else {
+            "DRAM"
+        }
+    }
+
+    /// The level fraction where it says more than the score's fraction: a
+    /// bandwidth-bound size whose data lives in a cache.
+    pub fn cache_level(&self) -> Option<&crate::placement::LevelFraction> {
+        self.level
+            .as_ref()
+            .filter(|l| self.peak_name() == "DRAM" && !l.placement.is_dram())
+    }
+
     /// The size against its ceilings, every fraction with its level's
     /// label and unit: "476% of DRAM 19 GB/s, 52% of L2 170 GB/s
     /// (cache-resident: 768.0 KiB in the 1.0 MiB L2)".
     pub fn roofline_text(&self) -> String {
-        let peak = if self.unit == "GFLOPS" {
-            "FP32"
-        } else {
-            "DRAM"
-        };
         let mut text = format!(
-            "{:.1}% of {peak} {} {}",
+            "{:.1}% of {} {} {}",
             self.fraction * 100.0,
+            self.peak_name(),
             rate(self.ceiling),
             self.unit
         );
+        if let Some(l) = self.cache_level() {
+            text.push_str(&format!(
+                ", {:.1}% of {} {} {}",
+                l.fraction * 100.0,
+                l.placement.level,
+                rate(l.ceiling),
+                self.unit
+            ));
+        }
         if let Some(l) = &self.level {
-            if peak == "DRAM" && !l.placement.is_dram() {
-                text.push_str(&format!(
-                    ", {:.1}% of {} {} {}",
-                    l.fraction * 100.0,
-                    l.placement.level,
-                    rate(l.ceiling),
-                    self.unit
-                ));
-            }
             text.push_str(&format!(" ({})", l.placement.describe()));
         }
         text

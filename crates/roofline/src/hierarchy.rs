@@ -39,11 +39,6 @@ impl Spread {
             max: values[n - 1],
         }
     }
-
-    /// (max - min) / median.
-    pub fn relative_range(&self) -> f64 {
-        (self.max - self.min) / self.median
-    }
 }
 
 /// One working set of the sweep.

@@ -300,15 +300,9 @@ fn kernels(dialect: Dialect) -> Result<&'static str, RooflineError> {
     }
 }
 
-fn stats(mut v: Vec<f64>) -> (f64, f64, f64) {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    let median = if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        0.5 * (v[n / 2 - 1] + v[n / 2])
-    };
-    (median, v[0], v[n - 1])
+fn stats(v: Vec<f64>) -> (f64, f64, f64) {
+    let s = Spread::of(v);
+    (s.median, s.min, s.max)
 }
 
 /// Time `launch` with 3 warm-ups and 10 timed runs; return the 10 times.

@@ -105,25 +105,23 @@ pub fn size_line(r: &SizeResult) -> String {
             r.unit,
             r.work_note,
             r.fraction * 100.0,
-            if r.unit == "GFLOPS" { "FP32" } else { "DRAM" },
+            r.peak_name(),
             fmt_rate(r.ceiling),
             r.unit
         );
         // Both fractions and the level, so that the proposer knows which
         // sizes are cache-resident and does not chase them.
-        if let Some(l) = &r.level {
-            if !l.placement.is_dram() && r.unit == "GB/s" {
-                line.push_str(&format!(
-                    " ({:.1}% of {} {} {}; {})",
-                    l.fraction * 100.0,
-                    l.placement.level,
-                    fmt_rate(l.ceiling),
-                    r.unit,
-                    l.placement.describe()
-                ));
-            } else {
-                line.push_str(&format!(" ({})", l.placement.describe()));
-            }
+        if let Some(l) = r.cache_level() {
+            line.push_str(&format!(
+                " ({:.1}% of {} {} {}; {})",
+                l.fraction * 100.0,
+                l.placement.level,
+                fmt_rate(l.ceiling),
+                r.unit,
+                l.placement.describe()
+            ));
+        } else if let Some(l) = &r.level {
+            line.push_str(&format!(" ({})", l.placement.describe()));
         }
         // Implausibly fast: say so, so the proposer does not chase it.
         if let Some(why) = &r.suspicious {
