@@ -587,13 +587,27 @@ pub fn show(run: &str, store: StoreArgs, json: bool) -> Result<ExitCode> {
             }
         }
         for h in &held_out {
+            // The size's fraction with its ceiling and level, from the
+            // stored evaluation (older rows without it say what it is of).
+            let evaluation = store
+                .evaluations_of(h.candidate_id)
+                .await?
+                .into_iter()
+                .find(|e| e.id == h.evaluation_id)
+                .and_then(|e| e.evaluation().ok());
+            let roofline = match evaluation.as_ref().and_then(|e| e.sizes.first()) {
+                Some(s) => s.roofline_text(),
+                None => format!(
+                    "fraction {} of the task's DRAM or FP32 roofline",
+                    score(h.fraction)
+                ),
+            };
             println!(
-                "held-out ({}): candidate {} {}: Φ {} fraction {} of the task's DRAM or FP32 roofline, speedup {}",
+                "held-out ({}): candidate {} {}: Φ {} ({roofline}), speedup {}",
                 h.role.as_str(),
                 h.candidate_id.0,
                 h.outcome_kind,
                 score(h.phi),
-                score(h.fraction),
                 score(h.speedup)
             );
         }

@@ -88,6 +88,15 @@ fn show(ws: &str, run: &str) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// `kevo runs --json` of a workspace, newest first.
+fn runs(ws: &str) -> serde_json::Value {
+    let out = kevo()
+        .args(["runs", "--workspace", ws, "--json"])
+        .output()
+        .unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 fn cache_env<'a>(cmd: &'a mut Command, dir: &Path) -> &'a mut Command {
     cmd.env("KEVO_CACHE_DIR", dir.join("cache"))
 }
@@ -207,6 +216,117 @@ fn evolve_promotes_exactly_the_faster_kernel_and_gates_on_the_held_out_size() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("fma(a, x[i], y[i])"));
 }
 
+/// Every percentage in `text` with the words after it.
+fn percentages(text: &str) -> Vec<(f64, String, String)> {
+    let mut found = Vec::new();
+    for line in text.lines() {
+        for (at, _) in line.match_indices('%') {
+            let before = &line[..at];
+            let start = before
+                .rfind(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .map_or(0, |i| i + 1);
+            let Ok(value) = before[start..].parse::<f64>() else {
+                continue;
+            };
+            found.push((value, line[at + 1..].to_string(), line.to_string()));
+        }
+    }
+    found
+}
+
+/// A fraction's label: " of DRAM 13.8 GB/s", " of L2 170 GB/s", " of FP32
+/// 900 GFLOPS".
+fn labelled(after: &str) -> bool {
+    let mut words = after.split_whitespace();
+    let (of, level, value, unit) = (words.next(), words.next(), words.next(), words.next());
+    of == Some("of")
+        && level.is_some_and(|l| {
+            ["DRAM", "FP32", "FP64", "FP16", "shared"].contains(&l)
+                || (l.len() == 2 && l.starts_with('L'))
+        })
+        && value.is_some_and(|v| v.parse::<f64>().is_ok())
+        && unit.is_some_and(|u| u.starts_with("GB/s") || u.starts_with("GFLOPS"))
+}
+
+#[test]
+fn the_demo_labels_every_fraction_above_one_and_every_cache_resident_size() {
+    if !opencl_available() {
+        return;
+    }
+    // scripts/demo's commands (its replay file, start kernel, sizes and
+    // iterations), human output as a newcomer sees it.
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws").display().to_string();
+    let replay = root().join("examples/replay/saxpy-opencl.jsonl");
+    let llm = format!("replay:{}", replay.display());
+    let mut args = evolve_args(&ws, &llm, "4");
+    args.retain(|a| a != "--json");
+    args.extend(["--seed-kernel".into(), fixture("start_slow.cl")]);
+    let out = cache_env(kevo().args(&args), dir.path()).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = runs(&ws)[0]["id"].as_str().unwrap().to_string();
+    let shown = kevo()
+        .args(["show", &run, "--workspace", &ws])
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&shown.stdout)
+    );
+    let found = percentages(&text);
+    assert!(
+        found
+            .iter()
+            .any(|(_, after, _)| after.starts_with(" of DRAM")),
+        "the demo prints its fractions of DRAM:\n{text}"
+    );
+    for (value, after, line) in &found {
+        if *value > 100.0 {
+            assert!(
+                labelled(after),
+                "{value}% without its level's label: {line}"
+            );
+        }
+    }
+    // A held-out Φ is a fraction too: each one comes with its labelled
+    // percentage.
+    for line in text.lines().filter(|l| l.contains('Φ')) {
+        assert!(
+            percentages(line)
+                .iter()
+                .any(|(_, after, _)| labelled(after)),
+            "Φ without its ceiling and level: {line}"
+        );
+    }
+    // Each size of the winner that lives in a cache says so, with the
+    // level it is judged against.
+    let json = show(&ws, &run);
+    for size in json["best"]["evaluation"]["json"]["sizes"]
+        .as_array()
+        .unwrap()
+    {
+        let placement = &size["level"]["placement"];
+        let level = placement["level"].as_str().unwrap_or("DRAM");
+        let label = size["label"].as_str().unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{label} ")))
+            .unwrap_or_else(|| panic!("no line for size {label}:\n{text}"));
+        if level != "DRAM" {
+            assert!(
+                line.contains("cache-resident") && line.contains(&format!("of {level} ")),
+                "size {label} lives in {level}: {line}"
+            );
+        }
+    }
+}
+
 #[test]
 fn a_failing_seed_aborts_the_run_with_the_reason() {
     if !opencl_available() {
@@ -224,12 +344,7 @@ fn a_failing_seed_aborts_the_run_with_the_reason() {
         err.contains("seed kernel of saxpy is not correct") && err.contains("wrong result"),
         "{err}"
     );
-    let runs = kevo()
-        .args(["runs", "--workspace", &ws, "--json"])
-        .output()
-        .unwrap();
-    let runs: serde_json::Value = serde_json::from_slice(&runs.stdout).unwrap();
-    assert_eq!(runs[0]["status"], "failed");
+    assert_eq!(runs(&ws)[0]["status"], "failed");
 }
 
 #[test]
