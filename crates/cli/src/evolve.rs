@@ -7,12 +7,13 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, bail};
-use clap::Args;
+use anyhow::{Context, Result, anyhow, bail};
+use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use kevo_evolve::{Environment, Event, EvolveOptions};
 use kevo_proposer::EditMode;
 use kevo_store::{RunId, Store};
+use kevo_strategy::{SelectionMix, StrategyConfig};
 use kevo_tasks::SizeSet;
 use kevo_worker::WorkerCommand;
 
@@ -105,6 +106,8 @@ pub struct EvolveArgs {
     #[arg(long)]
     seed_kernel: Option<PathBuf>,
     #[command(flatten)]
+    strategy: StrategyArgs,
+    #[command(flatten)]
     store: StoreArgs,
     /// Print only the final summary.
     #[arg(long)]
@@ -112,6 +115,155 @@ pub struct EvolveArgs {
     /// Print progress and the summary as JSON lines.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum StrategyName {
+    OnePlusOne,
+    MapElites,
+    Islands,
+}
+
+/// The search strategy and its settings: a file (`--strategy-config`,
+/// TOML or JSON, e.g. `name = "map-elites"` and `islands = 2`) overridden
+/// by flags. A flag of another strategy than the one chosen is an error.
+#[derive(Args)]
+pub struct StrategyArgs {
+    /// one-plus-one (one incumbent), map-elites (an archive over kernel
+    /// descriptors) or islands (populations with ring migration).
+    #[arg(long, value_enum)]
+    strategy: Option<StrategyName>,
+    /// The strategy and its settings from a TOML or JSON file.
+    #[arg(long, value_name = "FILE")]
+    strategy_config: Option<PathBuf>,
+    /// map-elites: parent-selection weights, e.g.
+    /// "uniform=0.25,fitness=0.25,curiosity=0.5,island=0".
+    #[arg(long, value_name = "MIX")]
+    selection: Option<String>,
+    /// map-elites and islands: how many islands.
+    #[arg(long, value_name = "N")]
+    islands: Option<u32>,
+    /// map-elites and islands: elites other than the parent shown to the
+    /// proposer.
+    #[arg(long, value_name = "K")]
+    elites_shown: Option<usize>,
+    /// map-elites and islands: kernels from other cells or islands shown.
+    #[arg(long, value_name = "K")]
+    inspirations: Option<usize>,
+    /// map-elites: hints per prompt at most.
+    #[arg(long, value_name = "K")]
+    hints: Option<usize>,
+    /// islands: members an island keeps.
+    #[arg(long, value_name = "N")]
+    population: Option<usize>,
+    /// islands: generations between ring migrations.
+    #[arg(long, value_name = "M")]
+    migration_interval: Option<u32>,
+    /// islands: probability that the parent is the island's best.
+    #[arg(long, value_name = "P")]
+    exploit: Option<f64>,
+    /// map-elites and islands: seed of the strategy's random choices.
+    #[arg(long, value_name = "S")]
+    strategy_seed: Option<u64>,
+}
+
+impl StrategyArgs {
+    fn config(&self) -> Result<StrategyConfig> {
+        let mut config = match &self.strategy_config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("cannot read {}", path.display()))?;
+                let parsed = if path.extension().is_some_and(|e| e == "json") {
+                    serde_json::from_str::<StrategyConfig>(&text).map_err(|e| anyhow!("{e}"))
+                } else {
+                    toml::from_str::<StrategyConfig>(&text).map_err(|e| anyhow!("{e}"))
+                };
+                parsed.with_context(|| format!("strategy config {}", path.display()))?
+            }
+            None => StrategyConfig::default(),
+        };
+        if let Some(name) = self.strategy {
+            let same = matches!(
+                (name, &config),
+                (StrategyName::OnePlusOne, StrategyConfig::OnePlusOne)
+                    | (StrategyName::MapElites, StrategyConfig::MapElites(_))
+                    | (StrategyName::Islands, StrategyConfig::Islands(_))
+            );
+            if !same {
+                config = match name {
+                    StrategyName::OnePlusOne => StrategyConfig::OnePlusOne,
+                    StrategyName::MapElites => StrategyConfig::MapElites(Default::default()),
+                    StrategyName::Islands => StrategyConfig::Islands(Default::default()),
+                };
+            }
+        }
+        let refuse = |flag: &str, applies: &str| {
+            anyhow!("--{flag} applies to {applies} only; choose it with --strategy")
+        };
+        match &mut config {
+            StrategyConfig::OnePlusOne => {
+                for (flag, given) in [
+                    ("selection", self.selection.is_some()),
+                    ("islands", self.islands.is_some()),
+                    ("elites-shown", self.elites_shown.is_some()),
+                    ("inspirations", self.inspirations.is_some()),
+                    ("hints", self.hints.is_some()),
+                    ("population", self.population.is_some()),
+                    ("migration-interval", self.migration_interval.is_some()),
+                    ("exploit", self.exploit.is_some()),
+                    ("strategy-seed", self.strategy_seed.is_some()),
+                ] {
+                    if given {
+                        return Err(refuse(flag, "map-elites or islands"));
+                    }
+                }
+            }
+            StrategyConfig::MapElites(c) => {
+                for (flag, given) in [
+                    ("population", self.population.is_some()),
+                    ("migration-interval", self.migration_interval.is_some()),
+                    ("exploit", self.exploit.is_some()),
+                ] {
+                    if given {
+                        return Err(refuse(flag, "islands"));
+                    }
+                }
+                if let Some(mix) = &self.selection {
+                    c.selection =
+                        SelectionMix::parse(mix).map_err(|e| anyhow!("--selection: {e}"))?;
+                }
+                c.islands = self.islands.unwrap_or(c.islands);
+                c.elites_shown = self.elites_shown.unwrap_or(c.elites_shown);
+                c.inspirations = self.inspirations.unwrap_or(c.inspirations);
+                c.hints = self.hints.unwrap_or(c.hints);
+                c.rng_seed = self.strategy_seed.unwrap_or(c.rng_seed);
+            }
+            StrategyConfig::Islands(c) => {
+                for (flag, given) in [
+                    ("selection", self.selection.is_some()),
+                    ("hints", self.hints.is_some()),
+                ] {
+                    if given {
+                        return Err(refuse(flag, "map-elites"));
+                    }
+                }
+                c.islands = self.islands.unwrap_or(c.islands);
+                c.population = self.population.unwrap_or(c.population);
+                c.migration_interval = self.migration_interval.unwrap_or(c.migration_interval);
+                c.exploit = self.exploit.unwrap_or(c.exploit);
+                c.elites_shown = self.elites_shown.unwrap_or(c.elites_shown);
+                c.inspirations = self.inspirations.unwrap_or(c.inspirations);
+                c.rng_seed = self.strategy_seed.unwrap_or(c.rng_seed);
+                if c.islands == 0 || c.population == 0 || c.migration_interval == 0 {
+                    bail!("--islands, --population and --migration-interval must be at least 1");
+                }
+                if !(0.0..=1.0).contains(&c.exploit) {
+                    bail!("--exploit must be a probability between 0 and 1");
+                }
+            }
+        }
+        Ok(config)
+    }
 }
 
 /// Live progress: a spinner line with iteration, best score, speedup, last
@@ -312,6 +464,7 @@ pub fn evolve(args: EvolveArgs) -> Result<ExitCode> {
                 options.llm_retries = args.llm_retries;
                 options.accept_unknown_cost = args.accept_unknown_cost;
                 options.candidates_per_iteration = args.candidates_per_iteration;
+                options.strategy = args.strategy.config()?;
                 options.max_wall_s = args.max_wall_s;
                 options.max_cost_usd = args.max_cost_usd;
                 options.target_score = args.target_score;

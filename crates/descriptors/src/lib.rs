@@ -151,7 +151,9 @@ impl Axis {
 }
 
 /// A cell of the archive: one level (0..=3) per axis.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
 pub struct Descriptors {
     pub memory: u8,
     pub algorithm: u8,

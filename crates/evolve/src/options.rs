@@ -59,6 +59,10 @@ pub struct EvolveOptions {
     /// of stopping because the cap cannot be enforced.
     #[serde(default)]
     pub accept_unknown_cost: bool,
+    /// The search strategy and its settings; runs stored before there was
+    /// a choice are (1+1).
+    #[serde(default)]
+    pub strategy: kevo_strategy::StrategyConfig,
 }
 
 impl EvolveOptions {
@@ -87,6 +91,7 @@ impl EvolveOptions {
             llm_retries: None,
             accept_unknown_cost: false,
             sandbox: Default::default(),
+            strategy: Default::default(),
         }
     }
 

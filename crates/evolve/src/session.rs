@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kevo_backend::Dialect;
+use kevo_descriptors::{Descriptors, Features};
 use kevo_eval::{Evaluation, Outcome, WallTimes};
 use kevo_proposer::{
     Accounting, Attempt, ChatRequest, Completion, DeviceBrief, EnsembleState, Extraction,
@@ -16,7 +17,7 @@ use kevo_store::{
     NewDecision, NewEvaluation, NewHeldOut, NewLlmCall, NewRun, Proposed, RunId, Spent, Store,
     StoreError, source_sha256,
 };
-use kevo_strategy::{Decision, Elite, OnePlusOne, Scored, Strategy};
+use kevo_strategy::{Decision, Elite, OnePlusOne, Scored, Selection, Strategy};
 use kevo_tasks::Task;
 use kevo_worker::{Worker, WorkerCommand, WorkerConfig, WorkerError};
 use serde::{Deserialize, Serialize};
@@ -159,6 +160,8 @@ pub enum EvolveError {
         what: &'static str,
         source: serde_json::Error,
     },
+    #[error("strategy: {0}")]
+    Strategy(#[from] kevo_strategy::StrategyError),
     /// A model call's task panicked or was cancelled.
     #[error("proposer task failed: {0}")]
     ProposerTask(#[from] tokio::task::JoinError),
@@ -273,6 +276,11 @@ struct StrategyState {
     previous_failure: Option<String>,
     seed_wall_s: f64,
     best_iteration: u32,
+    /// The strategy's whole state ([`Strategy::state`]); runs checkpointed
+    /// before strategies stored it are (1+1) runs rebuilt from the
+    /// checkpoint's incumbent and previous candidate.
+    #[serde(default)]
+    search: Option<serde_json::Value>,
 }
 
 impl StrategyState {
@@ -338,6 +346,9 @@ struct Session<'e> {
     prompts: PromptBuilder<'static>,
     /// Set once the seed is recorded (its id is the strategy's start).
     strategy: Option<Box<dyn Strategy>>,
+    /// What the seed uses, against which candidates' algorithmic
+    /// structure is placed (set with the seed).
+    seed_features: Option<Features>,
     state: StrategyState,
     /// Sources and in-distribution evaluations by candidate id.
     sources: HashMap<i64, String>,
@@ -450,7 +461,7 @@ impl<'e> Session<'e> {
                         backend: device.backend.clone(),
                         device: device.name.clone(),
                         size_set: options.sizes,
-                        strategy: OnePlusOne::NAME.into(),
+                        strategy: options.strategy.stored_name().into(),
                         config: run_config(&options, &worker)?,
                         rng_state: provider
                             .ensemble_state()
@@ -474,6 +485,7 @@ impl<'e> Session<'e> {
             accounting,
             prompts,
             strategy: None,
+            seed_features: None,
             state: StrategyState::default(),
             sources: HashMap::new(),
             evaluations: HashMap::new(),
@@ -548,14 +560,18 @@ impl<'e> Session<'e> {
         };
         self.state.seed_wall_s = evaluation.wall.total_s;
         self.timeout = self.candidate_timeout();
+        let features = Features::of(&source, self.dialect);
+        let analysis = kevo_descriptors::analyse(&source, self.dialect, &features);
+        let seed_cell = analysis.descriptors;
+        self.seed_features = Some(features);
         let proposed = [Proposed {
             llm_calls: Vec::new(),
             candidate: Some(NewCandidate {
                 source: source.clone(),
                 parents: Vec::new(),
                 island: None,
-                cell: None,
-                descriptors: None,
+                cell: Some(seed_cell.to_string()),
+                descriptors: serde_json::to_value(&analysis).ok(),
                 provider: Some("seed".into()),
                 model: None,
             }),
@@ -563,6 +579,7 @@ impl<'e> Session<'e> {
         }];
         let (rng_state, spent) = (self.rng_state(), self.spent());
         let state = &mut self.state;
+        let config = &self.options.strategy;
         let mut strategy = None;
         let env = self.env;
         let ids = env
@@ -572,7 +589,15 @@ impl<'e> Session<'e> {
                 state
                     .history
                     .push(evaluated_entry(0, id.0, &evaluation.outcome, true));
-                strategy = Some(OnePlusOne::starting_at(Elite { id: id.0, score }));
+                // The seed has a score, the one thing starting can need.
+                let started = config.start(&Scored {
+                    id: id.0,
+                    score: Some(score),
+                    outcome: StepOutcome::Correct,
+                    descriptors: Some(seed_cell),
+                });
+                state.search = started.as_ref().ok().map(|s| s.state());
+                strategy = Some(started);
                 Decided {
                     decisions: vec![NewDecision {
                         promoted: true,
@@ -594,7 +619,7 @@ impl<'e> Session<'e> {
         let id = ids[0].candidate.map(|c| c.0).unwrap_or_default();
         self.sources.insert(id, source.clone());
         self.evaluations.insert(id, evaluation.clone());
-        self.strategy = strategy.map(|s| Box::new(s) as Box<dyn Strategy>);
+        self.strategy = Some(strategy.expect("the seed iteration decided")?);
         self.dir.write_best(&source, &evaluation)?;
         self.write_history()?;
         observer.on(&Event::Started {
@@ -678,22 +703,29 @@ impl<'e> Session<'e> {
         for id in [seed, incumbent, previous] {
             self.load(id).await?;
         }
-        let score_of = |s: &Self, id: CandidateId| s.evaluations[&id.0].outcome.score();
-        let seed_score =
-            score_of(self, seed).ok_or_else(|| bad("the stored seed has no score".into()))?;
-        let incumbent_score = score_of(self, incumbent)
-            .ok_or_else(|| bad("the stored incumbent has no score".into()))?;
-        self.strategy = Some(Box::new(OnePlusOne::restore(
-            Elite {
-                id: seed.0,
-                score: seed_score,
-            },
-            Elite {
-                id: incumbent.0,
-                score: incumbent_score,
-            },
-            previous.0,
-        )));
+        self.seed_features = Some(Features::of(&self.sources[&seed.0], self.dialect));
+        self.strategy = Some(match &state.search {
+            Some(search) => kevo_strategy::restore(self.options.strategy.stored_name(), search)?,
+            None => {
+                let score_of = |s: &Self, id: CandidateId| s.evaluations[&id.0].outcome.score();
+                let seed_score = score_of(self, seed)
+                    .ok_or_else(|| bad("the stored seed has no score".into()))?;
+                let incumbent_score = score_of(self, incumbent)
+                    .ok_or_else(|| bad("the stored incumbent has no score".into()))?;
+                Box::new(OnePlusOne::restore(
+                    Elite {
+                        id: seed.0,
+                        score: seed_score,
+                    },
+                    Elite {
+                        id: incumbent.0,
+                        score: incumbent_score,
+                    },
+                    previous.0,
+                    cp.iteration,
+                ))
+            }
+        });
         self.state = state;
         self.timeout = self.candidate_timeout();
         self.iteration = cp.iteration;
@@ -840,12 +872,24 @@ impl<'e> Session<'e> {
         Ok(lines)
     }
 
-    /// What the proposer is shown: the incumbent's source and evaluation,
-    /// the previous attempt (or why the last proposal gave nothing to
-    /// evaluate), and whether the incumbent is still the seed.
-    fn prompt_context(&self) -> PromptContext {
-        let s = self.strategy.as_deref().expect("seed evaluated");
-        let incumbent = s.parent();
+    /// What the proposer is shown: the parent's source and evaluation,
+    /// the previous attempt from it (or why the last proposal gave
+    /// nothing to evaluate), and whether the parent is still the seed.
+    /// Every candidate the selection names is loaded first.
+    async fn prompt_context(
+        &mut self,
+        selection: &Selection,
+    ) -> Result<PromptContext, EvolveError> {
+        let named = [selection.parent]
+            .into_iter()
+            .chain(selection.previous)
+            .chain(selection.elites.iter().copied())
+            .chain(selection.inspirations.iter().copied());
+        for id in named.collect::<Vec<_>>() {
+            self.load(CandidateId(id)).await?;
+        }
+        let seed = self.strategy.as_deref().expect("seed evaluated").seed().id;
+        let incumbent = selection.parent;
         let incumbent_source = self.sources[&incumbent].clone();
         let incumbent_evaluation = self.evaluations[&incumbent].clone();
         let previous = match &self.state.previous_failure {
@@ -863,20 +907,26 @@ impl<'e> Session<'e> {
                     WallTimes::default(),
                 ),
             )),
-            // Before the first candidate the incumbent is the only baseline.
-            None if self.iteration == 0 => None,
-            None => Some((
-                self.sources[&s.previous()].clone(),
-                self.evaluations[&s.previous()].clone(),
-            )),
+            // Before the first attempt from this parent it is the only
+            // baseline.
+            None => selection
+                .previous
+                .map(|p| (self.sources[&p].clone(), self.evaluations[&p].clone())),
         };
-        PromptContext {
+        let shown = |ids: &[i64]| -> Vec<(String, Evaluation)> {
+            ids.iter()
+                .map(|id| (self.sources[id].clone(), self.evaluations[id].clone()))
+                .collect()
+        };
+        Ok(PromptContext {
             incumbent,
             incumbent_source,
             incumbent_evaluation,
             previous,
-            incumbent_is_seed: incumbent == s.seed().id,
-        }
+            incumbent_is_seed: incumbent == seed,
+            elites: shown(&selection.elites),
+            inspirations: shown(&selection.inspirations),
+        })
     }
 
     /// One iteration in stages: prompt, model calls, extraction and
@@ -886,18 +936,35 @@ impl<'e> Session<'e> {
         k: u32,
         observer: &mut dyn Observer,
     ) -> Result<(), EvolveError> {
-        let context = self.prompt_context();
-        let request = self.prompt(k, &context)?;
+        let selection = self
+            .strategy
+            .as_deref_mut()
+            .expect("seed evaluated")
+            .select();
+        let context = self.prompt_context(&selection).await?;
+        let request = self.prompt(k, &context, &selection)?;
         let completions = self.call_proposer(k, &request).await?;
         let tried = self
-            .try_completions(k, &request, &context, completions)
+            .try_completions(k, &request, &context, &selection, completions)
             .await?;
-        let decided = self.decide_and_record(k, &context, tried).await?;
+        let decided = self
+            .decide_and_record(k, &context, &selection, tried)
+            .await?;
         self.publish(k, decided, observer)
     }
 
     /// Stage 1: the request for iteration `k`, written to the run directory.
-    fn prompt(&self, k: u32, context: &PromptContext) -> Result<ChatRequest, EvolveError> {
+    fn prompt(
+        &self,
+        k: u32,
+        context: &PromptContext,
+        selection: &Selection,
+    ) -> Result<ChatRequest, EvolveError> {
+        let hints: Vec<String> = selection
+            .hints
+            .iter()
+            .map(|h| hint_text(h, self.dialect))
+            .collect();
         let request = self.prompts.request(&UserContext {
             previous: context
                 .previous
@@ -909,6 +976,9 @@ impl<'e> Session<'e> {
             },
             incumbent_is_seed: context.incumbent_is_seed,
             history: &self.state.history,
+            elites: &attempts(&context.elites),
+            inspirations: &attempts(&context.inspirations),
+            hints: &hints,
         })?;
         self.dir.write_prompt(k, &request.system, &request.user)?;
         Ok(request)
@@ -970,6 +1040,7 @@ impl<'e> Session<'e> {
         k: u32,
         request: &ChatRequest,
         context: &PromptContext,
+        selection: &Selection,
         completions: Vec<(Result<Completion, ProviderError>, f64)>,
     ) -> Result<Vec<Tried>, EvolveError> {
         let mut tried: Vec<Tried> = Vec::with_capacity(completions.len());
@@ -1034,18 +1105,23 @@ impl<'e> Session<'e> {
             if j == 0 {
                 self.dir.write_result(k, &evaluation)?;
             }
+            let analysis = self
+                .seed_features
+                .as_ref()
+                .map(|seed| kevo_descriptors::analyse(&source, self.dialect, seed));
             tried.push(Tried {
                 call,
                 result: TriedResult::Evaluated(Box::new(EvaluatedProposal {
                     candidate: NewCandidate {
                         source,
-                        parents: vec![CandidateRef::Stored(CandidateId(context.incumbent))],
-                        island: None,
-                        cell: None,
-                        descriptors: None,
+                        parents: vec![CandidateRef::Stored(CandidateId(selection.parent))],
+                        island: selection.island.map(i64::from),
+                        cell: analysis.as_ref().map(|a| a.descriptors.to_string()),
+                        descriptors: analysis.as_ref().and_then(|a| serde_json::to_value(a).ok()),
                         provider: Some(completion.provider.clone()),
                         model: Some(completion.model.clone()),
                     },
+                    descriptors: analysis.map(|a| a.descriptors),
                     evaluation,
                     reused_from,
                 })),
@@ -1085,9 +1161,17 @@ impl<'e> Session<'e> {
         &mut self,
         k: u32,
         context: &PromptContext,
+        selection: &Selection,
         tried: Vec<Tried>,
     ) -> Result<DecidedIteration, EvolveError> {
         let outcomes = tried.iter().map(Tried::outcome).collect();
+        let cells: Vec<Option<Descriptors>> = tried
+            .iter()
+            .map(|t| match &t.result {
+                TriedResult::Evaluated(e) => e.descriptors,
+                TriedResult::Nothing { .. } => None,
+            })
+            .collect();
         let scores = tried.iter().map(Tried::score).collect();
         // The reason shown to the proposer next time when nothing of this
         // iteration could be evaluated (the last one that has a reason).
@@ -1119,16 +1203,18 @@ impl<'e> Session<'e> {
                 let batch: Vec<Scored> = proposed
                     .iter()
                     .zip(ids)
-                    .filter_map(|(p, id)| {
+                    .zip(&cells)
+                    .filter_map(|((p, id), cell)| {
                         let e = &p.evaluation.as_ref()?.evaluation;
                         Some(Scored {
                             id: (*id)?.0,
                             score: e.outcome.score(),
                             outcome: step_outcome(&e.outcome),
+                            descriptors: *cell,
                         })
                     })
                     .collect();
-                decision = (!batch.is_empty()).then(|| strategy.decide(k, &batch));
+                decision = (!batch.is_empty()).then(|| strategy.decide(k, selection, &batch));
                 // Proposals without a candidate first, then the decided
                 // ones, each in proposal order.
                 for (outcome, _) in &failures {
@@ -1142,41 +1228,51 @@ impl<'e> Session<'e> {
                         candidate: Some(s.id),
                         outcome: s.outcome,
                         score: s.score,
-                        promoted: decision.as_ref().is_some_and(|d| d.promotes(s.id)),
+                        promoted: decision.as_ref().is_some_and(|d| d.kept(s.id)),
                     });
                 }
                 state.previous_failure = if any_candidate { None } else { failure };
-                if decision.as_ref().is_some_and(|d| d.promoted) {
+                if decision.as_ref().is_some_and(|d| d.improved) {
                     state.best_iteration = k;
                 }
+                state.search = Some(strategy.state());
                 let mut failure_reasons = failures.iter().map(|(_, r)| r.clone());
                 let decisions = ids
                     .iter()
-                    .map(|id| match (id, &decision) {
-                        (Some(id), Some(d)) => NewDecision {
-                            promoted: d.promotes(id.0),
-                            incumbent: Some(CandidateRef::Stored(CandidateId(d.incumbent))),
-                            island: None,
-                            cell: None,
-                            reason: d.reason.clone(),
-                        },
-                        _ => NewDecision {
-                            promoted: false,
-                            incumbent: Some(CandidateRef::Stored(CandidateId(context.incumbent))),
-                            island: None,
-                            cell: None,
-                            reason: match id {
-                                None => failure_reasons.next().unwrap_or_default(),
-                                Some(_) => String::new(),
+                    .map(
+                        |id| match (id, id.and_then(|i| decision.as_ref()?.placement(i.0))) {
+                            (Some(_), Some(p)) => NewDecision {
+                                promoted: p.kept,
+                                incumbent: Some(CandidateRef::Stored(CandidateId(
+                                    strategy.best().id,
+                                ))),
+                                island: p.island.map(i64::from),
+                                cell: p.cell.map(|c| c.to_string()),
+                                reason: p.reason.clone(),
+                            },
+                            _ => NewDecision {
+                                promoted: false,
+                                incumbent: Some(CandidateRef::Stored(CandidateId(
+                                    context.incumbent,
+                                ))),
+                                island: selection.island.map(i64::from),
+                                cell: None,
+                                reason: match id {
+                                    None => failure_reasons.next().unwrap_or_default(),
+                                    Some(_) => String::new(),
+                                },
                             },
                         },
-                    })
+                    )
                     .collect();
                 Decided {
                     decisions,
                     checkpoint: Checkpoint {
                         incumbent: Some(CandidateRef::Stored(CandidateId(strategy.best().id))),
-                        previous: Some(CandidateRef::Stored(CandidateId(strategy.previous()))),
+                        previous: batch
+                            .last()
+                            .map(|c| CandidateRef::Stored(CandidateId(c.id)))
+                            .or(Some(CandidateRef::Stored(CandidateId(selection.parent)))),
                         rng_state,
                         strategy_state: Some(state.to_json()),
                         spent,
@@ -1191,7 +1287,7 @@ impl<'e> Session<'e> {
             }
         }
         Ok(DecidedIteration {
-            promoted: decision.is_some_and(|d| d.promoted),
+            promoted: decision.is_some_and(|d| d.improved),
             outcomes,
             scores,
         })
@@ -1295,6 +1391,29 @@ impl<'e> Session<'e> {
     }
 }
 
+/// Shown candidates as the prompt takes them.
+fn attempts(shown: &[(String, Evaluation)]) -> Vec<Attempt<'_>> {
+    shown
+        .iter()
+        .map(|(source, evaluation)| Attempt { source, evaluation })
+        .collect()
+}
+
+/// A strategy's hint in words: the suggestion and why it is made.
+fn hint_text(hint: &kevo_strategy::Hint, dialect: Dialect) -> String {
+    let why = match hint.reason {
+        kevo_strategy::HintReason::Improved { .. } => format!(
+            "children of kernels like this one improved when they moved toward {}",
+            hint.axis.level_name(hint.level)
+        ),
+        kevo_strategy::HintReason::Unexplored => format!(
+            "no kernel of the search uses {} together with this one's other traits yet",
+            hint.axis.level_name(hint.level)
+        ),
+    };
+    format!("{} ({why}).", hint.axis.suggestion(hint.level, dialect))
+}
+
 /// What the proposer is shown in one iteration (see
 /// [`Session::prompt_context`]).
 struct PromptContext {
@@ -1304,6 +1423,10 @@ struct PromptContext {
     incumbent_evaluation: Evaluation,
     previous: Option<(String, Evaluation)>,
     incumbent_is_seed: bool,
+    /// Other elites and inspirations the strategy chose, with their
+    /// evaluations.
+    elites: Vec<(String, Evaluation)>,
+    inspirations: Vec<(String, Evaluation)>,
 }
 
 /// One proposal of an iteration after extraction and evaluation.
@@ -1325,6 +1448,8 @@ enum TriedResult {
 
 struct EvaluatedProposal {
     candidate: NewCandidate,
+    /// Its cell, also stored (as JSON) with the candidate.
+    descriptors: Option<Descriptors>,
     evaluation: Evaluation,
     reused_from: Option<EvaluationId>,
 }

@@ -254,6 +254,9 @@ fn user_first_iteration() {
             },
             incumbent_is_seed: true,
             history: &history(&[(0, eval.outcome.score(), true)]),
+            elites: &[],
+            inspirations: &[],
+            hints: &[],
         })
         .unwrap();
     insta::assert_snapshot!(text);
@@ -288,6 +291,9 @@ fn user_after_a_compile_error() {
             },
             incumbent_is_seed: false,
             history: &h,
+            elites: &[],
+            inspirations: &[],
+            hints: &[],
         })
         .unwrap();
     insta::assert_snapshot!(text);
@@ -334,6 +340,9 @@ fn user_with_stagnation_notice_on_a_measured_device() {
             },
             incumbent_is_seed: false,
             history: &h,
+            elites: &[],
+            inspirations: &[],
+            hints: &[],
         })
         .unwrap();
     assert!(text.contains("## Stagnation notice"));
@@ -367,6 +376,9 @@ fn user_in_diff_mode_with_evolve_blocks_after_a_wrong_result() {
             },
             incumbent_is_seed: true,
             history: &h,
+            elites: &[],
+            inspirations: &[],
+            hints: &[],
         })
         .unwrap();
     assert!(text.contains("EVOLVE-BLOCK-START` and `EVOLVE-BLOCK-END`"));
@@ -484,6 +496,9 @@ fn no_held_out_label_reaches_any_prompt() {
                                 },
                                 incumbent_is_seed: true,
                                 history: &h[..1],
+                                elites: &[],
+                                inspirations: &[],
+                                hints: &[],
                             })
                             .unwrap(),
                         );
@@ -500,6 +515,9 @@ fn no_held_out_label_reaches_any_prompt() {
                                     },
                                     incumbent_is_seed: false,
                                     history: &h,
+                                    elites: &[],
+                                    inspirations: &[],
+                                    hints: &[],
                                 })
                                 .unwrap(),
                             );
@@ -535,6 +553,9 @@ fn held_out_results_are_refused() {
         },
         incumbent_is_seed: true,
         history: &[],
+        elites: &[],
+        inspirations: &[],
+        hints: &[],
     };
     // A held-out size among the results.
     let mut e = correct(task, &dev, SizeSet::Full, [0.2, 0.3, 0.4]);

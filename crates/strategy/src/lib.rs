@@ -1,21 +1,35 @@
-//! Search strategies decide promotion and what the proposer sees next. They
-//! see in-distribution scores only: held-out results never reach them.
+//! Search strategies decide what to keep and what the proposer sees next.
+//! They see in-distribution scores only: held-out results never reach
+//! them.
 //!
-//! A session drives a [`Strategy`] in three steps per iteration: the store
-//! records the iteration's candidates first and assigns their ids, the
-//! strategy then decides on those ids ([`Strategy::decide`]), and the
-//! decisions are recorded with the checkpoint, all in one transaction. No
-//! strategy ever sees a provisional id.
+//! A session drives a [`Strategy`] the same way whatever it is: before an
+//! iteration it asks for a [`Selection`] (the parent, the elites and
+//! inspirations to show, hints); the store records the iteration's
+//! candidates and assigns their ids; the strategy then decides on those
+//! ids ([`Strategy::decide`]) and its whole state ([`Strategy::state`],
+//! random generator included) is stored with the checkpoint in the same
+//! transaction, so a run killed at any point resumes exactly
+//! ([`restore`]).
 //!
-//! [`OnePlusOne`] is Metal-Sci's Algorithm 1: one incumbent; a candidate
-//! replaces it if and only if its score is defined and strictly greater.
-//! With several candidates per iteration (λ > 1) the best of the batch
-//! competes with the incumbent.
+//! - [`OnePlusOne`]: Metal-Sci's Algorithm 1, one incumbent.
+//! - [`MapElites`]: KernelFoundry's archive over kernel descriptors.
+//! - [`Islands`]: populations with ring migration.
 
 mod history;
+mod islands;
+mod map_elites;
+mod one_plus_one;
+mod rng;
 
 pub use history::{HistoryEntry, StepOutcome};
+pub use islands::{Islands, IslandsConfig, Member};
+pub use map_elites::{
+    CellElite, MapElites, MapElitesConfig, SelectionMix, Transition, TransitionOutcome,
+};
+pub use one_plus_one::OnePlusOne;
+pub use rng::Rng;
 
+use kevo_descriptors::{Axis, Descriptors};
 use serde::{Deserialize, Serialize};
 
 /// What the strategy needs to know about one evaluated, stored candidate.
@@ -26,6 +40,9 @@ pub struct Scored {
     /// Score on the in-distribution sizes; None unless every size was correct.
     pub score: Option<f64>,
     pub outcome: StepOutcome,
+    /// Its cell, when its source could be analysed.
+    #[serde(default)]
+    pub descriptors: Option<Descriptors>,
 }
 
 /// A candidate the search holds with its score.
@@ -35,22 +52,92 @@ pub struct Elite {
     pub score: f64,
 }
 
-/// The promotion decision for one iteration.
+/// Why a hint is given.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum HintReason {
+    /// Children that moved this way on the axis improved (the decayed,
+    /// signed sum of their fitness changes).
+    Improved { gradient: f64 },
+    /// The neighbouring cell this way is empty.
+    Unexplored,
+}
+
+/// A direction in descriptor space worth trying: reach `level` on `axis`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Hint {
+    pub axis: Axis,
+    pub level: u8,
+    pub reason: HintReason,
+}
+
+/// What the next proposals are built from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Decision {
-    /// The candidate that competed with the incumbent (the best of the batch).
-    pub contender: Option<i64>,
-    pub promoted: bool,
-    /// The incumbent after the decision.
-    pub incumbent: i64,
+pub struct Selection {
+    /// The candidate the proposals improve on (recorded as their parent).
+    pub parent: i64,
+    /// The parent's island; children join it.
+    pub island: Option<u32>,
+    /// The parent's cell (MAP-Elites).
+    pub cell: Option<Descriptors>,
+    /// Other elites shown to the proposer, best first.
+    pub elites: Vec<i64>,
+    /// Elites of other cells or islands shown for diversity.
+    pub inspirations: Vec<i64>,
+    pub hints: Vec<Hint>,
+    /// The last candidate proposed from this parent, if any: shown as
+    /// "your previous attempt".
+    pub previous: Option<i64>,
+    /// The rule that chose the parent ("incumbent", "curiosity", ...).
+    pub how: String,
+}
+
+/// What became of one candidate of a decided batch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Placement {
+    pub id: i64,
+    /// Entered the search's population (promoted, inserted, joined).
+    pub kept: bool,
+    pub island: Option<u32>,
+    pub cell: Option<Descriptors>,
     pub reason: String,
 }
 
+/// The decision on one iteration's batch: a placement per candidate, in
+/// batch order, and the best candidate after it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    pub placements: Vec<Placement>,
+    /// The best candidate changed.
+    pub improved: bool,
+    pub best: Elite,
+}
+
 impl Decision {
-    /// Whether candidate `id` of the decided batch became the incumbent.
-    pub fn promotes(&self, id: i64) -> bool {
-        self.promoted && self.contender == Some(id)
+    /// Whether candidate `id` of the decided batch was kept.
+    pub fn kept(&self, id: i64) -> bool {
+        self.placement(id).is_some_and(|p| p.kept)
     }
+
+    pub fn placement(&self, id: i64) -> Option<&Placement> {
+        self.placements.iter().find(|p| p.id == id)
+    }
+
+    /// Whether any candidate was kept.
+    pub fn any_kept(&self) -> bool {
+        self.placements.iter().any(|p| p.kept)
+    }
+}
+
+/// A strategy's population as `kevo show` prints it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "elites")]
+pub enum Archive {
+    Incumbent(Elite),
+    /// One elite per occupied cell.
+    Grid(Vec<CellElite>),
+    /// Each island's members, best first.
+    Islands(Vec<Vec<Elite>>),
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -58,23 +145,33 @@ pub enum StrategyError {
     /// A search needs something to beat.
     #[error("the seed is not correct ({outcome}); a search needs a correct seed")]
     SeedNotCorrect { outcome: StepOutcome },
+    #[error("`{name}` is not a strategy (one-plus-one, map-elites, islands)")]
+    Unknown { name: String },
+    #[error("the stored state of strategy {name} is unreadable: {reason}")]
+    State { name: String, reason: String },
+    #[error("strategy setting `{setting}`: {reason}")]
+    Setting { setting: String, reason: String },
 }
 
 /// A search strategy as a session drives it. Ids are the store's
 /// candidate ids: every candidate a strategy is shown is already stored.
 pub trait Strategy: Send {
+    /// The name stored with the run: "one_plus_one", "map_elites", "islands".
+    fn name(&self) -> &'static str;
     /// The seed the search started from (the baseline of its speedup).
     fn seed(&self) -> Elite;
     /// The best candidate so far: the winner if the run stopped now.
     fn best(&self) -> Elite;
-    /// The candidate the next proposals improve on: shown to the proposer
-    /// as the incumbent and recorded as their parent.
-    fn parent(&self) -> i64;
-    /// The last candidate evaluated, shown as "your previous attempt".
-    fn previous(&self) -> i64;
-    /// Decide on one iteration's evaluated candidates, in proposal order;
-    /// `batch` is never empty.
-    fn decide(&mut self, iteration: u32, batch: &[Scored]) -> Decision;
+    /// Choose the parent and context of the next proposals. May draw
+    /// random numbers: call it once per iteration, after the last
+    /// checkpoint's state.
+    fn select(&mut self) -> Selection;
+    /// Decide on one iteration's evaluated candidates, proposed from
+    /// `selection`, in proposal order; `batch` is never empty.
+    fn decide(&mut self, iteration: u32, selection: &Selection, batch: &[Scored]) -> Decision;
+    /// Everything needed to continue exactly, random generator included.
+    fn state(&self) -> serde_json::Value;
+    fn archive(&self) -> Archive;
 
     /// Improvement of the best candidate over the seed, measured in this
     /// session.
@@ -83,190 +180,170 @@ pub trait Strategy: Send {
     }
 }
 
-/// State of a (1+1) search; its checkpoint is the store's incumbent and
-/// previous candidate, so a killed run resumes exactly.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct OnePlusOne {
-    pub seed: Elite,
-    pub incumbent: Elite,
-    /// The last candidate that was extracted and evaluated (what the
-    /// proposer is shown as "your previous attempt").
-    pub previous: i64,
+/// A strategy and its settings, as given on the command line or in a run
+/// configuration, and stored with the run.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(tag = "name", rename_all = "kebab-case")]
+pub enum StrategyConfig {
+    #[default]
+    OnePlusOne,
+    MapElites(MapElitesConfig),
+    Islands(IslandsConfig),
 }
 
-impl OnePlusOne {
+impl StrategyConfig {
     /// The name stored with a run of this strategy.
-    pub const NAME: &'static str = "one_plus_one";
+    pub fn stored_name(&self) -> &'static str {
+        match self {
+            StrategyConfig::OnePlusOne => OnePlusOne::NAME,
+            StrategyConfig::MapElites(_) => MapElites::NAME,
+            StrategyConfig::Islands(_) => Islands::NAME,
+        }
+    }
 
-    /// Start from an evaluated, stored seed. A seed without a score cannot
-    /// start a search: there is nothing to beat.
-    pub fn new(seed: &Scored) -> Result<Self, StrategyError> {
+    /// From the command line's name (one-plus-one, map-elites, islands).
+    pub fn named(name: &str) -> Result<StrategyConfig, StrategyError> {
+        match name {
+            "one-plus-one" | "one_plus_one" | "1+1" => Ok(StrategyConfig::OnePlusOne),
+            "map-elites" | "map_elites" => Ok(StrategyConfig::MapElites(Default::default())),
+            "islands" => Ok(StrategyConfig::Islands(Default::default())),
+            other => Err(StrategyError::Unknown {
+                name: other.to_string(),
+            }),
+        }
+    }
+
+    /// Whether this strategy places candidates by their descriptors.
+    pub fn needs_descriptors(&self) -> bool {
+        matches!(self, StrategyConfig::MapElites(_))
+    }
+
+    /// Start the configured strategy from an evaluated, stored seed. A
+    /// seed without a score cannot start a search: there is nothing to
+    /// beat.
+    pub fn start(&self, seed: &Scored) -> Result<Box<dyn Strategy>, StrategyError> {
         let score = seed.score.ok_or(StrategyError::SeedNotCorrect {
             outcome: seed.outcome,
         })?;
-        Ok(OnePlusOne::starting_at(Elite { id: seed.id, score }))
-    }
-
-    /// Start from a seed whose score is known.
-    pub fn starting_at(seed: Elite) -> Self {
-        OnePlusOne {
-            seed,
-            incumbent: seed,
-            previous: seed.id,
-        }
-    }
-
-    /// Rebuild the state a checkpoint describes.
-    pub fn restore(seed: Elite, incumbent: Elite, previous: i64) -> Self {
-        OnePlusOne {
-            seed,
-            incumbent,
-            previous,
-        }
+        let elite = Elite { id: seed.id, score };
+        Ok(match self {
+            StrategyConfig::OnePlusOne => Box::new(OnePlusOne::starting_at(elite)),
+            StrategyConfig::MapElites(c) => Box::new(MapElites::new(
+                c.clone(),
+                elite,
+                seed.descriptors.unwrap_or_default(),
+            )),
+            StrategyConfig::Islands(c) => Box::new(Islands::new(c.clone(), elite)),
+        })
     }
 }
 
-impl Strategy for OnePlusOne {
-    fn seed(&self) -> Elite {
-        self.seed
+/// Rebuild a strategy from the state it stored ([`Strategy::state`]).
+pub fn restore(name: &str, state: &serde_json::Value) -> Result<Box<dyn Strategy>, StrategyError> {
+    fn load<T: serde::de::DeserializeOwned>(
+        name: &str,
+        state: &serde_json::Value,
+    ) -> Result<T, StrategyError> {
+        serde_json::from_value(state.clone()).map_err(|e| StrategyError::State {
+            name: name.to_string(),
+            reason: e.to_string(),
+        })
     }
-
-    fn best(&self) -> Elite {
-        self.incumbent
-    }
-
-    fn parent(&self) -> i64 {
-        self.incumbent.id
-    }
-
-    fn previous(&self) -> i64 {
-        self.previous
-    }
-
-    /// The best defined score competes; ties go to the earlier proposal; it
-    /// is promoted only if strictly greater than the incumbent's.
-    fn decide(&mut self, _iteration: u32, batch: &[Scored]) -> Decision {
-        let contender = batch
-            .iter()
-            .filter_map(|c| c.score.filter(|s| s.is_finite()).map(|s| (c.id, s)))
-            .fold(None::<(i64, f64)>, |best, c| match best {
-                Some(b) if b.1 >= c.1 => Some(b),
-                _ => Some(c),
+    Ok(match name {
+        OnePlusOne::NAME => Box::new(load::<OnePlusOne>(name, state)?),
+        MapElites::NAME => Box::new(load::<MapElites>(name, state)?),
+        Islands::NAME => Box::new(load::<Islands>(name, state)?),
+        other => {
+            return Err(StrategyError::Unknown {
+                name: other.to_string(),
             });
-        let promoted = contender.is_some_and(|(_, s)| s > self.incumbent.score);
-        let reason = match contender {
-            None => "no candidate of this iteration has a score".to_string(),
-            Some((_, s)) => format!(
-                "score {s:.4} {} the incumbent's {:.4}",
-                if promoted { "beats" } else { "does not beat" },
-                self.incumbent.score
-            ),
-        };
-        if let (true, Some((id, score))) = (promoted, contender) {
-            self.incumbent = Elite { id, score };
         }
-        if let Some(last) = batch.last() {
-            self.previous = contender.map(|(id, _)| id).unwrap_or(last.id);
-        }
-        Decision {
-            contender: contender.map(|(id, _)| id),
-            promoted,
-            incumbent: self.incumbent.id,
-            reason,
-        }
-    }
+    })
+}
+
+/// The candidate of a batch shown next as "your previous attempt": the
+/// best scored one, else the last.
+pub(crate) fn shown_next(batch: &[Scored]) -> Option<i64> {
+    best_of(batch)
+        .map(|(id, _)| id)
+        .or(batch.last().map(|c| c.id))
+}
+
+/// The batch's best defined score; ties go to the earlier proposal.
+pub(crate) fn best_of(batch: &[Scored]) -> Option<(i64, f64)> {
+    batch
+        .iter()
+        .filter_map(|c| c.score.filter(|s| s.is_finite()).map(|s| (c.id, s)))
+        .fold(None::<(i64, f64)>, |best, c| match best {
+            Some(b) if b.1 >= c.1 => Some(b),
+            _ => Some(c),
+        })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn c(id: i64, score: Option<f64>) -> Scored {
+    fn seed(descriptors: Option<Descriptors>) -> Scored {
         Scored {
-            id,
-            score,
-            outcome: if score.is_some() {
-                StepOutcome::Correct
-            } else {
-                StepOutcome::WrongResult
-            },
+            id: 1,
+            score: Some(0.5),
+            outcome: StepOutcome::Correct,
+            descriptors,
         }
     }
 
     #[test]
-    fn promotes_only_strictly_better_defined_scores() {
-        let mut s = OnePlusOne::new(&c(1, Some(0.5))).unwrap();
-        assert!(
-            !s.decide(1, &[c(2, None)]).promoted,
-            "no score, no promotion"
-        );
-        assert_eq!(s.previous(), 2);
-        assert!(
-            !s.decide(2, &[c(3, Some(0.5))]).promoted,
-            "equal is not better"
-        );
-        assert!(!s.decide(3, &[c(4, Some(0.4))]).promoted);
-        let d = s.decide(4, &[c(5, Some(0.6))]);
-        assert!(d.promoted && d.incumbent == 5 && d.promotes(5));
-        assert_eq!(s.best(), Elite { id: 5, score: 0.6 });
-        assert_eq!(s.parent(), 5);
-        assert!((s.speedup() - 1.2).abs() < 1e-12);
-        let d = s.decide(5, &[c(6, Some(f64::NAN))]);
-        assert!(!d.promoted && d.contender.is_none(), "NaN never competes");
-        assert_eq!(s.seed(), Elite { id: 1, score: 0.5 });
+    fn every_strategy_starts_from_a_correct_seed_and_restores_by_name() {
+        for name in ["one-plus-one", "map-elites", "islands"] {
+            let config = StrategyConfig::named(name).unwrap();
+            let mut s = config
+                .start(&seed(Some(Descriptors::new(1, 0, 0))))
+                .unwrap();
+            assert_eq!(s.name(), config.stored_name());
+            assert_eq!(
+                (s.seed(), s.best()),
+                (Elite { id: 1, score: 0.5 }, Elite { id: 1, score: 0.5 })
+            );
+            let sel = s.select();
+            assert_eq!(sel.parent, 1);
+            let batch = [Scored {
+                id: 2,
+                score: Some(0.75),
+                outcome: StepOutcome::Correct,
+                descriptors: Some(Descriptors::new(2, 0, 0)),
+            }];
+            let d = s.decide(1, &sel, &batch);
+            assert!(d.kept(2) && d.improved && d.best.id == 2, "{name}: {d:?}");
+            assert!((s.speedup() - 1.5).abs() < 1e-12);
+            let mut back = restore(s.name(), &s.state()).unwrap();
+            assert_eq!(back.state(), s.state(), "{name}");
+            assert_eq!(back.select(), s.select(), "{name}");
+            assert_eq!(back.archive(), s.archive());
+        }
     }
 
     #[test]
-    fn the_best_of_a_batch_competes_and_ties_go_to_the_first() {
-        let mut s = OnePlusOne::new(&c(1, Some(0.5))).unwrap();
-        let d = s.decide(
-            1,
-            &[
-                c(2, Some(0.7)),
-                c(3, None),
-                c(4, Some(0.9)),
-                c(5, Some(0.9)),
-            ],
-        );
-        assert_eq!((d.contender, d.promoted, d.incumbent), (Some(4), true, 4));
-        assert!(d.promotes(4) && !d.promotes(5) && !d.promotes(2));
-        assert_eq!(s.previous(), 4);
-        let d = s.decide(2, &[c(6, Some(0.8))]);
-        assert!(!d.promoted && !d.promotes(6));
+    fn bad_names_states_and_seeds_are_named_errors() {
+        let e = StrategyConfig::named("greedy").unwrap_err();
         assert_eq!(
-            d.reason,
-            "score 0.8000 does not beat the incumbent's 0.9000"
+            e.to_string(),
+            "`greedy` is not a strategy (one-plus-one, map-elites, islands)"
         );
-        assert_eq!(s.previous(), 6, "the last evaluated is shown next");
-    }
-
-    #[test]
-    fn a_batch_without_scores_keeps_the_incumbent_and_shows_the_last() {
-        let mut s = OnePlusOne::new(&c(1, Some(0.5))).unwrap();
-        let d = s.decide(1, &[c(2, None), c(3, None)]);
-        assert_eq!(d.contender, None);
-        assert_eq!(d.reason, "no candidate of this iteration has a score");
-        assert_eq!((s.parent(), s.previous()), (1, 3));
-    }
-
-    #[test]
-    fn a_restored_search_decides_as_the_original_would() {
-        let mut original = OnePlusOne::new(&c(10, Some(0.5))).unwrap();
-        original.decide(1, &[c(11, Some(0.7))]);
-        original.decide(2, &[c(12, Some(0.6))]);
-        let mut restored = OnePlusOne::restore(
-            Elite { id: 10, score: 0.5 },
-            Elite { id: 11, score: 0.7 },
-            12,
+        let e = restore("map_elites", &serde_json::json!({"cells": 3}))
+            .err()
+            .unwrap();
+        assert!(
+            e.to_string()
+                .starts_with("the stored state of strategy map_elites is unreadable"),
+            "{e}"
         );
-        assert_eq!(restored, original);
-        let batch = [c(13, Some(0.8))];
-        assert_eq!(restored.decide(3, &batch), original.decide(3, &batch));
-    }
-
-    #[test]
-    fn an_incorrect_seed_cannot_start_a_search() {
-        let e = OnePlusOne::new(&c(1, None)).unwrap_err();
+        let incorrect = Scored {
+            score: None,
+            outcome: StepOutcome::WrongResult,
+            ..seed(None)
+        };
+        let e = StrategyConfig::OnePlusOne.start(&incorrect).err().unwrap();
         assert_eq!(
             e,
             StrategyError::SeedNotCorrect {
@@ -274,5 +351,36 @@ mod tests {
             }
         );
         assert!(e.to_string().contains("not correct (wrong_result)"), "{e}");
+    }
+
+    #[test]
+    fn a_config_round_trips_with_its_settings() {
+        let config = StrategyConfig::MapElites(MapElitesConfig {
+            islands: 2,
+            rng_seed: 7,
+            ..Default::default()
+        });
+        let json = serde_json::to_value(&config).unwrap();
+        assert_eq!(json["name"], "map-elites");
+        assert_eq!(
+            serde_json::from_value::<StrategyConfig>(json).unwrap(),
+            config
+        );
+        let partial: StrategyConfig =
+            serde_json::from_value(serde_json::json!({"name": "islands", "islands": 3})).unwrap();
+        assert_eq!(
+            partial,
+            StrategyConfig::Islands(IslandsConfig {
+                islands: 3,
+                ..Default::default()
+            })
+        );
+        assert!(
+            serde_json::from_value::<StrategyConfig>(
+                serde_json::json!({"name": "islands", "island": 3})
+            )
+            .is_err(),
+            "a misspelt setting is refused"
+        );
     }
 }

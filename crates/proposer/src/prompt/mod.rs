@@ -93,6 +93,14 @@ pub struct UserContext<'a> {
     pub incumbent_is_seed: bool,
     /// The whole history; the prompt shows its last records.
     pub history: &'a [HistoryEntry],
+    /// Other elites of the search (MAP-Elites cells, island members), best
+    /// first; dropped from the end when the prompt would pass its budget.
+    pub elites: &'a [Attempt<'a>],
+    /// Kernels from other cells or islands, for diversity; dropped before
+    /// the elites.
+    pub inspirations: &'a [Attempt<'a>],
+    /// Directions the search suggests, one sentence each.
+    pub hints: &'a [String],
 }
 
 /// Builds the prompts of one run: one task, one dialect, one size set, one
@@ -107,7 +115,12 @@ pub struct PromptBuilder<'t> {
     stagnation: StagnationParams,
     history_len: usize,
     fast_math: bool,
+    context_budget_tokens: usize,
 }
+
+/// Roughly four characters per token for code and English: the prompt
+/// budget is counted in characters / 4.
+const CHARS_PER_TOKEN: usize = 4;
 
 #[derive(Serialize)]
 struct DialectCtx {
@@ -211,6 +224,9 @@ struct UserCtx<'a> {
     incumbent: AttemptCtx,
     history: Vec<String>,
     history_total: usize,
+    elites: Vec<AttemptCtx>,
+    inspirations: Vec<AttemptCtx>,
+    hints: Vec<String>,
     stagnation: Option<StagnationCtx>,
     edit_mode: &'static str,
     evolve_blocks: bool,
@@ -263,6 +279,7 @@ impl<'t> PromptBuilder<'t> {
             stagnation: StagnationParams::default(),
             history_len: 8,
             fast_math: true,
+            context_budget_tokens: 16_000,
         })
     }
 
@@ -291,6 +308,14 @@ impl<'t> PromptBuilder<'t> {
     /// says so); match `CompileOptions::fast_math`.
     pub fn with_fast_math(mut self, on: bool) -> Self {
         self.fast_math = on;
+        self
+    }
+
+    /// The user prompt's size limit in tokens (estimated as characters /
+    /// 4): elites and inspirations beyond it are left out, inspirations
+    /// first (16 000 by default).
+    pub fn with_context_budget(mut self, tokens: usize) -> Self {
+        self.context_budget_tokens = tokens;
         self
     }
 
@@ -497,7 +522,31 @@ impl<'t> PromptBuilder<'t> {
             gap_pct: format!("{}", (self.stagnation.gap * 100.0 * 10.0).round() / 10.0),
             best: format!("{:.4}", best.unwrap_or(0.0)),
         });
-        let user = UserCtx {
+        let shown = |a: &Attempt<'_>, what: &str| -> Result<AttemptCtx, PromptError> {
+            let fb = self.feedback(a.evaluation, what)?;
+            Ok(AttemptCtx {
+                source: a.source.trim_end().to_string(),
+                feedback: fb.text,
+                outcome: fb.summary,
+                failed: fb.failed,
+                is_seed: false,
+                same_as_previous: false,
+            })
+        };
+        let elites = ctx
+            .elites
+            .iter()
+            .map(|a| shown(a, "elite"))
+            .collect::<Result<Vec<_>, _>>()?;
+        let inspirations = ctx
+            .inspirations
+            .iter()
+            .map(|a| shown(a, "inspiration"))
+            .collect::<Result<Vec<_>, _>>()?;
+        for h in ctx.hints {
+            self.guard_text(h, "hint")?;
+        }
+        let mut user = UserCtx {
             task: self.task_ctx(),
             dialect: dialect_ctx(self.dialect),
             device: self.device_ctx(),
@@ -512,11 +561,25 @@ impl<'t> PromptBuilder<'t> {
             previous,
             history,
             history_total: ctx.history.len(),
+            elites,
+            inspirations,
+            hints: ctx.hints.to_vec(),
             stagnation,
             edit_mode: self.mode_name(),
             evolve_blocks: evolve::has_regions(ctx.incumbent.source),
         };
-        self.templates.render("user.j2", &user)
+        // Within the budget: inspirations go first, then elites, from the
+        // end of each list.
+        let budget = self.context_budget_tokens.saturating_mul(CHARS_PER_TOKEN);
+        loop {
+            let text = self.templates.render("user.j2", &user)?;
+            if text.len() <= budget || (user.inspirations.is_empty() && user.elites.is_empty()) {
+                return Ok(text);
+            }
+            if user.inspirations.pop().is_none() {
+                user.elites.pop();
+            }
+        }
     }
 
     /// System and user prompt as one request.
