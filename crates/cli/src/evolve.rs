@@ -13,7 +13,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use kevo_evolve::{Environment, Event, EvolveOptions};
 use kevo_proposer::EditMode;
 use kevo_store::{RunId, Store};
-use kevo_strategy::{SelectionMix, StrategyConfig};
+use kevo_strategy::{Archive, Axis, CellElite, LEVELS, SelectionMix, StrategyConfig};
 use kevo_tasks::SizeSet;
 use kevo_worker::WorkerCommand;
 
@@ -650,10 +650,16 @@ pub fn show(run: &str, store: StoreArgs, json: bool) -> Result<ExitCode> {
             .into_iter()
             .filter(kevo_evolve::is_abandoned)
             .collect();
+        let strategy = match store.last_checkpoint(&id).await? {
+            Some(cp) => kevo_evolve::stored_strategy(&info.strategy, &cp)?,
+            None => None,
+        };
         if json {
             let value = serde_json::json!({
                 "run": info, "history": history, "best": best, "held_out": held_out,
                 "abandoned_calls": abandoned,
+                "archive": strategy.as_ref().map(|s| s.archive()),
+                "strategy_state": strategy.as_ref().map(|s| s.state()),
             });
             println!("{}", serde_json::to_string_pretty(&value)?);
             return Ok(ExitCode::SUCCESS);
@@ -685,6 +691,9 @@ pub fn show(run: &str, store: StoreArgs, json: bool) -> Result<ExitCode> {
                 if h.promoted { "yes" } else { "" },
                 h.reason
             );
+        }
+        if let Some(s) = &strategy {
+            print_archive(&s.archive());
         }
         for c in &abandoned {
             println!(
@@ -766,6 +775,75 @@ pub fn show(run: &str, store: StoreArgs, json: bool) -> Result<ExitCode> {
         }
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// The strategy's population: MAP-Elites as memory x algorithm grids, one
+/// per coordination level that has an elite; islands as their members.
+fn print_archive(archive: &Archive) {
+    match archive {
+        Archive::Incumbent(e) => println!("incumbent: candidate {} score {:.4}", e.id, e.score),
+        Archive::Grid(cells) => {
+            println!(
+                "archive: {} of {} cells (#candidate score)",
+                cells.len(),
+                LEVELS.pow(3)
+            );
+            for c in 0..LEVELS {
+                let level: Vec<&CellElite> =
+                    cells.iter().filter(|e| e.cell.coordination == c).collect();
+                if level.is_empty() {
+                    continue;
+                }
+                println!("coordination c{c}: {}", Axis::Coordination.level_name(c));
+                print!("{:<22}", "  memory \\ algorithm");
+                for a in 0..LEVELS {
+                    print!(" {:<16}", format!("a{a}"));
+                }
+                println!();
+                for m in 0..LEVELS {
+                    print!(
+                        "{:<22}",
+                        format!("  m{m} {}", short(Axis::Memory.level_name(m)))
+                    );
+                    for a in 0..LEVELS {
+                        let text = level
+                            .iter()
+                            .find(|e| e.cell.memory == m && e.cell.algorithm == a)
+                            .map_or(".".to_string(), |e| {
+                                format!("#{} {:.4}", e.elite.id, e.elite.score)
+                            });
+                        print!(" {text:<16}");
+                    }
+                    println!();
+                }
+            }
+            println!(
+                "  algorithm: a0 {}, a1 {}, a2 {}, a3 {}",
+                Axis::Algorithm.level_name(0),
+                Axis::Algorithm.level_name(1),
+                Axis::Algorithm.level_name(2),
+                Axis::Algorithm.level_name(3)
+            );
+        }
+        Archive::Islands(islands) => {
+            println!(
+                "islands: {} (members best first, #candidate score)",
+                islands.len()
+            );
+            for (i, members) in islands.iter().enumerate() {
+                let list: Vec<String> = members
+                    .iter()
+                    .map(|e| format!("#{} {:.4}", e.id, e.score))
+                    .collect();
+                println!("  island {i}: {}", list.join(", "));
+            }
+        }
+    }
+}
+
+/// A level name cut to fit a grid column.
+fn short(name: &str) -> String {
+    name.chars().take(16).collect()
 }
 
 pub fn export(run: &str, out: Option<&Path>, store: StoreArgs) -> Result<ExitCode> {

@@ -5,10 +5,9 @@
 
 mod common;
 
-use common::{files_holding, opencl_available};
+use common::{files_holding, kill_after_iteration, opencl_available};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
 fn kevo() -> Command {
     Command::new(env!("CARGO_BIN_EXE_kevo"))
@@ -367,42 +366,7 @@ fn a_run_killed_with_sigkill_resumes_without_repeating_work() {
     let llm = replay(dir.path(), &kernels);
     let mut args = evolve_args(&ws, &llm, "8");
     args.extend(["--seed-kernel".into(), fixture("start_slow.cl")]);
-    let mut child = cache_env(kevo().args(&args), dir.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    // Kill it once iteration 3 is stored, while later ones are in flight.
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let _ = tx.send(line);
-        }
-    });
-    let deadline = Instant::now() + Duration::from_secs(240);
-    let mut run = String::new();
-    loop {
-        let line = rx
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            .expect("progress");
-        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
-        if v["event"] == "started" {
-            run = v["run"].as_str().unwrap().to_string();
-        }
-        if v["event"] == "iteration" && v["iteration"] == 3 {
-            break;
-        }
-    }
-    // SAFETY: signalling our own child process.
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGKILL);
-    }
-    let _ = child.wait();
+    let run = kill_after_iteration(cache_env(kevo().args(&args), dir.path()), 3);
     let before = show(&ws, &run);
     assert_ne!(before["run"]["status"], "finished");
     let done_before = before["history"]

@@ -81,9 +81,32 @@ pub fn lex(source: &str) -> Lexed {
     }
 }
 
+/// `source` with comments removed and every run of whitespace between
+/// tokens made one space (string literals kept): two sources that differ
+/// only there are the same kernel.
+pub fn normalised(source: &str) -> String {
+    let (code, _) = strip_comments(source, false);
+    let mut out = String::with_capacity(code.len());
+    for line in code.split('\n') {
+        for t in tokenize(line, 0) {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push_str(&t.text);
+        }
+    }
+    out
+}
+
 /// Replace comments by spaces (newlines kept, so lines still count) and
 /// string and character literals by `""`, returning the strings' text.
 fn strip_comments_and_strings(source: &str) -> (String, Vec<String>) {
+    strip_comments(source, true)
+}
+
+/// Comments replaced by spaces; with `strip_strings`, string and character
+/// literals too (their text returned).
+fn strip_comments(source: &str, strip_strings: bool) -> (String, Vec<String>) {
     let chars: Vec<char> = source.chars().collect();
     let mut out = String::with_capacity(source.len());
     let mut strings = Vec::new();
@@ -110,7 +133,7 @@ fn strip_comments_and_strings(source: &str) -> (String, Vec<String>) {
             }
             i += 2;
             out.push(' ');
-        } else if c == '"' || c == '\'' {
+        } else if strip_strings && (c == '"' || c == '\'') {
             let mut text = String::new();
             i += 1;
             while i < chars.len() && chars[i] != c && chars[i] != '\n' {
@@ -342,6 +365,22 @@ mod tests {
         assert_eq!(
             texts("#define X X + 1\nX").len(),
             1 + 2 * MAX_EXPANSION_DEPTH
+        );
+    }
+
+    #[test]
+    fn normalised_sources_differ_only_in_code() {
+        let a = "// saxpy\n__kernel void k(float* y) {\n    y[0] = 1.0f;   /* one */\n}\n";
+        let b = "__kernel   void k(float*y){ y[0]=1.0f; }";
+        assert_eq!(normalised(a), normalised(b));
+        assert_ne!(
+            normalised(a),
+            normalised("__kernel void k(float* y) { y[0] = 2.0f; }")
+        );
+        assert_ne!(
+            normalised("printf(\"a b\");"),
+            normalised("printf(\"ab\");"),
+            "string contents are code"
         );
     }
 

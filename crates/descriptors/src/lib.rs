@@ -63,6 +63,7 @@ use std::fmt;
 
 pub use features::{Features, Loop, Seen};
 use kevo_backend::Dialect;
+pub use lex::normalised;
 use serde::{Deserialize, Serialize};
 
 /// Levels per axis.
@@ -216,6 +217,29 @@ impl fmt::Display for Descriptors {
     }
 }
 
+/// The label's parse ("m2-a0-c1"), as stored with candidates and decisions.
+impl std::str::FromStr for Descriptors {
+    type Err = String;
+
+    fn from_str(label: &str) -> Result<Self, Self::Err> {
+        let bad = || format!("`{label}` is not a cell label like m2-a0-c1");
+        let levels: Vec<u8> = label
+            .split('-')
+            .zip(["m", "a", "c"])
+            .map(|(part, prefix)| {
+                part.strip_prefix(prefix)
+                    .and_then(|l| l.parse::<u8>().ok())
+                    .filter(|l| *l < LEVELS)
+            })
+            .collect::<Option<Vec<u8>>>()
+            .ok_or_else(bad)?;
+        match levels.as_slice() {
+            [m, a, c] if label.split('-').count() == 3 => Ok(Descriptors::new(*m, *a, *c)),
+            _ => Err(bad()),
+        }
+    }
+}
+
 /// A candidate's descriptors with the constructs that placed it, so a
 /// placement can be checked by reading the source.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -342,6 +366,12 @@ mod tests {
         let d = Descriptors::new(9, 1, 2);
         assert_eq!(d.memory, 3, "levels clamp to 0..=3");
         assert_eq!(d.with(Axis::Coordination, 0).distance(&d), 2);
+        for cell in Descriptors::grid() {
+            assert_eq!(cell.to_string().parse::<Descriptors>(), Ok(cell));
+        }
+        for bad in ["m4-a0-c0", "m1-a0", "a0-m1-c0", "m1-a0-c0-x", ""] {
+            assert!(bad.parse::<Descriptors>().is_err(), "{bad}");
+        }
     }
 
     #[test]

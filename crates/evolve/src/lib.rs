@@ -1,8 +1,9 @@
-//! The kevo search loop (Metal-Sci's Algorithm 1 with λ ≥ 1): evaluate the
-//! seed; each iteration build the prompt from the previous candidate, the
-//! incumbent and the history, ask the proposer, extract a candidate,
-//! evaluate it at the in-distribution sizes, and promote it if and only if
-//! its score is defined and strictly greater. Every step is stored in one
+//! The kevo search loop: evaluate the seed; each iteration ask the
+//! strategy for a parent and context (elites, inspirations, hints), build
+//! the prompt from them, the previous attempt and the history, ask the
+//! proposer, extract candidates, evaluate them at the in-distribution
+//! sizes, place them by their descriptors, and let the strategy decide
+//! what to keep ((1+1), MAP-Elites or islands; see kevo-strategy). Every step is stored in one
 //! transaction, so a run killed at any moment resumes from its last
 //! completed step without evaluating a candidate twice. At the end the
 //! incumbent and the seed are evaluated once at the held-out size, in the
@@ -14,5 +15,5 @@ mod session;
 pub use options::EvolveOptions;
 pub use session::{
     Environment, Event, EvolveError, HeldOutSummary, InFlightCalls, Observer, Summary, interrupt,
-    is_abandoned, resume, start,
+    is_abandoned, resume, start, stored_strategy,
 };

@@ -291,6 +291,28 @@ impl StrategyState {
     }
 }
 
+/// The strategy as a run's checkpoint stored it (`strategy` is the run's
+/// stored strategy name), for `kevo show`; None for a run checkpointed
+/// before strategies stored their state.
+pub fn stored_strategy(
+    strategy: &str,
+    checkpoint: &kevo_store::StoredCheckpoint,
+) -> Result<Option<Box<dyn Strategy>>, EvolveError> {
+    let state: StrategyState = match &checkpoint.strategy_state {
+        Some(v) => {
+            serde_json::from_value(v.clone()).map_err(|e| kevo_strategy::StrategyError::State {
+                name: strategy.to_string(),
+                reason: e.to_string(),
+            })?
+        }
+        None => return Ok(None),
+    };
+    Ok(match &state.search {
+        Some(search) => Some(kevo_strategy::restore(strategy, search)?),
+        None => None,
+    })
+}
+
 /// Start a new run.
 pub async fn start(
     options: EvolveOptions,
@@ -346,6 +368,9 @@ struct Session<'e> {
     prompts: PromptBuilder<'static>,
     /// Set once the seed is recorded (its id is the strategy's start).
     strategy: Option<Box<dyn Strategy>>,
+    /// The run's candidates by the SHA-256 of their normalised source
+    /// (the first of each), for duplicate detection.
+    normalised: HashMap<String, i64>,
     /// What the seed uses, against which candidates' algorithmic
     /// structure is placed (set with the seed).
     seed_features: Option<Features>,
@@ -486,6 +511,7 @@ impl<'e> Session<'e> {
             prompts,
             strategy: None,
             seed_features: None,
+            normalised: HashMap::new(),
             state: StrategyState::default(),
             sources: HashMap::new(),
             evaluations: HashMap::new(),
@@ -617,6 +643,7 @@ impl<'e> Session<'e> {
             })
             .await?;
         let id = ids[0].candidate.map(|c| c.0).unwrap_or_default();
+        self.normalised.insert(normalised_sha(&source), id);
         self.sources.insert(id, source.clone());
         self.evaluations.insert(id, evaluation.clone());
         self.strategy = Some(strategy.expect("the seed iteration decided")?);
@@ -704,6 +731,12 @@ impl<'e> Session<'e> {
             self.load(id).await?;
         }
         self.seed_features = Some(Features::of(&self.sources[&seed.0], self.dialect));
+        for id in history.iter().filter_map(|h| h.candidate_id) {
+            let source = self.env.store.candidate_source(id).await?;
+            self.normalised
+                .entry(normalised_sha(&source))
+                .or_insert(id.0);
+        }
         self.strategy = Some(match &state.search {
             Some(search) => kevo_strategy::restore(self.options.strategy.stored_name(), search)?,
             None => {
@@ -1101,7 +1134,7 @@ impl<'e> Session<'e> {
             if j == 0 {
                 self.dir.write_candidate(k, &source)?;
             }
-            let (evaluation, reused_from) = self.evaluate_once(&source, &tried).await?;
+            let (evaluation, reused_from, duplicate) = self.evaluate_once(&source, &tried).await?;
             if j == 0 {
                 self.dir.write_result(k, &evaluation)?;
             }
@@ -1124,33 +1157,51 @@ impl<'e> Session<'e> {
                     descriptors: analysis.map(|a| a.descriptors),
                     evaluation,
                     reused_from,
+                    duplicate,
                 })),
             });
         }
         Ok(tried)
     }
 
-    /// `source`'s evaluation: the stored one if this run measured it
-    /// before, one of this batch if an earlier proposal had the same
-    /// source, a new measurement otherwise.
+    /// `source`'s evaluation: the stored one if this run measured the
+    /// same source before, that of an earlier candidate whose source is
+    /// the same up to comments and whitespace, one of this batch's, or a
+    /// new measurement; with the candidate it duplicates, if any.
     async fn evaluate_once(
         &mut self,
         source: &str,
         batch: &[Tried],
-    ) -> Result<(Evaluation, Option<EvaluationId>), EvolveError> {
+    ) -> Result<(Evaluation, Option<EvaluationId>, Option<Duplicate>), EvolveError> {
         let sha = source_sha256(source);
         if let Some(stored) = self.env.store.find_evaluation(&self.run, &sha).await?
             && let Ok(e) = stored.evaluation()
         {
-            return Ok((e, Some(stored.id)));
+            let of = Duplicate::Stored(stored.candidate_id.0);
+            return Ok((e, Some(stored.id), Some(of)));
         }
-        let earlier = batch.iter().find_map(|t| match &t.result {
-            TriedResult::Evaluated(e) if e.candidate.source == source => Some(e.evaluation.clone()),
+        let normalised = normalised_sha(source);
+        if let Some(&id) = self.normalised.get(&normalised) {
+            self.load(CandidateId(id)).await?;
+            return Ok((
+                self.evaluations[&id].clone(),
+                None,
+                Some(Duplicate::Stored(id)),
+            ));
+        }
+        let earlier = batch.iter().enumerate().find_map(|(j, t)| match &t.result {
+            TriedResult::Evaluated(e) if normalised_sha(&e.candidate.source) == normalised => {
+                Some((e.evaluation.clone(), j))
+            }
             _ => None,
         });
         Ok(match earlier {
-            Some(e) => (e, None),
-            None => (self.evaluate(source, &self.sizes(), self.timeout), None),
+            Some((e, j)) => (e, None, Some(Duplicate::InBatch(j))),
+            None => (
+                self.evaluate(source, &self.sizes(), self.timeout),
+                None,
+                None,
+            ),
         })
     }
 
@@ -1165,6 +1216,13 @@ impl<'e> Session<'e> {
         tried: Vec<Tried>,
     ) -> Result<DecidedIteration, EvolveError> {
         let outcomes = tried.iter().map(Tried::outcome).collect();
+        let duplicates: Vec<Option<Duplicate>> = tried
+            .iter()
+            .map(|t| match &t.result {
+                TriedResult::Evaluated(e) => e.duplicate,
+                TriedResult::Nothing { .. } => None,
+            })
+            .collect();
         let cells: Vec<Option<Descriptors>> = tried
             .iter()
             .map(|t| match &t.result {
@@ -1223,12 +1281,24 @@ impl<'e> Session<'e> {
                         .push(HistoryEntry::without_candidate(k, *outcome));
                 }
                 for s in &batch {
+                    let j = ids.iter().position(|id| id.is_some_and(|i| i.0 == s.id));
+                    let duplicate_of = match j.and_then(|j| duplicates[j]) {
+                        Some(Duplicate::Stored(id)) => Some(id),
+                        Some(Duplicate::InBatch(e)) => ids[e].map(|i| i.0),
+                        None => None,
+                    };
                     state.history.push(HistoryEntry {
                         iteration: k,
                         candidate: Some(s.id),
                         outcome: s.outcome,
                         score: s.score,
                         promoted: decision.as_ref().is_some_and(|d| d.kept(s.id)),
+                        new_best: Some(
+                            decision
+                                .as_ref()
+                                .is_some_and(|d| d.improved && d.best.id == s.id),
+                        ),
+                        duplicate_of,
                     });
                 }
                 state.previous_failure = if any_candidate { None } else { failure };
@@ -1248,7 +1318,19 @@ impl<'e> Session<'e> {
                                 ))),
                                 island: p.island.map(i64::from),
                                 cell: p.cell.map(|c| c.to_string()),
-                                reason: p.reason.clone(),
+                                reason: match state
+                                    .history
+                                    .iter()
+                                    .rev()
+                                    .find(|h| h.candidate == Some(p.id))
+                                    .and_then(|h| h.duplicate_of)
+                                {
+                                    Some(of) => format!(
+                                        "duplicate of candidate {of}, not evaluated again: {}",
+                                        p.reason
+                                    ),
+                                    None => p.reason.clone(),
+                                },
                             },
                             _ => NewDecision {
                                 promoted: false,
@@ -1282,6 +1364,9 @@ impl<'e> Session<'e> {
             .await?;
         for (p, id) in proposed.into_iter().zip(&ids) {
             if let (Some(c), Some(e), Some(id)) = (p.candidate, p.evaluation, id.candidate) {
+                self.normalised
+                    .entry(normalised_sha(&c.source))
+                    .or_insert(id.0);
                 self.sources.insert(id.0, c.source);
                 self.evaluations.insert(id.0, e.evaluation);
             }
@@ -1446,7 +1531,23 @@ enum TriedResult {
     Evaluated(Box<EvaluatedProposal>),
 }
 
+/// An earlier candidate whose source a proposal repeats (up to comments and
+/// whitespace): stored, or an earlier proposal of the same batch.
+#[derive(Debug, Clone, Copy)]
+enum Duplicate {
+    Stored(i64),
+    InBatch(usize),
+}
+
+/// SHA-256 of a source normalised (comments and whitespace runs): the key
+/// of duplicate detection.
+fn normalised_sha(source: &str) -> String {
+    source_sha256(&kevo_descriptors::normalised(source))
+}
+
 struct EvaluatedProposal {
+    /// Repeats an earlier candidate: not measured again.
+    duplicate: Option<Duplicate>,
     candidate: NewCandidate,
     /// Its cell, also stored (as JSON) with the candidate.
     descriptors: Option<Descriptors>,

@@ -74,8 +74,17 @@ pub struct HistoryEntry {
     pub outcome: StepOutcome,
     /// Defined only for correct candidates.
     pub score: Option<f64>,
-    /// Became the new incumbent.
+    /// Kept by the strategy: the new incumbent of (1+1), an archive or
+    /// island member of the others.
     pub promoted: bool,
+    /// Became the run's best; None in entries stored before strategies
+    /// other than (1+1), where keeping and becoming best were the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_best: Option<bool>,
+    /// Its source repeats this earlier candidate's (up to comments and
+    /// whitespace): it was not evaluated again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duplicate_of: Option<i64>,
 }
 
 impl HistoryEntry {
@@ -87,7 +96,14 @@ impl HistoryEntry {
             outcome,
             score: None,
             promoted: false,
+            new_best: None,
+            duplicate_of: None,
         }
+    }
+
+    /// Became the run's best.
+    pub fn is_new_best(&self) -> bool {
+        self.new_best.unwrap_or(self.promoted)
     }
 
     pub fn correct(&self) -> bool {

@@ -29,7 +29,7 @@ pub use map_elites::{
 pub use one_plus_one::OnePlusOne;
 pub use rng::Rng;
 
-use kevo_descriptors::{Axis, Descriptors};
+pub use kevo_descriptors::{Axis, Descriptors, LEVELS};
 use serde::{Deserialize, Serialize};
 
 /// What the strategy needs to know about one evaluated, stored candidate.

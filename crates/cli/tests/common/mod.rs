@@ -1,7 +1,8 @@
 //! Helpers shared by the CLI's integration tests.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// Whether `kevo devices` finds an OpenCL device; CI must have one (PoCL).
 pub fn opencl_available() -> bool {
@@ -21,6 +22,8 @@ pub fn opencl_available() -> bool {
 }
 
 /// Every file under `dir`, recursively, that holds `needle` as bytes.
+/// (Not every test binary that includes this module uses it.)
+#[allow(dead_code)]
 pub fn files_holding(dir: &Path, needle: &str) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
@@ -39,4 +42,46 @@ pub fn files_holding(dir: &Path, needle: &str) -> Vec<PathBuf> {
         }
     }
     found
+}
+
+/// Start `kevo evolve ... --json`, and SIGKILL it once iteration `at` is
+/// stored (while later ones are in flight); the run's id.
+#[allow(dead_code)]
+pub fn kill_after_iteration(cmd: &mut Command, at: u64) -> String {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let mut run = String::new();
+    loop {
+        let line = rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .expect("progress");
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        if v["event"] == "created" {
+            run = v["run"].as_str().unwrap().to_string();
+        }
+        if v["event"] == "iteration" && v["iteration"] == at {
+            break;
+        }
+    }
+    // SAFETY: signalling our own child process.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGKILL);
+    }
+    let _ = child.wait();
+    run
 }

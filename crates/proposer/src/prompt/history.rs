@@ -33,6 +33,8 @@ pub fn evaluated_entry(
         outcome: step_outcome(outcome),
         score: outcome.score(),
         promoted,
+        new_best: None,
+        duplicate_of: None,
     }
 }
 
@@ -51,10 +53,12 @@ pub fn history_line(entry: &HistoryEntry) -> String {
     let score = entry
         .score
         .map_or_else(|| "N/A".to_string(), |s| format!("{s:.4}"));
-    let tag = match (entry.iteration, entry.promoted) {
-        (0, _) => " (seed)",
-        (_, true) => " (new best)",
-        _ => "",
+    let tag = match (entry.iteration, entry.duplicate_of) {
+        (0, _) => " (seed)".to_string(),
+        (_, Some(of)) => format!(" (duplicate of candidate {of}: not evaluated again)"),
+        _ if entry.is_new_best() => " (new best)".to_string(),
+        _ if entry.promoted => " (kept by the search)".to_string(),
+        _ => String::new(),
     };
     format!("iter {:>2}: {status}, score {score}{tag}", entry.iteration)
 }
@@ -114,6 +118,8 @@ mod tests {
 
     fn rec(iteration: u32, score: Option<f64>, promoted: bool) -> HistoryEntry {
         HistoryEntry {
+            duplicate_of: None,
+            new_best: None,
             iteration,
             candidate: Some(i64::from(iteration) + 1),
             outcome: if score.is_some() {
@@ -199,6 +205,23 @@ mod tests {
         assert_eq!(
             history_line(&r),
             "iter  5: compile OK, correct True, score 0.5000 (new best)"
+        );
+        let dup = HistoryEntry {
+            duplicate_of: Some(6),
+            promoted: false,
+            ..evaluated_entry(7, 8, &Outcome::Correct { score: 0.5 }, false)
+        };
+        assert_eq!(
+            history_line(&dup),
+            "iter  7: compile OK, correct True, score 0.5000 (duplicate of candidate 6: not evaluated again)"
+        );
+        let kept = HistoryEntry {
+            new_best: Some(false),
+            ..evaluated_entry(8, 9, &Outcome::Correct { score: 0.2 }, true)
+        };
+        assert_eq!(
+            history_line(&kept),
+            "iter  8: compile OK, correct True, score 0.2000 (kept by the search)"
         );
     }
 
