@@ -680,7 +680,17 @@ pub fn show(run: &str, store: StoreArgs, json: bool) -> Result<ExitCode> {
         println!("sandbox: {}", sandbox_line(&info.config));
         println!(
             "{:>9} {:<15} {:>8} {:>8}  {}",
-            "iteration", "outcome", "score", "new best", "reason"
+            "iteration",
+            "outcome",
+            "score",
+            // (1+1) keeps only a new best; the other strategies keep
+            // archive and island members.
+            if info.strategy == "one_plus_one" {
+                "new best"
+            } else {
+                "kept"
+            },
+            "reason"
         );
         for h in &history {
             println!(

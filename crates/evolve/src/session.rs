@@ -621,6 +621,7 @@ impl<'e> Session<'e> {
                     score: Some(score),
                     outcome: StepOutcome::Correct,
                     descriptors: Some(seed_cell),
+                    duplicate_of: None,
                 });
                 state.search = started.as_ref().ok().map(|s| s.state());
                 strategy = Some(started);
@@ -1258,17 +1259,25 @@ impl<'e> Session<'e> {
         let ids = env
             .store
             .record_iteration_with(&self.run, k, &proposed, |ids| {
+                // Whose duplicate each proposal is, by stored id.
+                let duplicate_of = |j: usize| match duplicates[j] {
+                    Some(Duplicate::Stored(id)) => Some(id),
+                    Some(Duplicate::InBatch(e)) => ids[e].map(|i| i.0),
+                    None => None,
+                };
                 let batch: Vec<Scored> = proposed
                     .iter()
                     .zip(ids)
                     .zip(&cells)
-                    .filter_map(|((p, id), cell)| {
+                    .enumerate()
+                    .filter_map(|(j, ((p, id), cell))| {
                         let e = &p.evaluation.as_ref()?.evaluation;
                         Some(Scored {
                             id: (*id)?.0,
                             score: e.outcome.score(),
                             outcome: step_outcome(&e.outcome),
                             descriptors: *cell,
+                            duplicate_of: duplicate_of(j),
                         })
                     })
                     .collect();
@@ -1281,12 +1290,6 @@ impl<'e> Session<'e> {
                         .push(HistoryEntry::without_candidate(k, *outcome));
                 }
                 for s in &batch {
-                    let j = ids.iter().position(|id| id.is_some_and(|i| i.0 == s.id));
-                    let duplicate_of = match j.and_then(|j| duplicates[j]) {
-                        Some(Duplicate::Stored(id)) => Some(id),
-                        Some(Duplicate::InBatch(e)) => ids[e].map(|i| i.0),
-                        None => None,
-                    };
                     state.history.push(HistoryEntry {
                         iteration: k,
                         candidate: Some(s.id),
@@ -1298,7 +1301,7 @@ impl<'e> Session<'e> {
                                 .as_ref()
                                 .is_some_and(|d| d.improved && d.best.id == s.id),
                         ),
-                        duplicate_of,
+                        duplicate_of: s.duplicate_of,
                     });
                 }
                 state.previous_failure = if any_candidate { None } else { failure };
@@ -1318,19 +1321,7 @@ impl<'e> Session<'e> {
                                 ))),
                                 island: p.island.map(i64::from),
                                 cell: p.cell.map(|c| c.to_string()),
-                                reason: match state
-                                    .history
-                                    .iter()
-                                    .rev()
-                                    .find(|h| h.candidate == Some(p.id))
-                                    .and_then(|h| h.duplicate_of)
-                                {
-                                    Some(of) => format!(
-                                        "duplicate of candidate {of}, not evaluated again: {}",
-                                        p.reason
-                                    ),
-                                    None => p.reason.clone(),
-                                },
+                                reason: p.reason.clone(),
                             },
                             _ => NewDecision {
                                 promoted: false,

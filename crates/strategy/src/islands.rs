@@ -214,6 +214,7 @@ impl Strategy for Islands {
         let mut placements = Vec::with_capacity(batch.len());
         for c in batch {
             let (kept, reason) = match c.score.filter(|s| s.is_finite()) {
+                _ if c.duplicate_of.is_some() => (false, c.duplicate_reason().unwrap_or_default()),
                 None => (false, format!("no score ({})", c.outcome)),
                 Some(s) => {
                     let elite = Elite { id: c.id, score: s };
@@ -286,6 +287,7 @@ mod tests {
                 StepOutcome::CompileError
             },
             descriptors: None,
+            duplicate_of: None,
         }
     }
 

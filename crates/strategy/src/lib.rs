@@ -43,6 +43,18 @@ pub struct Scored {
     /// Its cell, when its source could be analysed.
     #[serde(default)]
     pub descriptors: Option<Descriptors>,
+    /// Its source repeats this earlier candidate's (up to comments and
+    /// whitespace): it was not evaluated again, and no strategy keeps it.
+    #[serde(default)]
+    pub duplicate_of: Option<i64>,
+}
+
+impl Scored {
+    /// The reason a duplicate is not kept.
+    pub fn duplicate_reason(&self) -> Option<String> {
+        self.duplicate_of
+            .map(|of| format!("duplicate of candidate {of}: not evaluated again, not kept"))
+    }
 }
 
 /// A candidate the search holds with its score.
@@ -269,10 +281,12 @@ pub(crate) fn shown_next(batch: &[Scored]) -> Option<i64> {
         .or(batch.last().map(|c| c.id))
 }
 
-/// The batch's best defined score; ties go to the earlier proposal.
+/// The batch's best defined score among candidates that are not
+/// duplicates; ties go to the earlier proposal.
 pub(crate) fn best_of(batch: &[Scored]) -> Option<(i64, f64)> {
     batch
         .iter()
+        .filter(|c| c.duplicate_of.is_none())
         .filter_map(|c| c.score.filter(|s| s.is_finite()).map(|s| (c.id, s)))
         .fold(None::<(i64, f64)>, |best, c| match best {
             Some(b) if b.1 >= c.1 => Some(b),
@@ -290,6 +304,7 @@ mod tests {
             score: Some(0.5),
             outcome: StepOutcome::Correct,
             descriptors,
+            duplicate_of: None,
         }
     }
 
@@ -312,6 +327,7 @@ mod tests {
                 score: Some(0.75),
                 outcome: StepOutcome::Correct,
                 descriptors: Some(Descriptors::new(2, 0, 0)),
+                duplicate_of: None,
             }];
             let d = s.decide(1, &sel, &batch);
             assert!(d.kept(2) && d.improved && d.best.id == 2, "{name}: {d:?}");
@@ -320,6 +336,30 @@ mod tests {
             assert_eq!(back.state(), s.state(), "{name}");
             assert_eq!(back.select(), s.select(), "{name}");
             assert_eq!(back.archive(), s.archive());
+        }
+    }
+
+    #[test]
+    fn no_strategy_keeps_a_duplicate() {
+        for name in ["one-plus-one", "map-elites", "islands"] {
+            let mut s = StrategyConfig::named(name)
+                .unwrap()
+                .start(&seed(Some(Descriptors::new(0, 0, 0))))
+                .unwrap();
+            let sel = s.select();
+            let repeat = Scored {
+                id: 2,
+                score: Some(0.9),
+                outcome: StepOutcome::Correct,
+                descriptors: Some(Descriptors::new(1, 0, 0)),
+                duplicate_of: Some(1),
+            };
+            let d = s.decide(1, &sel, &[repeat]);
+            assert!(!d.kept(2) && !d.improved, "{name}: {d:?}");
+            assert_eq!(
+                d.placements[0].reason, "duplicate of candidate 1: not evaluated again, not kept",
+                "{name}"
+            );
         }
     }
 

@@ -450,6 +450,17 @@ impl Strategy for MapElites {
         let mut placements = Vec::with_capacity(batch.len());
         let before = self.best;
         for c in batch {
+            if let Some(reason) = c.duplicate_reason() {
+                // A repeat teaches nothing new: no insertion, no transition.
+                placements.push(Placement {
+                    id: c.id,
+                    kept: false,
+                    island: Some(island),
+                    cell: c.descriptors,
+                    reason,
+                });
+                continue;
+            }
             let score = c.score.filter(|s| s.is_finite());
             let (kept, reason, outcome) = match (score, c.descriptors) {
                 (None, _) => (
@@ -560,6 +571,7 @@ mod tests {
                 StepOutcome::WrongResult
             },
             descriptors: d,
+            duplicate_of: None,
         }
     }
 

@@ -98,7 +98,7 @@ impl Strategy for OnePlusOne {
                     kept: promoted && contender.is_some_and(|(id, _)| id == c.id),
                     island: None,
                     cell: c.descriptors,
-                    reason: reason.clone(),
+                    reason: c.duplicate_reason().unwrap_or_else(|| reason.clone()),
                 })
                 .collect(),
             improved: promoted,
@@ -130,6 +130,7 @@ mod tests {
                 StepOutcome::WrongResult
             },
             descriptors: None,
+            duplicate_of: None,
         }
     }
 
