@@ -165,6 +165,11 @@ pub struct StrategyArgs {
     /// map-elites and islands: seed of the strategy's random choices.
     #[arg(long, value_name = "S")]
     strategy_seed: Option<u64>,
+    /// The user prompt's limit in tokens (characters / 4): other elites
+    /// and inspirations beyond it are left out, inspirations first
+    /// (default 16000).
+    #[arg(long, value_name = "TOKENS")]
+    context_budget: Option<usize>,
 }
 
 impl StrategyArgs {
@@ -465,6 +470,7 @@ pub fn evolve(args: EvolveArgs) -> Result<ExitCode> {
                 options.accept_unknown_cost = args.accept_unknown_cost;
                 options.candidates_per_iteration = args.candidates_per_iteration;
                 options.strategy = args.strategy.config()?;
+                options.context_budget_tokens = args.strategy.context_budget;
                 options.max_wall_s = args.max_wall_s;
                 options.max_cost_usd = args.max_cost_usd;
                 options.target_score = args.target_score;

@@ -63,6 +63,11 @@ pub struct EvolveOptions {
     /// a choice are (1+1).
     #[serde(default)]
     pub strategy: kevo_strategy::StrategyConfig,
+    /// `--context-budget`: the user prompt's limit in tokens (estimated
+    /// as characters / 4); elites and inspirations beyond it are left
+    /// out. None: the prompt builder's default (16 000).
+    #[serde(default)]
+    pub context_budget_tokens: Option<usize>,
 }
 
 impl EvolveOptions {
@@ -92,6 +97,7 @@ impl EvolveOptions {
             accept_unknown_cost: false,
             sandbox: Default::default(),
             strategy: Default::default(),
+            context_budget_tokens: None,
         }
     }
 

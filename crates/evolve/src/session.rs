@@ -474,9 +474,12 @@ impl<'e> Session<'e> {
             ceilings: worker.ceilings().clone(),
             info: Some(device.clone()),
         };
-        let prompts = PromptBuilder::new(task, dialect, options.sizes, brief)?
+        let mut prompts = PromptBuilder::new(task, dialect, options.sizes, brief)?
             .with_edit_mode(options.edit_mode)
             .with_fast_math(options.fast_math);
+        if let Some(tokens) = options.context_budget_tokens {
+            prompts = prompts.with_context_budget(tokens);
+        }
         let run = match existing {
             Some(run) => run,
             None => {

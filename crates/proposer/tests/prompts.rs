@@ -600,3 +600,56 @@ fn missing_dialect_assets_are_reported() {
         .unwrap();
     assert!(err.to_string().contains("Metal"), "{err}");
 }
+
+/// Elites, inspirations and hints a search strategy adds, snapshotted;
+/// under a tight budget inspirations go first, then elites, and the
+/// parent and history always stay.
+#[test]
+fn user_with_elites_inspirations_hints_and_a_budget() {
+    let task: &Task = demo();
+    let dev = h100();
+    let seed = task.seed(Dialect::Cuda).unwrap();
+    let parent = seed.replace("0.5f * u_in[i]", "__ldg(u_in + i) * 0.5f");
+    let elite_src = seed.replace("0.5f * u_in[i]", "u_in[i] * 0.5f /* elite */");
+    let inspiration_src = seed.replace("0.5f * u_in[i]", "u_in[i] / 2.0f /* inspiration */");
+    let parent_eval = correct(task, &dev, SizeSet::Full, [0.3, 0.5, 0.6]);
+    let elite_eval = correct(task, &dev, SizeSet::Full, [0.2, 0.4, 0.5]);
+    let inspiration_eval = correct(task, &dev, SizeSet::Full, [0.1, 0.2, 0.3]);
+    let h = history(&[(0, Some(0.12), true), (1, Some(0.45), true)]);
+    let elites = [Attempt {
+        source: &elite_src,
+        evaluation: &elite_eval,
+    }];
+    let inspirations = [Attempt {
+        source: &inspiration_src,
+        evaluation: &inspiration_eval,
+    }];
+    let hints = ["consider tiling through __shared__ memory (no kernel of the search uses shared/local-memory tiling together with this one's other traits yet).".to_string()];
+    let ctx = UserContext {
+        previous: None,
+        incumbent: Attempt {
+            source: &parent,
+            evaluation: &parent_eval,
+        },
+        incumbent_is_seed: false,
+        history: &h,
+        elites: &elites,
+        inspirations: &inspirations,
+        hints: &hints,
+    };
+    let builder = |budget: usize| {
+        PromptBuilder::new(task, Dialect::Cuda, SizeSet::Full, dev.clone())
+            .unwrap()
+            .with_context_budget(budget)
+    };
+    let full = builder(1_000_000).user(&ctx).unwrap();
+    insta::assert_snapshot!(full);
+    assert!(full.contains("/* elite */") && full.contains("/* inspiration */"));
+    // A budget between the prompt without the inspiration and the whole.
+    let without = |s: &str| s.len() / 4;
+    let tight = builder(without(&full) - 20).user(&ctx).unwrap();
+    assert!(tight.contains("/* elite */") && !tight.contains("/* inspiration */"));
+    let tiny = builder(10).user(&ctx).unwrap();
+    assert!(!tiny.contains("/* elite */") && !tiny.contains("/* inspiration */"));
+    assert!(tiny.contains("__ldg(u_in + i)") && tiny.contains("## Hints from the search"));
+}
