@@ -925,7 +925,8 @@ impl<'e> Session<'e> {
         for id in named.collect::<Vec<_>>() {
             self.load(CandidateId(id)).await?;
         }
-        let seed = self.strategy.as_deref().expect("seed evaluated").seed().id;
+        let strategy = self.strategy.as_deref().expect("seed evaluated");
+        let (seed, best) = (strategy.seed().id, strategy.best().id);
         let incumbent = selection.parent;
         let incumbent_source = self.sources[&incumbent].clone();
         let incumbent_evaluation = self.evaluations[&incumbent].clone();
@@ -961,6 +962,7 @@ impl<'e> Session<'e> {
             incumbent_evaluation,
             previous,
             incumbent_is_seed: incumbent == seed,
+            incumbent_is_best: incumbent == best,
             elites: shown(&selection.elites),
             inspirations: shown(&selection.inspirations),
         })
@@ -1012,6 +1014,7 @@ impl<'e> Session<'e> {
                 evaluation: &context.incumbent_evaluation,
             },
             incumbent_is_seed: context.incumbent_is_seed,
+            incumbent_is_best: context.incumbent_is_best,
             history: &self.state.history,
             elites: &attempts(&context.elites),
             inspirations: &attempts(&context.inspirations),
@@ -1502,6 +1505,8 @@ struct PromptContext {
     incumbent_evaluation: Evaluation,
     previous: Option<(String, Evaluation)>,
     incumbent_is_seed: bool,
+    /// The parent is the run's best so far (always so for (1+1)).
+    incumbent_is_best: bool,
     /// Other elites and inspirations the strategy chose, with their
     /// evaluations.
     elites: Vec<(String, Evaluation)>,

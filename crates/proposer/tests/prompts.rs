@@ -253,6 +253,7 @@ fn user_first_iteration() {
                 evaluation: &eval,
             },
             incumbent_is_seed: true,
+            incumbent_is_best: true,
             history: &history(&[(0, eval.outcome.score(), true)]),
             elites: &[],
             inspirations: &[],
@@ -290,6 +291,7 @@ fn user_after_a_compile_error() {
                 evaluation: &inc_eval,
             },
             incumbent_is_seed: false,
+            incumbent_is_best: true,
             history: &h,
             elites: &[],
             inspirations: &[],
@@ -339,6 +341,7 @@ fn user_with_stagnation_notice_on_a_measured_device() {
                 evaluation: &inc_eval,
             },
             incumbent_is_seed: false,
+            incumbent_is_best: true,
             history: &h,
             elites: &[],
             inspirations: &[],
@@ -375,6 +378,7 @@ fn user_in_diff_mode_with_evolve_blocks_after_a_wrong_result() {
                 evaluation: &inc_eval,
             },
             incumbent_is_seed: true,
+            incumbent_is_best: true,
             history: &h,
             elites: &[],
             inspirations: &[],
@@ -495,6 +499,7 @@ fn no_held_out_label_reaches_any_prompt() {
                                     evaluation: &good,
                                 },
                                 incumbent_is_seed: true,
+                                incumbent_is_best: true,
                                 history: &h[..1],
                                 elites: &[],
                                 inspirations: &[],
@@ -514,6 +519,7 @@ fn no_held_out_label_reaches_any_prompt() {
                                         evaluation: &good,
                                     },
                                     incumbent_is_seed: false,
+                                    incumbent_is_best: true,
                                     history: &h,
                                     elites: &[],
                                     inspirations: &[],
@@ -552,6 +558,7 @@ fn held_out_results_are_refused() {
             evaluation: e,
         },
         incumbent_is_seed: true,
+        incumbent_is_best: true,
         history: &[],
         elites: &[],
         inspirations: &[],
@@ -632,6 +639,7 @@ fn user_with_elites_inspirations_hints_and_a_budget() {
             evaluation: &parent_eval,
         },
         incumbent_is_seed: false,
+        incumbent_is_best: true,
         history: &h,
         elites: &elites,
         inspirations: &inspirations,
@@ -644,6 +652,20 @@ fn user_with_elites_inspirations_hints_and_a_budget() {
     };
     let full = builder(1_000_000).user(&ctx).unwrap();
     insta::assert_snapshot!(full);
+    // A parent the strategy chose that is not the best is called so.
+    let not_best = builder(1_000_000)
+        .user(&UserContext {
+            incumbent_is_best: false,
+            ..ctx
+        })
+        .unwrap();
+    assert!(
+        not_best.contains("## Parent chosen by the search (not the best so far)")
+            && not_best.contains("Parent result:")
+            && not_best.contains("faster than the parent across all problem sizes")
+            && !not_best.contains("incumbent"),
+        "{not_best}"
+    );
     assert!(full.contains("/* elite */") && full.contains("/* inspiration */"));
     // A budget between the prompt without the inspiration and the whole.
     let without = |s: &str| s.len() / 4;

@@ -97,6 +97,7 @@ def main():
     user = prompt.split("<<<USER>>>", 1)[-1]
     parent = (
         block_after(user, "## Current best (incumbent)")
+        or block_after(user, "## Parent chosen by the search")
         or block_after(user, "## Baseline")
         or block_after(user, "## Your previous attempt")
         or ""

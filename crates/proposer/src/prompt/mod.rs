@@ -91,6 +91,10 @@ pub struct UserContext<'a> {
     pub incumbent: Attempt<'a>,
     /// The incumbent is still the seed (words the baseline as such).
     pub incumbent_is_seed: bool,
+    /// The incumbent is the best candidate so far; false when a search
+    /// strategy chose another parent (a MAP-Elites cell's elite, an
+    /// island member), which the prompt then calls the parent.
+    pub incumbent_is_best: bool,
     /// The whole history; the prompt shows its last records.
     pub history: &'a [HistoryEntry],
     /// Other elites of the search (MAP-Elites cells, island members), best
@@ -206,6 +210,9 @@ struct AttemptCtx {
     failed: bool,
     is_seed: bool,
     same_as_previous: bool,
+    /// Shown as the best so far ("incumbent") or as the search's parent.
+    is_best: bool,
+    role: &'static str,
 }
 
 #[derive(Serialize)]
@@ -509,6 +516,8 @@ impl<'t> PromptBuilder<'t> {
                     failed: fb.failed,
                     is_seed: false,
                     same_as_previous: true,
+                    is_best: false,
+                    role: "previous attempt",
                 })
             }
             None => None,
@@ -531,6 +540,8 @@ impl<'t> PromptBuilder<'t> {
                 failed: fb.failed,
                 is_seed: false,
                 same_as_previous: false,
+                is_best: false,
+                role: "elite",
             })
         };
         let elites = ctx
@@ -557,6 +568,12 @@ impl<'t> PromptBuilder<'t> {
                 failed: inc_fb.failed,
                 is_seed: ctx.incumbent_is_seed,
                 same_as_previous: same,
+                is_best: ctx.incumbent_is_best,
+                role: if ctx.incumbent_is_best {
+                    "incumbent"
+                } else {
+                    "parent"
+                },
             },
             previous,
             history,
