@@ -38,6 +38,18 @@ pub trait Backend {
     /// Resource usage and launch limits of a kernel, as the runtime reports them.
     fn kernel_info(&self, kernel: KernelId) -> Result<KernelInfo, BackendError>;
 
+    /// The achievable occupancy of `kernel` in blocks of `block_threads`
+    /// with `dynamic_shared_bytes` of dynamic shared memory; `None` where
+    /// the runtime has no occupancy calculator (OpenCL).
+    fn occupancy(
+        &self,
+        _kernel: KernelId,
+        _block_threads: u32,
+        _dynamic_shared_bytes: u64,
+    ) -> Result<Option<Occupancy>, BackendError> {
+        Ok(None)
+    }
+
     /// Drop a module and every kernel taken from it.
     fn release_module(&mut self, module: ModuleId);
 
@@ -164,6 +176,14 @@ impl<B: Backend + ?Sized> Backend for Box<B> {
     }
     fn kernel_info(&self, kernel: KernelId) -> Result<KernelInfo, BackendError> {
         (**self).kernel_info(kernel)
+    }
+    fn occupancy(
+        &self,
+        kernel: KernelId,
+        block_threads: u32,
+        dynamic_shared_bytes: u64,
+    ) -> Result<Option<Occupancy>, BackendError> {
+        (**self).occupancy(kernel, block_threads, dynamic_shared_bytes)
     }
     fn release_module(&mut self, module: ModuleId) {
         (**self).release_module(module)

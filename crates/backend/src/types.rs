@@ -345,6 +345,30 @@ pub struct KernelInfo {
     pub num_args: Option<u32>,
 }
 
+/// How many of a kernel's blocks of a given size fit on one multiprocessor
+/// at once, as the runtime's occupancy calculator says (registers, shared
+/// memory and block limits): the achievable occupancy, before any
+/// runtime effect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Occupancy {
+    /// Threads per block it was computed for.
+    pub block_threads: u32,
+    pub active_blocks_per_sm: u32,
+    pub max_threads_per_sm: u32,
+}
+
+impl Occupancy {
+    /// Resident threads over the multiprocessor's maximum, 0..=1.
+    pub fn fraction(&self) -> f64 {
+        if self.max_threads_per_sm == 0 {
+            return 0.0;
+        }
+        (f64::from(self.active_blocks_per_sm) * f64::from(self.block_threads)
+            / f64::from(self.max_threads_per_sm))
+        .min(1.0)
+    }
+}
+
 /// Facts about a compiled module as a whole.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModuleInfo {

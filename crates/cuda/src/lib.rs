@@ -24,7 +24,7 @@ use cudarc::driver::sys::{
 use kevo_backend::{
     Backend, BackendError, BufferId, CompileDiagnostics, CompileOptions, DeviceInfo,
     DeviceSelector, DeviceTime, Dialect, HandleTable, KernelArg, KernelId, KernelInfo, Launch,
-    ModuleId, ModuleInfo,
+    ModuleId, ModuleInfo, Occupancy,
 };
 
 use crate::compile::{Image, Target};
@@ -1115,6 +1115,45 @@ impl Backend for CudaBackend {
             ),
             num_args: entry.params.as_ref().map(|p| p.len() as u32),
         })
+    }
+
+    /// The driver's occupancy calculator for this block size.
+    fn occupancy(
+        &self,
+        kernel: KernelId,
+        block_threads: u32,
+        dynamic_shared_bytes: u64,
+    ) -> Result<Option<Occupancy>, BackendError> {
+        let entry = self.kernels.get(kernel.0)?;
+        let (Some(live), false) = (self.live, self.stale()) else {
+            return Err(BackendError::InvalidHandle {
+                what: "kernel",
+                id: kernel.0,
+            });
+        };
+        // SAFETY: live context (same epoch).
+        ok(unsafe { cu::cuCtxSetCurrent(live.ctx) })
+            .map_err(|r| to_error(r, Op::Other, "making the context current"))?;
+        let mut blocks: c_int = 0;
+        // SAFETY: a function of the live context, an out-parameter.
+        ok(unsafe {
+            cu::cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                &mut blocks,
+                entry.function,
+                block_threads as c_int,
+                dynamic_shared_bytes as usize,
+            )
+        })
+        .map_err(|r| to_error(r, Op::Other, &format!("occupancy of `{}`", entry.name)))?;
+        let max_threads = device_attr(
+            self.device,
+            DevAttr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+        )?;
+        Ok(Some(Occupancy {
+            block_threads,
+            active_blocks_per_sm: blocks.max(0) as u32,
+            max_threads_per_sm: max_threads.max(0) as u32,
+        }))
     }
 
     fn module_info(&self, module: ModuleId) -> Result<ModuleInfo, BackendError> {

@@ -492,6 +492,7 @@ impl<B: Backend> Evaluator<B> {
                         resources.push(KernelResources {
                             name: name.clone(),
                             info,
+                            occupancy: None,
                         });
                     }
                     Err(e) => return runtime_error(None, e),
@@ -501,7 +502,7 @@ impl<B: Backend> Evaluator<B> {
             for size in sizes {
                 on_stage(Stage::Size(&size.label));
                 match self.run_size(
-                    task, module, &kernels, &declared, size, seed_index, scrub, wall,
+                    task, module, &kernels, &declared, size, seed_index, scrub, wall, resources,
                 ) {
                     Ok(result) => {
                         let ok = result.correct;
@@ -548,11 +549,13 @@ impl<B: Backend> Evaluator<B> {
         seed_index: u64,
         scrub: bool,
         wall: &mut WallTimes,
+        resources: &mut [KernelResources],
     ) -> Result<SizeResult, BackendError> {
         let timed = self.problem(task, size, task.default_seed(), wall);
         let vseed = verify_seed(task.default_seed(), seed_index);
         let verify = self.problem(task, size, vseed, wall);
         let launches = self.resolve_launches(task, &timed, kernels, declared)?;
+        self.note_occupancy(kernels, &launches, resources);
         // Needed before the runs: a timed run whose outputs differ from the
         // first one's is checked on its own as soon as it is seen.
         let timed_reference = self.reference(task, size, task.default_seed(), &timed, wall);
@@ -810,6 +813,26 @@ impl<B: Backend> Evaluator<B> {
             changed += u32::from(sum != r.checksum);
         }
         Ok(changed)
+    }
+
+    /// Each kernel's achievable occupancy at the block of its first launch,
+    /// once (the first size sets it). A runtime that cannot say leaves it
+    /// unset; an error there is not the candidate's.
+    fn note_occupancy(
+        &self,
+        kernels: &[KernelId],
+        launches: &[PendingLaunch],
+        resources: &mut [KernelResources],
+    ) {
+        for (k, r) in kernels.iter().zip(resources.iter_mut()) {
+            if r.occupancy.is_some() {
+                continue;
+            }
+            if let Some(l) = launches.iter().find(|l| l.kernel == *k) {
+                let threads = l.local.iter().product::<u32>();
+                r.occupancy = self.backend.occupancy(*k, threads, 0).ok().flatten();
+            }
+        }
     }
 
     /// Turn the task's launch specs into launches with concrete block shapes.

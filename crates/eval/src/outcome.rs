@@ -325,6 +325,11 @@ pub struct KernelResources {
     pub name: String,
     #[serde(flatten)]
     pub info: kevo_backend::KernelInfo,
+    /// Achievable occupancy at the block its first launch used (CUDA's
+    /// occupancy calculator; None elsewhere, and in evaluations stored
+    /// before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub occupancy: Option<kevo_backend::Occupancy>,
 }
 
 /// Everything known about one evaluation of one candidate.
@@ -394,10 +399,16 @@ mod tests {
                     local_bytes_per_thread: Some(8),
                     ..Default::default()
                 },
+                occupancy: Some(kevo_backend::Occupancy {
+                    block_threads: 256,
+                    active_blocks_per_sm: 6,
+                    max_threads_per_sm: 2048,
+                }),
             }],
             ..e
         };
         let json = serde_json::to_string(&with).unwrap();
         assert_eq!(serde_json::from_str::<Evaluation>(&json).unwrap(), with);
+        assert_eq!(with.kernels[0].occupancy.unwrap().fraction(), 0.75);
     }
 }

@@ -80,12 +80,37 @@ fn seeds_are_correct_with_a_score_at_smoke_sizes(b: UnderTest) {
         for k in &e.kernels {
             assert!(k.info.max_threads_per_block >= 1, "{k:?}");
             match b.dialect {
-                // The driver's count for the compiled entry point.
-                Dialect::Cuda => assert!(k.info.registers_per_thread.is_some_and(|r| r > 0)),
-                _ => assert_eq!(
-                    k.info.registers_per_thread, None,
-                    "OpenCL has no register count"
-                ),
+                // The driver's count for the compiled entry point, and its
+                // occupancy calculator at the block the launches used.
+                Dialect::Cuda => {
+                    assert!(k.info.registers_per_thread.is_some_and(|r| r > 0));
+                    let o = k.occupancy.unwrap_or_else(|| panic!("no occupancy: {k:?}"));
+                    assert!(
+                        o.active_blocks_per_sm >= 1
+                            && o.block_threads >= 1
+                            && o.fraction() > 0.0
+                            && o.fraction() <= 1.0,
+                        "{} {}: {o:?}",
+                        task.name(),
+                        k.name
+                    );
+                    eprintln!(
+                        "{} {}: {} registers, {} blocks of {} per SM, occupancy {:.0}%",
+                        task.name(),
+                        k.name,
+                        k.info.registers_per_thread.unwrap_or(0),
+                        o.active_blocks_per_sm,
+                        o.block_threads,
+                        o.fraction() * 100.0
+                    );
+                }
+                _ => {
+                    assert_eq!(
+                        k.info.registers_per_thread, None,
+                        "OpenCL has no register count"
+                    );
+                    assert_eq!(k.occupancy, None, "OpenCL has no occupancy calculator");
+                }
             }
         }
         // The held-out size evaluates too.

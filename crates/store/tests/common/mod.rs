@@ -286,6 +286,7 @@ pub fn correct(task: &str, score: f64) -> Evaluation {
                 local_bytes_per_thread: Some(0),
                 ..Default::default()
             },
+            occupancy: None,
         }],
     }
 }
