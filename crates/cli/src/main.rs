@@ -372,7 +372,32 @@ struct EvalArgs {
     json: bool,
 }
 
+/// Exit status of a tool killed by SIGPIPE, as a shell reports it.
+const BROKEN_PIPE_EXIT: i32 = 128 + 13;
+
+/// `kevo ... | head` closes stdout early: the next print fails. End like
+/// any Unix tool whose reader went away (status 141, nothing on stderr)
+/// instead of a panic with a backtrace. SIGPIPE itself stays ignored:
+/// kevo writes to worker and proposer pipes that may close, and those
+/// errors are handled where they happen.
+fn exit_quietly_when_stdout_closes() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(BROKEN_PIPE_EXIT);
+        }
+        default(info);
+    }));
+}
+
 fn main() -> ExitCode {
+    exit_quietly_when_stdout_closes();
     let cli = Cli::parse();
     // Retries, refused waits and leftover processes of model calls: one
     // line each, so a long wait is never silent.

@@ -383,3 +383,31 @@ fn declared_ceilings_are_scored_against_and_can_make_a_kernel_suspicious() {
     assert!(stdout.contains("faster than the hardware"), "{stdout}");
     assert!(stdout.contains("declared"), "{stdout}");
 }
+
+/// `kevo eval | head -1`: the reader goes away after the first line and
+/// the table is written into a closed pipe. kevo ends quietly with 141
+/// (128 + SIGPIPE, what a shell reports for tools that die of it) instead
+/// of a panic and its backtrace.
+#[test]
+fn output_cut_short_by_a_closed_pipe_ends_quietly() {
+    if !opencl_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let err = dir.path().join("stderr.txt");
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(r#""$0" eval --task saxpy --backend opencl --sizes smoke 2>"$1" | head -1; echo "status ${PIPESTATUS[0]}""#)
+        .arg(env!("CARGO_BIN_EXE_kevo"))
+        .arg(&err)
+        .env("KEVO_CACHE_DIR", cache_dir())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = std::fs::read_to_string(&err).unwrap();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        stdout.trim_end().ends_with("status 141"),
+        "{stdout}\n{stderr}"
+    );
+}
