@@ -547,9 +547,12 @@ pub fn evolve(args: EvolveArgs) -> Result<ExitCode> {
             );
         }
         println!(
-            "spent: {} input + {} output tokens, {}, {:.1} s",
-            summary.spent.input_tokens,
-            summary.spent.output_tokens,
+            "spent: {}, {}, {:.1} s",
+            tokens_text(
+                summary.spent.input_tokens,
+                summary.spent.output_tokens,
+                summary.unknown_usage_calls
+            ),
             cost_text(summary.spent.cost_usd, summary.unknown_cost_calls),
             summary.spent.wall_s
         );
@@ -620,11 +623,23 @@ pub fn runs(store: StoreArgs, json: bool) -> Result<ExitCode> {
 }
 
 /// A cost that says when part of it is unknown: "$0.0000" alone would
-/// claim a local or unpriced model cost nothing.
+/// claim a local or unpriced model cost nothing; with nothing known it
+/// says so.
 fn cost_text(usd: f64, unknown_calls: u64) -> String {
     match unknown_calls {
         0 => format!("${usd:.4}"),
+        n if usd == 0.0 => format!("cost not tracked ({n} call(s) without a known cost)"),
         n => format!("${usd:.4} + unknown ({n} call(s) without a known cost)"),
+    }
+}
+
+/// Token counts that say when calls reported none: "0 input + 0 output
+/// tokens" would claim a `cmd:` or replay proposer used no tokens.
+fn tokens_text(input: u64, output: u64, unknown_calls: u64) -> String {
+    match unknown_calls {
+        0 => format!("{input} input + {output} output tokens"),
+        n if input + output == 0 => format!("tokens not tracked ({n} call(s) reported none)"),
+        n => format!("{input} input + {output} output tokens + {n} call(s) that reported none"),
     }
 }
 
@@ -888,4 +903,31 @@ pub fn export(run: &str, out: Option<&Path>, store: StoreArgs) -> Result<ExitCod
         }
         Ok(ExitCode::SUCCESS)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spend_says_what_was_not_tracked() {
+        assert_eq!(tokens_text(10, 20, 0), "10 input + 20 output tokens");
+        assert_eq!(
+            tokens_text(0, 0, 6),
+            "tokens not tracked (6 call(s) reported none)"
+        );
+        assert_eq!(
+            tokens_text(10, 20, 2),
+            "10 input + 20 output tokens + 2 call(s) that reported none"
+        );
+        assert_eq!(cost_text(0.5, 0), "$0.5000");
+        assert_eq!(
+            cost_text(0.0, 6),
+            "cost not tracked (6 call(s) without a known cost)"
+        );
+        assert_eq!(
+            cost_text(0.25, 1),
+            "$0.2500 + unknown (1 call(s) without a known cost)"
+        );
+    }
 }

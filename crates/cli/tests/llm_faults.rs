@@ -306,7 +306,7 @@ fn a_cost_cap_that_cannot_be_enforced_stops_the_run_or_is_accepted_aloud() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
     assert!(
-        text.contains("+ unknown (2 call(s) without a known cost)"),
+        text.contains("cost not tracked (2 call(s) without a known cost)"),
         "{text}"
     );
 }
@@ -482,9 +482,11 @@ fn usage_that_is_missing_or_absurd_is_unknown_never_zero_and_never_fatal() {
         );
         let ran = evolve(&llm, 2, &["--llm-retries", "0"]);
         ran.assert_ended_cleanly(Duration::from_secs(90));
+        // Neither the absurd counts nor a $0 cost are reported as spent.
         assert!(
-            ran.stdout
-                .contains("+ unknown (2 call(s) without a known cost)"),
+            ran.stdout.contains(
+                "tokens not tracked (2 call(s) reported none), cost not tracked (2 call(s) without a known cost)"
+            ),
             "{usage}: {}",
             ran.stdout
         );

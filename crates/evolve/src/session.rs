@@ -265,6 +265,10 @@ pub struct Summary {
     /// leaves them out.
     #[serde(default)]
     pub unknown_cost_calls: u64,
+    /// Calls of the last session that reported no token counts (`cmd:`,
+    /// replay, servers without usage); `spent`'s tokens leave them out.
+    #[serde(default)]
+    pub unknown_usage_calls: u64,
 }
 
 /// What a checkpoint needs beyond the store's own columns.
@@ -874,6 +878,7 @@ impl<'e> Session<'e> {
             spent: self.spent(),
             suspicious,
             unknown_cost_calls: self.accounting.totals().all.unpriced_calls,
+            unknown_usage_calls: self.accounting.totals().all.usage_unknown_calls,
         };
         let value = serde_json::to_value(&summary).map_err(|source| EvolveError::Serialize {
             what: "the run's summary",
