@@ -275,20 +275,9 @@ impl Strategy for Islands {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::StepOutcome;
 
     fn child(id: i64, score: Option<f64>) -> Scored {
-        Scored {
-            id,
-            score,
-            outcome: if score.is_some() {
-                StepOutcome::Correct
-            } else {
-                StepOutcome::CompileError
-            },
-            descriptors: None,
-            duplicate_of: None,
-        }
+        crate::scored(id, score, None)
     }
 
     fn start(config: IslandsConfig) -> Islands {

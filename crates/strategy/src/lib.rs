@@ -294,6 +294,23 @@ pub(crate) fn best_of(batch: &[Scored]) -> Option<(i64, f64)> {
         })
 }
 
+/// A scored candidate for the strategies' tests: correct with a score,
+/// wrong without one.
+#[cfg(test)]
+pub(crate) fn scored(id: i64, score: Option<f64>, descriptors: Option<Descriptors>) -> Scored {
+    Scored {
+        id,
+        score,
+        outcome: if score.is_some() {
+            StepOutcome::Correct
+        } else {
+            StepOutcome::WrongResult
+        },
+        descriptors,
+        duplicate_of: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -555,24 +555,13 @@ impl Strategy for MapElites {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::StepOutcome;
 
     fn cell(m: u8, a: u8, c: u8) -> Descriptors {
         Descriptors::new(m, a, c)
     }
 
     fn child(id: i64, score: Option<f64>, d: Option<Descriptors>) -> Scored {
-        Scored {
-            id,
-            score,
-            outcome: if score.is_some() {
-                StepOutcome::Correct
-            } else {
-                StepOutcome::WrongResult
-            },
-            descriptors: d,
-            duplicate_of: None,
-        }
+        crate::scored(id, score, d)
     }
 
     fn start(config: MapElitesConfig) -> MapElites {

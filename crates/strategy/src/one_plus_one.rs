@@ -118,20 +118,9 @@ impl Strategy for OnePlusOne {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::StepOutcome;
 
     fn c(id: i64, score: Option<f64>) -> Scored {
-        Scored {
-            id,
-            score,
-            outcome: if score.is_some() {
-                StepOutcome::Correct
-            } else {
-                StepOutcome::WrongResult
-            },
-            descriptors: None,
-            duplicate_of: None,
-        }
+        crate::scored(id, score, None)
     }
 
     fn start() -> OnePlusOne {
