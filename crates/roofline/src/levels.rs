@@ -115,7 +115,7 @@ struct SweepPlan {
     threads: u64,
     saturating_threads: u64,
     /// CPUs run `bw_sweep_chunked` (a contiguous chunk per work-item,
-    /// 64-item groups); GPUs the coalesced grid-stride `bw_sweep`.
+    /// 16-item groups, at least 4 float16 each); GPUs the coalesced grid-stride `bw_sweep`.
     chunked: bool,
 }
 
@@ -154,7 +154,7 @@ pub fn sweep(backend: &mut dyn Backend) -> Result<Vec<SweepPoint>, String> {
         "bw_sweep"
     };
     with_kernel(backend, "hierarchy", name, |backend, kernel| {
-        let local = block(backend, kernel, if plan.chunked { 64 } else { 256 })?;
+        let local = block(backend, kernel, if plan.chunked { 16 } else { 256 })?;
         let half = (largest / 2) as usize;
         let a = backend.alloc(half)?;
         let b = match backend.alloc(half) {
@@ -172,10 +172,11 @@ pub fn sweep(backend: &mut dyn Backend) -> Result<Vec<SweepPoint>, String> {
                 // Two buffers of n float4 each; n even for the i ^ 1 swap.
                 let mut n = (bytes / 32) & !1;
                 let threads = if plan.chunked {
-                    // A power of two, with n cut to whole even chunks.
-                    let t = (n / 2).min(plan.threads).max(1);
+                    // A power of two, with n cut to whole chunks of
+                    // float16 (4 float4: the chunked kernel's unit).
+                    let t = (n / 16).min(plan.threads).max(1);
                     let t = (1u64 << (63 - t.leading_zeros())).max(u64::from(local));
-                    n -= n % (2 * t);
+                    n -= n % (4 * t);
                     t
                 } else {
                     n.min(plan.threads).div_ceil(u64::from(local)) * u64::from(local)
