@@ -274,6 +274,7 @@ mod tests {
             driver_version: String::new(),
             is_cpu: false,
             cache_bytes: 0,
+            integrated: false,
         }
     }
 

@@ -78,6 +78,43 @@ pub struct DeviceInfo {
     /// working set exceeds it cannot beat DRAM bandwidth by much.
     #[serde(default)]
     pub cache_bytes: u64,
+    /// A GPU that shares the host's memory (OpenCL's host-unified memory,
+    /// CUDA's integrated attribute); false for CPUs and discrete GPUs.
+    #[serde(default)]
+    pub integrated: bool,
+}
+
+/// What kind of processor a device is: the advice a proposer gets depends
+/// on it (a CPU runs a work-group as a loop over its work-items, so local
+/// memory and barriers are overhead there, not a speed-up).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeviceKind {
+    Cpu,
+    IntegratedGpu,
+    DiscreteGpu,
+}
+
+impl DeviceInfo {
+    pub fn kind(&self) -> DeviceKind {
+        if self.is_cpu {
+            DeviceKind::Cpu
+        } else if self.integrated {
+            DeviceKind::IntegratedGpu
+        } else {
+            DeviceKind::DiscreteGpu
+        }
+    }
+}
+
+impl std::fmt::Display for DeviceKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            DeviceKind::Cpu => "CPU",
+            DeviceKind::IntegratedGpu => "integrated GPU",
+            DeviceKind::DiscreteGpu => "discrete GPU",
+        })
+    }
 }
 
 /// How to compile a candidate. The same options are used for the seed and for

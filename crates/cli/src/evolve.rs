@@ -3,6 +3,7 @@
 // rows below them, which keeps the columns aligned by construction.
 #![allow(clippy::print_literal)]
 
+use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -170,6 +171,42 @@ pub struct StrategyArgs {
     /// (default 16000).
     #[arg(long, value_name = "TOKENS")]
     context_budget: Option<usize>,
+    /// How a challenger is found better than what it would replace:
+    /// noise-aware (re-measured with it, interleaved, and promoted only if
+    /// the gain is significant) or strict (Metal-Sci's rule: a strictly
+    /// greater score, measured once).
+    #[arg(long, value_enum, default_value = "noise-aware")]
+    promotion: PromotionName,
+    /// noise-aware: interleaved rounds of a re-measurement (default 5).
+    #[arg(long, value_name = "N")]
+    remeasure_rounds: Option<u32>,
+    /// At the end, re-measure the K best candidates and the seed
+    /// together and take the best of that as the winner (0: the in-run
+    /// best). Default 3 with noise-aware promotion, 0 with strict.
+    #[arg(long, value_name = "K")]
+    final_remeasure: Option<u32>,
+}
+
+#[derive(Clone, Copy, PartialEq, ValueEnum)]
+enum PromotionName {
+    NoiseAware,
+    Strict,
+}
+
+impl StrategyArgs {
+    fn promotion(&self) -> Result<(kevo_strategy::Promotion, u32)> {
+        let name = match self.promotion {
+            PromotionName::NoiseAware => "noise-aware",
+            PromotionName::Strict => "strict",
+        };
+        let rule = kevo_strategy::Promotion::named(name, self.remeasure_rounds)
+            .map_err(|e| anyhow!("--promotion: {e}"))?;
+        let default_final = match rule {
+            kevo_strategy::Promotion::Strict => 0,
+            kevo_strategy::Promotion::NoiseAware { .. } => kevo_evolve::DEFAULT_FINAL_REMEASURE,
+        };
+        Ok((rule, self.final_remeasure.unwrap_or(default_final)))
+    }
 }
 
 impl StrategyArgs {
@@ -364,6 +401,7 @@ impl kevo_evolve::Observer for Progress {
                 cost_usd,
                 unknown_cost_calls,
                 unknown_usage_calls,
+                verdicts,
                 ..
             } => {
                 let last = outcomes
@@ -376,6 +414,11 @@ impl kevo_evolve::Observer for Progress {
                     .collect::<Vec<_>>()
                     .join(", ");
                 let mark = if *promoted { " NEW BEST" } else { "" };
+                // "re-measured over 5 interleaved rounds: ... (within noise,
+                // not promoted)": why an apparent gain did or did not count.
+                let mark = verdicts
+                    .iter()
+                    .fold(mark.to_string(), |m, v| format!("{m} | {v}"));
                 let msg = format!(
                     "best {best_score:.4} ({speedup:.2}x seed) | last: {last}{mark} | tokens {input_tokens}+{output_tokens}{} | {}",
                     match unknown_usage_calls {
@@ -388,7 +431,7 @@ impl kevo_evolve::Observer for Progress {
                     Some(bar) => {
                         bar.set_position(u64::from(*iteration));
                         bar.set_message(msg.clone());
-                        if *promoted {
+                        if *promoted || !verdicts.is_empty() {
                             bar.println(format!("iteration {iteration}: {msg}"));
                         }
                     }
@@ -471,6 +514,7 @@ pub fn evolve(args: EvolveArgs) -> Result<ExitCode> {
                 options.candidates_per_iteration = args.candidates_per_iteration;
                 options.strategy = args.strategy.config()?;
                 options.context_budget_tokens = args.strategy.context_budget;
+                (options.promotion, options.final_remeasure) = args.strategy.promotion()?;
                 options.max_wall_s = args.max_wall_s;
                 options.max_cost_usd = args.max_cost_usd;
                 options.target_score = args.target_score;
@@ -528,9 +572,20 @@ pub fn evolve(args: EvolveArgs) -> Result<ExitCode> {
             summary.run, summary.task, summary.stop_reason
         );
         println!(
-            "in-distribution: seed {:.4} -> best {:.4} ({:.2}x), found at iteration {}",
-            summary.seed_score, summary.best_score, summary.speedup, summary.best_iteration
+            "in-distribution: seed {:.4} -> best {:.4} ({:.2}x{}), found at iteration {}",
+            summary.seed_score,
+            summary.best_score,
+            summary.speedup,
+            if summary.final_pick.is_some() {
+                ", re-measured together"
+            } else {
+                ""
+            },
+            summary.best_iteration
         );
+        if let Some(pick) = &summary.final_pick {
+            println!("{}", pick.describe());
+        }
         if let Some(h) = &summary.held_out {
             println!(
                 "held-out {}: Φ = {:.4}{}, {} (seed: {})",
@@ -555,6 +610,14 @@ pub fn evolve(args: EvolveArgs) -> Result<ExitCode> {
             ),
             cost_text(summary.spent.cost_usd, summary.unknown_cost_calls),
             summary.spent.wall_s
+        );
+        println!(
+            "promotion: {}; re-measurement: {}",
+            summary.promotion,
+            summary
+                .remeasure
+                .describe()
+                .unwrap_or_else(|| "none".into())
         );
         for line in &summary.suspicious {
             println!("SUSPICIOUS (never scored): {line}");
@@ -665,6 +728,7 @@ pub fn show(run: &str, store: StoreArgs, json: bool) -> Result<ExitCode> {
         let history = store.history(&id).await?;
         let best = store.best_candidate(&id).await?;
         let held_out = store.held_out_results(&id).await?;
+        let remeasurements = store.remeasurements(&id).await?;
         let abandoned: Vec<_> = store
             .llm_calls(&id)
             .await?
@@ -675,9 +739,41 @@ pub fn show(run: &str, store: StoreArgs, json: bool) -> Result<ExitCode> {
             Some(cp) => kevo_evolve::stored_strategy(&info.strategy, &cp)?,
             None => None,
         };
+        // Every iteration's per-size numbers (its first in-distribution
+        // evaluation), the last iteration's included: no prompt shows it.
+        let mut measured: HashMap<i64, kevo_eval::Evaluation> = HashMap::new();
+        for c in history.iter().filter_map(|h| h.candidate_id) {
+            if measured.contains_key(&c.0) {
+                continue;
+            }
+            let first = store
+                .evaluations_of(c)
+                .await?
+                .into_iter()
+                .find(|e| e.kind == kevo_store::EvaluationKind::InDistribution)
+                .and_then(|e| e.evaluation().ok());
+            if let Some(e) = first {
+                measured.insert(c.0, e);
+            }
+        }
         if json {
+            let history: Vec<serde_json::Value> = history
+                .iter()
+                .map(|h| {
+                    let mut v = serde_json::to_value(h).unwrap_or_default();
+                    let sizes = h
+                        .candidate_id
+                        .and_then(|c| measured.get(&c.0))
+                        .map(|e| e.sizes.iter().map(size_json).collect::<Vec<_>>());
+                    if let (Some(o), Some(sizes)) = (v.as_object_mut(), sizes) {
+                        o.insert("sizes".into(), serde_json::Value::Array(sizes));
+                    }
+                    v
+                })
+                .collect();
             let value = serde_json::json!({
                 "run": info, "history": history, "best": best, "held_out": held_out,
+                "remeasurements": remeasurements,
                 "abandoned_calls": abandoned,
                 "archive": strategy.as_ref().map(|s| s.archive()),
                 "strategy_state": strategy.as_ref().map(|s| s.state()),
@@ -722,6 +818,11 @@ pub fn show(run: &str, store: StoreArgs, json: bool) -> Result<ExitCode> {
                 if h.promoted { "yes" } else { "" },
                 h.reason
             );
+            if let Some(e) = h.candidate_id.and_then(|c| measured.get(&c.0)) {
+                for s in &e.sizes {
+                    println!("{:>11}{}", "", size_text(s));
+                }
+            }
         }
         if let Some(s) = &strategy {
             print_archive(&s.archive());
@@ -805,6 +906,49 @@ pub fn show(run: &str, store: StoreArgs, json: bool) -> Result<ExitCode> {
             );
         }
         Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// One size of an iteration for `kevo show`: "64K  0.0123 ms
+/// (0.0119-0.0131 over 10 runs)  48.0% of DRAM 21.4 GB/s", or "64K
+/// wrong: max_abs 1.2e-2 (tolerance 1.0e-5)".
+fn size_text(s: &kevo_eval::SizeResult) -> String {
+    if !s.correct {
+        return format!(
+            "{:<12} wrong: {} {:.1e}{}",
+            s.label,
+            s.metric,
+            s.error,
+            s.tolerance
+                .map(|t| format!(" (tolerance {t:.1e})"))
+                .unwrap_or_default()
+        );
+    }
+    format!(
+        "{:<12} {:.4} ms ({:.4}-{:.4} over {} runs)  {}",
+        s.label,
+        s.time.median_s * 1e3,
+        s.time.min_s * 1e3,
+        s.time.max_s * 1e3,
+        s.time.samples_s.len(),
+        s.roofline_text()
+    )
+}
+
+/// The same as JSON: times in ms with their spread, achieved rate, fraction
+/// of the scored ceiling.
+fn size_json(s: &kevo_eval::SizeResult) -> serde_json::Value {
+    let finite = |x: f64| x.is_finite().then_some(x);
+    serde_json::json!({
+        "label": s.label,
+        "correct": s.correct,
+        "median_ms": finite(s.time.median_s * 1e3),
+        "min_ms": finite(s.time.min_s * 1e3),
+        "max_ms": finite(s.time.max_s * 1e3),
+        "runs": s.time.samples_s.len(),
+        "achieved": finite(s.achieved),
+        "unit": s.unit,
+        "fraction": finite(s.fraction),
     })
 }
 

@@ -96,8 +96,10 @@ pub fn print_devices(measure: bool, json: bool) -> Result<()> {
             continue;
         }
         let d = &row["device"];
+        let kind = serde_json::from_value::<kevo_backend::DeviceInfo>(d.clone())
+            .map_or_else(|_| "device".to_string(), |i| i.kind().to_string());
         println!(
-            "{backend} {}: {} ({}; {} compute units, {:.1} GiB)",
+            "{backend} {}: {} ({}; {kind}, {} compute units, {:.1} GiB)",
             row["id"].as_str().unwrap_or(""),
             d["name"].as_str().unwrap_or(""),
             d["platform"].as_str().unwrap_or(""),
@@ -174,6 +176,19 @@ fn print_extras(x: &kevo_roofline::Extras) {
     show("shared/local memory", &x.shared_gbs, "GB/s");
     show("FP64 FMA", &x.fp64_gflops, "GFLOPS");
     show("FP16 FMA", &x.fp16_gflops, "GFLOPS");
+    match &x.launch_overhead {
+        Some(Ok(l)) => println!(
+            "    empty launch: {:.1} us alone ({:.1}-{:.1}), {:.1} us each back to back ({:.1}-{:.1})",
+            l.alone_us.median,
+            l.alone_us.min,
+            l.alone_us.max,
+            l.back_to_back_us.median,
+            l.back_to_back_us.min,
+            l.back_to_back_us.max
+        ),
+        Some(Err(why)) => println!("    empty launch: not measured: {why}"),
+        None => {}
+    }
 }
 
 #[derive(serde::Serialize)]
@@ -348,23 +363,11 @@ pub struct BenchRow {
     pub timed_median_s: f64,
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        0.5 * (v[n / 2 - 1] + v[n / 2])
-    }
-}
-
 impl BenchRow {
     pub fn new(task: &str, cold: &Evaluation, warm: &[Evaluation]) -> Self {
-        let pick =
-            |f: fn(&kevo_eval::WallTimes) -> f64| median(warm.iter().map(|e| f(&e.wall)).collect());
+        let pick = |f: fn(&kevo_eval::WallTimes) -> f64| {
+            kevo_strategy::promotion::median(warm.iter().map(|e| f(&e.wall)).collect())
+        };
         let totals: Vec<f64> = warm.iter().map(|e| e.wall.total_s).collect();
         BenchRow {
             task: task.to_string(),
@@ -459,8 +462,8 @@ pub struct IsolationRow {
 
 impl IsolationRow {
     pub fn new(task: &str, cost: &[f64], totals: &[f64]) -> Self {
-        let cost_median_s = median(cost.to_vec());
-        let round_trip_median_s = median(totals.to_vec());
+        let cost_median_s = kevo_strategy::promotion::median(cost.to_vec());
+        let round_trip_median_s = kevo_strategy::promotion::median(totals.to_vec());
         IsolationRow {
             task: task.to_string(),
             cost_median_s,

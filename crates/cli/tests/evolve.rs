@@ -179,6 +179,39 @@ fn evolve_promotes_exactly_the_faster_kernel_and_gates_on_the_held_out_size() {
             "correct"
         ]
     );
+    // Every evaluated iteration's per-size numbers, the last one's too.
+    for (k, row) in rows.iter().enumerate() {
+        let sizes = row["sizes"]
+            .as_array()
+            .unwrap_or_else(|| panic!("row {k} without sizes: {row}"));
+        // A compile error ran no size.
+        assert_eq!(sizes.is_empty(), k == 1, "{row}");
+        if row["outcome_kind"] == "correct" {
+            assert_eq!(sizes.len(), 3, "{row}");
+            for s in sizes {
+                let (min, med, max) = (
+                    s["min_ms"].as_f64().unwrap(),
+                    s["median_ms"].as_f64().unwrap(),
+                    s["max_ms"].as_f64().unwrap(),
+                );
+                assert!(min <= med && med <= max && min > 0.0, "{s}");
+                assert!(s["runs"].as_u64().unwrap() >= 10, "{s}");
+            }
+        }
+    }
+    let text = kevo()
+        .args(["show", &run, "--workspace", &ws])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.trim_start().starts_with("1M ") && l.contains(" ms ("))
+            .count(),
+        // seed, slower, faster; the winner's own block prints 1M apart.
+        3,
+        "{text}"
+    );
     let held_rows = shown["held_out"].as_array().unwrap();
     assert_eq!(held_rows.len(), 2);
     assert_eq!(held_rows[0]["session"], held_rows[1]["session"]);
@@ -199,6 +232,14 @@ fn evolve_promotes_exactly_the_faster_kernel_and_gates_on_the_held_out_size() {
         "{}",
         prompt(4)
     );
+    // History lines say what each attempt tried (the replayed responses
+    // begin "Attempt N (file).").
+    assert!(
+        prompt(4).contains("score N/A; tried: Attempt 1 (1_compile_error)")
+            && prompt(4).contains("; tried: Attempt 3 (3_slower)"),
+        "{}",
+        prompt(4)
+    );
     for k in 1..=4 {
         let p = prompt(k);
         assert!(
@@ -213,6 +254,77 @@ fn evolve_promotes_exactly_the_faster_kernel_and_gates_on_the_held_out_size() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("fma(a, x[i], y[i])"));
+
+    // Noise-aware promotion (the default): the faster kernel appeared
+    // better, was re-measured with the seed and found significantly so;
+    // the final pick re-measured it, the slower one and the seed together
+    // and kept it; the spend is counted apart and stored.
+    assert_eq!(summary["promotion"], "noise-aware");
+    let winner = rows[4]["candidate_id"].as_i64().unwrap();
+    assert_eq!(summary["best_candidate"], winner);
+    let reason = rows[4]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("re-measured over 5 interleaved rounds")
+            && reason.contains("(significant)"),
+        "{reason}"
+    );
+    let pick = &summary["final_pick"];
+    assert_eq!(pick["winner"], winner, "{pick}");
+    assert_eq!(pick["candidates"].as_array().unwrap().len(), 3, "{pick}");
+    let spent = &summary["remeasure"];
+    assert_eq!(spent["remeasurements"], 2, "{spent}");
+    assert!(
+        spent["evaluations"].as_u64().unwrap() >= 2 * 5 + 3,
+        "{spent}"
+    );
+    let stored = shown["remeasurements"].as_array().unwrap();
+    let purposes: Vec<&str> = stored
+        .iter()
+        .map(|r| r["purpose"].as_str().unwrap())
+        .collect();
+    assert_eq!(purposes, ["promotion", "final"]);
+    assert_eq!(stored[0]["iteration"], 4);
+    assert_eq!(stored[0]["candidates"][0], winner);
+
+    // The strict rule (Metal-Sci's) measures once and re-measures nothing.
+    let strict_ws = dir.path().join("strict").display().to_string();
+    let mut args = evolve_args(&strict_ws, &llm, "4");
+    args.extend([
+        "--seed-kernel".into(),
+        fixture("start_slow.cl"),
+        "--promotion".into(),
+        "strict".into(),
+    ]);
+    let out = cache_env(kevo().args(&args), dir.path()).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let strict = self::events(&out)
+        .into_iter()
+        .find(|e| e["event"] == "finished")
+        .unwrap();
+    assert_eq!(strict["promotion"], "strict");
+    assert_eq!(strict["remeasure"]["evaluations"], 0);
+    assert!(strict["final_pick"].is_null());
+    let strict_run = strict["run"].as_str().unwrap().to_string();
+    let shown = show(&strict_ws, &strict_run);
+    assert!(shown["remeasurements"].as_array().unwrap().is_empty());
+    let reason = shown["history"][4]["reason"].as_str().unwrap();
+    assert!(!reason.contains("re-measured"), "{reason}");
+    let refused = kevo()
+        .args(["evolve", "--promotion", "strict", "--remeasure-rounds", "3"])
+        .args(["--task", "saxpy", "--llm", &llm, "--workspace", &strict_ws])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr)
+            .contains("--remeasure-rounds needs --promotion noise-aware"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
 }
 
 /// Every percentage in `text` with the words after it.

@@ -18,7 +18,10 @@ use std::process::Command;
 
 use common::{kill_after_iteration, opencl_available};
 use kevo_store::{CandidateId, RunId, Store};
-use kevo_strategy::{Descriptors, Scored, StepOutcome, StrategyConfig};
+use kevo_strategy::{
+    Descriptors, Elite, Judge, Judgement, Remeasured, Scored, StepOutcome, StrategyConfig,
+    StrictJudge,
+};
 
 fn kevo(cache: &Path) -> Command {
     let bin = std::env::var("KEVO_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_kevo").into());
@@ -187,6 +190,25 @@ fn replay(ws: &str, run: &str, stored_state: &serde_json::Value) {
             .await
             .unwrap();
         let mut strategy = config.start(&scored(seed_row, seed.cell.clone())).unwrap();
+        // The run's promotion re-measurements, judged again here by the
+        // documented rule from their stored rounds.
+        let promotions: Vec<(i64, i64, Remeasured)> = store
+            .remeasurements(&id)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|r| r.remeasurement.purpose == kevo_store::RemeasurePurpose::Promotion)
+            .map(|r| {
+                let m = &r.remeasurement;
+                let (c, h) = (m.candidates[0].0, m.candidates[1].0);
+                let rounds = serde_json::from_value(m.rounds.clone()).unwrap();
+                let interleaved = kevo_evolve::Interleaved {
+                    rounds,
+                    spend: Default::default(),
+                };
+                (c, h, interleaved.pair([c, h]))
+            })
+            .collect();
         let last = rows.iter().map(|r| r.iteration).max().unwrap();
         for k in 1..=last {
             let selection = strategy.select();
@@ -205,12 +227,44 @@ fn replay(ws: &str, run: &str, stored_state: &serde_json::Value) {
             if batch.is_empty() {
                 continue;
             }
-            let d = strategy.decide(k, &selection, &batch);
+            let d = strategy.decide(
+                k,
+                &selection,
+                &batch,
+                &mut StoredJudge {
+                    promotions: &promotions,
+                },
+            );
             let decided: Vec<bool> = d.placements.iter().map(|p| p.kept).collect();
             assert_eq!(decided, kept, "iteration {k}");
         }
         assert_eq!(&strategy.state(), stored_state, "the run's final state");
     });
+}
+
+/// The noise-aware rule applied to a run's stored re-measurements; a
+/// challenger that appears better and was not re-measured fails the test.
+struct StoredJudge<'a> {
+    promotions: &'a [(i64, i64, Remeasured)],
+}
+
+impl Judge for StoredJudge<'_> {
+    fn judge(&mut self, challenger: Elite, holder: Elite) -> Judgement {
+        if challenger.score <= holder.score {
+            return StrictJudge.judge(challenger, holder);
+        }
+        let (_, _, m) = self
+            .promotions
+            .iter()
+            .find(|(c, h, _)| (*c, *h) == (challenger.id, holder.id))
+            .unwrap_or_else(|| {
+                panic!(
+                    "candidate {} appeared better than {} and was not re-measured",
+                    challenger.id, holder.id
+                )
+            });
+        kevo_strategy::promotion::noise_aware_judgement(challenger, holder, m)
+    }
 }
 
 fn prompts(ws: &str, run: &str) -> Vec<String> {

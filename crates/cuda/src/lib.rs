@@ -280,6 +280,7 @@ fn device_info(dev: cu::CUdevice) -> Result<DeviceInfo, BackendError> {
         driver_version: driver,
         is_cpu: false,
         cache_bytes: device_attr(dev, DevAttr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as u64,
+        integrated: device_attr(dev, DevAttr::CU_DEVICE_ATTRIBUTE_INTEGRATED)? != 0,
     })
 }
 

@@ -172,6 +172,7 @@ mod tests {
                 entry: "test".into(),
             },
             hierarchy,
+            launch_overhead: None,
         }
     }
 

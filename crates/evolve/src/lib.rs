@@ -10,9 +10,11 @@
 //! same session; that result never reaches the proposer.
 
 mod options;
+mod remeasure;
 mod session;
 
-pub use options::EvolveOptions;
+pub use options::{DEFAULT_FINAL_REMEASURE, EvolveOptions};
+pub use remeasure::{FinalEntry, FinalPick, Interleaved, RemeasureSpend, RoundResult, SizeTime};
 pub use session::{
     Environment, Event, EvolveError, HeldOutSummary, InFlightCalls, Observer, Summary, interrupt,
     is_abandoned, resume, start, stored_strategy,

@@ -68,7 +68,26 @@ pub struct EvolveOptions {
     /// out. None: the prompt builder's default (16 000).
     #[serde(default)]
     pub context_budget_tokens: Option<usize>,
+    /// `--promotion`: how a challenger is found better (see
+    /// kevo_strategy::promotion). Runs stored before there was a choice
+    /// used the strict rule and resume with it.
+    #[serde(default = "strict_promotion")]
+    pub promotion: kevo_strategy::Promotion,
+    /// `--final-remeasure K`: at the end, the K best candidates and the
+    /// seed are re-measured interleaved and the winner is the best of
+    /// that re-measurement; 0 (the default of runs stored before it
+    /// existed) keeps the in-run best.
+    #[serde(default)]
+    pub final_remeasure: u32,
 }
+
+fn strict_promotion() -> kevo_strategy::Promotion {
+    kevo_strategy::Promotion::Strict
+}
+
+/// The default `--final-remeasure`: the three best, enough to catch a
+/// lucky in-run best without re-measuring the whole run.
+pub const DEFAULT_FINAL_REMEASURE: u32 = 3;
 
 impl EvolveOptions {
     pub fn new(task: &str, llm: &[String], iterations: u32) -> Self {
@@ -98,6 +117,8 @@ impl EvolveOptions {
             sandbox: Default::default(),
             strategy: Default::default(),
             context_budget_tokens: None,
+            promotion: Default::default(),
+            final_remeasure: DEFAULT_FINAL_REMEASURE,
         }
     }
 

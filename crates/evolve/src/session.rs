@@ -14,15 +14,19 @@ use kevo_proposer::{
 use kevo_store::artifacts::RunDir;
 use kevo_store::{
     CandidateId, CandidateRef, Checkpoint, Decided, EvaluationId, HeldOutRole, NewCandidate,
-    NewDecision, NewEvaluation, NewHeldOut, NewLlmCall, NewRun, Proposed, RunId, Spent, Store,
-    StoreError, source_sha256,
+    NewDecision, NewEvaluation, NewHeldOut, NewLlmCall, NewRemeasurement, NewRun, Proposed,
+    RemeasurePurpose, RunId, Spent, Store, StoreError, source_sha256,
 };
-use kevo_strategy::{Decision, Elite, OnePlusOne, Scored, Selection, Strategy};
+use kevo_strategy::{
+    Decision, Elite, Judge, Judgement, NoiseAwareJudge, OnePlusOne, Promotion, Scored, Selection,
+    Strategy, StrictJudge,
+};
 use kevo_tasks::Task;
 use kevo_worker::{Worker, WorkerCommand, WorkerConfig, WorkerError};
 use serde::{Deserialize, Serialize};
 
 use crate::options::EvolveOptions;
+use crate::remeasure::{FinalEntry, FinalPick, Interleaved, RemeasureSpend};
 
 /// Where a run lives and how workers are started.
 pub struct Environment {
@@ -207,6 +211,10 @@ pub enum Event {
         /// figures leave them out.
         unknown_usage_calls: u64,
         wall_s: f64,
+        /// The verdicts of this iteration's re-measurements ("... (within
+        /// noise, not promoted)"); empty under strict promotion.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        verdicts: Vec<String>,
     },
     HeldOut(HeldOutSummary),
     Finished(Box<Summary>),
@@ -269,6 +277,18 @@ pub struct Summary {
     /// replay, servers without usage); `spent`'s tokens leave them out.
     #[serde(default)]
     pub unknown_usage_calls: u64,
+    /// The promotion rule in force ("noise-aware", "strict").
+    #[serde(default)]
+    pub promotion: String,
+    /// Evaluations spent re-measuring (promotions and the final pick),
+    /// counted apart from the candidates' own.
+    #[serde(default)]
+    pub remeasure: RemeasureSpend,
+    /// The end-of-run re-measurement of the best few and the seed; when
+    /// present, `best_candidate` is its winner, and `best_score` and
+    /// `speedup` are its medians, measured in one session.
+    #[serde(default)]
+    pub final_pick: Option<FinalPick>,
 }
 
 /// What a checkpoint needs beyond the store's own columns.
@@ -285,6 +305,9 @@ struct StrategyState {
     /// checkpoint's incumbent and previous candidate.
     #[serde(default)]
     search: Option<serde_json::Value>,
+    /// Re-measurement spent on promotions so far.
+    #[serde(default)]
+    remeasure: RemeasureSpend,
 }
 
 impl StrategyState {
@@ -647,6 +670,7 @@ impl<'e> Session<'e> {
                         strategy_state: Some(state.to_json()),
                         spent,
                     },
+                    remeasurements: Vec::new(),
                 }
             })
             .await?;
@@ -857,11 +881,28 @@ impl<'e> Session<'e> {
                 }
             }
         };
-        let held_out = self.held_out().await?;
+        let final_pick = self.final_pick().await?;
+        let strategy = self.strategy.as_deref().expect("seed evaluated");
+        let (seed, mut best) = (strategy.seed(), strategy.best());
+        let mut speedup = strategy.speedup();
+        let mut best_iteration = self.state.best_iteration;
+        if let Some(pick) = &final_pick
+            && let Some(w) = pick.candidates.iter().find(|e| e.candidate == pick.winner)
+        {
+            best = Elite {
+                id: w.candidate,
+                score: w.remeasured.unwrap_or(best.score),
+            };
+            best_iteration = w.iteration;
+            speedup = pick.speedup.unwrap_or(speedup);
+        }
+        if final_pick.as_ref().is_some_and(FinalPick::changed) {
+            self.dir
+                .write_best(&self.sources[&best.id], &self.evaluations[&best.id])?;
+        }
+        let held_out = self.held_out(best.id).await?;
         observer.on(&Event::HeldOut(held_out.clone()));
         let suspicious = self.suspicious().await?;
-        let strategy = self.strategy.as_deref().expect("seed evaluated");
-        let (seed, best) = (strategy.seed(), strategy.best());
         let summary = Summary {
             run: self.run.0.clone(),
             task: self.task.name().into(),
@@ -871,14 +912,17 @@ impl<'e> Session<'e> {
             stop_reason,
             seed_score: seed.score,
             best_score: best.score,
-            speedup: strategy.speedup(),
+            speedup,
             best_candidate: best.id,
-            best_iteration: self.state.best_iteration,
+            best_iteration,
             held_out: Some(held_out),
             spent: self.spent(),
             suspicious,
             unknown_cost_calls: self.accounting.totals().all.unpriced_calls,
             unknown_usage_calls: self.accounting.totals().all.usage_unknown_calls,
+            promotion: self.options.promotion.name().into(),
+            remeasure: self.state.remeasure,
+            final_pick,
         };
         let value = serde_json::to_value(&summary).map_err(|source| EvolveError::Serialize {
             what: "the run's summary",
@@ -1146,6 +1190,7 @@ impl<'e> Session<'e> {
             if j == 0 {
                 self.dir.write_candidate(k, &source)?;
             }
+            let note = kevo_proposer::prompt::attempt_note(&completion.text, &source);
             let (evaluation, reused_from, duplicate) = self.evaluate_once(&source, &tried).await?;
             if j == 0 {
                 self.dir.write_result(k, &evaluation)?;
@@ -1170,6 +1215,7 @@ impl<'e> Session<'e> {
                     evaluation,
                     reused_from,
                     duplicate,
+                    note,
                 })),
             });
         }
@@ -1242,6 +1288,13 @@ impl<'e> Session<'e> {
                 TriedResult::Nothing { .. } => None,
             })
             .collect();
+        let notes: Vec<Option<String>> = tried
+            .iter()
+            .map(|t| match &t.result {
+                TriedResult::Evaluated(e) => e.note.clone(),
+                TriedResult::Nothing { .. } => None,
+            })
+            .collect();
         let scores = tried.iter().map(Tried::score).collect();
         // The reason shown to the proposer next time when nothing of this
         // iteration could be evaluated (the last one that has a reason).
@@ -1260,7 +1313,14 @@ impl<'e> Session<'e> {
                 TriedResult::Evaluated(_) => None,
             })
             .collect();
+        let provisional = provisional_batch(&tried);
+        let judged = self.judge_batch(k, selection, &provisional, &tried).await?;
         let proposed: Vec<Proposed> = tried.into_iter().map(Tried::into_proposed).collect();
+        let verdicts: Vec<String> = judged
+            .iter()
+            .flat_map(|j| &j.measured)
+            .map(|m| m.verdict.clone())
+            .collect();
 
         let (rng_state, spent) = (self.rng_state(), self.spent());
         let strategy = self.strategy.as_deref_mut().expect("seed evaluated");
@@ -1292,7 +1352,48 @@ impl<'e> Session<'e> {
                         })
                     })
                     .collect();
-                decision = (!batch.is_empty()).then(|| strategy.decide(k, selection, &batch));
+                // Stored ids back to the provisional ones the batch was
+                // judged under.
+                let provisional_of: HashMap<i64, i64> = ids
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(j, id)| Some((id.as_ref()?.0, provisional_id(j))))
+                    .collect();
+                let stored_of = |p: i64| {
+                    ids.iter()
+                        .enumerate()
+                        .find(|(j, _)| provisional_id(*j) == p)
+                        .and_then(|(_, id)| id.map(|i| i.0))
+                        .unwrap_or(p)
+                };
+                decision = (!batch.is_empty()).then(|| match &judged {
+                    None => strategy.decide(k, selection, &batch, &mut StrictJudge),
+                    Some(judged) => strategy.decide(
+                        k,
+                        selection,
+                        &batch,
+                        &mut ReplayJudge {
+                            table: &judged.table,
+                            provisional_of: &provisional_of,
+                        },
+                    ),
+                });
+                let remeasurements = judged
+                    .iter()
+                    .flat_map(|j| &j.measured)
+                    .map(|m| NewRemeasurement {
+                        purpose: RemeasurePurpose::Promotion,
+                        candidates: vec![
+                            CandidateId(stored_of(m.challenger)),
+                            CandidateId(stored_of(m.holder)),
+                        ],
+                        verdict: m.verdict.clone(),
+                        rounds: serde_json::to_value(&m.interleaved.rounds).unwrap_or_default(),
+                        evaluations: m.interleaved.spend.evaluations as u32,
+                        device_s: m.interleaved.spend.device_s,
+                        wall_s: m.interleaved.spend.wall_s,
+                    })
+                    .collect();
                 // Proposals without a candidate first, then the decided
                 // ones, each in proposal order.
                 for (outcome, _) in &failures {
@@ -1300,6 +1401,11 @@ impl<'e> Session<'e> {
                         .history
                         .push(HistoryEntry::without_candidate(k, *outcome));
                 }
+                let note_of = |id: i64| {
+                    ids.iter()
+                        .position(|i| i.is_some_and(|i| i.0 == id))
+                        .and_then(|j| notes[j].clone())
+                };
                 for s in &batch {
                     state.history.push(HistoryEntry {
                         iteration: k,
@@ -1313,6 +1419,7 @@ impl<'e> Session<'e> {
                                 .is_some_and(|d| d.improved && d.best.id == s.id),
                         ),
                         duplicate_of: s.duplicate_of,
+                        note: note_of(s.id),
                     });
                 }
                 state.previous_failure = if any_candidate { None } else { failure };
@@ -1351,6 +1458,7 @@ impl<'e> Session<'e> {
                     .collect();
                 Decided {
                     decisions,
+                    remeasurements,
                     checkpoint: Checkpoint {
                         incumbent: Some(CandidateRef::Stored(CandidateId(strategy.best().id))),
                         previous: batch
@@ -1377,6 +1485,7 @@ impl<'e> Session<'e> {
             promoted: decision.is_some_and(|d| d.improved),
             outcomes,
             scores,
+            verdicts,
         })
     }
 
@@ -1410,6 +1519,7 @@ impl<'e> Session<'e> {
             unknown_cost_calls: totals.unpriced_calls,
             unknown_usage_calls: totals.usage_unknown_calls,
             wall_s: spent.wall_s,
+            verdicts: decided.verdicts,
         });
         Ok(())
     }
@@ -1418,11 +1528,222 @@ impl<'e> Session<'e> {
         self.plan.in_distribution.clone()
     }
 
+    /// Evaluate `sources` together over `rounds` interleaved rounds at the
+    /// in-distribution sizes, with the full protocol (checks included); a
+    /// candidate that fails a round is not run again.
+    fn remeasure(&mut self, sources: &[&str], rounds: u32) -> Interleaved {
+        let sizes = self.sizes();
+        let started = Instant::now();
+        let mut m = Interleaved::default();
+        let mut failed = vec![false; sources.len()];
+        for r in 0..rounds as usize {
+            let mut row: Vec<Option<crate::remeasure::RoundResult>> = vec![None; sources.len()];
+            for i in Interleaved::order(sources.len(), r) {
+                if failed[i] {
+                    continue;
+                }
+                let e = self.evaluate(sources[i], &sizes, self.timeout);
+                m.spend.evaluations += 1;
+                m.spend.device_s += e.wall.device_s;
+                let result = crate::remeasure::RoundResult::of(&e);
+                failed[i] = result.failure.is_some();
+                row[i] = Some(result);
+            }
+            m.rounds.push(row);
+        }
+        m.spend.remeasurements = 1;
+        m.spend.wall_s = started.elapsed().as_secs_f64();
+        m
+    }
+
+    /// Under the noise-aware rule, decide `batch` once on a copy of the
+    /// strategy, re-measuring every challenger that appears better than
+    /// what it would replace; the answers are replayed when the strategy
+    /// decides for real. None under the strict rule.
+    async fn judge_batch(
+        &mut self,
+        k: u32,
+        selection: &Selection,
+        batch: &[Scored],
+        tried: &[Tried],
+    ) -> Result<Option<Judged>, EvolveError> {
+        let Promotion::NoiseAware { rounds } = self.options.promotion else {
+            return Ok(None);
+        };
+        if batch.iter().all(|c| c.score.is_none()) {
+            return Ok(Some(Judged {
+                table: HashMap::new(),
+                measured: Vec::new(),
+            }));
+        }
+        let strategy = self.strategy.as_deref().expect("seed evaluated");
+        let held: Vec<i64> = held_ids(strategy);
+        let mut probe = kevo_strategy::restore(strategy.name(), &strategy.state())?;
+        for id in &held {
+            self.load(CandidateId(*id)).await?;
+        }
+        let mut table = HashMap::new();
+        let mut measured = Vec::new();
+        {
+            let mut judge = RecordingJudge {
+                inner: NoiseAwareJudge {
+                    measure: |c: Elite, h: Elite| {
+                        // A provisional id is a proposal of `tried`; any
+                        // other is held by the strategy, loaded above.
+                        let source = |s: &Self, id: i64| match id {
+                            p if p < 0 => tried[(-p - 1) as usize]
+                                .candidate()
+                                .map(|c| c.source.clone())
+                                .unwrap_or_default(),
+                            id => s.sources[&id].clone(),
+                        };
+                        let (a, b) = (source(self, c.id), source(self, h.id));
+                        let m = self.remeasure(&[&a, &b], rounds);
+                        let pair = m.pair([c.id, h.id]);
+                        measured.push(Measured {
+                            challenger: c.id,
+                            holder: h.id,
+                            interleaved: m,
+                            verdict: String::new(),
+                        });
+                        pair
+                    },
+                },
+                table: &mut table,
+            };
+            probe.decide(k, selection, batch, &mut judge);
+        }
+        for m in &mut measured {
+            m.verdict = table
+                .get(&(m.challenger, m.holder))
+                .and_then(|j| j.note.clone())
+                .unwrap_or_default();
+            let discarded = m.interleaved.discarded();
+            if !discarded.is_empty() {
+                m.verdict = format!(
+                    "{}; rounds {discarded:?} discarded: faster than the hardware allows",
+                    m.verdict
+                );
+            }
+            self.state.remeasure.add(&m.interleaved.spend);
+        }
+        Ok(Some(Judged { table, measured }))
+    }
+
+    /// The end-of-run pick: the `final_remeasure` best candidates by
+    /// in-run score and the seed, re-measured together; the winner is the
+    /// best median among those that passed every round. None when
+    /// disabled or when nothing but the seed scored.
+    async fn final_pick(&mut self) -> Result<Option<FinalPick>, EvolveError> {
+        let k = self.options.final_remeasure as usize;
+        let strategy = self.strategy.as_deref().expect("seed evaluated");
+        let (seed, in_run_best) = (strategy.seed(), strategy.best());
+        let mut ranked: Vec<(i64, u32, f64)> = Vec::new();
+        for h in &self.state.history {
+            if let (Some(id), Some(score), None) = (h.candidate, h.score, h.duplicate_of)
+                && score.is_finite()
+                && id != seed.id
+                && !ranked.iter().any(|r| r.0 == id)
+            {
+                ranked.push((id, h.iteration, score));
+            }
+        }
+        ranked.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)));
+        ranked.truncate(k);
+        // The strategy's best competes even if re-measured scores moved it
+        // out of the top k by in-run score.
+        if in_run_best.id != seed.id && !ranked.iter().any(|r| r.0 == in_run_best.id) {
+            let entry = self
+                .state
+                .history
+                .iter()
+                .find(|h| h.candidate == Some(in_run_best.id))
+                .map(|h| {
+                    (
+                        in_run_best.id,
+                        h.iteration,
+                        h.score.unwrap_or(in_run_best.score),
+                    )
+                });
+            ranked.extend(entry);
+        }
+        if k == 0 || ranked.is_empty() {
+            return Ok(None);
+        }
+        ranked.push((seed.id, 0, seed.score));
+        for (id, _, _) in &ranked {
+            self.load(CandidateId(*id)).await?;
+        }
+        let rounds = match self.options.promotion {
+            Promotion::NoiseAware { rounds } => rounds,
+            Promotion::Strict => kevo_strategy::promotion::DEFAULT_ROUNDS,
+        };
+        let sources: Vec<String> = ranked.iter().map(|r| self.sources[&r.0].clone()).collect();
+        let refs: Vec<&str> = sources.iter().map(String::as_str).collect();
+        let m = self.remeasure(&refs, rounds);
+        let candidates: Vec<FinalEntry> = ranked
+            .iter()
+            .enumerate()
+            .map(|(i, (id, iteration, score))| FinalEntry {
+                candidate: *id,
+                iteration: *iteration,
+                in_run_score: *score,
+                remeasured: m.median(i),
+                failure: m.failure(i),
+            })
+            .collect();
+        let winner = candidates
+            .iter()
+            .filter_map(|e| e.remeasured.map(|s| (e.candidate, s)))
+            .fold(None::<(i64, f64)>, |best, c| match best {
+                Some(b) if b.1 >= c.1 => Some(b),
+                _ => Some(c),
+            })
+            .map(|(id, _)| id)
+            .unwrap_or(in_run_best.id);
+        let median_of = |id: i64| {
+            candidates
+                .iter()
+                .find(|e| e.candidate == id)
+                .and_then(|e| e.remeasured)
+        };
+        let speedup = match (median_of(winner), median_of(seed.id)) {
+            (Some(w), Some(s)) if s > 0.0 => Some(w / s),
+            _ => None,
+        };
+        let pick = FinalPick {
+            rounds,
+            candidates,
+            winner,
+            in_run_best: in_run_best.id,
+            speedup,
+            discarded_rounds: m.discarded(),
+        };
+        self.env
+            .store
+            .record_remeasurement(
+                &self.run,
+                self.iteration,
+                &NewRemeasurement {
+                    purpose: RemeasurePurpose::Final,
+                    candidates: ranked.iter().map(|r| CandidateId(r.0)).collect(),
+                    verdict: pick.describe(),
+                    rounds: serde_json::to_value(&m.rounds).unwrap_or_default(),
+                    evaluations: m.spend.evaluations as u32,
+                    device_s: m.spend.device_s,
+                    wall_s: m.spend.wall_s,
+                },
+            )
+            .await?;
+        self.state.remeasure.add(&m.spend);
+        Ok(Some(pick))
+    }
+
     /// The held-out gate: the incumbent and the seed at the held-out size in
     /// one session. Stored, reported, and never shown to the proposer.
-    async fn held_out(&mut self) -> Result<HeldOutSummary, EvolveError> {
+    async fn held_out(&mut self, winner_id: i64) -> Result<HeldOutSummary, EvolveError> {
         let strategy = self.strategy.as_deref().expect("seed evaluated");
-        let (seed_id, winner_id) = (strategy.seed().id, strategy.best().id);
+        let seed_id = strategy.seed().id;
         let size = self.plan.held_out.clone();
         let session = format!("{}-held-out-{}", self.run.0, self.iteration);
         let limit = self.timeout.max(Duration::from_secs(60));
@@ -1478,12 +1799,114 @@ impl<'e> Session<'e> {
     }
 }
 
+/// The id a proposal is judged under before the store gives it one:
+/// negative, so it never meets a stored id.
+fn provisional_id(proposal: usize) -> i64 {
+    -(proposal as i64) - 1
+}
+
+/// The batch a strategy will decide on, under provisional ids, in
+/// proposal order: the same candidates, scores and duplicates as the
+/// batch built once the store has given ids.
+fn provisional_batch(tried: &[Tried]) -> Vec<Scored> {
+    tried
+        .iter()
+        .enumerate()
+        .filter_map(|(j, t)| match &t.result {
+            TriedResult::Evaluated(e) => Some(Scored {
+                id: provisional_id(j),
+                score: e.evaluation.outcome.score(),
+                outcome: step_outcome(&e.evaluation.outcome),
+                descriptors: e.descriptors,
+                duplicate_of: e.duplicate.map(|d| match d {
+                    Duplicate::Stored(id) => id,
+                    Duplicate::InBatch(i) => provisional_id(i),
+                }),
+            }),
+            TriedResult::Nothing { .. } => None,
+        })
+        .collect()
+}
+
+/// What the noise-aware rule found about an iteration's batch: every
+/// judgement the strategy asked for, by (challenger, holder) under
+/// provisional ids, and the re-measurements made for them.
+struct Judged {
+    table: HashMap<(i64, i64), Judgement>,
+    measured: Vec<Measured>,
+}
+
+struct Measured {
+    challenger: i64,
+    holder: i64,
+    interleaved: Interleaved,
+    verdict: String,
+}
+
+/// Answers a strategy's questions from a table judged beforehand (the
+/// strategy asks the same questions again once the candidates have ids).
+struct ReplayJudge<'a> {
+    table: &'a HashMap<(i64, i64), Judgement>,
+    provisional_of: &'a HashMap<i64, i64>,
+}
+
+impl Judge for ReplayJudge<'_> {
+    fn judge(&mut self, challenger: Elite, holder: Elite) -> Judgement {
+        let p = |id: i64| self.provisional_of.get(&id).copied().unwrap_or(id);
+        match self.table.get(&(p(challenger.id), p(holder.id))) {
+            Some(j) => j.clone(),
+            // The strategy decides the same way twice, so this is not
+            // reached; if it were, nothing unmeasured is promoted.
+            None => Judgement {
+                better: false,
+                challenger_score: challenger.score,
+                holder_score: holder.score,
+                note: Some("not re-measured, not promoted".into()),
+            },
+        }
+    }
+}
+
+/// Records every judgement of an inner judge and asks it once per pair.
+struct RecordingJudge<'t, J> {
+    inner: J,
+    table: &'t mut HashMap<(i64, i64), Judgement>,
+}
+
+impl<J: Judge> Judge for RecordingJudge<'_, J> {
+    fn judge(&mut self, challenger: Elite, holder: Elite) -> Judgement {
+        let key = (challenger.id, holder.id);
+        if let Some(j) = self.table.get(&key) {
+            return j.clone();
+        }
+        let j = self.inner.judge(challenger, holder);
+        self.table.insert(key, j.clone());
+        j
+    }
+}
+
 /// Shown candidates as the prompt takes them.
 fn attempts(shown: &[(String, Evaluation)]) -> Vec<Attempt<'_>> {
     shown
         .iter()
         .map(|(source, evaluation)| Attempt { source, evaluation })
         .collect()
+}
+
+/// Every candidate a strategy holds (its archive, best and seed): those a
+/// challenger can be compared with.
+fn held_ids(strategy: &dyn Strategy) -> Vec<i64> {
+    let mut ids: Vec<i64> = match strategy.archive() {
+        kevo_strategy::Archive::Incumbent(e) => vec![e.id],
+        kevo_strategy::Archive::Grid(cells) => cells.iter().map(|c| c.elite.id).collect(),
+        kevo_strategy::Archive::Islands(islands) => {
+            islands.iter().flatten().map(|e| e.id).collect()
+        }
+    };
+    ids.extend([strategy.best().id, strategy.seed().id]);
+    ids.sort_unstable();
+    ids.dedup();
+    ids
 }
 
 /// A strategy's hint in words: the suggestion and why it is made.
@@ -1557,6 +1980,8 @@ struct EvaluatedProposal {
     descriptors: Option<Descriptors>,
     evaluation: Evaluation,
     reused_from: Option<EvaluationId>,
+    /// What the response says it changed, for the history line.
+    note: Option<String>,
 }
 
 impl Tried {
@@ -1614,4 +2039,6 @@ struct DecidedIteration {
     /// Per proposal, in order.
     outcomes: Vec<String>,
     scores: Vec<Option<f64>>,
+    /// Re-measurement verdicts, in the order they were measured.
+    verdicts: Vec<String>,
 }

@@ -182,6 +182,8 @@ fn device_info(platform: &Platform, device: &Device) -> DeviceInfo {
             .to_string(),
         is_cpu: dev_type & CL_DEVICE_TYPE_CPU != 0,
         cache_bytes: device.global_mem_cache_size().unwrap_or(0),
+        integrated: dev_type & CL_DEVICE_TYPE_CPU == 0
+            && device.host_unified_memory().unwrap_or(false),
     }
 }
 

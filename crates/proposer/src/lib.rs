@@ -39,8 +39,8 @@ pub use pricing::{Price, PriceTable};
 pub use probe::{ProbeReport, probe, probe_all};
 pub use prompt::{
     Attempt, DeviceBrief, EditMode, HistoryEntry, PromptBuilder, PromptError, StagnationParams,
-    StepOutcome, Templates, UserContext, evaluated_entry, history_line, is_stagnating,
-    step_outcome,
+    StepOutcome, Templates, UserContext, attempt_note, evaluated_entry, history_line,
+    is_stagnating, step_outcome,
 };
 pub use providers::{
     BoxFuture, EnsembleState, Exchange, Provider, Recording, ReplayProvider, build, build_with_env,

@@ -1,14 +1,14 @@
 //! Prompt templates: snapshots of every template (through the prompts that
 //! use them) and the guarantee that no held-out size reaches a prompt.
 
-use kevo_backend::{CompileDiagnostics, DeviceInfo, Dialect, FaultKind};
+use kevo_backend::{CompileDiagnostics, DeviceInfo, DeviceKind, Dialect, FaultKind};
 use kevo_eval::{Evaluation, Outcome, SizeResult, TimeStats, WallTimes};
 use kevo_proposer::prompt::feedback;
 use kevo_proposer::{
     Attempt, DeviceBrief, EditMode, HistoryEntry, PromptBuilder, PromptError, StepOutcome,
-    Templates, UserContext, evaluated_entry,
+    Templates, UserContext, attempt_note, evaluated_entry,
 };
-use kevo_roofline::{CeilingSource, Ceilings};
+use kevo_roofline::{CeilingSource, Ceilings, LaunchOverhead, Spread};
 use kevo_tasks::{
     PerDialect, Problem, Reference, Size, SizeSet, Task, TaskAssets, TaskCode, Verdict,
 };
@@ -88,6 +88,7 @@ fn h100() -> DeviceBrief {
                 entry: "NVIDIA H100 SXM".into(),
             },
             hierarchy: None,
+            launch_overhead: None,
         },
         info: None,
     }
@@ -104,6 +105,18 @@ fn pocl() -> DeviceBrief {
                 cached: false,
             },
             hierarchy: None,
+            launch_overhead: Some(LaunchOverhead {
+                alone_us: Spread {
+                    median: 4.1,
+                    min: 3.8,
+                    max: 6.0,
+                },
+                back_to_back_us: Spread {
+                    median: 2.3,
+                    min: 2.2,
+                    max: 2.9,
+                },
+            }),
         },
         info: Some(DeviceInfo {
             backend: "opencl".into(),
@@ -120,6 +133,7 @@ fn pocl() -> DeviceBrief {
             driver_version: "6.0".into(),
             is_cpu: true,
             cache_bytes: 0,
+            integrated: false,
         }),
     }
 }
@@ -231,11 +245,49 @@ fn system_prompts() {
     let t = Templates::builtin();
     for dialect in Dialect::all() {
         for mode in [EditMode::FullSource, EditMode::SearchReplace] {
-            let text = PromptBuilder::system_prompt(&t, dialect, mode, true).unwrap();
+            let text = PromptBuilder::system_prompt(&t, dialect, mode, true, None).unwrap();
             let name = format!("system_{}_{:?}", dialect.extension(), mode).to_lowercase();
             insta::assert_snapshot!(name, text);
         }
     }
+    // A CPU device gets advice of its own: local memory and barriers are
+    // overhead there.
+    let cpu = PromptBuilder::system_prompt(
+        &t,
+        Dialect::OpenCl,
+        EditMode::FullSource,
+        true,
+        Some(DeviceKind::Cpu),
+    )
+    .unwrap();
+    assert!(cpu.contains("for a CPU through OpenCL"), "{cpu}");
+    assert!(cpu.contains("## This device is a CPU"), "{cpu}");
+    assert!(
+        !cpu.contains("Common optimisations: `__local` tiling"),
+        "{cpu}"
+    );
+    insta::assert_snapshot!("system_cl_fullsource_cpu", cpu);
+    let gpu = PromptBuilder::system_prompt(
+        &t,
+        Dialect::OpenCl,
+        EditMode::FullSource,
+        true,
+        Some(DeviceKind::DiscreteGpu),
+    )
+    .unwrap();
+    assert!(!gpu.contains("This device is"), "{gpu}");
+    let integrated = PromptBuilder::system_prompt(
+        &t,
+        Dialect::OpenCl,
+        EditMode::FullSource,
+        true,
+        Some(DeviceKind::IntegratedGpu),
+    )
+    .unwrap();
+    assert!(
+        integrated.contains("## This device is an integrated GPU"),
+        "{integrated}"
+    );
 }
 
 #[test]
@@ -321,7 +373,13 @@ fn user_with_stagnation_notice_on_a_measured_device() {
                 },
                 true,
             ),
-            i if i >= 8 => evaluated_entry(i, i64::from(i) + 1, &prev_eval.outcome, false),
+            i if i >= 8 => HistoryEntry {
+                note: attempt_note(
+                    &format!("Variant {i}: divide instead of multiply.\n```opencl\n...\n```"),
+                    "// kevo: block 64\n__kernel void demo_step() {}",
+                ),
+                ..evaluated_entry(i, i64::from(i) + 1, &prev_eval.outcome, false)
+            },
             i => evaluated_entry(
                 i,
                 i64::from(i) + 1,
@@ -350,6 +408,19 @@ fn user_with_stagnation_notice_on_a_measured_device() {
         .unwrap();
     assert!(text.contains("## Stagnation notice"));
     assert!(text.contains("last 8 of 11 records"));
+    // What a model needs to reason about speed on this device.
+    for needle in [
+        "cpu-haswell-AMD EPYC (CPU)",
+        "an empty kernel takes 4.10 us as a run of its own and 2.30 us per launch back to back",
+        "The kernel is also evaluated at sizes not shown here",
+        "between two device-clock events",
+        "over 3 runs)",
+        "tried: Variant 10: divide instead of multiply; block 64",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?}:\n{text}");
+    }
+    // The CPU's stagnation advice does not lead with local-memory tiling.
+    assert!(!text.contains("cooperative loads of a tile"), "{text}");
     insta::assert_snapshot!(text);
 }
 

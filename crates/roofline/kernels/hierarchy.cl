@@ -43,6 +43,13 @@ __kernel void bw_sweep_chunked(__global float4* a, __global float4* b, uint n, u
     }
 }
 
+// An empty launch: the fixed cost of one kernel launch on the device
+// clock. The store is never taken (n is the global size), but keeps the
+// buffer argument live, as in a real kernel.
+__kernel void empty_launch(__global float* out, uint n) {
+    if (get_global_id(0) > n) out[0] = 0.0f;
+}
+
 // Local-memory read bandwidth: each work-item of a 256-item group reads
 // `iters` float4 from a 4 KiB tile at rotating addresses into four
 // independent sums; 16 bytes per read.

@@ -21,7 +21,26 @@ pub struct Extras {
     pub shared_gbs: Result<Spread, String>,
     pub fp64_gflops: Result<Spread, String>,
     pub fp16_gflops: Result<Spread, String>,
+    /// The fixed cost of a launch; None in measurements cached before kevo
+    /// measured it (which are then measured again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch_overhead: Option<Result<LaunchOverhead, String>>,
 }
+
+/// What an empty kernel (one work-group per compute unit) costs on the
+/// device clock, in microseconds: the floor under every timed run, which
+/// holds a size's launches back to back. About 3-5 us per launch on PoCL,
+/// a few us on a discrete GPU: most of a small size's time.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LaunchOverhead {
+    /// One launch timed as a run of its own.
+    pub alone_us: Spread,
+    /// Per launch, over [`BACK_TO_BACK`] launches timed as one run.
+    pub back_to_back_us: Spread,
+}
+
+/// Launches in the back-to-back figure of [`LaunchOverhead`].
+pub const BACK_TO_BACK: usize = 64;
 
 const WARMUPS: usize = 2;
 const TIMED: usize = 7;
@@ -288,6 +307,42 @@ pub fn fma_peak(backend: &mut dyn Backend, bits: u32) -> Result<Spread, String> 
     })
 }
 
+/// The empty kernel's launch cost, alone and back to back; 15 timed runs of
+/// each after the warm-ups (they take microseconds).
+pub fn launch_overhead(backend: &mut dyn Backend) -> Result<LaunchOverhead, String> {
+    let cus = u64::from(backend.info().compute_units.max(1));
+    with_kernel(backend, "hierarchy", "empty_launch", |backend, kernel| {
+        let local = block(backend, kernel, 64)?;
+        let threads = cus * u64::from(local);
+        let out = backend.alloc(4)?;
+        let launch = Launch {
+            kernel,
+            global: [threads, 1, 1],
+            local: [local, 1, 1],
+            dynamic_shared_bytes: 0,
+            args: vec![KernelArg::Buffer(out), KernelArg::U32(threads as u32)],
+        };
+        let many = vec![launch.clone(); BACK_TO_BACK];
+        let result = (|| {
+            for _ in 0..WARMUPS {
+                backend.run_timed(&many)?;
+            }
+            let mut alone = Vec::new();
+            let mut back_to_back = Vec::new();
+            for _ in 0..15 {
+                alone.push(backend.run_timed(std::slice::from_ref(&launch))?.seconds() * 1e6);
+                back_to_back.push(backend.run_timed(&many)?.seconds() * 1e6 / BACK_TO_BACK as f64);
+            }
+            Ok(LaunchOverhead {
+                alone_us: Spread::of(alone),
+                back_to_back_us: Spread::of(back_to_back),
+            })
+        })();
+        backend.free(out);
+        result
+    })
+}
+
 /// Every extra benchmark; `dram` is the copy bandwidth measured past every
 /// cache (the DRAM level).
 pub fn measure_extras(backend: &mut dyn Backend, dram: Spread) -> Extras {
@@ -304,6 +359,7 @@ pub fn measure_extras(backend: &mut dyn Backend, dram: Spread) -> Extras {
         shared_gbs: shared_bandwidth(backend),
         fp64_gflops: fma_peak(backend, 64),
         fp16_gflops: fma_peak(backend, 16),
+        launch_overhead: Some(launch_overhead(backend)),
     }
 }
 

@@ -10,7 +10,7 @@ pub mod hierarchy;
 pub mod levels;
 
 pub use hierarchy::{Hierarchy, Level, Placement, Spread, SweepPoint, human_bytes};
-pub use levels::Extras;
+pub use levels::{Extras, LaunchOverhead};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -232,6 +232,10 @@ pub struct Ceilings {
     /// the ceilings were declared.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hierarchy: Option<Hierarchy>,
+    /// The measured cost of an empty launch; None where it was not
+    /// measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch_overhead: Option<LaunchOverhead>,
 }
 
 impl Ceilings {
@@ -278,7 +282,9 @@ impl Measurement {
 
     /// Whether this measurement has everything the current kevo measures.
     pub fn is_complete(&self) -> bool {
-        self.extras.is_some()
+        self.extras
+            .as_ref()
+            .is_some_and(|x| x.launch_overhead.is_some())
     }
 }
 
@@ -547,6 +553,10 @@ pub fn ceilings_with(
         .as_ref()
         .and_then(|m| m.extras.as_ref())
         .map(|x| x.hierarchy.clone());
+    let launch_overhead = m
+        .as_ref()
+        .and_then(|m| m.extras.as_ref())
+        .and_then(|x| x.launch_overhead.clone()?.ok());
     let ceilings = match (datasheet, &m) {
         (Some(entry), _) => Ceilings {
             bandwidth_gbs: entry.bandwidth_gbs,
@@ -555,6 +565,7 @@ pub fn ceilings_with(
                 entry: entry.name.to_string(),
             },
             hierarchy,
+            launch_overhead,
         },
         (None, Some(m)) => Ceilings {
             bandwidth_gbs: m.copy_gbs,
@@ -564,6 +575,7 @@ pub fn ceilings_with(
                 cached,
             },
             hierarchy,
+            launch_overhead,
         },
         (None, None) => unreachable!("a failed measurement without a datasheet row returned above"),
     };
@@ -622,6 +634,7 @@ mod tests {
             driver_version: "1".into(),
             is_cpu: true,
             cache_bytes: 0,
+            integrated: false,
         }
     }
 

@@ -346,6 +346,69 @@ pub struct Proposed {
 pub struct Decided {
     pub decisions: Vec<NewDecision>,
     pub checkpoint: Checkpoint,
+    /// Re-measurements made to decide this iteration's promotions, stored
+    /// with it.
+    #[serde(default)]
+    pub remeasurements: Vec<NewRemeasurement>,
+}
+
+/// Why candidates were re-measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RemeasurePurpose {
+    /// A challenger against the candidate it would replace.
+    Promotion,
+    /// The best few of a run at its end, to pick the winner.
+    Final,
+}
+
+impl RemeasurePurpose {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RemeasurePurpose::Promotion => "promotion",
+            RemeasurePurpose::Final => "final",
+        }
+    }
+}
+
+impl FromStr for RemeasurePurpose {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "promotion" => Ok(RemeasurePurpose::Promotion),
+            "final" => Ok(RemeasurePurpose::Final),
+            other => Err(format!("unknown re-measurement purpose `{other}`")),
+        }
+    }
+}
+
+/// Candidates timed again together, interleaved, in one session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewRemeasurement {
+    pub purpose: RemeasurePurpose,
+    /// A promotion's challenger first, then the candidate it would
+    /// replace; a final re-measurement's candidates in in-run rank order.
+    pub candidates: Vec<CandidateId>,
+    /// The outcome in words ("score ratio 1.120x (95% lower bound 1.081x): significant").
+    pub verdict: String,
+    /// Every round's scores and per-size medians, as the session wrote
+    /// them.
+    pub rounds: Value,
+    /// Spend, apart from the candidates' own evaluations.
+    pub evaluations: u32,
+    pub device_s: f64,
+    pub wall_s: f64,
+}
+
+/// A stored re-measurement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredRemeasurement {
+    pub id: i64,
+    pub run_id: RunId,
+    pub iteration: u32,
+    #[serde(flatten)]
+    pub remeasurement: NewRemeasurement,
+    pub created_at: DateTime<Utc>,
 }
 
 /// Cumulative spend of a run up to a checkpoint.
@@ -395,6 +458,7 @@ impl IterationRecord {
         let decided = Decided {
             decisions: self.proposals.iter().map(|p| p.decision.clone()).collect(),
             checkpoint: self.checkpoint.clone(),
+            remeasurements: Vec::new(),
         };
         (proposed, decided)
     }

@@ -87,6 +87,59 @@ macro_rules! on_pool {
     };
 }
 
+/// Return from the enclosing function with an error unless every
+/// candidate of `ids` (CandidateIds) exists and belongs to `run`: a record
+/// about another run's candidate is a bug.
+macro_rules! ensure_run_owns {
+    ($store:expr, $executor:expr, $run:expr, $ids:expr, $what:expr) => {
+        for id in $ids {
+            let owner: Option<String> =
+                sqlx::query_scalar("SELECT run_id FROM candidates WHERE id = $1")
+                    .bind(id.0)
+                    .fetch_optional($executor)
+                    .await
+                    .map_err($store.db($what))?;
+            match owner {
+                None => return Err(StoreError::CandidateNotFound(id)),
+                Some(owner) if owner != $run.0 => {
+                    return Err(StoreError::InvalidRecord(format!(
+                        "candidate {id} belongs to run `{owner}`, not `{}`",
+                        $run
+                    )));
+                }
+                Some(_) => {}
+            }
+        }
+    };
+}
+
+/// Insert one re-measurement (`NewRemeasurement`) of `run` at
+/// `iteration` through `executor`; evaluates to its id. A macro because
+/// the two database backends' executors share no usable trait.
+macro_rules! insert_remeasurement {
+    ($executor:expr, $run:expr, $iteration:expr, $r:expr, $at:expr) => {{
+        let r: &NewRemeasurement = $r;
+        let candidates: Vec<i64> = r.candidates.iter().map(|c| c.0).collect();
+        sqlx::query_scalar::<_, i64>(
+            "INSERT INTO remeasurements (run_id, iteration, purpose, candidates, verdict, \
+             rounds, evaluations, device_s, wall_s, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id",
+        )
+        .bind(&$run.0)
+        .bind($iteration)
+        .bind(r.purpose.as_str())
+        .bind(Json(serde_json::json!(candidates)))
+        .bind(clean_text(&r.verdict).into_owned())
+        .bind(Json(clean_value(&r.rounds).into_owned()))
+        .bind(i64::from(r.evaluations))
+        .bind(r.device_s)
+        .bind(r.wall_s)
+        .bind($at)
+        .fetch_one($executor)
+        .await
+    }};
+}
+
 /// Starting a transaction that will write. SQLite takes the write lock up
 /// front (`BEGIN IMMEDIATE`): a deferred transaction that reads first and
 /// writes later can fail outright when another connection wrote meanwhile,
@@ -364,6 +417,21 @@ struct LlmCallRow {
     cost_usd: Option<f64>,
     latency_s: f64,
     error: Option<String>,
+    created_at: DateTime<Utc>,
+}
+
+#[derive(sqlx::FromRow)]
+struct RemeasurementRow {
+    id: i64,
+    run_id: String,
+    iteration: i64,
+    purpose: String,
+    candidates: Json<Value>,
+    verdict: String,
+    rounds: Json<Value>,
+    evaluations: i64,
+    device_s: f64,
+    wall_s: f64,
     created_at: DateTime<Utc>,
 }
 
@@ -1137,24 +1205,9 @@ impl Store {
                 .filter_map(|r| match r {
                     CandidateRef::Stored(id) => Some(id),
                     CandidateRef::Proposal(_) => None,
-                });
-            for id in stored_refs {
-                let owner: Option<String> =
-                    sqlx::query_scalar("SELECT run_id FROM candidates WHERE id = $1")
-                        .bind(id.0)
-                        .fetch_optional(&mut *tx)
-                        .await
-                        .map_err(self.db(what))?;
-                match owner {
-                    None => return Err(StoreError::CandidateNotFound(id)),
-                    Some(owner) if owner != run.0 => {
-                        return Err(StoreError::InvalidRecord(format!(
-                            "candidate {id} belongs to run `{owner}`, not `{run}`"
-                        )));
-                    }
-                    Some(_) => {}
-                }
-            }
+                })
+                .chain(decided.remeasurements.iter().flat_map(|r| r.candidates.iter().copied()));
+            ensure_run_owns!(self, &mut *tx, run, stored_refs, what);
 
             let resolve = |r: &CandidateRef| -> i64 {
                 match r {
@@ -1226,6 +1279,11 @@ impl Store {
                     llm_calls: call_ids,
                     decision: DecisionId(decision_id),
                 });
+            }
+
+            for r in &decided.remeasurements {
+                insert_remeasurement!(&mut *tx, run, iteration, r, at)
+                    .map_err(self.db(what))?;
             }
 
             let cp = &decided.checkpoint;
@@ -1427,10 +1485,37 @@ impl Store {
         row.map(|r| self.stored_evaluation(r)).transpose()
     }
 
-    /// The run's best candidate: the highest in-distribution score, the
-    /// earliest on ties (which is the (1+1) incumbent, since promotion needs
-    /// a strictly better score). None while nothing is correct.
+    /// The run's winner: the candidate its held-out gate scored as the
+    /// winner (a finished run's final pick), else its last checkpoint's
+    /// incumbent (the strategy's best, which a noise-aware promotion rule
+    /// may have kept over a candidate whose one measurement was higher),
+    /// else the highest in-distribution score. None while nothing is
+    /// correct.
     pub async fn best_candidate(&self, run: &RunId) -> Result<Option<BestCandidate>, StoreError> {
+        let winner = self
+            .held_out_results(run)
+            .await?
+            .into_iter()
+            .rev()
+            .find(|h| h.role == HeldOutRole::Winner)
+            .map(|h| h.candidate_id);
+        let chosen = match winner {
+            Some(id) => Some(id),
+            None => self.last_checkpoint(run).await?.and_then(|cp| cp.incumbent),
+        };
+        if let Some(id) = chosen
+            && let Some(evaluation) = self
+                .evaluations_of(id)
+                .await?
+                .into_iter()
+                .find(|e| e.kind == EvaluationKind::InDistribution && e.score.is_some())
+        {
+            let candidate = self.candidate(id).await?;
+            return Ok(Some(BestCandidate {
+                candidate,
+                evaluation,
+            }));
+        }
         let sql = format!(
             "{EVALUATION_COLUMNS} JOIN candidates c ON c.id = e.candidate_id \
              WHERE c.run_id = $1 AND e.kind = 'in_distribution' AND e.score IS NOT NULL \
@@ -1559,6 +1644,82 @@ impl Store {
             tx.commit().await.map_err(self.db(what))?;
             Ok(HeldOutId(id))
         })
+    }
+
+    /// Store a re-measurement made outside an iteration (the end of a
+    /// run's final pick), under the run's last iteration. Its candidates
+    /// must be the run's.
+    pub async fn record_remeasurement(
+        &self,
+        run: &RunId,
+        iteration: u32,
+        remeasurement: &NewRemeasurement,
+    ) -> Result<i64, StoreError> {
+        Self::validate_remeasurement(remeasurement)?;
+        let at = now();
+        let what = "record re-measurement";
+        on_pool!(self, pool => {
+            let mut tx = pool.begin_write().await.map_err(self.db(what))?;
+            ensure_run_owns!(self, &mut *tx, run, remeasurement.candidates.iter().copied(), what);
+            let id = insert_remeasurement!(&mut *tx, run, i64::from(iteration), remeasurement, at)
+                .map_err(self.db(what))?;
+            tx.commit().await.map_err(self.db(what))?;
+            Ok(id)
+        })
+    }
+
+    fn validate_remeasurement(r: &NewRemeasurement) -> Result<(), StoreError> {
+        if r.candidates.is_empty() {
+            return Err(StoreError::InvalidRecord(
+                "a re-measurement needs at least one candidate".into(),
+            ));
+        }
+        required_finite(r.device_s, "the re-measurement's device time")?;
+        required_finite(r.wall_s, "the re-measurement's wall time")?;
+        Ok(())
+    }
+
+    /// A run's re-measurements, in the order they were made.
+    pub async fn remeasurements(
+        &self,
+        run: &RunId,
+    ) -> Result<Vec<StoredRemeasurement>, StoreError> {
+        let rows: Vec<RemeasurementRow> = on_pool!(self, pool => {
+            sqlx::query_as(
+                "SELECT id, run_id, iteration, purpose, candidates, verdict, rounds, \
+                 evaluations, device_s, wall_s, created_at FROM remeasurements \
+                 WHERE run_id = $1 ORDER BY id",
+            )
+            .bind(&run.0)
+            .fetch_all(pool)
+            .await
+        })
+        .map_err(self.db("read re-measurements"))?;
+        rows.into_iter()
+            .map(|r| {
+                let candidates: Vec<i64> = serde_json::from_value(r.candidates.0).map_err(|e| {
+                    StoreError::InvalidRecord(format!(
+                        "re-measurement {} has unreadable candidates: {e}",
+                        r.id
+                    ))
+                })?;
+                Ok(StoredRemeasurement {
+                    id: r.id,
+                    run_id: RunId(r.run_id),
+                    iteration: self.iteration_of(r.iteration)?,
+                    remeasurement: NewRemeasurement {
+                        purpose: self.parse(&r.purpose)?,
+                        candidates: candidates.into_iter().map(CandidateId).collect(),
+                        verdict: r.verdict,
+                        rounds: r.rounds.0,
+                        evaluations: u32::try_from(r.evaluations).unwrap_or(u32::MAX),
+                        device_s: r.device_s,
+                        wall_s: r.wall_s,
+                    },
+                    created_at: r.created_at,
+                })
+            })
+            .collect()
     }
 
     /// A run's held-out results, in the order they were recorded.

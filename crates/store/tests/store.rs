@@ -882,6 +882,7 @@ async fn decisions_on_stored_ids(db: &TestDb) {
         .record_iteration_with(&run, 1, &proposed, |ids| Decided {
             decisions: vec![decision(true, ids[0].unwrap().into(), "better")],
             checkpoint: checkpoint(ids[0].unwrap().into(), None, 1),
+            remeasurements: Vec::new(),
         })
         .await
         .unwrap_err();
@@ -897,6 +898,7 @@ async fn decisions_on_stored_ids(db: &TestDb) {
                 decision(true, seed.into(), "?"),
             ],
             checkpoint: checkpoint(seed.into(), None, 1),
+            remeasurements: Vec::new(),
         })
         .await
         .unwrap_err();
@@ -918,6 +920,10 @@ async fn decisions_on_stored_ids(db: &TestDb) {
                     decision(false, winner.into(), "the proposer failed"),
                 ],
                 checkpoint: checkpoint(winner.into(), Some(winner.into()), 1),
+                remeasurements: vec![remeasurement(
+                    RemeasurePurpose::Promotion,
+                    vec![winner, seed],
+                )],
             }
         })
         .await
@@ -948,6 +954,51 @@ async fn decisions_on_stored_ids(db: &TestDb) {
             (None, false, Some(winner))
         ]
     );
+
+    // The promotion's re-measurement came with the iteration; a final
+    // one is stored on its own, and one naming another run's candidate is
+    // refused without a trace.
+    let final_pick = remeasurement(RemeasurePurpose::Final, vec![winner, seed]);
+    store
+        .record_remeasurement(&run, 1, &final_pick)
+        .await
+        .unwrap();
+    let (other_run, other_seed) = seeded_run(store, "saxpy", 0.5).await;
+    let err = store
+        .record_remeasurement(
+            &run,
+            1,
+            &remeasurement(RemeasurePurpose::Final, vec![winner, other_seed]),
+        )
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains(&other_run.0), "{err}");
+    let err = store
+        .record_remeasurement(&run, 1, &remeasurement(RemeasurePurpose::Final, vec![]))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("at least one candidate"), "{err}");
+    let stored = store.remeasurements(&run).await.unwrap();
+    assert_eq!(stored.len(), 2);
+    assert_eq!(stored[0].iteration, 1);
+    assert_eq!(
+        stored[0].remeasurement,
+        remeasurement(RemeasurePurpose::Promotion, vec![winner, seed])
+    );
+    assert_eq!(stored[1].remeasurement, final_pick);
+    assert!(store.remeasurements(&other_run).await.unwrap().is_empty());
+}
+
+fn remeasurement(purpose: RemeasurePurpose, candidates: Vec<CandidateId>) -> NewRemeasurement {
+    NewRemeasurement {
+        purpose,
+        candidates,
+        verdict: "score ratio 1.120x (95% lower bound 1.081x): significant".into(),
+        rounds: serde_json::json!([{"scores": [0.56, 0.5]}, {"scores": [0.55, 0.49]}]),
+        evaluations: 4,
+        device_s: 0.25,
+        wall_s: 0.5,
+    }
 }
 
 both_backends!(

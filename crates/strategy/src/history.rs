@@ -85,6 +85,11 @@ pub struct HistoryEntry {
     /// whitespace): it was not evaluated again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duplicate_of: Option<i64>,
+    /// What the attempt changed, for later prompts: the first sentence of
+    /// the response's description and the kernel's `// kevo:` directives
+    /// (block shape, tunables).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl HistoryEntry {
@@ -98,6 +103,7 @@ impl HistoryEntry {
             promoted: false,
             new_best: None,
             duplicate_of: None,
+            note: None,
         }
     }
 

@@ -129,6 +129,58 @@ impl Islands {
         true
     }
 
+    /// Give candidate `id` a re-measured score wherever it is held (every
+    /// island, the best so far), keeping each island sorted.
+    fn rescore(&mut self, id: i64, score: f64) {
+        for members in &mut self.islands {
+            for m in members.iter_mut().filter(|m| m.elite.id == id) {
+                m.elite.score = score;
+            }
+            members.sort_by(|a, b| b.elite.score.total_cmp(&a.elite.score));
+        }
+        if self.best.id == id {
+            self.best.score = score;
+        }
+    }
+
+    /// A child `elite` joining `island`: a full island takes it only if
+    /// the judge finds it better than the island's worst member, whom it
+    /// displaces. Returns whether it joined and the judge's note.
+    fn join(
+        &mut self,
+        island: usize,
+        elite: Elite,
+        judge: &mut dyn crate::Judge,
+    ) -> (bool, Option<String>) {
+        let full = self.islands[island].len() >= self.config.population.max(1);
+        let worst = self.islands[island].last().map(|m| m.elite);
+        let (elite, note) = match worst {
+            Some(worst) if full => {
+                if elite.score <= worst.score {
+                    return (false, None);
+                }
+                let j = judge.judge(elite, worst);
+                self.rescore(worst.id, j.holder_score);
+                if !j.better {
+                    return (false, j.note);
+                }
+                // The judge found it better: the worst member leaves,
+                // whatever the two re-measured medians say on their own.
+                self.islands[island].retain(|m| m.elite.id != worst.id);
+                (
+                    Elite {
+                        score: j.challenger_score,
+                        ..elite
+                    },
+                    j.note,
+                )
+            }
+            _ => (elite, None),
+        };
+        let joined = self.insert(island, Member { elite, from: None });
+        (joined, note)
+    }
+
     /// Ring migration: each island's best to the next island, unless that
     /// island already holds it. Bests are taken before any is inserted.
     fn migrate(&mut self) {
@@ -208,7 +260,13 @@ impl Strategy for Islands {
 
     /// Children join the island they were selected on; after every
     /// island had its turn `migration_interval` times, the ring migrates.
-    fn decide(&mut self, _iteration: u32, selection: &Selection, batch: &[Scored]) -> Decision {
+    fn decide(
+        &mut self,
+        _iteration: u32,
+        selection: &Selection,
+        batch: &[Scored],
+        judge: &mut dyn crate::Judge,
+    ) -> Decision {
         let island = selection.island.unwrap_or(self.next).min(self.count() - 1) as usize;
         let before = self.best;
         let mut placements = Vec::with_capacity(batch.len());
@@ -217,19 +275,31 @@ impl Strategy for Islands {
                 _ if c.duplicate_of.is_some() => (false, c.duplicate_reason().unwrap_or_default()),
                 None => (false, format!("no score ({})", c.outcome)),
                 Some(s) => {
-                    let elite = Elite { id: c.id, score: s };
-                    let kept = self.insert(island, Member { elite, from: None });
-                    if kept && s > self.best.score {
-                        self.best = elite;
-                    }
-                    let reason = if kept {
+                    let (kept, note) = self.join(island, Elite { id: c.id, score: s }, judge);
+                    let mut reason = if kept {
                         format!("score {s:.4} joins island {island}")
+                    } else if note.is_some() {
+                        format!("score {s:.4} appeared to beat island {island}'s worst member")
                     } else {
                         format!(
                             "score {s:.4} is below island {island}'s {} members",
                             self.islands[island].len()
                         )
                     };
+                    if let Some(note) = note {
+                        reason = format!("{reason}; {note}");
+                    }
+                    let held = self.islands[island]
+                        .iter()
+                        .find(|m| m.elite.id == c.id)
+                        .map(|m| m.elite);
+                    if let Some(elite) = held.filter(|e| e.score > self.best.score) {
+                        let best = self.best;
+                        self.best =
+                            crate::contest_best(judge, elite, best, &mut reason, |id, s| {
+                                self.rescore(id, s)
+                            });
+                    }
                     (kept, reason)
                 }
             };
@@ -275,6 +345,7 @@ impl Strategy for Islands {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::DecideStrictly;
 
     fn child(id: i64, score: Option<f64>) -> Scored {
         crate::scored(id, score, None)
@@ -295,7 +366,7 @@ mod tests {
         for k in 0..6 {
             let sel = s.select();
             seen.push(sel.island.unwrap());
-            let d = s.decide(
+            let d = s.decide_strictly(
                 k + 1,
                 &sel,
                 &[child(10 + k as i64, Some(0.6 + 0.01 * k as f64))],
@@ -327,7 +398,7 @@ mod tests {
         let scores = [Some(0.9), None, None];
         for (k, score) in scores.iter().enumerate() {
             let sel = s.select();
-            s.decide(k as u32 + 1, &sel, &[child(20 + k as i64, *score)]);
+            s.decide_strictly(k as u32 + 1, &sel, &[child(20 + k as i64, *score)]);
         }
         assert_eq!(s.migrations(), 1);
         let ids =
@@ -344,7 +415,7 @@ mod tests {
         // is not copied onto island 1 a second time.
         for k in 0..3 {
             let sel = s.select();
-            s.decide(4 + k, &sel, &[child(30 + k as i64, None)]);
+            s.decide_strictly(4 + k, &sel, &[child(30 + k as i64, None)]);
         }
         assert_eq!(s.migrations(), 2);
         assert_eq!(ids(&s, 1), [20, 1]);
@@ -362,7 +433,7 @@ mod tests {
             ..Default::default()
         });
         let sel = s.select();
-        let d = s.decide(
+        let d = s.decide_strictly(
             1,
             &sel,
             &[
@@ -381,7 +452,7 @@ mod tests {
         assert_eq!((sel.island, sel.parent), (Some(1), 1));
         assert_eq!(sel.inspirations, [2], "island 0's best");
         let sel = {
-            s.decide(2, &sel, &[child(5, None)]);
+            s.decide_strictly(2, &sel, &[child(5, None)]);
             s.select()
         };
         assert_eq!((sel.parent, sel.elites.clone()), (2, vec![3]));
@@ -396,7 +467,7 @@ mod tests {
         });
         for k in 0..11 {
             let sel = a.select();
-            a.decide(
+            a.decide_strictly(
                 k + 1,
                 &sel,
                 &[child(10 + k as i64, Some(0.3 + 0.05 * (k % 5) as f64))],
@@ -409,8 +480,8 @@ mod tests {
             assert_eq!(sa, sb);
             let batch = [child(100 + k, Some(0.1 * (k % 7) as f64))];
             assert_eq!(
-                a.decide(20 + k as u32, &sa, &batch),
-                b.decide(20 + k as u32, &sb, &batch)
+                a.decide_strictly(20 + k as u32, &sa, &batch),
+                b.decide_strictly(20 + k as u32, &sb, &batch)
             );
         }
         assert_eq!(a, b);

@@ -19,6 +19,7 @@ mod history;
 mod islands;
 mod map_elites;
 mod one_plus_one;
+pub mod promotion;
 mod rng;
 
 pub use history::{HistoryEntry, StepOutcome};
@@ -27,6 +28,9 @@ pub use map_elites::{
     CellElite, MapElites, MapElitesConfig, SelectionMix, Transition, TransitionOutcome,
 };
 pub use one_plus_one::OnePlusOne;
+pub use promotion::{
+    Judge, Judgement, NoiseAwareJudge, PairedGain, Promotion, Remeasured, StrictJudge,
+};
 pub use rng::Rng;
 
 pub use kevo_descriptors::{Axis, Descriptors, LEVELS};
@@ -179,8 +183,15 @@ pub trait Strategy: Send {
     /// checkpoint's state.
     fn select(&mut self) -> Selection;
     /// Decide on one iteration's evaluated candidates, proposed from
-    /// `selection`, in proposal order; `batch` is never empty.
-    fn decide(&mut self, iteration: u32, selection: &Selection, batch: &[Scored]) -> Decision;
+    /// `selection`, in proposal order; `batch` is never empty. Every
+    /// replacement, and every new best, is the `judge`'s call.
+    fn decide(
+        &mut self,
+        iteration: u32,
+        selection: &Selection,
+        batch: &[Scored],
+        judge: &mut dyn Judge,
+    ) -> Decision;
     /// Everything needed to continue exactly, random generator included.
     fn state(&self) -> serde_json::Value;
     fn archive(&self) -> Archive;
@@ -273,6 +284,36 @@ pub fn restore(name: &str, state: &serde_json::Value) -> Result<Box<dyn Strategy
     })
 }
 
+/// A kept candidate that appears better than the best so far, judged
+/// against it: `rescore` gives both their judged scores wherever the
+/// strategy holds them. Returns the best after it; the judge's note is
+/// appended to `reason`.
+pub(crate) fn contest_best(
+    judge: &mut dyn Judge,
+    challenger: Elite,
+    best: Elite,
+    reason: &mut String,
+    mut rescore: impl FnMut(i64, f64),
+) -> Elite {
+    let j = judge.judge(challenger, best);
+    rescore(best.id, j.holder_score);
+    if let Some(note) = &j.note {
+        reason.push_str(&format!("; against the best so far: {note}"));
+    }
+    if j.better {
+        rescore(challenger.id, j.challenger_score);
+        Elite {
+            id: challenger.id,
+            score: j.challenger_score,
+        }
+    } else {
+        Elite {
+            score: j.holder_score,
+            ..best
+        }
+    }
+}
+
 /// The candidate of a batch shown next as "your previous attempt": the
 /// best scored one, else the last.
 pub(crate) fn shown_next(batch: &[Scored]) -> Option<i64> {
@@ -292,6 +333,29 @@ pub(crate) fn best_of(batch: &[Scored]) -> Option<(i64, f64)> {
             Some(b) if b.1 >= c.1 => Some(b),
             _ => Some(c),
         })
+}
+
+/// [`Strategy::decide`] under Metal-Sci's strict rule, for tests.
+#[cfg(test)]
+pub(crate) trait DecideStrictly {
+    fn decide_strictly(
+        &mut self,
+        iteration: u32,
+        selection: &Selection,
+        batch: &[Scored],
+    ) -> Decision;
+}
+
+#[cfg(test)]
+impl<S: Strategy + ?Sized> DecideStrictly for S {
+    fn decide_strictly(
+        &mut self,
+        iteration: u32,
+        selection: &Selection,
+        batch: &[Scored],
+    ) -> Decision {
+        self.decide(iteration, selection, batch, &mut StrictJudge)
+    }
 }
 
 /// A scored candidate for the strategies' tests: correct with a score,
@@ -346,7 +410,7 @@ mod tests {
                 descriptors: Some(Descriptors::new(2, 0, 0)),
                 duplicate_of: None,
             }];
-            let d = s.decide(1, &sel, &batch);
+            let d = s.decide(1, &sel, &batch, &mut StrictJudge);
             assert!(d.kept(2) && d.improved && d.best.id == 2, "{name}: {d:?}");
             assert!((s.speedup() - 1.5).abs() < 1e-12);
             let mut back = restore(s.name(), &s.state()).unwrap();
@@ -371,7 +435,7 @@ mod tests {
                 descriptors: Some(Descriptors::new(1, 0, 0)),
                 duplicate_of: Some(1),
             };
-            let d = s.decide(1, &sel, &[repeat]);
+            let d = s.decide(1, &sel, &[repeat], &mut StrictJudge);
             assert!(!d.kept(2) && !d.improved, "{name}: {d:?}");
             assert_eq!(
                 d.placements[0].reason, "duplicate of candidate 1: not evaluated again, not kept",

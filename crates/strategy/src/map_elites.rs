@@ -198,6 +198,17 @@ const SELECTION_RULES: [&str; 4] = ["uniform", "fitness", "curiosity", "island"]
 impl MapElites {
     pub const NAME: &'static str = "map_elites";
 
+    /// Give candidate `id` a re-measured score wherever the archive holds
+    /// it (its cell, the best so far).
+    fn rescore(&mut self, id: i64, score: f64) {
+        for c in self.cells.values_mut().filter(|c| c.elite.id == id) {
+            c.elite.score = score;
+        }
+        if self.best.id == id {
+            self.best.score = score;
+        }
+    }
+
     /// Start from the stored, correct seed in its cell.
     pub fn new(config: MapElitesConfig, seed: Elite, seed_cell: Descriptors) -> Self {
         let mut cells = BTreeMap::new();
@@ -437,7 +448,13 @@ impl Strategy for MapElites {
 
     /// Each scored child in turn: it fills an empty cell or replaces its
     /// cell's elite if strictly better; everything else is kept out.
-    fn decide(&mut self, iteration: u32, selection: &Selection, batch: &[Scored]) -> Decision {
+    fn decide(
+        &mut self,
+        iteration: u32,
+        selection: &Selection,
+        batch: &[Scored],
+        judge: &mut dyn crate::Judge,
+    ) -> Decision {
         self.iteration = iteration;
         let parent_cell = selection.cell.unwrap_or_default();
         let parent_score = self
@@ -461,7 +478,7 @@ impl Strategy for MapElites {
                 });
                 continue;
             }
-            let score = c.score.filter(|s| s.is_finite());
+            let mut score = c.score.filter(|s| s.is_finite());
             let (kept, reason, outcome) = match (score, c.descriptors) {
                 (None, _) => (
                     false,
@@ -473,34 +490,39 @@ impl Strategy for MapElites {
                     "no descriptors to place it by".to_string(),
                     TransitionOutcome::Neutral,
                 ),
-                (Some(s), Some(cell)) => match self.cells.get(&cell) {
+                (Some(s), Some(cell)) => match self.cells.get(&cell).copied() {
                     None => (
                         true,
                         format!("fills the empty cell {cell}"),
                         TransitionOutcome::Improvement,
                     ),
-                    Some(e) if s > e.elite.score => (
-                        true,
-                        format!(
-                            "score {s:.4} beats cell {cell}'s elite {:.4}",
+                    Some(e) => {
+                        let j = judge.judge(Elite { id: c.id, score: s }, e.elite);
+                        self.rescore(e.elite.id, j.holder_score);
+                        if j.better {
+                            score = Some(j.challenger_score);
+                        }
+                        let base = format!(
+                            "score {s:.4} {} cell {cell}'s elite {:.4}",
+                            if s > e.elite.score {
+                                "beats"
+                            } else {
+                                "does not beat"
+                            },
                             e.elite.score
-                        ),
-                        TransitionOutcome::Improvement,
-                    ),
-                    Some(e) => (
-                        false,
-                        format!(
-                            "score {s:.4} does not beat cell {cell}'s elite {:.4}",
-                            e.elite.score
-                        ),
-                        if s < parent_score {
+                        );
+                        let outcome = if j.better {
+                            TransitionOutcome::Improvement
+                        } else if s < parent_score {
                             TransitionOutcome::Regression
                         } else {
                             TransitionOutcome::Neutral
-                        },
-                    ),
+                        };
+                        (j.better, j.reason(base), outcome)
+                    }
                 },
             };
+            let mut reason = reason;
             if let (true, Some(s), Some(cell)) = (kept, score, c.descriptors) {
                 let elite = Elite { id: c.id, score: s };
                 self.cells.insert(
@@ -512,7 +534,10 @@ impl Strategy for MapElites {
                     },
                 );
                 if s > self.best.score {
-                    self.best = elite;
+                    let best = self.best;
+                    self.best = crate::contest_best(judge, elite, best, &mut reason, |id, s| {
+                        self.rescore(id, s)
+                    });
                 }
             }
             self.transitions.push_back(Transition {
@@ -555,6 +580,7 @@ impl Strategy for MapElites {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::DecideStrictly;
 
     fn cell(m: u8, a: u8, c: u8) -> Descriptors {
         Descriptors::new(m, a, c)
@@ -573,7 +599,7 @@ mod tests {
         let mut s = start(MapElitesConfig::default());
         let sel = s.select();
         assert_eq!((sel.parent, sel.cell), (1, Some(cell(0, 0, 0))));
-        let d = s.decide(
+        let d = s.decide_strictly(
             1,
             &sel,
             &[
@@ -595,9 +621,9 @@ mod tests {
             "a worse new cell is kept, not best"
         );
         let sel = s.select();
-        let d = s.decide(2, &sel, &[child(6, Some(0.4), Some(cell(2, 0, 0)))]);
+        let d = s.decide_strictly(2, &sel, &[child(6, Some(0.4), Some(cell(2, 0, 0)))]);
         assert!(d.kept(6), "0.4 beats the cell's 0.3");
-        let d = s.decide(3, &sel, &[child(7, Some(0.8), Some(cell(0, 0, 0)))]);
+        let d = s.decide_strictly(3, &sel, &[child(7, Some(0.8), Some(cell(0, 0, 0)))]);
         assert!(d.kept(7) && d.improved && s.best() == Elite { id: 7, score: 0.8 });
         let cells: Vec<(String, i64)> = s
             .cells()
@@ -620,7 +646,7 @@ mod tests {
                 )
             })
             .collect();
-        s.decide(1, &sel, &batch);
+        s.decide_strictly(1, &sel, &batch);
         s
     }
 
@@ -682,7 +708,7 @@ mod tests {
             ..s.select()
         };
         for k in 0..6 {
-            s.decide(2 + k, &sel, &[child(100 + k as i64, None, None)]);
+            s.decide_strictly(2 + k, &sel, &[child(100 + k as i64, None, None)]);
         }
         assert!(s.curiosity(&failing) < 0.5 && s.curiosity(&cell(0, 0, 1)) == 1.0);
         let drawn = (0..3000).filter(|_| s.select().parent == parent).count();
@@ -695,7 +721,7 @@ mod tests {
         assert_eq!((sel0.island, sel0.parent), (Some(0), 1));
         let sel1 = s.select();
         assert_eq!((sel1.island, sel1.parent), (Some(1), 1));
-        s.decide(1, &sel1, &[child(2, Some(0.6), Some(cell(1, 0, 0)))]);
+        s.decide_strictly(1, &sel1, &[child(2, Some(0.6), Some(cell(1, 0, 0)))]);
         assert_eq!(s.cells().find(|c| c.elite.id == 2).unwrap().island, 1);
         let picks: Vec<(u32, i64)> = (0..4)
             .map(|_| {
@@ -717,7 +743,7 @@ mod tests {
             assert_eq!(h.level, 1, "{h:?}");
         }
         // Tiling improved by 60%, a coordination move failed.
-        s.decide(
+        s.decide_strictly(
             1,
             &sel,
             &[
@@ -748,7 +774,7 @@ mod tests {
         });
         for k in 0..5 {
             let sel = a.select();
-            a.decide(
+            a.decide_strictly(
                 2 + k,
                 &sel,
                 &[child(
@@ -769,8 +795,8 @@ mod tests {
                 Some(cell(3, 1, (k % 4) as u8)),
             )];
             assert_eq!(
-                a.decide(10 + k as u32, &sa, &batch),
-                b.decide(10 + k as u32, &sb, &batch)
+                a.decide_strictly(10 + k as u32, &sa, &batch),
+                b.decide_strictly(10 + k as u32, &sb, &batch)
             );
         }
         assert_eq!(a, b);
@@ -784,7 +810,7 @@ mod tests {
         });
         for k in 0..10 {
             let sel = s.select();
-            s.decide(k + 1, &sel, &[child(10 + k as i64, None, None)]);
+            s.decide_strictly(k + 1, &sel, &[child(10 + k as i64, None, None)]);
         }
         let its: Vec<u32> = s.transitions().map(|t| t.iteration).collect();
         assert_eq!(its, [8, 9, 10]);

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Archive, Decision, Elite, Placement, Scored, Selection, Strategy, best_of};
+use crate::{Archive, Decision, Elite, Judge, Placement, Scored, Selection, Strategy, best_of};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OnePlusOne {
@@ -71,20 +71,40 @@ impl Strategy for OnePlusOne {
     }
 
     /// The best defined score competes; ties go to the earlier proposal; it
-    /// is promoted only if strictly greater than the incumbent's.
-    fn decide(&mut self, _iteration: u32, _selection: &Selection, batch: &[Scored]) -> Decision {
+    /// is promoted if the judge finds it better than the incumbent
+    /// (strictly greater, or significantly so when re-measured).
+    fn decide(
+        &mut self,
+        _iteration: u32,
+        _selection: &Selection,
+        batch: &[Scored],
+        judge: &mut dyn Judge,
+    ) -> Decision {
         let contender = best_of(batch);
-        let promoted = contender.is_some_and(|(_, s)| s > self.incumbent.score);
-        let reason = match contender {
-            None => "no candidate of this iteration has a score".to_string(),
-            Some((_, s)) => format!(
+        let judgement =
+            contender.map(|(id, score)| judge.judge(Elite { id, score }, self.incumbent));
+        let promoted = judgement.as_ref().is_some_and(|j| j.better);
+        let reason = match (contender, &judgement) {
+            (Some((_, s)), Some(j)) => j.reason(format!(
                 "score {s:.4} {} the incumbent's {:.4}",
-                if promoted { "beats" } else { "does not beat" },
+                if s > self.incumbent.score {
+                    "beats"
+                } else {
+                    "does not beat"
+                },
                 self.incumbent.score
-            ),
+            )),
+            _ => "no candidate of this iteration has a score".to_string(),
         };
-        if let (true, Some((id, score))) = (promoted, contender) {
-            self.incumbent = Elite { id, score };
+        if let Some(j) = &judgement {
+            // Re-measured scores replace the selecting measurement.
+            self.incumbent.score = j.holder_score;
+            if let (true, Some((id, _))) = (j.better, contender) {
+                self.incumbent = Elite {
+                    id,
+                    score: j.challenger_score,
+                };
+            }
         }
         if let Some(last) = batch.last() {
             self.previous = contender.map(|(id, _)| id).unwrap_or(last.id);
@@ -130,7 +150,7 @@ mod tests {
     fn decide(s: &mut OnePlusOne, k: u32, batch: &[Scored]) -> Decision {
         let sel = s.select();
         assert_eq!(sel.parent, s.incumbent.id, "the parent is the incumbent");
-        s.decide(k, &sel, batch)
+        s.decide(k, &sel, batch, &mut crate::StrictJudge)
     }
 
     #[test]

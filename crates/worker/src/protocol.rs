@@ -107,6 +107,7 @@ impl DeclaredCeilings {
             // Declared figures replace the measurement, hierarchy included:
             // a measured one would describe another roofline.
             hierarchy: None,
+            launch_overhead: None,
         }
     }
 }

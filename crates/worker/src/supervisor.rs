@@ -199,6 +199,7 @@ impl Worker {
                     entry: String::new(),
                 },
                 hierarchy: None,
+                launch_overhead: None,
             },
             next_id: 1,
             startup_timeout: Duration::from_secs(300),
@@ -726,6 +727,7 @@ fn placeholder_device() -> DeviceInfo {
         driver_version: String::new(),
         is_cpu: false,
         cache_bytes: 0,
+        integrated: false,
     }
 }
 

@@ -50,6 +50,7 @@ fn device() -> DeviceInfo {
         driver_version: "0".into(),
         is_cpu: true,
         cache_bytes: 0,
+        integrated: false,
     }
 }
 
@@ -63,6 +64,7 @@ fn fake(mode: &str) -> Worker {
                 entry: "fake".into(),
             },
             hierarchy: None,
+            launch_overhead: None,
         }),
         startup_s: 0.0,
         sandbox: Default::default(),

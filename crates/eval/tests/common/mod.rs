@@ -20,6 +20,7 @@ pub fn ceilings(bandwidth_gbs: f64, fp32_gflops: f64) -> Ceilings {
             entry: "test".into(),
         },
         hierarchy: None,
+        launch_overhead: None,
     }
 }
 

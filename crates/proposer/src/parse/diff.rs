@@ -96,13 +96,13 @@ fn marker(line: &str, ch: char, word: &str) -> bool {
     (5..=9).contains(&n) && t[n..].trim() == word
 }
 
-fn is_search(l: &str) -> bool {
+pub(crate) fn is_search(l: &str) -> bool {
     marker(l, '<', "SEARCH")
 }
 fn is_divider(l: &str) -> bool {
     marker(l, '=', "")
 }
-fn is_replace(l: &str) -> bool {
+pub(crate) fn is_replace(l: &str) -> bool {
     marker(l, '>', "REPLACE")
 }
 

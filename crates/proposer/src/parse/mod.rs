@@ -14,6 +14,7 @@
 //! Every failure carries a reason for the proposer's next prompt and maps
 //! onto the evaluator's `Outcome::NoCode`.
 
+pub mod describe;
 pub mod diff;
 pub mod evolve;
 pub mod fence;
@@ -22,6 +23,7 @@ use kevo_backend::Dialect;
 use kevo_eval::Outcome;
 use serde::{Deserialize, Serialize};
 
+pub use describe::description;
 pub use diff::{Applied, EditBlock, EditFailure, EditFailureReason, apply_edits, has_edits};
 pub use fence::{Fence, FenceRule, choose, fences};
 

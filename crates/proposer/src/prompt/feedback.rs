@@ -2,7 +2,7 @@
 //! lines of Metal-Sci section 14.3, adapted.
 //!
 //! ```text
-//!               1M: correct, 0.0123 ms, 1023.4 GB/s (effective, 12 B/element) (30.5% of 3350 GB/s)
+//!               1M: correct, 0.0123 ms (0.0119-0.0131 over 10 runs), 1023.4 GB/s (effective, 12 B/element) (30.5% of 3350 GB/s)
 //!              16M: INCORRECT (max_abs=1.234e-02, tol=1.000e-05)
 //! score (gmean of fraction): 0.3050
 //! fail_reason: correctness failed at size 16M: max_abs=1.234e-02
@@ -94,13 +94,29 @@ pub fn outcome_summary(o: &Outcome) -> String {
     }
 }
 
+/// " (0.0119-0.0131 over 10 runs)": the fastest and slowest timed run
+/// beside the median, so that a proposer sees how far apart runs of the
+/// same kernel fall; empty for evaluations without their samples.
+fn run_spread(t: &kevo_eval::TimeStats) -> String {
+    if t.samples_s.len() < 2 || !t.min_s.is_finite() || !t.max_s.is_finite() {
+        return String::new();
+    }
+    format!(
+        " ({}-{} over {} runs)",
+        fmt_ms(t.min_s * 1e3),
+        fmt_ms(t.max_s * 1e3),
+        t.samples_s.len()
+    )
+}
+
 /// One result line of a size.
 pub fn size_line(r: &SizeResult) -> String {
     if r.correct {
         let mut line = format!(
-            "{:>16}: correct, {} ms, {:.1} {} ({}) ({:.1}% of {} {} {})",
+            "{:>16}: correct, {} ms{}, {:.1} {} ({}) ({:.1}% of {} {} {})",
             r.label,
             fmt_ms(r.time.median_s * 1e3),
+            run_spread(&r.time),
             r.achieved,
             r.unit,
             r.work_note,

@@ -35,6 +35,7 @@ pub fn evaluated_entry(
         promoted,
         new_best: None,
         duplicate_of: None,
+        note: None,
     }
 }
 
@@ -60,7 +61,26 @@ pub fn history_line(entry: &HistoryEntry) -> String {
         _ if entry.promoted => " (kept by the search)".to_string(),
         _ => String::new(),
     };
-    format!("iter {:>2}: {status}, score {score}{tag}", entry.iteration)
+    let mut line = format!("iter {:>2}: {status}, score {score}{tag}", entry.iteration);
+    if let Some(note) = entry.note.as_deref().filter(|n| !n.is_empty()) {
+        line.push_str(&format!("; tried: {note}"));
+    }
+    line
+}
+
+/// What an attempt changed, for its history line: the first sentence of
+/// the response's description and the source's `// kevo:` directives
+/// ("Use float4 loads; block 64"); None when it says neither.
+pub fn attempt_note(response: &str, source: &str) -> Option<String> {
+    let mut parts: Vec<String> = crate::parse::description(response)
+        .map(|d| d.trim_end_matches('.').to_string())
+        .into_iter()
+        .collect();
+    parts.extend(source.lines().filter_map(|l| {
+        let d = l.trim().strip_prefix("//")?.trim().strip_prefix("kevo:")?;
+        Some(d.split_whitespace().collect::<Vec<_>>().join(" "))
+    }));
+    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 /// Window and gap of the stagnation rule.
@@ -119,6 +139,7 @@ mod tests {
     fn rec(iteration: u32, score: Option<f64>, promoted: bool) -> HistoryEntry {
         HistoryEntry {
             duplicate_of: None,
+            note: None,
             new_best: None,
             iteration,
             candidate: Some(i64::from(iteration) + 1),
@@ -223,6 +244,18 @@ mod tests {
             history_line(&kept),
             "iter  8: compile OK, correct True, score 0.2000 (kept by the search)"
         );
+        let noted = HistoryEntry {
+            note: attempt_note(
+                "Vectorised with float4.\n```opencl\n// kevo: block  64\nk\n```",
+                "// kevo: block  64\nk",
+            ),
+            ..evaluated_entry(9, 10, &Outcome::Correct { score: 0.3 }, false)
+        };
+        assert_eq!(
+            history_line(&noted),
+            "iter  9: compile OK, correct True, score 0.3000; tried: Vectorised with float4; block 64"
+        );
+        assert_eq!(attempt_note("```c\nk\n```", "k"), None);
     }
 
     #[test]

@@ -14,7 +14,7 @@ pub mod feedback;
 pub mod history;
 pub mod templates;
 
-use kevo_backend::{DeviceInfo, Dialect};
+use kevo_backend::{DeviceInfo, DeviceKind, Dialect};
 use kevo_eval::{Evaluation, Outcome};
 use kevo_roofline::{CeilingSource, Ceilings};
 use kevo_tasks::{CeilingKind, SizePlan, SizeSet, Task};
@@ -22,8 +22,8 @@ use serde::{Deserialize, Serialize};
 
 pub use feedback::{Feedback, fmt_rate, sci, trim_compile_log};
 pub use history::{
-    HistoryEntry, StagnationParams, StepOutcome, evaluated_entry, history_line, is_stagnating,
-    step_outcome,
+    HistoryEntry, StagnationParams, StepOutcome, attempt_note, evaluated_entry, history_line,
+    is_stagnating, step_outcome,
 };
 pub use templates::Templates;
 
@@ -177,6 +177,17 @@ struct SystemCtx {
     dialect: DialectCtx,
     edit_mode: &'static str,
     fast_math: bool,
+    /// "cpu", "integrated_gpu", "discrete_gpu", or "" when unknown.
+    device_kind: &'static str,
+}
+
+fn kind_name(kind: Option<DeviceKind>) -> &'static str {
+    match kind {
+        Some(DeviceKind::Cpu) => "cpu",
+        Some(DeviceKind::IntegratedGpu) => "integrated_gpu",
+        Some(DeviceKind::DiscreteGpu) => "discrete_gpu",
+        None => "",
+    }
 }
 
 #[derive(Serialize)]
@@ -200,6 +211,11 @@ struct DeviceCtx {
     source: String,
     scored: String,
     details: Option<String>,
+    /// "CPU", "integrated GPU", "discrete GPU"; None when unknown.
+    kind: Option<String>,
+    /// "an empty kernel takes 4.1 us as a run of its own and 2.3 us per
+    /// launch back to back (median of 15 runs)".
+    launch_overhead: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -237,6 +253,7 @@ struct UserCtx<'a> {
     stagnation: Option<StagnationCtx>,
     edit_mode: &'static str,
     evolve_blocks: bool,
+    device_kind: &'static str,
 }
 
 fn mode_name(mode: EditMode) -> &'static str {
@@ -351,17 +368,24 @@ impl<'t> PromptBuilder<'t> {
             self.dialect,
             self.edit_mode,
             self.fast_math,
+            self.device_kind(),
         )
     }
 
+    fn device_kind(&self) -> Option<DeviceKind> {
+        self.device.info.as_ref().map(DeviceInfo::kind)
+    }
+
     /// A system prompt without a task: it depends only on the dialect, the
-    /// edit mode and the fast-math setting, so it stays the same for a
-    /// whole run (and is cacheable by providers that cache prefixes).
+    /// edit mode, the fast-math setting and the kind of device (a CPU gets
+    /// advice of its own), so it stays the same for a whole run (and is
+    /// cacheable by providers that cache prefixes).
     pub fn system_prompt(
         templates: &Templates,
         dialect: Dialect,
         mode: EditMode,
         fast_math: bool,
+        kind: Option<DeviceKind>,
     ) -> Result<String, PromptError> {
         let name = match dialect {
             Dialect::Cuda => "system_cuda.j2",
@@ -374,6 +398,7 @@ impl<'t> PromptBuilder<'t> {
                 dialect: dialect_ctx(dialect),
                 edit_mode: mode_name(mode),
                 fast_math,
+                device_kind: kind_name(kind),
             },
         )
     }
@@ -497,6 +522,14 @@ impl<'t> PromptBuilder<'t> {
             source,
             scored: fmt_rate(scored),
             details: details.filter(|d| d.len() > 1),
+            kind: self.device_kind().map(|k| k.to_string()),
+            launch_overhead: c.launch_overhead.as_ref().map(|l| {
+                format!(
+                    "an empty kernel takes {} us as a run of its own and {} us per launch back to back (medians of 15 runs)",
+                    fmt_rate(l.alone_us.median),
+                    fmt_rate(l.back_to_back_us.median)
+                )
+            }),
         }
     }
 
@@ -584,6 +617,7 @@ impl<'t> PromptBuilder<'t> {
             stagnation,
             edit_mode: self.mode_name(),
             evolve_blocks: evolve::has_regions(ctx.incumbent.source),
+            device_kind: kind_name(self.device_kind()),
         };
         // Within the budget: inspirations go first, then elites, from the
         // end of each list.

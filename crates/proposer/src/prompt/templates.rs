@@ -38,6 +38,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "_stagnation.j2",
         include_str!("../../templates/_stagnation.j2"),
     ),
+    (
+        "_device_kind.j2",
+        include_str!("../../templates/_device_kind.j2"),
+    ),
 ];
 
 pub struct Templates {
