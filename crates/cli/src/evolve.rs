@@ -81,6 +81,12 @@ pub struct EvolveArgs {
     /// Proposals per iteration; the best competes with the incumbent.
     #[arg(long, default_value_t = 1)]
     candidates_per_iteration: u32,
+    /// Prompts in flight at once: each answer is evaluated as soon as it
+    /// arrives and a freed slot gets a prompt from the archive as it is
+    /// then, so the device works while the model thinks (1: one prompt at
+    /// a time).
+    #[arg(long, default_value_t = 1)]
+    concurrency: u32,
     /// Continue a run from its last completed step.
     #[arg(long, conflicts_with_all = ["task", "llm"])]
     resume: Option<String>,
@@ -315,6 +321,8 @@ struct Progress {
     json: bool,
     quiet: bool,
     iterations: u32,
+    /// Iterations finished in this session, for the throughput.
+    done_in_session: u32,
     /// The run's id once it is known, for the signal handler.
     run: std::sync::Arc<std::sync::Mutex<Option<String>>>,
 }
@@ -338,6 +346,7 @@ impl Progress {
             json,
             quiet,
             iterations: 0,
+            done_in_session: 0,
             run: Default::default(),
         }
     }
@@ -402,6 +411,10 @@ impl kevo_evolve::Observer for Progress {
                 unknown_cost_calls,
                 unknown_usage_calls,
                 verdicts,
+                in_flight,
+                queued,
+                evaluating_s,
+                session_s,
                 ..
             } => {
                 let last = outcomes
@@ -419,8 +432,24 @@ impl kevo_evolve::Observer for Progress {
                 let mark = verdicts
                     .iter()
                     .fold(mark.to_string(), |m, v| format!("{m} | {v}"));
+                self.done_in_session += 1;
+                // Throughput and the device's busy share, this session.
+                let pace = if *session_s > 0.0 {
+                    format!(
+                        " | {:.1}/min, device busy {:.0}%{}",
+                        f64::from(self.done_in_session) * 60.0 / session_s,
+                        100.0 * evaluating_s / session_s,
+                        match (*in_flight, *queued) {
+                            (0, 0) => String::new(),
+                            (n, 0) => format!(", {n} in flight"),
+                            (n, q) => format!(", {n} in flight, {q} waiting for the device"),
+                        }
+                    )
+                } else {
+                    String::new()
+                };
                 let msg = format!(
-                    "best {best_score:.4} ({speedup:.2}x seed) | last: {last}{mark} | tokens {input_tokens}+{output_tokens}{} | {}",
+                    "best {best_score:.4} ({speedup:.2}x seed) | last: {last}{mark} | tokens {input_tokens}+{output_tokens}{} | {}{pace}",
                     match unknown_usage_calls {
                         0 => String::new(),
                         n => format!(" + unknown ({n} call(s) without usable counts)"),
@@ -512,6 +541,7 @@ pub fn evolve(args: EvolveArgs) -> Result<ExitCode> {
                 options.llm_retries = args.llm_retries;
                 options.accept_unknown_cost = args.accept_unknown_cost;
                 options.candidates_per_iteration = args.candidates_per_iteration;
+                options.concurrency = args.concurrency;
                 options.strategy = args.strategy.config()?;
                 options.context_budget_tokens = args.strategy.context_budget;
                 (options.promotion, options.final_remeasure) = args.strategy.promotion()?;
@@ -534,6 +564,9 @@ pub fn evolve(args: EvolveArgs) -> Result<ExitCode> {
                 };
                 if args.candidates_per_iteration == 0 {
                     bail!("--candidates-per-iteration must be at least 1");
+                }
+                if args.concurrency == 0 {
+                    bail!("--concurrency must be at least 1");
                 }
                 kevo_evolve::start(options, &env, &mut progress).await?
             }

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{files_holding, kill_after_iteration, opencl_available};
+use common::{files_holding, kill_after_iteration, opencl_available, resume_to_end};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -492,17 +492,7 @@ fn a_run_killed_with_sigkill_resumes_without_repeating_work() {
         "killed mid-run: {done_before:?}"
     );
 
-    let out = cache_env(
-        kevo().args(["evolve", "--resume", &run, "--workspace", &ws, "--json"]),
-        dir.path(),
-    )
-    .output()
-    .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    resume_to_end(&ws, &run, dir.path());
     let after = show(&ws, &run);
     assert_eq!(after["run"]["status"], "finished");
     let rows = after["history"].as_array().unwrap();

@@ -79,6 +79,17 @@ pub struct EvolveOptions {
     /// existed) keeps the in-run best.
     #[serde(default)]
     pub final_remeasure: u32,
+    /// `--concurrency K`: proposals in flight at once. Each one's prompt is
+    /// built from the archive as it is when its slot frees, and each answer
+    /// is evaluated and decided as soon as it arrives (in arrival order), so
+    /// the device works while the model thinks. 1 (runs stored before it
+    /// existed) is the synchronous loop.
+    #[serde(default = "one")]
+    pub concurrency: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 fn strict_promotion() -> kevo_strategy::Promotion {
@@ -118,6 +129,7 @@ impl EvolveOptions {
             strategy: Default::default(),
             context_budget_tokens: None,
             promotion: Default::default(),
+            concurrency: 1,
             final_remeasure: DEFAULT_FINAL_REMEASURE,
         }
     }

@@ -44,6 +44,8 @@ pub struct Environment {
 pub struct InFlightCalls(Arc<std::sync::Mutex<Vec<InFlightCall>>>);
 
 struct InFlightCall {
+    /// The batch of calls it belongs to (one prompt's proposals).
+    token: u64,
     run: RunId,
     iteration: u32,
     provider: String,
@@ -86,6 +88,10 @@ fn proposal_call(provider: String, system: &str, user: &str, latency_s: f64) -> 
         error: None,
     }
 }
+
+/// One prompt's model calls as they came back, each with its latency; an
+/// error when every call hit a budget stop.
+type Calls = Result<Vec<(Result<Completion, ProviderError>, f64)>, EvolveError>;
 
 /// How the error of a call abandoned by [`interrupt`] begins.
 pub const ABANDONED: &str = "abandoned after";
@@ -215,6 +221,20 @@ pub enum Event {
         /// noise, not promoted)"); empty under strict promotion.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         verdicts: Vec<String>,
+        /// Prompts whose model calls are still out (`--concurrency`),
+        /// answered ones waiting for the device excluded.
+        #[serde(default)]
+        in_flight: u32,
+        /// Answers that arrived and wait for the device.
+        #[serde(default)]
+        queued: u32,
+        /// Wall seconds of this session spent evaluating: over the
+        /// session's wall time, the device's busy share.
+        #[serde(default)]
+        evaluating_s: f64,
+        /// Wall seconds of this session so far.
+        #[serde(default)]
+        session_s: f64,
     },
     HeldOut(HeldOutSummary),
     Finished(Box<Summary>),
@@ -407,6 +427,13 @@ struct Session<'e> {
     evaluations: HashMap<i64, Evaluation>,
     /// The last completed iteration.
     iteration: u32,
+    /// Wall time spent evaluating in this session (candidates,
+    /// re-measurements, held-out): the device's busy share of the wall.
+    evaluating: Duration,
+    /// Prompts whose calls are out (with `--concurrency` above 1), and
+    /// of those the ones whose answers arrived and wait to be evaluated.
+    in_flight: u32,
+    arrived: Arc<std::sync::atomic::AtomicU32>,
     spent_before: Spent,
     started: Instant,
     timeout: Duration,
@@ -546,6 +573,9 @@ impl<'e> Session<'e> {
             sources: HashMap::new(),
             evaluations: HashMap::new(),
             iteration: 0,
+            evaluating: Duration::ZERO,
+            in_flight: 0,
+            arrived: Default::default(),
             spent_before: Spent::default(),
             started: Instant::now(),
             timeout: Duration::from_secs(60),
@@ -561,7 +591,10 @@ impl<'e> Session<'e> {
         timeout: Duration,
     ) -> Evaluation {
         let task = self.task.name();
-        tokio::task::block_in_place(|| self.worker.evaluate(task, source, sizes, timeout))
+        let started = Instant::now();
+        let e = tokio::task::block_in_place(|| self.worker.evaluate(task, source, sizes, timeout));
+        self.evaluating += started.elapsed();
+        e
     }
 
     fn spent(&self) -> Spent {
@@ -861,24 +894,20 @@ impl<'e> Session<'e> {
                 sandbox: self.worker.sandbox().summary(),
             });
         }
-        let stop_reason = loop {
-            let next = self.iteration + 1;
-            if let Some(reason) = self.stop_reason(next) {
-                break reason;
-            }
-            match self.run_iteration(next, observer).await {
-                Ok(()) => self.iteration = next,
-                Err(EvolveError::Provider(e)) if e.is_budget_stop() => {
-                    break e.to_string();
-                }
-                Err(e) => {
-                    let _ = self
-                        .env
-                        .store
-                        .mark_interrupted(&self.run, &e.to_string())
-                        .await;
-                    return Err(e);
-                }
+        let stopped = if self.options.concurrency > 1 {
+            self.run_concurrently(observer).await
+        } else {
+            self.run_sequentially(observer).await
+        };
+        let stop_reason = match stopped {
+            Ok(reason) => reason,
+            Err(e) => {
+                let _ = self
+                    .env
+                    .store
+                    .mark_interrupted(&self.run, &e.to_string())
+                    .await;
+                return Err(e);
             }
         };
         let final_pick = self.final_pick().await?;
@@ -1019,32 +1048,133 @@ impl<'e> Session<'e> {
 
     /// One iteration in stages: prompt, model calls, extraction and
     /// evaluation, decision and storage, artifacts and event.
+    /// One prompt at a time until a stop rule holds; the reason.
+    async fn run_sequentially(
+        &mut self,
+        observer: &mut dyn Observer,
+    ) -> Result<String, EvolveError> {
+        loop {
+            let next = self.iteration + 1;
+            if let Some(reason) = self.stop_reason(next) {
+                return Ok(reason);
+            }
+            match self.run_iteration(next, observer).await {
+                Ok(()) => self.iteration = next,
+                Err(EvolveError::Provider(e)) if e.is_budget_stop() => return Ok(e.to_string()),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The steady-state loop of `--concurrency K`: up to K prompts' calls
+    /// in flight; a freed slot gets a prompt built from the archive as it
+    /// is then; each answer is evaluated, decided and stored as the next
+    /// iteration as soon as it arrives. Iterations are numbered in arrival
+    /// order, so the store stays dense: a kill loses only the calls in
+    /// flight, which the resumed run issues again. No call is issued past
+    /// a budget; calls already out when a budget stops the run are waited
+    /// for and recorded.
+    async fn run_concurrently(
+        &mut self,
+        observer: &mut dyn Observer,
+    ) -> Result<String, EvolveError> {
+        let slots = self.options.concurrency.max(1);
+        let mut flights: tokio::task::JoinSet<(u64, Calls)> = tokio::task::JoinSet::new();
+        let mut waiting: HashMap<u64, (Selection, PromptContext, ChatRequest)> = HashMap::new();
+        let mut next_flight = 0u64;
+        let mut stop: Option<String> = None;
+        let arrived = self.arrived.clone();
+        loop {
+            while stop.is_none() && self.in_flight < slots {
+                let next = self.iteration + self.in_flight + 1;
+                if let Some(reason) = self.stop_reason(next) {
+                    stop = Some(reason);
+                    break;
+                }
+                let (selection, context, request) = self.next_prompt().await?;
+                let calls = self.issue(next, &request);
+                let id = next_flight;
+                next_flight += 1;
+                let arrived = arrived.clone();
+                flights.spawn(async move {
+                    let calls = calls.await;
+                    arrived.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    (id, calls)
+                });
+                waiting.insert(id, (selection, context, request));
+                self.in_flight += 1;
+            }
+            let Some(joined) = flights.join_next().await else {
+                break;
+            };
+            let (id, calls) = joined?;
+            arrived.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+            self.in_flight -= 1;
+            let (selection, context, request) =
+                waiting.remove(&id).expect("every flight is waited for");
+            let completions = match calls {
+                Ok(c) => c,
+                Err(EvolveError::Provider(e)) if e.is_budget_stop() => {
+                    stop.get_or_insert_with(|| e.to_string());
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let k = self.iteration + 1;
+            self.dir.write_prompt(k, &request.system, &request.user)?;
+            self.conclude(k, &request, &context, &selection, completions, observer)
+                .await?;
+            self.iteration = k;
+        }
+        Ok(stop.unwrap_or_else(|| format!("{} iterations done", self.options.iterations)))
+    }
+
     async fn run_iteration(
         &mut self,
         k: u32,
         observer: &mut dyn Observer,
     ) -> Result<(), EvolveError> {
+        let (selection, context, request) = self.next_prompt().await?;
+        self.dir.write_prompt(k, &request.system, &request.user)?;
+        let completions = self.call_proposer(k, &request).await?;
+        self.conclude(k, &request, &context, &selection, completions, observer)
+            .await
+    }
+
+    /// Stage 1: the strategy's selection, its context and the request.
+    async fn next_prompt(
+        &mut self,
+    ) -> Result<(Selection, PromptContext, ChatRequest), EvolveError> {
         let selection = self
             .strategy
             .as_deref_mut()
             .expect("seed evaluated")
             .select();
         let context = self.prompt_context(&selection).await?;
-        let request = self.prompt(k, &context, &selection)?;
-        let completions = self.call_proposer(k, &request).await?;
+        let request = self.request(&context, &selection)?;
+        Ok((selection, context, request))
+    }
+
+    /// Stages 3 to 6 for iteration `k`'s answers.
+    async fn conclude(
+        &mut self,
+        k: u32,
+        request: &ChatRequest,
+        context: &PromptContext,
+        selection: &Selection,
+        completions: Vec<(Result<Completion, ProviderError>, f64)>,
+        observer: &mut dyn Observer,
+    ) -> Result<(), EvolveError> {
         let tried = self
-            .try_completions(k, &request, &context, &selection, completions)
+            .try_completions(k, request, context, selection, completions)
             .await?;
-        let decided = self
-            .decide_and_record(k, &context, &selection, tried)
-            .await?;
+        let decided = self.decide_and_record(k, context, selection, tried).await?;
         self.publish(k, decided, observer)
     }
 
-    /// Stage 1: the request for iteration `k`, written to the run directory.
-    fn prompt(
+    /// The request for a selection and its context.
+    fn request(
         &self,
-        k: u32,
         context: &PromptContext,
         selection: &Selection,
     ) -> Result<ChatRequest, EvolveError> {
@@ -1069,34 +1199,31 @@ impl<'e> Session<'e> {
             inspirations: &attempts(&context.inspirations),
             hints: &hints,
         })?;
-        self.dir.write_prompt(k, &request.system, &request.user)?;
         Ok(request)
     }
 
     /// Stage 2: the iteration's model calls, concurrently, with their
     /// latencies. A budget stop of every call ends the run.
-    async fn call_proposer(
+    async fn call_proposer(&self, k: u32, request: &ChatRequest) -> Calls {
+        self.issue(k, request).await
+    }
+
+    /// The calls of one prompt as a future that owns what it needs, so
+    /// that several prompts' calls can be in flight at once. They are
+    /// registered until they return; if the future is dropped instead (a
+    /// signal), `interrupt` stores them as abandoned under iteration `k`.
+    fn issue(
         &self,
         k: u32,
         request: &ChatRequest,
-    ) -> Result<Vec<(Result<Completion, ProviderError>, f64)>, EvolveError> {
+    ) -> impl std::future::Future<Output = Calls> + Send + 'static {
+        static TOKENS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let token = TOKENS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let n = self.options.candidates_per_iteration.max(1) as usize;
-        let calls: Vec<_> = (0..n)
-            .map(|_| {
-                let p = self.provider.clone();
-                let r = request.clone();
-                async move {
-                    let t = Instant::now();
-                    let res = p.complete(&r).await;
-                    (res, t.elapsed().as_secs_f64())
-                }
-            })
-            .collect();
-        // Registered until they return; if this future is dropped instead
-        // (a signal), `interrupt` stores them as abandoned.
-        let in_flight = &self.env.in_flight;
         let sent = Instant::now();
+        let in_flight = self.env.in_flight.clone();
         in_flight.lock().extend((0..n).map(|_| InFlightCall {
+            token,
             run: self.run.clone(),
             iteration: k,
             provider: self.provider.label(),
@@ -1104,21 +1231,36 @@ impl<'e> Session<'e> {
             user: request.user.clone(),
             sent,
         }));
-        let mut handles = AbortOnDrop(calls.into_iter().map(tokio::spawn).collect());
-        let mut joined = Vec::with_capacity(n);
-        for h in handles.0.iter_mut() {
-            joined.push(h.await);
+        let handles = AbortOnDrop(
+            (0..n)
+                .map(|_| {
+                    let p = self.provider.clone();
+                    let r = request.clone();
+                    tokio::spawn(async move {
+                        let t = Instant::now();
+                        let res = p.complete(&r).await;
+                        (res, t.elapsed().as_secs_f64())
+                    })
+                })
+                .collect(),
+        );
+        async move {
+            let mut handles = handles;
+            let mut joined = Vec::with_capacity(n);
+            for h in handles.0.iter_mut() {
+                joined.push(h.await);
+            }
+            in_flight.lock().retain(|c| c.token != token);
+            let completions: Vec<(Result<Completion, ProviderError>, f64)> =
+                joined.into_iter().collect::<Result<_, _>>()?;
+            if let Some((Err(e), _)) = completions.first()
+                && e.is_budget_stop()
+                && completions.iter().all(|(r, _)| r.is_err())
+            {
+                return Err(EvolveError::Provider(e.clone()));
+            }
+            Ok(completions)
         }
-        in_flight.lock().retain(|c| c.run != self.run);
-        let completions: Vec<(Result<Completion, ProviderError>, f64)> =
-            joined.into_iter().collect::<Result<_, _>>()?;
-        if let Some((Err(e), _)) = completions.first()
-            && e.is_budget_stop()
-            && completions.iter().all(|(r, _)| r.is_err())
-        {
-            return Err(EvolveError::Provider(e.clone()));
-        }
-        Ok(completions)
     }
 
     /// Stage 3: each response's call record, its source extracted, and the
@@ -1506,6 +1648,10 @@ impl<'e> Session<'e> {
         let spent = self.spent();
         let strategy = self.strategy.as_deref().expect("seed evaluated");
         let totals = self.accounting.totals().all;
+        let queued = self
+            .arrived
+            .load(std::sync::atomic::Ordering::Relaxed)
+            .min(self.in_flight);
         observer.on(&Event::Iteration {
             iteration: k,
             outcomes: decided.outcomes,
@@ -1520,6 +1666,10 @@ impl<'e> Session<'e> {
             unknown_usage_calls: totals.usage_unknown_calls,
             wall_s: spent.wall_s,
             verdicts: decided.verdicts,
+            in_flight: self.in_flight - queued,
+            queued,
+            evaluating_s: self.evaluating.as_secs_f64(),
+            session_s: self.started.elapsed().as_secs_f64(),
         });
         Ok(())
     }

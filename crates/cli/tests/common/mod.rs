@@ -85,3 +85,19 @@ pub fn kill_after_iteration(cmd: &mut Command, at: u64) -> String {
     let _ = child.wait();
     run
 }
+
+/// Resume `run` of workspace `ws` to its end (`KEVO_CACHE_DIR` under
+/// `dir`, as the run started), and fail with its stderr if it does not.
+#[allow(dead_code)]
+pub fn resume_to_end(ws: &str, run: &str, dir: &Path) {
+    let out = Command::new(env!("CARGO_BIN_EXE_kevo"))
+        .args(["evolve", "--resume", run, "--workspace", ws, "--json"])
+        .env("KEVO_CACHE_DIR", dir.join("cache"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
