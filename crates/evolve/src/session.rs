@@ -1004,7 +1004,8 @@ impl<'e> Session<'e> {
             self.load(CandidateId(id)).await?;
         }
         let strategy = self.strategy.as_deref().expect("seed evaluated");
-        let (seed, best) = (strategy.seed().id, strategy.best().id);
+        let (seed, best) = (strategy.seed().id, strategy.best());
+        let (best, best_score) = (best.id, best.score);
         let incumbent = selection.parent;
         let incumbent_source = self.sources[&incumbent].clone();
         let incumbent_evaluation = self.evaluations[&incumbent].clone();
@@ -1041,13 +1042,12 @@ impl<'e> Session<'e> {
             previous,
             incumbent_is_seed: incumbent == seed,
             incumbent_is_best: incumbent == best,
+            incumbent_score: (incumbent == best).then_some(best_score),
             elites: shown(&selection.elites),
             inspirations: shown(&selection.inspirations),
         })
     }
 
-    /// One iteration in stages: prompt, model calls, extraction and
-    /// evaluation, decision and storage, artifacts and event.
     /// One prompt at a time until a stop rule holds; the reason.
     async fn run_sequentially(
         &mut self,
@@ -1129,6 +1129,8 @@ impl<'e> Session<'e> {
         Ok(stop.unwrap_or_else(|| format!("{} iterations done", self.options.iterations)))
     }
 
+    /// One iteration in stages: prompt, model calls, extraction and
+    /// evaluation, decision and storage, artifacts and event.
     async fn run_iteration(
         &mut self,
         k: u32,
@@ -1194,6 +1196,7 @@ impl<'e> Session<'e> {
             },
             incumbent_is_seed: context.incumbent_is_seed,
             incumbent_is_best: context.incumbent_is_best,
+            incumbent_score: context.incumbent_score,
             history: &self.state.history,
             elites: &attempts(&context.elites),
             inspirations: &attempts(&context.inspirations),
@@ -2085,6 +2088,9 @@ struct PromptContext {
     incumbent_is_seed: bool,
     /// The parent is the run's best so far (always so for (1+1)).
     incumbent_is_best: bool,
+    /// The score the search holds for the incumbent when it is the best:
+    /// its re-measured median after a noise-aware promotion.
+    incumbent_score: Option<f64>,
     /// Other elites and inspirations the strategy chose, with their
     /// evaluations.
     elites: Vec<(String, Evaluation)>,

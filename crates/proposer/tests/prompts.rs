@@ -306,6 +306,7 @@ fn user_first_iteration() {
             },
             incumbent_is_seed: true,
             incumbent_is_best: true,
+            incumbent_score: None,
             history: &history(&[(0, eval.outcome.score(), true)]),
             elites: &[],
             inspirations: &[],
@@ -344,6 +345,7 @@ fn user_after_a_compile_error() {
             },
             incumbent_is_seed: false,
             incumbent_is_best: true,
+            incumbent_score: None,
             history: &h,
             elites: &[],
             inspirations: &[],
@@ -400,6 +402,7 @@ fn user_with_stagnation_notice_on_a_measured_device() {
             },
             incumbent_is_seed: false,
             incumbent_is_best: true,
+            incumbent_score: Some(0.5750),
             history: &h,
             elites: &[],
             inspirations: &[],
@@ -416,6 +419,9 @@ fn user_with_stagnation_notice_on_a_measured_device() {
         "between two device-clock events",
         "over 3 runs)",
         "tried: Variant 10: divide instead of multiply; block 64",
+        // The incumbent's score after re-measurement, beside its first
+        // evaluation's lines.
+        "score after re-measurement (median of interleaved rounds against the kernel it was compared with): 0.5750",
     ] {
         assert!(text.contains(needle), "missing {needle:?}:\n{text}");
     }
@@ -450,6 +456,7 @@ fn user_in_diff_mode_with_evolve_blocks_after_a_wrong_result() {
             },
             incumbent_is_seed: true,
             incumbent_is_best: true,
+            incumbent_score: None,
             history: &h,
             elites: &[],
             inspirations: &[],
@@ -571,6 +578,7 @@ fn no_held_out_label_reaches_any_prompt() {
                                 },
                                 incumbent_is_seed: true,
                                 incumbent_is_best: true,
+                                incumbent_score: None,
                                 history: &h[..1],
                                 elites: &[],
                                 inspirations: &[],
@@ -591,6 +599,7 @@ fn no_held_out_label_reaches_any_prompt() {
                                     },
                                     incumbent_is_seed: false,
                                     incumbent_is_best: true,
+                                    incumbent_score: None,
                                     history: &h,
                                     elites: &[],
                                     inspirations: &[],
@@ -630,6 +639,7 @@ fn held_out_results_are_refused() {
         },
         incumbent_is_seed: true,
         incumbent_is_best: true,
+        incumbent_score: None,
         history: &[],
         elites: &[],
         inspirations: &[],
@@ -711,6 +721,7 @@ fn user_with_elites_inspirations_hints_and_a_budget() {
         },
         incumbent_is_seed: false,
         incumbent_is_best: true,
+        incumbent_score: None,
         history: &h,
         elites: &elites,
         inspirations: &inspirations,
@@ -727,6 +738,7 @@ fn user_with_elites_inspirations_hints_and_a_budget() {
     let not_best = builder(1_000_000)
         .user(&UserContext {
             incumbent_is_best: false,
+            incumbent_score: None,
             ..ctx
         })
         .unwrap();

@@ -95,6 +95,11 @@ pub struct UserContext<'a> {
     /// strategy chose another parent (a MAP-Elites cell's elite, an
     /// island member), which the prompt then calls the parent.
     pub incumbent_is_best: bool,
+    /// The score the search holds for the incumbent, when re-measurement
+    /// replaced its first evaluation's (noise-aware promotion keeps the
+    /// median of the interleaved rounds); the prompt then says so, so that
+    /// the score to beat matches the history's.
+    pub incumbent_score: Option<f64>,
     /// The whole history; the prompt shows its last records.
     pub history: &'a [HistoryEntry],
     /// Other elites of the search (MAP-Elites cells, island members), best
@@ -535,7 +540,15 @@ impl<'t> PromptBuilder<'t> {
 
     /// The user prompt for the next candidate.
     pub fn user(&self, ctx: &UserContext<'_>) -> Result<String, PromptError> {
-        let inc_fb = self.feedback(ctx.incumbent.evaluation, "incumbent")?;
+        let mut inc_fb = self.feedback(ctx.incumbent.evaluation, "incumbent")?;
+        let first = ctx.incumbent.evaluation.outcome.score();
+        if let (Some(held), Some(first)) = (ctx.incumbent_score, first)
+            && (held - first).abs() > 1e-9 * first.abs().max(1e-300)
+        {
+            inc_fb.text.push_str(&format!(
+                "\nscore after re-measurement (median of interleaved rounds against the kernel it was compared with): {held:.4}; the lines above are its first evaluation"
+            ));
+        }
         let same = ctx
             .previous
             .is_some_and(|p| p.source.trim() == ctx.incumbent.source.trim());
