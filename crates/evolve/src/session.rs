@@ -1138,7 +1138,7 @@ impl<'e> Session<'e> {
     ) -> Result<(), EvolveError> {
         let (selection, context, request) = self.next_prompt().await?;
         self.dir.write_prompt(k, &request.system, &request.user)?;
-        let completions = self.call_proposer(k, &request).await?;
+        let completions = self.issue(k, &request).await?;
         self.conclude(k, &request, &context, &selection, completions, observer)
             .await
     }
@@ -1205,16 +1205,12 @@ impl<'e> Session<'e> {
         Ok(request)
     }
 
-    /// Stage 2: the iteration's model calls, concurrently, with their
-    /// latencies. A budget stop of every call ends the run.
-    async fn call_proposer(&self, k: u32, request: &ChatRequest) -> Calls {
-        self.issue(k, request).await
-    }
-
-    /// The calls of one prompt as a future that owns what it needs, so
-    /// that several prompts' calls can be in flight at once. They are
-    /// registered until they return; if the future is dropped instead (a
-    /// signal), `interrupt` stores them as abandoned under iteration `k`.
+    /// Stage 2: the calls of one prompt (concurrently, with their
+    /// latencies; a budget stop of every call ends the run) as a future
+    /// that owns what it needs, so that several prompts' calls can be in
+    /// flight at once. They are registered until they return; if the
+    /// future is dropped instead (a signal), `interrupt` stores them as
+    /// abandoned under iteration `k`.
     fn issue(
         &self,
         k: u32,

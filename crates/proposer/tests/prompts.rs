@@ -375,6 +375,15 @@ fn user_with_stagnation_notice_on_a_measured_device() {
                 },
                 true,
             ),
+            // A model that names the held-out size (the smoke plan holds
+            // 32K out) in its description: withheld, the prompt still built.
+            8 => HistoryEntry {
+                note: attempt_note(
+                    "Tuned for 32K elements.\n```opencl\n...\n```",
+                    "__kernel void demo_step() {}",
+                ),
+                ..evaluated_entry(8, 9, &prev_eval.outcome, false)
+            },
             i if i >= 8 => HistoryEntry {
                 note: attempt_note(
                     &format!("Variant {i}: divide instead of multiply.\n```opencl\n...\n```"),
@@ -425,6 +434,11 @@ fn user_with_stagnation_notice_on_a_measured_device() {
     ] {
         assert!(text.contains(needle), "missing {needle:?}:\n{text}");
     }
+    assert!(
+        text.contains("iter  8: compile OK, correct True, score 0.5411; tried: (description withheld: it names a size not shown)"),
+        "{text}"
+    );
+    assert!(!text.contains("32K"), "{text}");
     // The CPU's stagnation advice does not lead with local-memory tiling.
     assert!(!text.contains("cooperative loads of a tile"), "{text}");
     insta::assert_snapshot!(text);

@@ -569,7 +569,20 @@ impl<'t> PromptBuilder<'t> {
             None => None,
         };
         let start = ctx.history.len().saturating_sub(self.history_len);
-        let history: Vec<String> = ctx.history[start..].iter().map(history_line).collect();
+        // A note is the model's own words: one that names the held-out
+        // size (a guess, or an echo) is withheld, not an error that would
+        // end the run; anything else naming it still fails the guard.
+        let label = &self.plan.held_out.label;
+        let history: Vec<String> = ctx.history[start..]
+            .iter()
+            .map(|e| match &e.note {
+                Some(note) if contains_token(note, label) => history_line(&HistoryEntry {
+                    note: Some("(description withheld: it names a size not shown)".into()),
+                    ..e.clone()
+                }),
+                _ => history_line(e),
+            })
+            .collect();
         self.guard_text(&history.join("\n"), "history")?;
         let best = ctx.incumbent.evaluation.outcome.score();
         let stagnation = is_stagnating(ctx.history, best, self.stagnation).then(|| StagnationCtx {
