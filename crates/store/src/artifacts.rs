@@ -130,6 +130,22 @@ impl RunDir {
         self.file(format!("{iteration:02}_prompt.md"), text.as_bytes())
     }
 
+    /// `ask/<proposal>_prompt.md`: a prompt handed out by `kevo ask`, in the
+    /// layout of `NN_prompt.md`.
+    pub fn write_asked(
+        &self,
+        proposal: i64,
+        system: &str,
+        user: &str,
+    ) -> Result<PathBuf, StoreError> {
+        let dir = self.dir.join("ask");
+        fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+        let text = format!("# System\n\n{system}\n\n# User\n\n{user}\n");
+        let path = dir.join(format!("{proposal}_prompt.md"));
+        write_atomic(&path, text.as_bytes())?;
+        Ok(path)
+    }
+
     /// `NN_response.md`: the model's answer, verbatim.
     pub fn write_response(&self, iteration: u32, response: &str) -> Result<PathBuf, StoreError> {
         self.file(format!("{iteration:02}_response.md"), response.as_bytes())

@@ -2,7 +2,7 @@
 //! password redacted) or the record involved, because the reader is usually
 //! someone deciding whether a run can be resumed.
 
-use crate::model::{CandidateId, RunId, RunStatus};
+use crate::model::{CandidateId, ProposalId, ProposalStatus, RunId, RunStatus};
 
 /// Anything that went wrong while opening or using a [`crate::Store`].
 #[derive(Debug, thiserror::Error)]
@@ -57,6 +57,19 @@ pub enum StoreError {
         run: RunId,
         iteration: u32,
         last: u32,
+    },
+
+    /// No such proposal in the run.
+    #[error("run `{run}` has no proposal {id}")]
+    ProposalNotFound { run: RunId, id: ProposalId },
+
+    /// The proposal was already answered or withdrawn.
+    #[error("proposal {id} of run `{run}` is {status}{}", .iteration.map(|i| format!(" (iteration {i})")).unwrap_or_default())]
+    ProposalClosed {
+        run: RunId,
+        id: ProposalId,
+        status: ProposalStatus,
+        iteration: Option<u32>,
     },
 
     /// The run is not in a state that allows the operation.

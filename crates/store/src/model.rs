@@ -69,6 +69,11 @@ int_id!(
     /// A held-out result's id.
     HeldOutId
 );
+int_id!(
+    /// A proposal's id (ask/tell and batch runs), unique across all runs
+    /// of a store.
+    ProposalId
+);
 
 /// Where a run stands. A run killed without a chance to say so stays
 /// `Running`; `resume` accepts that as well as `Interrupted` and `Failed`.
@@ -350,6 +355,79 @@ pub struct Decided {
     /// with it.
     #[serde(default)]
     pub remeasurements: Vec<NewRemeasurement>,
+    /// The pending proposal this iteration answers (ask/tell, batch): it
+    /// is marked answered in the iteration's transaction, so an answer is
+    /// stored once. Recording fails if it is not pending.
+    #[serde(default)]
+    pub answers: Option<ProposalId>,
+}
+
+/// A prompt handed out to be answered later: by `kevo tell` or a batch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewProposal {
+    pub system: String,
+    pub user: String,
+    /// The strategy's selection the prompt was built from.
+    pub selection: Value,
+}
+
+/// Where a proposal stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProposalStatus {
+    /// Handed out; no answer recorded.
+    Pending,
+    /// Its answer is iteration `iteration` of the run.
+    Answered,
+    /// Given up (its batch failed or expired, or the run finished first).
+    Withdrawn,
+}
+
+impl ProposalStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProposalStatus::Pending => "pending",
+            ProposalStatus::Answered => "answered",
+            ProposalStatus::Withdrawn => "withdrawn",
+        }
+    }
+}
+
+impl fmt::Display for ProposalStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for ProposalStatus {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "pending" => Ok(ProposalStatus::Pending),
+            "answered" => Ok(ProposalStatus::Answered),
+            "withdrawn" => Ok(ProposalStatus::Withdrawn),
+            other => Err(format!("unknown proposal status `{other}`")),
+        }
+    }
+}
+
+/// A stored proposal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredProposal {
+    pub id: ProposalId,
+    pub run_id: RunId,
+    /// The run's last recorded iteration when it was asked.
+    pub asked_after: u32,
+    pub proposal: NewProposal,
+    pub status: ProposalStatus,
+    /// The provider's batch job it was submitted in.
+    pub batch: Option<String>,
+    /// The iteration its answer became.
+    pub iteration: Option<u32>,
+    /// Why it was withdrawn.
+    pub reason: Option<String>,
+    pub asked_at: DateTime<Utc>,
+    pub closed_at: Option<DateTime<Utc>>,
 }
 
 /// Why candidates were re-measured.
@@ -459,6 +537,7 @@ impl IterationRecord {
             decisions: self.proposals.iter().map(|p| p.decision.clone()).collect(),
             checkpoint: self.checkpoint.clone(),
             remeasurements: Vec::new(),
+            answers: None,
         };
         (proposed, decided)
     }

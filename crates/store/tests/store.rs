@@ -883,6 +883,7 @@ async fn decisions_on_stored_ids(db: &TestDb) {
             decisions: vec![decision(true, ids[0].unwrap().into(), "better")],
             checkpoint: checkpoint(ids[0].unwrap().into(), None, 1),
             remeasurements: Vec::new(),
+            answers: None,
         })
         .await
         .unwrap_err();
@@ -899,6 +900,7 @@ async fn decisions_on_stored_ids(db: &TestDb) {
             ],
             checkpoint: checkpoint(seed.into(), None, 1),
             remeasurements: Vec::new(),
+            answers: None,
         })
         .await
         .unwrap_err();
@@ -924,6 +926,7 @@ async fn decisions_on_stored_ids(db: &TestDb) {
                     RemeasurePurpose::Promotion,
                     vec![winner, seed],
                 )],
+                answers: None,
             }
         })
         .await
@@ -989,6 +992,136 @@ async fn decisions_on_stored_ids(db: &TestDb) {
     assert!(store.remeasurements(&other_run).await.unwrap().is_empty());
 }
 
+/// Proposals handed out (ask/tell, batch) are answered once, inside the
+/// answering iteration's transaction; asking advances the checkpoint's
+/// strategy state; withdrawn and unknown proposals are refused.
+async fn proposals_answered_once(db: &TestDb) {
+    let store = &db.store;
+    let (run, seed) = seeded_run(store, "saxpy", 0.5).await;
+    let asked = |n: usize| -> Vec<NewProposal> {
+        (0..n)
+            .map(|i| NewProposal {
+                system: "system".into(),
+                user: format!("prompt {i}"),
+                selection: json!({"parent": seed.0, "how": "incumbent"}),
+            })
+            .collect()
+    };
+    let advanced = json!({"search": {"round": 3}});
+    let ids = store
+        .add_proposals(&run, 0, &asked(3), Some(&advanced))
+        .await
+        .unwrap();
+    assert_eq!(ids.len(), 3);
+    let cp = store.last_checkpoint(&run).await.unwrap().unwrap();
+    assert_eq!(cp.strategy_state.as_ref(), Some(&advanced));
+    // No checkpoint at iteration 5: nothing is stored.
+    let err = store
+        .add_proposals(&run, 5, &asked(1), Some(&advanced))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("iteration 5"), "{err}");
+    assert_eq!(store.proposals(&run).await.unwrap().len(), 3);
+
+    let p = store.proposal(&run, ids[1]).await.unwrap();
+    assert_eq!(p.status, ProposalStatus::Pending);
+    assert_eq!((p.asked_after, p.proposal.user.as_str()), (0, "prompt 1"));
+    store
+        .set_proposal_batch(&run, &ids[..2], "openai:batch_1")
+        .await
+        .unwrap();
+    assert_eq!(
+        store.proposal(&run, ids[0]).await.unwrap().batch.as_deref(),
+        Some("openai:batch_1")
+    );
+
+    let answer = |iteration: u32, id: ProposalId, parent: CandidateId| {
+        let (proposed, mut decided) = step(
+            iteration,
+            &format!("/* answer {iteration} */"),
+            correct("saxpy", 0.6),
+            parent,
+            false,
+        )
+        .split();
+        decided.answers = Some(id);
+        (proposed, decided)
+    };
+    let (proposed, decided) = answer(1, ids[1], seed);
+    store
+        .record_iteration_with(&run, 1, &proposed, |_| decided)
+        .await
+        .unwrap();
+    let p = store.proposal(&run, ids[1]).await.unwrap();
+    assert_eq!((p.status, p.iteration), (ProposalStatus::Answered, Some(1)));
+    assert!(p.closed_at.is_some());
+
+    // Answering it again stores nothing of the second iteration.
+    let before = db.row_counts().await;
+    let (proposed, decided) = answer(2, ids[1], seed);
+    let err = store
+        .record_iteration_with(&run, 2, &proposed, |_| decided)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::ProposalClosed {
+                iteration: Some(1),
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("answered (iteration 1)"), "{err}");
+    assert_eq!(db.row_counts().await, before);
+    // Another run's proposal, or none at all.
+    let (other, other_seed) = seeded_run(store, "saxpy", 0.5).await;
+    let err = store.proposal(&other, ids[0]).await.unwrap_err();
+    assert!(matches!(err, StoreError::ProposalNotFound { .. }), "{err}");
+    let (proposed, decided) = answer(1, ids[0], other_seed);
+    let err = store
+        .record_iteration_with(&other, 1, &proposed, |_| decided)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::ProposalNotFound { .. }), "{err}");
+
+    store
+        .withdraw_proposals(&run, &[ids[0]], "its batch expired")
+        .await
+        .unwrap();
+    let p = store.proposal(&run, ids[0]).await.unwrap();
+    assert_eq!(p.status, ProposalStatus::Withdrawn);
+    assert_eq!(p.reason.as_deref(), Some("its batch expired"));
+    let err = store
+        .withdraw_proposals(&run, &[ids[0]], "again")
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("not pending"), "{err}");
+    let statuses: Vec<ProposalStatus> = store
+        .proposals(&run)
+        .await
+        .unwrap()
+        .iter()
+        .map(|p| p.status)
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            ProposalStatus::Withdrawn,
+            ProposalStatus::Answered,
+            ProposalStatus::Pending
+        ]
+    );
+    // A finished run takes no new proposals.
+    store.mark_finished(&run, &json!({})).await.unwrap();
+    let err = store
+        .add_proposals(&run, 1, &asked(1), None)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::RunStatus { .. }), "{err}");
+}
+
 fn remeasurement(purpose: RemeasurePurpose, candidates: Vec<CandidateId>) -> NewRemeasurement {
     NewRemeasurement {
         purpose,
@@ -1012,6 +1145,7 @@ both_backends!(
     islands_and_cells,
     heartbeats_and_abandoned_calls,
     decisions_on_stored_ids,
+    proposals_answered_once,
 );
 
 // ------------------------------------------------------- backend-specific

@@ -210,6 +210,7 @@ impl TestDb {
             "decisions",
             "steps",
             "held_out_results",
+            "proposals",
         ];
         let sqls: Vec<String> = tables
             .iter()
