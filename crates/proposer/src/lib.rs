@@ -43,7 +43,8 @@ pub use prompt::{
     is_stagnating, step_outcome,
 };
 pub use providers::{
-    BoxFuture, EnsembleState, Exchange, Provider, Recording, ReplayProvider, build, build_with_env,
+    BATCH_PRICE_FACTOR, BatchProvider, BatchState, BoxFuture, EnsembleState, Exchange, Provider,
+    Recording, ReplayProvider, build, build_batch, build_with_env,
 };
 pub use redact::Redactor;
 pub use secret::Secret;

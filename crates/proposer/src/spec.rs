@@ -8,6 +8,11 @@
 //!           | "replay:" PATH ["#" MODE]      recorded responses; MODE is
 //!                                            "ordered" (default) or "keyed"
 //!           | PROVIDER ["@" URL] ":" MODEL   an HTTP API
+//!           | "external"                     no model of kevo's own: the run
+//!                                            is driven by `kevo ask`/`tell`
+//!           | "batch:" PROVIDER ["@" URL] ":" MODEL
+//!                                            the API's batch endpoint (half
+//!                                            price, answers within 24 h)
 //! PROVIDER := [A-Za-z0-9][A-Za-z0-9_.-]*     openai, anthropic, deepseek, ...
 //! URL      := ("http" | "https") "://" HOST [":" PORT] [PATH]
 //! ```
@@ -71,6 +76,15 @@ pub enum SpecKind {
         path: PathBuf,
         mode: ReplayMode,
     },
+    /// Answers come from outside (`kevo tell`); kevo calls no model.
+    External,
+    /// An HTTP API's batch endpoint (OpenAI's Batch API, Anthropic's
+    /// Message Batches).
+    Batch {
+        provider: String,
+        base_url: Option<String>,
+        model: String,
+    },
 }
 
 /// One parsed member of a spec.
@@ -105,6 +119,17 @@ impl ModelSpec {
                 command,
                 json: true,
             } => format!("cmd+json:{command}"),
+            SpecKind::External => "external".to_string(),
+            SpecKind::Batch {
+                provider,
+                base_url: None,
+                model,
+            } => format!("batch:{provider}:{model}"),
+            SpecKind::Batch {
+                provider,
+                base_url: Some(u),
+                model,
+            } => format!("batch:{provider}@{u}:{model}"),
             SpecKind::Replay { path, mode } => match mode {
                 ReplayMode::Ordered => format!("replay:{}", path.display()),
                 ReplayMode::Keyed => format!("replay:{}#keyed", path.display()),
@@ -177,6 +202,36 @@ fn parse_member(whole: &str, member: &str) -> Result<ModelSpec, SpecError> {
         reason,
     };
     let (body, weight) = split_weight(text).map_err(|(p, r)| err(p, r))?;
+
+    if let Some(api) = body.strip_prefix("batch:") {
+        return match parse_member(whole, api)?.kind {
+            SpecKind::Api {
+                provider,
+                base_url,
+                model,
+            } => Ok(ModelSpec {
+                kind: SpecKind::Batch {
+                    provider,
+                    base_url,
+                    model,
+                },
+                weight,
+                text: text.to_string(),
+            }),
+            _ => Err(err(
+                body,
+                "`batch:` takes an HTTP API, e.g. `batch:openai:gpt-5`".into(),
+            )),
+        };
+    }
+
+    if body == "external" {
+        return Ok(ModelSpec {
+            kind: SpecKind::External,
+            weight,
+            text: text.to_string(),
+        });
+    }
 
     if let Some(command) = body.strip_prefix("cmd+json:").or(body.strip_prefix("cmd:")) {
         let command = command.trim();
@@ -400,6 +455,24 @@ mod tests {
             }
         );
         assert_eq!(one("OpenAI:gpt-5").label(), "openai:gpt-5");
+        assert_eq!(one("external").kind, SpecKind::External);
+        assert_eq!(
+            one("batch:openai@http://127.0.0.1:9/v1:gpt-5").kind,
+            SpecKind::Batch {
+                provider: "openai".into(),
+                base_url: Some("http://127.0.0.1:9/v1".into()),
+                model: "gpt-5".into()
+            }
+        );
+        assert_eq!(
+            one("batch:anthropic:claude-opus-4-1").label(),
+            "batch:anthropic:claude-opus-4-1"
+        );
+        let err = "batch:cmd:./a.sh".parse::<ModelSpec>().unwrap_err();
+        assert!(err.reason.contains("HTTP API"), "{err}");
+        assert_eq!(one(" external ").label(), "external");
+        // A provider named like it still needs its model.
+        assert!(matches!(one("external:m").kind, SpecKind::Api { .. }));
     }
 
     #[test]

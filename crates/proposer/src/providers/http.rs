@@ -55,7 +55,66 @@ impl Http {
         headers: &[(&str, String)],
         body: &Value,
     ) -> Result<Value, ProviderError> {
-        let mut rb = self.client.post(url).json(body);
+        let bytes = self.send(self.client.post(url).json(body), headers).await?;
+        self.json(&bytes)
+    }
+
+    /// POST raw `body` of `content_type` (a multipart form); the parsed
+    /// JSON of a 2xx answer.
+    pub async fn post_bytes(
+        &self,
+        url: &str,
+        headers: &[(&str, String)],
+        content_type: &str,
+        body: Vec<u8>,
+    ) -> Result<Value, ProviderError> {
+        let rb = self
+            .client
+            .post(url)
+            .header("content-type", content_type)
+            .body(body);
+        let bytes = self.send(rb, headers).await?;
+        self.json(&bytes)
+    }
+
+    /// GET `url`; the parsed JSON of a 2xx answer.
+    pub async fn get_json(
+        &self,
+        url: &str,
+        headers: &[(&str, String)],
+    ) -> Result<Value, ProviderError> {
+        let bytes = self.send(self.client.get(url), headers).await?;
+        self.json(&bytes)
+    }
+
+    /// GET `url`; the text of a 2xx answer (a JSONL file).
+    pub async fn get_text(
+        &self,
+        url: &str,
+        headers: &[(&str, String)],
+    ) -> Result<String, ProviderError> {
+        let bytes = self.send(self.client.get(url), headers).await?;
+        String::from_utf8(bytes).map_err(|e| ProviderError::InvalidResponse {
+            provider: self.provider.clone(),
+            message: format!("the answer is not UTF-8 ({e})"),
+            body: String::new(),
+        })
+    }
+
+    fn json(&self, bytes: &[u8]) -> Result<Value, ProviderError> {
+        serde_json::from_slice(bytes).map_err(|e| ProviderError::InvalidResponse {
+            provider: self.provider.clone(),
+            message: format!("malformed JSON ({e})"),
+            body: snippet(&self.scrub(&String::from_utf8_lossy(bytes)), 300),
+        })
+    }
+
+    /// Send `rb` with `headers`; the body of a 2xx answer, capped.
+    async fn send(
+        &self,
+        mut rb: reqwest::RequestBuilder,
+        headers: &[(&str, String)],
+    ) -> Result<Vec<u8>, ProviderError> {
         for (k, v) in headers {
             rb = rb.header(*k, v);
         }
@@ -72,11 +131,7 @@ impl Http {
                 retry_after,
             });
         }
-        serde_json::from_slice(&bytes).map_err(|e| ProviderError::InvalidResponse {
-            provider: self.provider.clone(),
-            message: format!("malformed JSON ({e})"),
-            body: snippet(&self.scrub(&text), 300),
-        })
+        Ok(bytes)
     }
 
     /// The body, refused past `max_bytes` (by its declared length before

@@ -14,6 +14,7 @@
 //! file.
 
 mod anthropic;
+mod batch;
 mod cmd;
 mod ensemble;
 mod http;
@@ -27,6 +28,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 pub use anthropic::AnthropicProvider;
+pub use batch::{BATCH_PRICE_FACTOR, BatchProvider, BatchState};
 pub use cmd::CmdProvider;
 pub use ensemble::{Ensemble, EnsembleState};
 pub use managed::{CostPolicy, Managed};
@@ -102,6 +104,57 @@ impl<P: Provider + ?Sized> Provider for Arc<P> {
     }
 }
 
+/// The provider of a run whose answers do not come from live calls: one
+/// driven from outside (`--llm external`: `kevo ask` hands out prompts and
+/// `kevo tell` brings the answers) or through a batch endpoint
+/// ([`build_batch`]). Asked to complete, it says so.
+struct NoLiveCalls {
+    label: String,
+    why: &'static str,
+}
+
+impl Provider for NoLiveCalls {
+    fn label(&self) -> String {
+        self.label.clone()
+    }
+
+    fn complete<'a>(
+        &'a self,
+        _req: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<Completion, ProviderError>> {
+        Box::pin(async { Err(ProviderError::Config(self.why.into())) })
+    }
+}
+
+/// The batch endpoint a `batch:` spec names (keys from the process
+/// environment); None for any other spec.
+pub fn build_batch(
+    spec: &str,
+    config: &ProviderConfig,
+    accounting: &Accounting,
+) -> Result<Option<Arc<BatchProvider>>, ProviderError> {
+    let specs = parse_specs(spec)?;
+    let [only] = specs.as_slice() else {
+        return Ok(None);
+    };
+    let SpecKind::Batch {
+        provider,
+        base_url,
+        model,
+    } = &only.kind
+    else {
+        return Ok(None);
+    };
+    Ok(Some(Arc::new(BatchProvider::new(
+        provider,
+        base_url.as_deref(),
+        model,
+        config,
+        accounting,
+        &|k| std::env::var(k).ok(),
+    )?)))
+}
+
 /// Build the provider a spec names, reading API keys from the process
 /// environment. Every member shares `accounting`; the config's
 /// `budget_usd`, if set, becomes its budget.
@@ -129,6 +182,16 @@ pub fn build_with_env(
         accounting.set_accept_unknown_cost(true);
     }
     let specs = parse_specs(spec)?;
+    if specs.len() > 1
+        && let Some(s) = specs
+            .iter()
+            .find(|s| matches!(s.kind, SpecKind::External | SpecKind::Batch { .. }))
+    {
+        return Err(ProviderError::Config(format!(
+            "`{}` cannot be part of an ensemble: its answers do not come from live calls",
+            s.label()
+        )));
+    }
     let mut members = specs
         .iter()
         .map(|s| {
@@ -198,6 +261,19 @@ pub fn build_member(
                     "cmd".to_string(),
                 )
             }
+            SpecKind::External => {
+                return Ok(Arc::new(NoLiveCalls {
+                    label: spec.label(),
+                    why: "a run with `--llm external` calls no model: hand its prompts out with \
+                      `kevo ask RUN` and bring the answers with `kevo tell RUN ID FILE`",
+                }));
+            }
+            SpecKind::Batch { .. } => {
+                return Ok(Arc::new(NoLiveCalls {
+                    label: spec.label(),
+                    why: "a `batch:` model answers through its batch endpoint, not live calls",
+                }));
+            }
             SpecKind::Replay { path, mode } => (
                 Box::new(ReplayProvider::open(path, *mode)?),
                 RetryPolicy::none(),
@@ -219,4 +295,33 @@ pub fn build_member(
         redactor,
         max_output_tokens,
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn external_calls_no_model_and_stands_alone() {
+        let accounting = Accounting::new();
+        let config = ProviderConfig::default();
+        let p = build("external", &config, &accounting).unwrap();
+        assert_eq!(p.label(), "external");
+        let err = p
+            .complete(&ChatRequest::new("s", "u"))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("kevo tell"), "{err}");
+        let err = build("external,cmd:cat", &config, &accounting)
+            .err()
+            .expect("an ensemble with external is refused")
+            .to_string();
+        assert!(err.contains("ensemble"), "{err}");
+        let err = build("batch:openai:gpt-5,cmd:cat", &config, &accounting)
+            .err()
+            .expect("an ensemble with a batch model is refused")
+            .to_string();
+        assert!(err.contains("ensemble"), "{err}");
+    }
 }

@@ -67,6 +67,9 @@ pub struct Seen {
     pub path: String,
     pub headers: HashMap<String, String>,
     pub body: Value,
+    /// The body as text (a multipart upload is not JSON).
+    pub raw: String,
+    pub method: String,
     pub at: Instant,
 }
 
@@ -119,7 +122,13 @@ impl Fake {
     }
 }
 
-async fn handler(State(s): State<AppState>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+async fn handler(
+    State(s): State<AppState>,
+    method: axum::http::Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let headers: HashMap<String, String> = headers
         .iter()
         .map(|(k, v)| (k.as_str().to_string(), v.to_str().unwrap_or("").to_string()))
@@ -128,6 +137,8 @@ async fn handler(State(s): State<AppState>, uri: Uri, headers: HeaderMap, body: 
         path: uri.path().to_string(),
         headers: headers.clone(),
         body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+        raw: String::from_utf8_lossy(&body).into_owned(),
+        method: method.to_string(),
         at: Instant::now(),
     });
     let reply = {
