@@ -55,6 +55,7 @@ pub struct EvolveArgs {
     #[command(flatten)]
     device: DeviceArgs,
     /// Model spec (see `kevo llm test --help`); repeat for a weighted ensemble.
+    /// `external`: kevo calls no model; `kevo ask`/`kevo tell` drive the run.
     #[arg(long, required_unless_present = "resume")]
     llm: Vec<String>,
     /// Provider configuration (TOML or JSON): endpoints, keys, prices.
@@ -87,6 +88,11 @@ pub struct EvolveArgs {
     /// a time).
     #[arg(long, default_value_t = 1)]
     concurrency: u32,
+    /// Seconds between polls of a running batch (`--llm batch:...`, whose
+    /// prompts go out `--concurrency` at a time through the provider's
+    /// batch endpoint).
+    #[arg(long, default_value_t = 60.0)]
+    batch_poll_s: f64,
     /// Continue a run from its last completed step.
     #[arg(long, conflicts_with_all = ["task", "llm"])]
     resume: Option<String>,
@@ -316,7 +322,7 @@ impl StrategyArgs {
 
 /// Live progress: a spinner line with iteration, best score, speedup, last
 /// outcome, tokens and cost; JSON lines with --json; nothing with --quiet.
-struct Progress {
+pub(crate) struct Progress {
     bar: Option<ProgressBar>,
     json: bool,
     quiet: bool,
@@ -325,10 +331,13 @@ struct Progress {
     done_in_session: u32,
     /// The run's id once it is known, for the signal handler.
     run: std::sync::Arc<std::sync::Mutex<Option<String>>>,
+    /// Whether iteration lines show throughput and the device's busy
+    /// share (not for `kevo tell`'s single iteration).
+    pace: bool,
 }
 
 impl Progress {
-    fn new(json: bool, quiet: bool) -> Self {
+    pub(crate) fn new(json: bool, quiet: bool) -> Self {
         let bar = (!json && !quiet && std::io::stderr().is_terminal()).then(|| {
             let bar = ProgressBar::new(0);
             bar.set_style(
@@ -348,7 +357,14 @@ impl Progress {
             iterations: 0,
             done_in_session: 0,
             run: Default::default(),
+            pace: true,
         }
+    }
+
+    /// For one iteration at a time (`kevo tell`): no throughput.
+    pub(crate) fn single(mut self) -> Self {
+        self.pace = false;
+        self
     }
 
     fn line(&self, text: String) {
@@ -374,6 +390,18 @@ impl kevo_evolve::Observer for Progress {
         match event {
             // Printed with the seed's result, in `Started`.
             Event::Created { .. } => {}
+            Event::Batch {
+                batch,
+                status,
+                done,
+                total,
+            } => {
+                let text = format!("batch {batch}: {status}, {done} of {total} answered");
+                match &self.bar {
+                    Some(bar) => bar.set_message(text),
+                    None => self.line(text),
+                }
+            }
             Event::Started {
                 run,
                 task,
@@ -434,7 +462,7 @@ impl kevo_evolve::Observer for Progress {
                     .fold(mark.to_string(), |m, v| format!("{m} | {v}"));
                 self.done_in_session += 1;
                 // Throughput and the device's busy share, this session.
-                let pace = if *session_s > 0.0 {
+                let pace = if self.pace && *session_s > 0.0 {
                     format!(
                         " | {:.1}/min, device busy {:.0}%{}",
                         f64::from(self.done_in_session) * 60.0 / session_s,
@@ -463,6 +491,9 @@ impl kevo_evolve::Observer for Progress {
                         if *promoted || !verdicts.is_empty() {
                             bar.println(format!("iteration {iteration}: {msg}"));
                         }
+                    }
+                    None if self.iterations == 0 => {
+                        self.line(format!("iteration {iteration}: {msg}"))
                     }
                     None => self.line(format!("iteration {iteration}/{}: {msg}", self.iterations)),
                 }
@@ -525,7 +556,7 @@ pub fn evolve(args: EvolveArgs) -> Result<ExitCode> {
         }
         let session = async {
             Ok::<_, anyhow::Error>(match &args.resume {
-            Some(run) => kevo_evolve::resume(run, &env, &mut progress).await?,
+            Some(run) => Some(kevo_evolve::resume(run, &env, &mut progress).await?),
             None => {
                 let task = args.task.clone().context("--task is required")?;
                 let mut options = EvolveOptions::new(&task, &args.llm, args.iterations);
@@ -542,6 +573,10 @@ pub fn evolve(args: EvolveArgs) -> Result<ExitCode> {
                 options.accept_unknown_cost = args.accept_unknown_cost;
                 options.candidates_per_iteration = args.candidates_per_iteration;
                 options.concurrency = args.concurrency;
+                if !(args.batch_poll_s.is_finite() && args.batch_poll_s > 0.0) {
+                    bail!("--batch-poll-s must be a positive number of seconds");
+                }
+                options.batch_poll_s = args.batch_poll_s;
                 options.strategy = args.strategy.config()?;
                 options.context_budget_tokens = args.strategy.context_budget;
                 (options.promotion, options.final_remeasure) = args.strategy.promotion()?;
@@ -568,7 +603,19 @@ pub fn evolve(args: EvolveArgs) -> Result<ExitCode> {
                 if args.concurrency == 0 {
                     bail!("--concurrency must be at least 1");
                 }
-                kevo_evolve::start(options, &env, &mut progress).await?
+                if options.is_external() {
+                    if args.concurrency > 1 {
+                        bail!("--concurrency has no effect with --llm external: `kevo ask RUN --n K` hands out K prompts");
+                    }
+                    let run = kevo_evolve::create(options, &env, &mut progress).await?;
+                    if !args.json {
+                        println!("run {run}: the seed is evaluated; the run waits for proposals");
+                        println!("next: kevo ask {run}");
+                    }
+                    None
+                } else {
+                    Some(kevo_evolve::start(options, &env, &mut progress).await?)
+                }
             }
         })
         };
@@ -597,67 +644,74 @@ pub fn evolve(args: EvolveArgs) -> Result<ExitCode> {
                 return Ok(ExitCode::from(130));
             }
         };
-        if args.json {
+        let Some(summary) = summary else {
             return Ok(ExitCode::SUCCESS);
+        };
+        if !args.json {
+            print_summary(&summary);
         }
-        println!(
-            "run {} ({}): {}",
-            summary.run, summary.task, summary.stop_reason
-        );
-        println!(
-            "in-distribution: seed {:.4} -> best {:.4} ({:.2}x{}), found at iteration {}",
-            summary.seed_score,
-            summary.best_score,
-            summary.speedup,
-            if summary.final_pick.is_some() {
-                ", re-measured together"
-            } else {
-                ""
-            },
-            summary.best_iteration
-        );
-        if let Some(pick) = &summary.final_pick {
-            println!("{}", pick.describe());
-        }
-        if let Some(h) = &summary.held_out {
-            println!(
-                "held-out {}: Φ = {:.4}{}, {} (seed: {})",
-                h.size,
-                h.phi,
-                h.winner_roofline
-                    .as_ref()
-                    .map(|r| format!(" ({r})"))
-                    .unwrap_or_default(),
-                h.speedup
-                    .map(|s| format!("{s:.2}x the seed"))
-                    .unwrap_or_else(|| h.winner_outcome.clone()),
-                h.seed_outcome
-            );
-        }
-        println!(
-            "spent: {}, {}, {:.1} s",
-            tokens_text(
-                summary.spent.input_tokens,
-                summary.spent.output_tokens,
-                summary.unknown_usage_calls
-            ),
-            cost_text(summary.spent.cost_usd, summary.unknown_cost_calls),
-            summary.spent.wall_s
-        );
-        println!(
-            "promotion: {}; re-measurement: {}",
-            summary.promotion,
-            summary
-                .remeasure
-                .describe()
-                .unwrap_or_else(|| "none".into())
-        );
-        for line in &summary.suspicious {
-            println!("SUSPICIOUS (never scored): {line}");
-        }
-        println!("winner: kevo export {}", summary.run);
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// The end-of-run summary, as `kevo evolve` and `kevo finish` print it.
+pub(crate) fn print_summary(summary: &kevo_evolve::Summary) {
+    println!(
+        "run {} ({}): {}",
+        summary.run, summary.task, summary.stop_reason
+    );
+    println!(
+        "in-distribution: seed {:.4} -> best {:.4} ({:.2}x{}), found at iteration {}",
+        summary.seed_score,
+        summary.best_score,
+        summary.speedup,
+        if summary.final_pick.is_some() {
+            ", re-measured together"
+        } else {
+            ""
+        },
+        summary.best_iteration
+    );
+    if let Some(pick) = &summary.final_pick {
+        println!("{}", pick.describe());
+    }
+    if let Some(h) = &summary.held_out {
+        println!(
+            "held-out {}: Φ = {:.4}{}, {} (seed: {})",
+            h.size,
+            h.phi,
+            h.winner_roofline
+                .as_ref()
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default(),
+            h.speedup
+                .map(|s| format!("{s:.2}x the seed"))
+                .unwrap_or_else(|| h.winner_outcome.clone()),
+            h.seed_outcome
+        );
+    }
+    println!(
+        "spent: {}, {}, {:.1} s",
+        tokens_text(
+            summary.spent.input_tokens,
+            summary.spent.output_tokens,
+            summary.unknown_usage_calls
+        ),
+        cost_text(summary.spent.cost_usd, summary.unknown_cost_calls),
+        summary.spent.wall_s
+    );
+    println!(
+        "promotion: {}; re-measurement: {}",
+        summary.promotion,
+        summary
+            .remeasure
+            .describe()
+            .unwrap_or_else(|| "none".into())
+    );
+    for line in &summary.suspicious {
+        println!("SUSPICIOUS (never scored): {line}");
+    }
+    println!("winner: kevo export {}", summary.run);
 }
 
 fn score(s: Option<f64>) -> String {
@@ -762,6 +816,7 @@ pub fn show(run: &str, store: StoreArgs, json: bool) -> Result<ExitCode> {
         let best = store.best_candidate(&id).await?;
         let held_out = store.held_out_results(&id).await?;
         let remeasurements = store.remeasurements(&id).await?;
+        let proposals = store.proposals(&id).await?;
         let abandoned: Vec<_> = store
             .llm_calls(&id)
             .await?
@@ -807,6 +862,11 @@ pub fn show(run: &str, store: StoreArgs, json: bool) -> Result<ExitCode> {
             let value = serde_json::json!({
                 "run": info, "history": history, "best": best, "held_out": held_out,
                 "remeasurements": remeasurements,
+                "proposals": proposals.iter().map(|p| serde_json::json!({
+                    "id": p.id, "status": p.status, "asked_after": p.asked_after,
+                    "batch": p.batch, "iteration": p.iteration, "reason": p.reason,
+                    "asked_at": p.asked_at, "closed_at": p.closed_at,
+                })).collect::<Vec<_>>(),
                 "abandoned_calls": abandoned,
                 "archive": strategy.as_ref().map(|s| s.archive()),
                 "strategy_state": strategy.as_ref().map(|s| s.state()),
@@ -859,6 +919,26 @@ pub fn show(run: &str, store: StoreArgs, json: bool) -> Result<ExitCode> {
         }
         if let Some(s) = &strategy {
             print_archive(&s.archive());
+        }
+        // Prompts handed out (ask/tell, batches) and not answered.
+        for p in proposals
+            .iter()
+            .filter(|p| p.status != kevo_store::ProposalStatus::Answered)
+        {
+            println!(
+                "proposal {} ({}{}), asked after iteration {}{}",
+                p.id,
+                p.status,
+                p.batch
+                    .as_ref()
+                    .map(|b| format!(", batch {b}"))
+                    .unwrap_or_default(),
+                p.asked_after,
+                p.reason
+                    .as_ref()
+                    .map(|r| format!(": {r}"))
+                    .unwrap_or_default()
+            );
         }
         for c in &abandoned {
             println!(

@@ -2,6 +2,7 @@
 //! errors that stop a command are reported in one line and exit with code 2,
 //! a candidate that is not correct exits with code 1.
 
+mod asktell;
 mod evolve;
 mod report;
 
@@ -48,6 +49,47 @@ enum Command {
     Eval(EvalArgs),
     /// Search for a faster kernel: the (1+1) loop with a language model.
     Evolve(Box<evolve::EvolveArgs>),
+    /// Hand out the next prompts of a run created with `--llm external`,
+    /// without calling any model: as files under the run directory, and
+    /// with --json as JSON with their proposal ids.
+    Ask {
+        run: String,
+        /// How many prompts (fewer when the run's budget leaves room for
+        /// fewer).
+        #[arg(long, default_value_t = 1)]
+        n: u32,
+        #[command(flatten)]
+        store: evolve::StoreArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Answer a proposal of `kevo ask`: the response is extracted,
+    /// evaluated, decided and stored as the run's next iteration, exactly
+    /// as if a model had returned it.
+    Tell {
+        run: String,
+        /// The proposal id `kevo ask` printed.
+        proposal: i64,
+        /// The response: markdown with the kernel in a code block (or
+        /// SEARCH/REPLACE edits in diff mode); `-` reads stdin.
+        response: PathBuf,
+        /// Who answered, stored with the call (default "external").
+        #[arg(long)]
+        model: Option<String>,
+        #[command(flatten)]
+        store: evolve::StoreArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// End a run created with `--llm external`: the final pick among its
+    /// best and the held-out gate; pending proposals are withdrawn.
+    Finish {
+        run: String,
+        #[command(flatten)]
+        store: evolve::StoreArgs,
+        #[arg(long)]
+        json: bool,
+    },
     /// List stored runs.
     Runs {
         #[command(flatten)]
@@ -425,6 +467,21 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Bench(args) => bench(args),
         Command::Llm { command } => llm(command),
         Command::Evolve(args) => evolve::evolve(*args),
+        Command::Ask {
+            run,
+            n,
+            store,
+            json,
+        } => asktell::ask(&run, n, store, json),
+        Command::Tell {
+            run,
+            proposal,
+            response,
+            model,
+            store,
+            json,
+        } => asktell::tell(&run, proposal, &response, model.as_deref(), store, json),
+        Command::Finish { run, store, json } => asktell::finish(&run, store, json),
         Command::Runs { store, json } => evolve::runs(store, json),
         Command::Show { run, store, json } => evolve::show(&run, store, json),
         Command::Export { run, out, store } => evolve::export(&run, out.as_deref(), store),

@@ -16,6 +16,6 @@ mod session;
 pub use options::{DEFAULT_FINAL_REMEASURE, EvolveOptions};
 pub use remeasure::{FinalEntry, FinalPick, Interleaved, RemeasureSpend, RoundResult, SizeTime};
 pub use session::{
-    Environment, Event, EvolveError, HeldOutSummary, InFlightCalls, Observer, Summary, interrupt,
-    is_abandoned, resume, start, stored_strategy,
+    Asked, Environment, Event, EvolveError, HeldOutSummary, InFlightCalls, Observer, Summary, ask,
+    create, finish, interrupt, is_abandoned, resume, start, stored_strategy, tell,
 };

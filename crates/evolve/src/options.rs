@@ -86,6 +86,10 @@ pub struct EvolveOptions {
     /// existed) is the synchronous loop.
     #[serde(default = "one")]
     pub concurrency: u32,
+    /// `--batch-poll-s`: seconds between polls of a `batch:` model's
+    /// running batch.
+    #[serde(default = "default_batch_poll_s")]
+    pub batch_poll_s: f64,
 }
 
 fn one() -> u32 {
@@ -130,6 +134,7 @@ impl EvolveOptions {
             context_budget_tokens: None,
             promotion: Default::default(),
             concurrency: 1,
+            batch_poll_s: default_batch_poll_s(),
             final_remeasure: DEFAULT_FINAL_REMEASURE,
         }
     }
@@ -138,4 +143,20 @@ impl EvolveOptions {
     pub fn llm_spec(&self) -> String {
         self.llm.join(",")
     }
+
+    /// Whether the run's proposals come from outside (`--llm external`):
+    /// `kevo ask` and `kevo tell` drive it.
+    pub fn is_external(&self) -> bool {
+        kevo_proposer::parse_specs(&self.llm_spec()).is_ok_and(|specs| {
+            specs
+                .iter()
+                .any(|s| s.kind == kevo_proposer::SpecKind::External)
+        })
+    }
+}
+
+/// A batch answers within hours; a poll a minute costs nothing and adds
+/// at most a minute.
+fn default_batch_poll_s() -> f64 {
+    60.0
 }

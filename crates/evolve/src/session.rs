@@ -1,3 +1,8 @@
+mod asktell;
+mod batched;
+
+pub use asktell::{Asked, ask, create, finish, tell};
+
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -14,8 +19,8 @@ use kevo_proposer::{
 use kevo_store::artifacts::RunDir;
 use kevo_store::{
     CandidateId, CandidateRef, Checkpoint, Decided, EvaluationId, HeldOutRole, NewCandidate,
-    NewDecision, NewEvaluation, NewHeldOut, NewLlmCall, NewRemeasurement, NewRun, Proposed,
-    RemeasurePurpose, RunId, Spent, Store, StoreError, source_sha256,
+    NewDecision, NewEvaluation, NewHeldOut, NewLlmCall, NewRemeasurement, NewRun, ProposalId,
+    Proposed, RemeasurePurpose, RunId, Spent, Store, StoreError, source_sha256,
 };
 use kevo_strategy::{
     Decision, Elite, Judge, Judgement, NoiseAwareJudge, OnePlusOne, Promotion, Scored, Selection,
@@ -175,6 +180,33 @@ pub enum EvolveError {
     /// A model call's task panicked or was cancelled.
     #[error("proposer task failed: {0}")]
     ProposerTask(#[from] tokio::task::JoinError),
+    /// ask/tell/finish on a run that calls its own model.
+    #[error(
+        "{run} calls its own model; `kevo ask`, `kevo tell` and `kevo finish` drive only runs created with `--llm external`"
+    )]
+    NotExternal { run: String },
+    /// resume of a run that takes its proposals from outside.
+    #[error(
+        "run {run} takes its proposals from outside (--llm external): hand prompts out with `kevo ask {run}`, answer with `kevo tell {run} ID FILE`, end it with `kevo finish {run}`"
+    )]
+    ExternalRun { run: String },
+    #[error("a run with --llm external is created by `create` (it waits for `ask`), not `start`")]
+    ExternalStart,
+    #[error("run {run} is finished: it takes no more proposals or answers")]
+    RunFinished { run: String },
+    /// A budget leaves no room for another prompt.
+    #[error(
+        "run {run} hands out no more prompts: {reason} ({pending} pending); answer pending ones with `kevo tell`, or score the winner on the held-out size with `kevo finish {run}`"
+    )]
+    NothingToAsk {
+        run: String,
+        reason: String,
+        pending: u32,
+    },
+    #[error(
+        "the answer to proposal {proposal} holds nothing to evaluate: {reason}; nothing was stored"
+    )]
+    NoCodeInAnswer { proposal: i64, reason: String },
 }
 
 /// Progress of a run, for live display or JSON lines.
@@ -185,6 +217,14 @@ pub enum Event {
     /// can be resumed by this id.
     Created {
         run: String,
+    },
+    /// A batch of prompts (`batch:` models) was submitted, is running or
+    /// ended: the provider's status, requests answered and in all.
+    Batch {
+        batch: String,
+        status: String,
+        done: u64,
+        total: u64,
     },
     Started {
         run: String,
@@ -370,6 +410,9 @@ pub async fn start(
     if options.candidates_per_iteration == 0 {
         return Err(EvolveError::NoCandidatesPerIteration);
     }
+    if options.is_external() {
+        return Err(EvolveError::ExternalStart);
+    }
     let mut session = Session::open(options, task, env, None).await?;
     observer.on(&Event::Created {
         run: session.run.0.clone(),
@@ -385,12 +428,13 @@ pub async fn resume(
     observer: &mut dyn Observer,
 ) -> Result<Summary, EvolveError> {
     let run_id = RunId(run.to_string());
-    let (info, checkpoint) = env.store.resume_run(&run_id).await?;
-    let options: EvolveOptions =
-        serde_json::from_value(info.config.clone()).map_err(|e| EvolveError::Resume {
+    let options = stored_options(&env.store.run(&run_id).await?)?;
+    if options.is_external() {
+        return Err(EvolveError::ExternalRun {
             run: run.to_string(),
-            reason: format!("its stored settings are unreadable: {e}"),
-        })?;
+        });
+    }
+    let (_, checkpoint) = env.store.resume_run(&run_id).await?;
     let task = kevo_tasks::by_name(&options.task)?;
     let mut session = Session::open(options, task, env, Some(run_id)).await?;
     match checkpoint {
@@ -398,6 +442,14 @@ pub async fn resume(
         Some(cp) => session.restore(cp).await?,
     }
     session.run_loop(observer).await
+}
+
+/// The options a run was started with, as stored.
+fn stored_options(info: &kevo_store::RunInfo) -> Result<EvolveOptions, EvolveError> {
+    serde_json::from_value(info.config.clone()).map_err(|e| EvolveError::Resume {
+        run: info.id.0.clone(),
+        reason: format!("its stored settings are unreadable: {e}"),
+    })
 }
 
 struct Session<'e> {
@@ -411,6 +463,8 @@ struct Session<'e> {
     worker: Worker,
     dialect: Dialect,
     provider: Arc<dyn Provider>,
+    /// The batch endpoint of a `batch:` model.
+    batch: Option<Arc<kevo_proposer::BatchProvider>>,
     accounting: Accounting,
     prompts: PromptBuilder<'static>,
     /// Set once the seed is recorded (its id is the strategy's start).
@@ -438,6 +492,9 @@ struct Session<'e> {
     started: Instant,
     timeout: Duration,
     resumed_from: Option<u32>,
+    /// The pending proposal (ask/tell, batch) the iteration being
+    /// recorded answers: marked answered in its transaction.
+    answering: Option<ProposalId>,
     /// Writes the run's heartbeat while this session lives.
     heartbeat: tokio::task::AbortHandle,
 }
@@ -523,6 +580,7 @@ impl<'e> Session<'e> {
         };
         accounting.set_accept_unknown_cost(options.accept_unknown_cost);
         let provider = kevo_proposer::build(&options.llm_spec(), &provider_config, &accounting)?;
+        let batch = kevo_proposer::build_batch(&options.llm_spec(), &provider_config, &accounting)?;
         let brief = DeviceBrief {
             name: device.name.clone(),
             ceilings: worker.ceilings().clone(),
@@ -564,6 +622,7 @@ impl<'e> Session<'e> {
             worker,
             dialect,
             provider,
+            batch,
             accounting,
             prompts,
             strategy: None,
@@ -580,6 +639,7 @@ impl<'e> Session<'e> {
             started: Instant::now(),
             timeout: Duration::from_secs(60),
             resumed_from: None,
+            answering: None,
             heartbeat,
         })
     }
@@ -704,6 +764,7 @@ impl<'e> Session<'e> {
                         spent,
                     },
                     remeasurements: Vec::new(),
+                    answers: None,
                 }
             })
             .await?;
@@ -894,7 +955,9 @@ impl<'e> Session<'e> {
                 sandbox: self.worker.sandbox().summary(),
             });
         }
-        let stopped = if self.options.concurrency > 1 {
+        let stopped = if let Some(batch) = self.batch.clone() {
+            self.run_batched(batch, observer).await
+        } else if self.options.concurrency > 1 {
             self.run_concurrently(observer).await
         } else {
             self.run_sequentially(observer).await
@@ -910,6 +973,16 @@ impl<'e> Session<'e> {
                 return Err(e);
             }
         };
+        self.finish(stop_reason, observer).await
+    }
+
+    /// The end of a run: the final pick among the best few, the held-out
+    /// gate, the summary stored and the run marked finished.
+    async fn finish(
+        &mut self,
+        stop_reason: String,
+        observer: &mut dyn Observer,
+    ) -> Result<Summary, EvolveError> {
         let final_pick = self.final_pick().await?;
         let strategy = self.strategy.as_deref().expect("seed evaluated");
         let (seed, mut best) = (strategy.seed(), strategy.best());
@@ -932,6 +1005,29 @@ impl<'e> Session<'e> {
         let held_out = self.held_out(best.id).await?;
         observer.on(&Event::HeldOut(held_out.clone()));
         let suspicious = self.suspicious().await?;
+        // Calls of earlier sessions (a resume, ask/tell) count too: from
+        // the store, which holds every answered call.
+        let answered: Vec<_> = self
+            .env
+            .store
+            .llm_calls(&self.run)
+            .await?
+            .into_iter()
+            .filter(|c| c.call.error.is_none() && c.call.response.is_some())
+            .collect();
+        let totals = self.accounting.totals().all;
+        let unknown_cost_calls = totals.unpriced_calls.max(
+            answered
+                .iter()
+                .filter(|c| c.call.cost_usd.is_none())
+                .count() as u64,
+        );
+        let unknown_usage_calls = totals.usage_unknown_calls.max(
+            answered
+                .iter()
+                .filter(|c| c.call.input_tokens.is_none())
+                .count() as u64,
+        );
         let summary = Summary {
             run: self.run.0.clone(),
             task: self.task.name().into(),
@@ -947,8 +1043,8 @@ impl<'e> Session<'e> {
             held_out: Some(held_out),
             spent: self.spent(),
             suspicious,
-            unknown_cost_calls: self.accounting.totals().all.unpriced_calls,
-            unknown_usage_calls: self.accounting.totals().all.usage_unknown_calls,
+            unknown_cost_calls,
+            unknown_usage_calls,
             promotion: self.options.promotion.name().into(),
             remeasure: self.state.remeasure,
             final_pick,
@@ -959,6 +1055,25 @@ impl<'e> Session<'e> {
         })?;
         self.dir.write_summary(&value)?;
         self.env.store.mark_finished(&self.run, &value).await?;
+        // Prompts handed out and not answered (ask/tell, a batch the
+        // budget stopped) are given up.
+        let pending: Vec<ProposalId> = self
+            .env
+            .store
+            .proposals(&self.run)
+            .await?
+            .into_iter()
+            .filter(|p| p.status == kevo_store::ProposalStatus::Pending)
+            .map(|p| p.id)
+            .collect();
+        self.env
+            .store
+            .withdraw_proposals(
+                &self.run,
+                &pending,
+                "the run finished before it was answered",
+            )
+            .await?;
         observer.on(&Event::Finished(Box::new(summary.clone())));
         Ok(summary)
     }
@@ -1464,6 +1579,7 @@ impl<'e> Session<'e> {
             .collect();
 
         let (rng_state, spent) = (self.rng_state(), self.spent());
+        let answers = self.answering.take();
         let strategy = self.strategy.as_deref_mut().expect("seed evaluated");
         let state = &mut self.state;
         let mut decision: Option<Decision> = None;
@@ -1600,6 +1716,7 @@ impl<'e> Session<'e> {
                 Decided {
                     decisions,
                     remeasurements,
+                    answers,
                     checkpoint: Checkpoint {
                         incumbent: Some(CandidateRef::Stored(CandidateId(strategy.best().id))),
                         previous: batch

@@ -1,0 +1,293 @@
+//! `kevo ask` / `kevo tell` / `kevo finish` on PoCL: a run of 5 proposals
+//! driven from this test, one command at a time, ends with the same history
+//! as a `cmd:` run whose proposer gives the same 5 answers; bad input (an
+//! answer without code, an unknown or answered proposal, a tell to a
+//! finished run, an ask past the budget) is refused and changes nothing.
+
+mod common;
+
+use common::opencl_available;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn kevo(ws: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kevo"))
+        .args(args)
+        .arg("--workspace")
+        .arg(ws)
+        .output()
+        .unwrap()
+}
+
+fn ok(out: Output) -> String {
+    assert!(
+        out.status.success(),
+        "stdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Exit code 2 and the error message.
+fn refused(out: Output) -> String {
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "stdout: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8(out.stderr).unwrap()
+}
+
+fn evolve(llm: &str) -> Vec<String> {
+    [
+        "evolve",
+        "--task",
+        "saxpy",
+        "--backend",
+        "opencl",
+        "--sizes",
+        "smoke",
+        "--iterations",
+        "5",
+        "--promotion",
+        "strict",
+        "--final-remeasure",
+        "0",
+        "--llm",
+        llm,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+fn run_id(ws: &Path) -> String {
+    let runs: Vec<_> = std::fs::read_dir(ws.join("runs")).unwrap().collect();
+    assert_eq!(runs.len(), 1);
+    runs[0].as_ref().unwrap().file_name().into_string().unwrap()
+}
+
+fn history(ws: &Path, run: &str) -> Vec<serde_json::Value> {
+    let v: serde_json::Value =
+        serde_json::from_str(&ok(kevo(ws, &["show", run, "--json"]))).unwrap();
+    v["history"].as_array().unwrap().clone()
+}
+
+/// Five answers: the seed with a comment (a duplicate), one that does not
+/// compile, a wrong one, a correct new kernel, and that kernel again
+/// reformatted (a duplicate of a candidate of the run).
+fn answers(seed: &str) -> Vec<String> {
+    let kernel = |body: &str| {
+        format!(
+            "__kernel void saxpy(__global const float* x, __global float* y, float a, uint N) {{\n    uint i = get_global_id(0);\n    if (i >= N) return;\n{body}\n}}"
+        )
+    };
+    let fenced = |text: &str, source: &str| format!("{text}\n```opencl\n{source}\n```\n");
+    vec![
+        fenced("The seed, commented.", &format!("// unchanged\n{seed}")),
+        fenced(
+            "A typo.",
+            &kernel("    y[i] = a * x[i] + y[i]  /* no semicolon */"),
+        ),
+        fenced("Forgets y.", &kernel("    y[i] = a * x[i];")),
+        fenced(
+            "Plain multiply-add.",
+            &kernel("    y[i] = a * x[i] + y[i];"),
+        ),
+        fenced(
+            "Same, reformatted.",
+            &kernel("        y[i] =   a * x[i] + y[i];"),
+        ),
+    ]
+}
+
+/// What must match between the two runs, iteration by iteration: the
+/// outcome, whether a candidate was stored, and the response and source.
+fn comparable(ws: &Path, run: &str) -> Vec<(u64, String, bool, String, String)> {
+    let dir = ws.join("runs").join(run);
+    history(ws, run)
+        .iter()
+        .map(|h| {
+            let k = h["iteration"].as_u64().unwrap();
+            let read = |name: String| std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+            (
+                k,
+                h["outcome_kind"].as_str().unwrap_or_default().to_string(),
+                h["candidate_id"].is_number(),
+                if k == 0 {
+                    String::new()
+                } else {
+                    read(format!("{k:02}_response.md"))
+                },
+                if k == 0 {
+                    read("00_seed.cl".into())
+                } else {
+                    read(format!("{k:02}_candidate.cl"))
+                },
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn ask_tell_matches_a_cmd_run_and_refuses_bad_input() {
+    if !opencl_available() {
+        eprintln!("skipped: no OpenCL device");
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let (ext_ws, cmd_ws) = (root.path().join("ext"), root.path().join("cmd"));
+
+    // The external run: created, its seed evaluated, waiting.
+    let args = evolve("external");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = ok(kevo(&ext_ws, &args));
+    let run = run_id(&ext_ws);
+    assert!(out.contains(&format!("next: kevo ask {run}")), "{out}");
+    let seed = std::fs::read_to_string(ext_ws.join("runs").join(&run).join("00_seed.cl")).unwrap();
+    let answers = answers(&seed);
+    for (i, a) in answers.iter().enumerate() {
+        std::fs::write(root.path().join(format!("answer{}.md", i + 1)), a).unwrap();
+    }
+    let listing = ok(kevo(&ext_ws, &["runs"]));
+    assert!(listing.contains("interrupted"), "{listing}");
+    // It is driven by ask/tell, not resumed.
+    let err = refused(kevo(&ext_ws, &["evolve", "--resume", &run]));
+    assert!(err.contains("kevo ask"), "{err}");
+
+    // The cmd: run gets the same five answers from a proposer.
+    let agent = root.path().join("agent.sh");
+    std::fs::write(
+        &agent,
+        format!(
+            "#!/bin/sh\ncat >/dev/null\nc='{dir}/count'\nn=$(( $(cat \"$c\" 2>/dev/null || echo 0) + 1 ))\necho $n > \"$c\"\ncat '{dir}/answer'$n.md\n",
+            dir = root.path().display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let args = evolve(&format!("cmd:{}", agent.display()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    ok(kevo(&cmd_ws, &args));
+    let cmd_run = run_id(&cmd_ws);
+
+    let ask = |n: &str| -> Vec<serde_json::Value> {
+        serde_json::from_str(&ok(kevo(&ext_ws, &["ask", &run, "--n", n, "--json"]))).unwrap()
+    };
+    let tell = |id: i64, file: &Path| {
+        kevo(
+            &ext_ws,
+            &["tell", &run, &id.to_string(), file.to_str().unwrap()],
+        )
+    };
+    let no_code = root.path().join("no_code.md");
+    std::fs::write(&no_code, "I would unroll the loop, but here is no code.").unwrap();
+    for i in 1..=5 {
+        let asked = ask("1");
+        assert_eq!(asked.len(), 1);
+        let id = asked[0]["proposal"].as_i64().unwrap();
+        let file = asked[0]["prompt_file"].as_str().unwrap();
+        let prompt = std::fs::read_to_string(file).unwrap();
+        assert!(prompt.contains(asked[0]["user"].as_str().unwrap()));
+        if i == 1 {
+            let shown = ok(kevo(&ext_ws, &["show", &run]));
+            assert!(
+                shown.contains(&format!("proposal {id} (pending), asked after iteration 0")),
+                "{shown}"
+            );
+        }
+        if i == 2 {
+            // An answer without code: refused, nothing stored.
+            let before = history(&ext_ws, &run);
+            let err = refused(tell(id, &no_code));
+            assert!(
+                err.contains("nothing to evaluate") && err.contains("nothing was stored"),
+                "{err}"
+            );
+            assert_eq!(history(&ext_ws, &run), before);
+        }
+        let out = ok(tell(id, &root.path().join(format!("answer{i}.md"))));
+        assert!(out.contains(&format!("iteration {i} of run")), "{out}");
+        // The iteration's prompt is the one handed out.
+        let stored = std::fs::read_to_string(
+            ext_ws
+                .join("runs")
+                .join(&run)
+                .join(format!("{i:02}_prompt.md")),
+        )
+        .unwrap();
+        assert_eq!(stored, prompt);
+        if i == 3 {
+            let err = refused(tell(id, &root.path().join("answer4.md")));
+            assert!(
+                err.contains(&format!("proposal {id}")) && err.contains("answered (iteration 3)"),
+                "{err}"
+            );
+            let err = refused(tell(9999, &root.path().join("answer4.md")));
+            assert!(err.contains("no proposal 9999"), "{err}");
+        }
+    }
+    // The budget (5 iterations) is spent: no more prompts.
+    let err = refused(kevo(&ext_ws, &["ask", &run]));
+    assert!(
+        err.contains("5 iterations done") && err.contains("kevo finish"),
+        "{err}"
+    );
+
+    assert_eq!(comparable(&ext_ws, &run), comparable(&cmd_ws, &cmd_run));
+    let kinds: Vec<String> = comparable(&ext_ws, &run).into_iter().map(|c| c.1).collect();
+    assert_eq!(
+        kinds,
+        [
+            "correct",
+            "correct",
+            "compile_error",
+            "wrong_result",
+            "correct",
+            "correct"
+        ],
+        "seed, duplicate of the seed, compile error, wrong, new kernel, its duplicate"
+    );
+
+    let summary = ok(kevo(&ext_ws, &["finish", &run]));
+    assert!(summary.contains("held-out"), "{summary}");
+    assert!(
+        summary.contains("finished by `kevo finish` after 5"),
+        "{summary}"
+    );
+    let err = refused(tell(1, &root.path().join("answer4.md")));
+    assert!(err.contains("is finished"), "{err}");
+    let err = refused(kevo(&ext_ws, &["ask", &run]));
+    assert!(err.contains("is finished"), "{err}");
+    let err = refused(kevo(&cmd_ws, &["ask", &cmd_run]));
+    assert!(err.contains("--llm external"), "{err}");
+
+    // The calls are stored as the proposer's would be, by who answered.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let store = kevo_store::Store::open_workspace(&ext_ws).await.unwrap();
+        let calls = store
+            .llm_calls(&kevo_store::RunId(run.clone()))
+            .await
+            .unwrap();
+        assert_eq!(calls.len(), 5);
+        assert!(
+            calls
+                .iter()
+                .all(|c| c.call.provider == "external" && c.call.input_tokens.is_none())
+        );
+        let proposals = store
+            .proposals(&kevo_store::RunId(run.clone()))
+            .await
+            .unwrap();
+        assert_eq!(proposals.len(), 5);
+        assert!(
+            proposals
+                .iter()
+                .all(|p| p.status == kevo_store::ProposalStatus::Answered)
+        );
+    });
+}
