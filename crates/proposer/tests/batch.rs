@@ -69,6 +69,7 @@ async fn openai_batch_uploads_polls_and_prices_at_half() {
             "request_counts": {"total": 3, "completed": 1, "failed": 1}}),
         ),
         Reply::status(200, &output),
+        Reply::json(json!({"id": "batch_7", "status": "cancelling"})),
     ])
     .await;
     let acct = Accounting::new();
@@ -99,6 +100,7 @@ async fn openai_batch_uploads_polls_and_prices_at_half() {
     let two = results.remove("kevo-2").unwrap().unwrap_err().to_string();
     assert!(two.contains("400") && two.contains("bad"), "{two}");
     assert!(!results.contains_key("kevo-3"), "never answered: missing");
+    batch.cancel(&id).await.unwrap();
     assert!((acct.totals().all.cost_usd - expected).abs() < 1e-12);
 
     let seen = fake.seen();
@@ -114,6 +116,7 @@ async fn openai_batch_uploads_polls_and_prices_at_half() {
             ("GET", "/v1/batches/batch_7"),
             ("GET", "/v1/batches/batch_7"),
             ("GET", "/v1/files/file-out/content"),
+            ("POST", "/v1/batches/batch_7/cancel"),
         ]
         .map(|(m, p)| (m.to_string(), p.to_string()))
     );

@@ -85,11 +85,16 @@ impl Session<'_> {
             let mut failures = 0;
             let (status, mut results) = loop {
                 // A batch may take a day: the wall-time limit ends the run
-                // while it waits; the batch's prompts are withdrawn (the
-                // provider may still bill what it answers).
+                // while it waits; the batch is cancelled and its prompts
+                // withdrawn (the provider bills what it answered).
                 if let Some(limit) = self.options.max_wall_s
                     && self.spent().wall_s >= limit
                 {
+                    if let Err(e) = batch.cancel(&id).await {
+                        kevo_proposer::notice::notice(&format!(
+                            "batch {id} could not be cancelled: {e}"
+                        ));
+                    }
                     return Ok(format!(
                         "wall-time limit of {limit:.0} s reached while batch {id} runs"
                     ));

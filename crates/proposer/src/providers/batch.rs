@@ -369,6 +369,19 @@ impl BatchProvider {
         Ok(state)
     }
 
+    /// Ask the provider to stop batch `batch` (requests already answered
+    /// are still billed). A batch that already ended is left alone.
+    pub async fn cancel(&self, batch: &str) -> Result<(), ProviderError> {
+        let url = match &self.api {
+            Api::OpenAi(_) => format!("{}/batches/{batch}/cancel", self.base_url),
+            Api::Anthropic(_) => format!("{}/v1/messages/batches/{batch}/cancel", self.base_url),
+        };
+        self.http
+            .post_json(&url, &self.headers(), &json!({}))
+            .await
+            .map(|_| ())
+    }
+
     fn worst_case_cost(&self, requests: &[(String, ChatRequest)]) -> Option<f64> {
         requests.iter().try_fold(0.0, |sum, (_, req)| {
             let usage = crate::types::Usage {
