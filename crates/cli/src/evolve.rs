@@ -93,8 +93,13 @@ pub struct EvolveArgs {
     /// batch endpoint).
     #[arg(long, default_value_t = 60.0)]
     batch_poll_s: f64,
+    /// Append every exchange with the model (prompt key, request, answer
+    /// with reasoning, tokens, cost and latency, or the error) to FILE in
+    /// the replay format: `--llm replay:FILE` replays the run.
+    #[arg(long, value_name = "FILE")]
+    record: Option<PathBuf>,
     /// Continue a run from its last completed step.
-    #[arg(long, conflicts_with_all = ["task", "llm"])]
+    #[arg(long, conflicts_with_all = ["task", "llm", "record"])]
     resume: Option<String>,
     /// Stop after this many seconds of wall time.
     #[arg(long)]
@@ -577,6 +582,14 @@ pub fn evolve(args: EvolveArgs) -> Result<ExitCode> {
                     bail!("--batch-poll-s must be a positive number of seconds");
                 }
                 options.batch_poll_s = args.batch_poll_s;
+                if let Some(path) = &args.record {
+                    if options.is_external() || args.llm.iter().any(|l| l.trim_start().starts_with("batch:")) {
+                        bail!("--record records live model calls; `external` and `batch:` models make none");
+                    }
+                    options.record = Some(std::path::absolute(path).with_context(|| {
+                        format!("cannot resolve the recording path {}", path.display())
+                    })?);
+                }
                 options.strategy = args.strategy.config()?;
                 options.context_budget_tokens = args.strategy.context_budget;
                 (options.promotion, options.final_remeasure) = args.strategy.promotion()?;
@@ -804,6 +817,27 @@ fn sandbox_line(config: &serde_json::Value) -> String {
     }
 }
 
+/// The build, driver and ceilings a run was made with.
+fn provenance_line(config: &serde_json::Value) -> String {
+    let p = &config["provenance"];
+    if p.is_null() {
+        return "not recorded (run stored before provenance was)".into();
+    }
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or("?").to_string();
+    format!(
+        "kevo {}; {} driver {} ({}); ceilings {:.1} GB/s, {:.0} GFLOP/s ({})",
+        text(&p["kevo"]),
+        text(&p["device"]["name"]),
+        text(&p["device"]["driver_version"]),
+        text(&p["device"]["platform"]),
+        p["ceilings"]["bandwidth_gbs"].as_f64().unwrap_or(f64::NAN),
+        p["ceilings"]["fp32_gflops"].as_f64().unwrap_or(f64::NAN),
+        serde_json::from_value::<kevo_roofline::CeilingSource>(p["ceilings"]["source"].clone())
+            .map(|s| s.to_string())
+            .unwrap_or_else(|_| "source not recorded".into()),
+    )
+}
+
 pub fn show(run: &str, store: StoreArgs, json: bool) -> Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -888,6 +922,7 @@ pub fn show(run: &str, store: StoreArgs, json: bool) -> Result<ExitCode> {
                 .unwrap_or_default()
         );
         println!("sandbox: {}", sandbox_line(&info.config));
+        println!("made with: {}", provenance_line(&info.config));
         println!(
             "{:>9} {:<15} {:>8} {:>8}  {}",
             "iteration",

@@ -22,7 +22,7 @@ use kevo_worker::{Worker, WorkerCommand, WorkerConfig};
 #[derive(Parser)]
 #[command(
     name = "kevo",
-    version,
+    version = kevo_evolve::VERSION,
     about = "LLM-driven evolutionary optimisation of GPU kernels"
 )]
 struct Cli {

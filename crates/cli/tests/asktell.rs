@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::opencl_available;
+use common::{EVOLVE_SAXPY_SMOKE, opencl_available};
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -41,14 +41,7 @@ fn refused(out: Output) -> String {
 }
 
 fn evolve(llm: &str) -> Vec<String> {
-    [
-        "evolve",
-        "--task",
-        "saxpy",
-        "--backend",
-        "opencl",
-        "--sizes",
-        "smoke",
+    let rest = [
         "--iterations",
         "5",
         "--promotion",
@@ -57,10 +50,12 @@ fn evolve(llm: &str) -> Vec<String> {
         "0",
         "--llm",
         llm,
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
+    ];
+    EVOLVE_SAXPY_SMOKE
+        .iter()
+        .chain(&rest)
+        .map(|s| s.to_string())
+        .collect()
 }
 
 fn run_id(ws: &Path) -> String {

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::opencl_available;
+use common::{EVOLVE_SAXPY_SMOKE, opencl_available};
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -176,14 +176,8 @@ fn batches_survive_a_kill_and_answer_each_prompt_once() {
     let llm = format!("batch:openai@{url}/v1:gpt-5");
     let mut child = Command::new(env!("CARGO_BIN_EXE_kevo"))
         .env("OPENAI_API_KEY", "sk-test-batch-0123456789")
+        .args(EVOLVE_SAXPY_SMOKE)
         .args([
-            "evolve",
-            "--task",
-            "saxpy",
-            "--backend",
-            "opencl",
-            "--sizes",
-            "smoke",
             "--llm",
             &llm,
             "--iterations",

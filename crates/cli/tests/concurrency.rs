@@ -56,14 +56,7 @@ fn calls_made(log: &Path) -> usize {
 }
 
 fn args(ws: &str, llm: &str, extra: &[&str]) -> Vec<String> {
-    let mut a: Vec<String> = [
-        "evolve",
-        "--task",
-        "saxpy",
-        "--backend",
-        "opencl",
-        "--sizes",
-        "smoke",
+    let rest = [
         "--llm",
         llm,
         "--workspace",
@@ -71,10 +64,12 @@ fn args(ws: &str, llm: &str, extra: &[&str]) -> Vec<String> {
         "--promotion",
         "strict",
         "--json",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    ];
+    let mut a: Vec<String> = common::EVOLVE_SAXPY_SMOKE
+        .iter()
+        .chain(&rest)
+        .map(|s| s.to_string())
+        .collect();
     a.extend(extra.iter().map(|s| s.to_string()));
     a
 }

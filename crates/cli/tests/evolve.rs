@@ -46,14 +46,7 @@ fn replay_files(dir: &Path, kernels: &[String]) -> String {
 }
 
 fn evolve_args<'a>(ws: &'a str, llm: &'a str, iterations: &'a str) -> Vec<String> {
-    [
-        "evolve",
-        "--task",
-        "saxpy",
-        "--backend",
-        "opencl",
-        "--sizes",
-        "smoke",
+    let rest = [
         "--llm",
         llm,
         "--iterations",
@@ -61,10 +54,12 @@ fn evolve_args<'a>(ws: &'a str, llm: &'a str, iterations: &'a str) -> Vec<String
         "--workspace",
         ws,
         "--json",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
+    ];
+    common::EVOLVE_SAXPY_SMOKE
+        .iter()
+        .chain(&rest)
+        .map(|s| s.to_string())
+        .collect()
 }
 
 fn events(out: &Output) -> Vec<serde_json::Value> {

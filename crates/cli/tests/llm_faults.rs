@@ -241,8 +241,29 @@ fn evolve_stores_no_echoed_key_anywhere_in_the_workspace() {
         Behaviour::AnswerEchoingTheKey,
     ] {
         let url = serve(behaviour);
-        let ran = evolve(&format!("openai@{url}:m"), 2, &["--llm-retries", "0"]);
+        // The recording of the run's exchanges holds no key either.
+        let recorded = tempfile::tempdir().unwrap();
+        let recording = recorded.path().join("run.jsonl");
+        let ran = evolve(
+            &format!("openai@{url}:m"),
+            2,
+            &[
+                "--llm-retries",
+                "0",
+                "--record",
+                recording.to_str().unwrap(),
+            ],
+        );
         ran.assert_ended_cleanly(Duration::from_secs(90));
+        assert_eq!(
+            std::fs::read_to_string(&recording).unwrap().lines().count(),
+            2,
+            "both calls are recorded"
+        );
+        assert_eq!(
+            files_holding(recorded.path(), CANARY),
+            Vec::<PathBuf>::new()
+        );
         let calls = ran.calls();
         assert_eq!(calls.len(), 2);
         let run = runs(&ran.ws)[0]["id"].as_str().unwrap().to_string();

@@ -9,6 +9,18 @@
 //! incumbent and the seed are evaluated once at the held-out size, in the
 //! same session; that result never reaches the proposer.
 
+/// The git commit this kevo was built from (12 hex digits), or "unknown".
+pub const KEVO_COMMIT: &str = env!("KEVO_COMMIT");
+
+/// `0.1.0 (commit 0123456789ab)`: `kevo --version`, and stored with every
+/// run.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("KEVO_COMMIT"),
+    ")"
+);
+
 mod options;
 mod remeasure;
 mod session;

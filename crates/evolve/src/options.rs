@@ -86,6 +86,11 @@ pub struct EvolveOptions {
     /// existed) is the synchronous loop.
     #[serde(default = "one")]
     pub concurrency: u32,
+    /// `--record FILE`: every exchange with the model (answers and failed
+    /// calls) appended to FILE in the replay format; stored absolute, so a
+    /// resumed run appends to the same file.
+    #[serde(default)]
+    pub record: Option<PathBuf>,
     /// `--batch-poll-s`: seconds between polls of a `batch:` model's
     /// running batch.
     #[serde(default = "default_batch_poll_s")]
@@ -134,6 +139,7 @@ impl EvolveOptions {
             context_budget_tokens: None,
             promotion: Default::default(),
             concurrency: 1,
+            record: None,
             batch_poll_s: default_batch_poll_s(),
             final_remeasure: DEFAULT_FINAL_REMEASURE,
         }

@@ -545,6 +545,16 @@ fn run_config(options: &EvolveOptions, worker: &Worker) -> Result<serde_json::Va
             "sandbox_in_force".into(),
             serde_json::to_value(worker.sandbox()).unwrap_or_default(),
         );
+        // What the result depends on besides the settings: the build, the
+        // device and driver, and the ceilings with their source.
+        map.insert(
+            "provenance".into(),
+            serde_json::json!({
+                "kevo": crate::VERSION,
+                "device": worker.device(),
+                "ceilings": worker.ceilings(),
+            }),
+        );
     }
     Ok(config)
 }
@@ -579,7 +589,11 @@ impl<'e> Session<'e> {
             None => Accounting::new(),
         };
         accounting.set_accept_unknown_cost(options.accept_unknown_cost);
-        let provider = kevo_proposer::build(&options.llm_spec(), &provider_config, &accounting)?;
+        let mut provider =
+            kevo_proposer::build(&options.llm_spec(), &provider_config, &accounting)?;
+        if let Some(path) = &options.record {
+            provider = Arc::new(kevo_proposer::Recording::new(provider, path)?);
+        }
         let batch = kevo_proposer::build_batch(&options.llm_spec(), &provider_config, &accounting)?;
         let brief = DeviceBrief {
             name: device.name.clone(),
@@ -901,7 +915,9 @@ impl<'e> Session<'e> {
             .llm_calls(&self.run)
             .await?
             .into_iter()
-            .filter(|c| c.call.error.is_none() || c.call.response.is_some())
+            // Every call that ended, failed ones included (a recording
+            // holds them too); not the abandoned ones, which never did.
+            .filter(|c| !is_abandoned(c))
             .map(|c| {
                 (
                     c.call.provider.clone(),

@@ -101,3 +101,16 @@ pub fn resume_to_end(ws: &str, run: &str, dir: &Path) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `kevo evolve` of saxpy at the smoke sizes on OpenCL: the start of most
+/// runs these tests make.
+#[allow(dead_code)]
+pub const EVOLVE_SAXPY_SMOKE: [&str; 7] = [
+    "evolve",
+    "--task",
+    "saxpy",
+    "--backend",
+    "opencl",
+    "--sizes",
+    "smoke",
+];

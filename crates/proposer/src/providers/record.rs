@@ -1,5 +1,6 @@
-//! Recording: a wrapper that appends every successful exchange of any
-//! provider to a JSONL file that `replay:` can serve again.
+//! Recording: a wrapper that appends every exchange of any provider (an
+//! answer, or the error a call ended with) to a JSONL file that `replay:`
+//! can serve again, in the same order.
 //!
 //! One line per exchange:
 //!
@@ -8,10 +9,14 @@
 //!  "max_tokens": 4096}, "completion": {"text": "...", "usage": {...}, "model": "...", ...}}
 //! ```
 //!
-//! Only the request's prompt and limits and the completion are written:
-//! no base URL, no headers, no key. Failed calls are not recorded (there is
-//! nothing to replay), and a failed write is an error, so a recording never
-//! silently lacks an exchange the run used.
+//! A call that failed for good (after its retries) is a line with `"error":
+//! "..."` instead of a completion, so an ordered replay stays aligned with
+//! the run it recorded and fails where it failed; calls a budget refused
+//! were never made and are not written. Only the request's prompt and
+//! limits and the completion (text, reasoning, tokens, cost, latency, model)
+//! are written, after the provider's redaction: no base URL, no headers, no
+//! key. A failed write is an error, so a recording never silently lacks an
+//! exchange the run used. Version 1 files (answers only) are still read.
 
 use std::fs::File;
 use std::io::Write;
@@ -24,8 +29,11 @@ use super::{BoxFuture, EnsembleState, Provider};
 use crate::error::ProviderError;
 use crate::types::{ChatRequest, Completion};
 
-/// The current format version of a recording line.
-pub const FORMAT_VERSION: u32 = 1;
+/// The current format version of a recording line: 2 added failed calls.
+pub const FORMAT_VERSION: u32 = 2;
+
+/// The oldest format version still read.
+pub const OLDEST_FORMAT_VERSION: u32 = 1;
 
 /// One recorded exchange.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -34,7 +42,12 @@ pub struct Exchange {
     /// [`ChatRequest::prompt_key`] of `request`.
     pub key: String,
     pub request: ChatRequest,
-    pub completion: Completion,
+    /// The answer; None for a failed call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion: Option<Completion>,
+    /// Why the call failed (after its retries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 impl Exchange {
@@ -43,7 +56,19 @@ impl Exchange {
             kevo_replay: FORMAT_VERSION,
             key: request.prompt_key(),
             request: request.clone(),
-            completion: completion.clone(),
+            completion: Some(completion.clone()),
+            error: None,
+        }
+    }
+
+    /// A call that ended with `error`.
+    pub fn failed(request: &ChatRequest, error: &ProviderError) -> Self {
+        Exchange {
+            kevo_replay: FORMAT_VERSION,
+            key: request.prompt_key(),
+            request: request.clone(),
+            completion: None,
+            error: Some(error.to_string()),
         }
     }
 }
@@ -72,13 +97,12 @@ impl Recording {
         })
     }
 
-    fn append(&self, req: &ChatRequest, c: &Completion) -> Result<(), ProviderError> {
+    fn append(&self, exchange: &Exchange) -> Result<(), ProviderError> {
         let err = |e: String| ProviderError::Record {
             path: self.path.display().to_string(),
             message: e,
         };
-        let mut line =
-            serde_json::to_string(&Exchange::new(req, c)).map_err(|e| err(e.to_string()))?;
+        let mut line = serde_json::to_string(exchange).map_err(|e| err(e.to_string()))?;
         line.push('\n');
         let mut f = self.file.lock().unwrap_or_else(|e| e.into_inner());
         // One write_all per line under the lock: concurrent calls never
@@ -103,9 +127,18 @@ impl Provider for Recording {
         req: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<Completion, ProviderError>> {
         Box::pin(async move {
-            let c = self.inner.complete(req).await?;
-            self.append(req, &c)?;
-            Ok(c)
+            match self.inner.complete(req).await {
+                Ok(c) => {
+                    self.append(&Exchange::new(req, &c))?;
+                    Ok(c)
+                }
+                // A budget refused the call: nothing was asked.
+                Err(e) if e.is_budget_stop() => Err(e),
+                Err(e) => {
+                    self.append(&Exchange::failed(req, &e))?;
+                    Err(e)
+                }
+            }
         })
     }
 

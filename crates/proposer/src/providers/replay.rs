@@ -17,7 +17,7 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use super::record::{Exchange, FORMAT_VERSION};
+use super::record::{Exchange, FORMAT_VERSION, OLDEST_FORMAT_VERSION};
 use super::{BoxFuture, Provider};
 use crate::error::ProviderError;
 use crate::spec::ReplayMode;
@@ -56,13 +56,22 @@ impl ReplayProvider {
                 path: path.to_string(),
                 message: format!("line {}: {e}", n + 1),
             })?;
-            if ex.kevo_replay != FORMAT_VERSION {
+            if !(OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&ex.kevo_replay) {
                 return Err(ProviderError::Replay {
                     path: path.to_string(),
                     message: format!(
-                        "line {}: format version {} (this kevo reads {FORMAT_VERSION})",
+                        "line {}: format version {} (this kevo reads {OLDEST_FORMAT_VERSION} to {FORMAT_VERSION})",
                         n + 1,
                         ex.kevo_replay
+                    ),
+                });
+            }
+            if ex.completion.is_none() == ex.error.is_none() {
+                return Err(ProviderError::Replay {
+                    path: path.to_string(),
+                    message: format!(
+                        "line {}: an exchange holds either a completion or an error",
+                        n + 1
                     ),
                 });
             }
@@ -129,7 +138,17 @@ impl ReplayProvider {
                 }
             },
         };
-        let mut c = self.records[index].completion.clone();
+        let record = &self.records[index];
+        let Some(mut c) = record.completion.clone() else {
+            // The recorded call failed: so does its replay.
+            return Err(ProviderError::Replay {
+                path: self.path.clone(),
+                message: format!(
+                    "recorded failure: {}",
+                    record.error.as_deref().unwrap_or_default()
+                ),
+            });
+        };
         c.provider = "replay".into();
         c.attempts = 1;
         c.cost_usd = Some(0.0);
@@ -221,6 +240,44 @@ mod tests {
             "A2",
             "the first `a` was used before the checkpoint"
         );
+    }
+
+    #[tokio::test]
+    async fn a_recorded_failure_fails_again_in_its_place() {
+        let req = ChatRequest::new("s", "b");
+        let failed = serde_json::to_string(&Exchange::failed(
+            &req,
+            &ProviderError::Permanent {
+                provider: "openai".into(),
+                message: "overloaded".into(),
+            },
+        ))
+        .unwrap();
+        // A version 1 line (answers only) reads as before.
+        let v1 = line("s", "c", "C").replace("\"kevo_replay\":2", "\"kevo_replay\":1");
+        assert!(v1.contains("\"kevo_replay\":1"));
+        let text = [line("s", "a", "A"), failed, v1].join("\n");
+        let p = ReplayProvider::from_jsonl("f.jsonl", &text, ReplayMode::Ordered).unwrap();
+        assert_eq!(p.complete(&req).await.unwrap().text, "A");
+        let e = p.complete(&req).await.unwrap_err().to_string();
+        assert!(
+            e.contains("recorded failure") && e.contains("overloaded"),
+            "{e}"
+        );
+        assert_eq!(p.complete(&req).await.unwrap().text, "C");
+
+        let neither = line("s", "a", "A").replace("\"completion\":", "\"other\":");
+        let e = ReplayProvider::from_jsonl("f.jsonl", &neither, ReplayMode::Ordered)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("either a completion or an error"), "{e}");
+        let future = line("s", "a", "A").replace("\"kevo_replay\":2", "\"kevo_replay\":3");
+        let e = ReplayProvider::from_jsonl("f.jsonl", &future, ReplayMode::Ordered)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("format version 3"), "{e}");
     }
 
     #[tokio::test]
