@@ -824,8 +824,24 @@ fn provenance_line(config: &serde_json::Value) -> String {
         return "not recorded (run stored before provenance was)".into();
     }
     let text = |v: &serde_json::Value| v.as_str().unwrap_or("?").to_string();
+    let task = match p["task"]["content_hash"].as_str() {
+        Some(hash) => format!("; task {} (definition {hash})", text(&p["task"]["name"])),
+        None => String::new(),
+    };
+    let seeds = match p["seeds"].as_object() {
+        Some(seeds) => format!(
+            "; seeds {}",
+            seeds
+                .iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        None => String::new(),
+    };
     format!(
-        "kevo {}; {} driver {} ({}); ceilings {:.1} GB/s, {:.0} GFLOP/s ({})",
+        "kevo {}{task}; {} driver {} ({}); ceilings {:.1} GB/s, {:.0} GFLOP/s ({}){seeds}",
         text(&p["kevo"]),
         text(&p["device"]["name"]),
         text(&p["device"]["driver_version"]),

@@ -165,7 +165,9 @@ esac
     assert!(
         shown.contains(&format!("made with: kevo {}", env!("CARGO_PKG_VERSION")))
             && shown.contains("(commit ")
-            && shown.contains("ceilings"),
+            && shown.contains("; task saxpy (definition ")
+            && shown.contains("ceilings")
+            && shown.contains("; seeds ensemble 1801811567, inputs "),
         "{shown}"
     );
     // The failed call fails again, saying it was recorded.

@@ -535,7 +535,11 @@ fn start_heartbeat(store: &kevo_store::Store, run: &RunId) -> tokio::task::Abort
 /// The run's stored configuration: the options as given, and what was in
 /// force when it started (the worker's sandbox layers), so a result can be
 /// judged later by how it was obtained.
-fn run_config(options: &EvolveOptions, worker: &Worker) -> Result<serde_json::Value, EvolveError> {
+fn run_config(
+    options: &EvolveOptions,
+    task: &Task,
+    worker: &Worker,
+) -> Result<serde_json::Value, EvolveError> {
     let mut config = serde_json::to_value(options).map_err(|source| EvolveError::Serialize {
         what: "the run's settings",
         source,
@@ -546,13 +550,24 @@ fn run_config(options: &EvolveOptions, worker: &Worker) -> Result<serde_json::Va
             serde_json::to_value(worker.sandbox()).unwrap_or_default(),
         );
         // What the result depends on besides the settings: the build, the
-        // device and driver, and the ceilings with their source.
+        // task's definition, the device and driver, the ceilings with their
+        // source, and the seeds of the random choices.
         map.insert(
             "provenance".into(),
             serde_json::json!({
                 "kevo": crate::VERSION,
+                "task": {"name": task.name(), "content_hash": task.content_hash()},
                 "device": worker.device(),
                 "ceilings": worker.ceilings(),
+                "seeds": {
+                    "inputs": task.default_seed(),
+                    "ensemble": options.rng_seed,
+                    "strategy": match &options.strategy {
+                        kevo_strategy::StrategyConfig::OnePlusOne => None,
+                        kevo_strategy::StrategyConfig::MapElites(c) => Some(c.rng_seed),
+                        kevo_strategy::StrategyConfig::Islands(c) => Some(c.rng_seed),
+                    },
+                },
             }),
         );
     }
@@ -616,7 +631,7 @@ impl<'e> Session<'e> {
                         device: device.name.clone(),
                         size_set: options.sizes,
                         strategy: options.strategy.stored_name().into(),
-                        config: run_config(&options, &worker)?,
+                        config: run_config(&options, task, &worker)?,
                         rng_state: provider
                             .ensemble_state()
                             .map(|s| serde_json::to_value(s).unwrap_or_default()),
