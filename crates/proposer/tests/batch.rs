@@ -214,6 +214,24 @@ async fn anthropic_message_batch_by_custom_id() {
 }
 
 #[tokio::test]
+async fn a_batch_that_failed_validation_says_why() {
+    let fake = Fake::start(vec![Reply::json(
+        json!({"id": "batch_9", "status": "failed",
+        "errors": {"data": [{"code": "invalid_model", "message": "no such model"}]}}),
+    )])
+    .await;
+    let batch = openai_batch(&fake, &Accounting::new());
+    let BatchState::Ended { status, results } = batch.poll("batch_9").await.unwrap() else {
+        panic!("a failed batch has ended")
+    };
+    assert!(
+        status.starts_with("failed: ") && status.contains("no such model"),
+        "{status}"
+    );
+    assert!(results.is_empty());
+}
+
+#[tokio::test]
 async fn a_batch_whose_worst_case_exceeds_the_cost_cap_is_not_sent() {
     let fake = Fake::start(vec![Reply::json(json!({"id": "never"}))]).await;
     // Three requests of up to 32768 output tokens at $5 per million

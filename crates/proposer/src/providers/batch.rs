@@ -297,13 +297,14 @@ impl BatchProvider {
                         results.insert(id, result);
                     }
                 }
-                if status == "failed"
-                    && let Some(errors) = v.get("errors")
-                {
-                    results
-                        .entry(String::new())
-                        .or_insert_with(|| Err(self.failed(format!("the batch failed: {errors}"))));
-                }
+                // A batch that failed validation answers nothing: its
+                // errors go into the status every unanswered request names.
+                let status = match v.get("errors").filter(|e| !e.is_null()) {
+                    Some(errors) if status == "failed" => {
+                        self.http.scrub(&format!("failed: {errors}"))
+                    }
+                    _ => status,
+                };
                 BatchState::Ended { status, results }
             }
             Api::Anthropic(p) => {
