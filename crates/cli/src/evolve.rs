@@ -8,17 +8,15 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, anyhow, bail};
-use clap::{Args, ValueEnum};
+use anyhow::{Context, Result, bail};
+use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use kevo_evolve::{Environment, Event, EvolveOptions};
-use kevo_proposer::EditMode;
 use kevo_store::{RunId, Store};
-use kevo_strategy::{Archive, Axis, CellElite, LEVELS, SelectionMix, StrategyConfig};
-use kevo_tasks::SizeSet;
+use kevo_strategy::{Archive, Axis, CellElite, LEVELS};
 use kevo_worker::WorkerCommand;
 
-use crate::DeviceArgs;
+use crate::settings::{ConfigFileArg, RunFlags};
 
 #[derive(Args)]
 pub struct StoreArgs {
@@ -39,92 +37,20 @@ impl StoreArgs {
     }
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum EditModeArg {
-    /// The proposer returns the whole kernel.
-    Full,
-    /// The proposer returns SEARCH/REPLACE edits to the incumbent.
-    Diff,
-}
-
 #[derive(Args)]
 pub struct EvolveArgs {
-    /// Task name (see `kevo tasks`).
-    #[arg(long, required_unless_present = "resume")]
-    task: Option<String>,
     #[command(flatten)]
-    device: DeviceArgs,
-    /// Model spec (see `kevo llm test --help`); repeat for a weighted ensemble.
-    /// `external`: kevo calls no model; `kevo ask`/`kevo tell` drive the run.
-    #[arg(long, required_unless_present = "resume")]
-    llm: Vec<String>,
-    /// Provider configuration (TOML or JSON): endpoints, keys, prices.
-    #[arg(long, env = "KEVO_LLM_CONFIG")]
-    llm_config: Option<PathBuf>,
-    /// Seconds one model call attempt may take (default 300, or the
-    /// config file's `timeout_s`).
-    #[arg(long, value_name = "SECONDS")]
-    llm_timeout: Option<f64>,
-    /// Retries of a failed model call (default 4, or the config file's
-    /// `max_retries`).
-    #[arg(long, value_name = "N")]
-    llm_retries: Option<u32>,
-    /// With --max-cost-usd: run on when a call's cost is unknown (no price
-    /// for the model, or no token counts from the server) instead of
-    /// stopping because the cap cannot be enforced.
-    #[arg(long)]
-    accept_unknown_cost: bool,
-    #[arg(long, default_value_t = 10)]
-    iterations: u32,
-    /// `smoke` (small, for CPUs and CI) or `full` (the paper's sizes).
-    #[arg(long, default_value = "full")]
-    sizes: SizeSet,
-    /// Proposals per iteration; the best competes with the incumbent.
-    #[arg(long, default_value_t = 1)]
-    candidates_per_iteration: u32,
-    /// Prompts in flight at once: each answer is evaluated as soon as it
-    /// arrives and a freed slot gets a prompt from the archive as it is
-    /// then, so the device works while the model thinks (1: one prompt at
-    /// a time).
-    #[arg(long, default_value_t = 1)]
-    concurrency: u32,
-    /// Seconds between polls of a running batch (`--llm batch:...`, whose
-    /// prompts go out `--concurrency` at a time through the provider's
-    /// batch endpoint).
-    #[arg(long, default_value_t = 60.0)]
-    batch_poll_s: f64,
-    /// Append every exchange with the model (prompt key, request, answer
-    /// with reasoning, tokens, cost and latency, or the error) to FILE in
-    /// the replay format: `--llm replay:FILE` replays the run.
-    #[arg(long, value_name = "FILE")]
-    record: Option<PathBuf>,
-    /// Continue a run from its last completed step.
-    #[arg(long, conflicts_with_all = ["task", "llm", "record"])]
+    run: RunFlags,
+    #[command(flatten)]
+    config: ConfigFileArg,
+    /// Start with the settings of a stored run (its recording file left
+    /// out); --config and flags given as well win over them.
+    #[arg(long, value_name = "RUN")]
+    config_from: Option<String>,
+    /// Continue a run from its last completed step, with its stored
+    /// settings.
+    #[arg(long, conflicts_with_all = ["task", "llm", "record", "config", "config_from"])]
     resume: Option<String>,
-    /// Stop after this many seconds of wall time.
-    #[arg(long)]
-    max_wall_s: Option<f64>,
-    /// Stop once this much has been spent on the proposer (USD).
-    #[arg(long)]
-    max_cost_usd: Option<f64>,
-    /// Stop once the incumbent's score reaches this.
-    #[arg(long)]
-    target_score: Option<f64>,
-    /// Hard limit per candidate in seconds; default 10x the seed's evaluation, at least 30 s.
-    #[arg(long)]
-    timeout: Option<f64>,
-    #[arg(long, value_enum, default_value = "full")]
-    edit_mode: EditModeArg,
-    #[arg(long)]
-    no_fast_math: bool,
-    /// Seed of the ensemble's model choice.
-    #[arg(long, default_value_t = 0x6B65_766F)]
-    rng_seed: u64,
-    /// Start from this kernel instead of the task's seed kernel.
-    #[arg(long)]
-    seed_kernel: Option<PathBuf>,
-    #[command(flatten)]
-    strategy: StrategyArgs,
     #[command(flatten)]
     store: StoreArgs,
     /// Print only the final summary.
@@ -135,194 +61,29 @@ pub struct EvolveArgs {
     json: bool,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum StrategyName {
-    OnePlusOne,
-    MapElites,
-    Islands,
-}
-
-/// The search strategy and its settings: a file (`--strategy-config`,
-/// TOML or JSON, e.g. `name = "map-elites"` and `islands = 2`) overridden
-/// by flags. A flag of another strategy than the one chosen is an error.
-#[derive(Args)]
-pub struct StrategyArgs {
-    /// one-plus-one (one incumbent), map-elites (an archive over kernel
-    /// descriptors) or islands (populations with ring migration).
-    #[arg(long, value_enum)]
-    strategy: Option<StrategyName>,
-    /// The strategy and its settings from a TOML or JSON file.
-    #[arg(long, value_name = "FILE")]
-    strategy_config: Option<PathBuf>,
-    /// map-elites: parent-selection weights, e.g.
-    /// "uniform=0.25,fitness=0.25,curiosity=0.5,island=0".
-    #[arg(long, value_name = "MIX")]
-    selection: Option<String>,
-    /// map-elites and islands: how many islands.
-    #[arg(long, value_name = "N")]
-    islands: Option<u32>,
-    /// map-elites and islands: elites other than the parent shown to the
-    /// proposer.
-    #[arg(long, value_name = "K")]
-    elites_shown: Option<usize>,
-    /// map-elites and islands: kernels from other cells or islands shown.
-    #[arg(long, value_name = "K")]
-    inspirations: Option<usize>,
-    /// map-elites: hints per prompt at most.
-    #[arg(long, value_name = "K")]
-    hints: Option<usize>,
-    /// islands: members an island keeps.
-    #[arg(long, value_name = "N")]
-    population: Option<usize>,
-    /// islands: generations between ring migrations.
-    #[arg(long, value_name = "M")]
-    migration_interval: Option<u32>,
-    /// islands: probability that the parent is the island's best.
-    #[arg(long, value_name = "P")]
-    exploit: Option<f64>,
-    /// map-elites and islands: seed of the strategy's random choices.
-    #[arg(long, value_name = "S")]
-    strategy_seed: Option<u64>,
-    /// The user prompt's limit in tokens (characters / 4): other elites
-    /// and inspirations beyond it are left out, inspirations first
-    /// (default 16000).
-    #[arg(long, value_name = "TOKENS")]
-    context_budget: Option<usize>,
-    /// How a challenger is found better than what it would replace:
-    /// noise-aware (re-measured with it, interleaved, and promoted only if
-    /// the gain is significant) or strict (Metal-Sci's rule: a strictly
-    /// greater score, measured once).
-    #[arg(long, value_enum, default_value = "noise-aware")]
-    promotion: PromotionName,
-    /// noise-aware: interleaved rounds of a re-measurement (default 5).
-    #[arg(long, value_name = "N")]
-    remeasure_rounds: Option<u32>,
-    /// At the end, re-measure the K best candidates and the seed
-    /// together and take the best of that as the winner (0: the in-run
-    /// best). Default 3 with noise-aware promotion, 0 with strict.
-    #[arg(long, value_name = "K")]
-    final_remeasure: Option<u32>,
-}
-
-#[derive(Clone, Copy, PartialEq, ValueEnum)]
-enum PromotionName {
-    NoiseAware,
-    Strict,
-}
-
-impl StrategyArgs {
-    fn promotion(&self) -> Result<(kevo_strategy::Promotion, u32)> {
-        let name = match self.promotion {
-            PromotionName::NoiseAware => "noise-aware",
-            PromotionName::Strict => "strict",
-        };
-        let rule = kevo_strategy::Promotion::named(name, self.remeasure_rounds)
-            .map_err(|e| anyhow!("--promotion: {e}"))?;
-        let default_final = match rule {
-            kevo_strategy::Promotion::Strict => 0,
-            kevo_strategy::Promotion::NoiseAware { .. } => kevo_evolve::DEFAULT_FINAL_REMEASURE,
-        };
-        Ok((rule, self.final_remeasure.unwrap_or(default_final)))
-    }
-}
-
-impl StrategyArgs {
-    fn config(&self) -> Result<StrategyConfig> {
-        let mut config = match &self.strategy_config {
-            Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .with_context(|| format!("cannot read {}", path.display()))?;
-                let parsed = if path.extension().is_some_and(|e| e == "json") {
-                    serde_json::from_str::<StrategyConfig>(&text).map_err(|e| anyhow!("{e}"))
-                } else {
-                    toml::from_str::<StrategyConfig>(&text).map_err(|e| anyhow!("{e}"))
-                };
-                parsed.with_context(|| format!("strategy config {}", path.display()))?
-            }
-            None => StrategyConfig::default(),
-        };
-        if let Some(name) = self.strategy {
-            let same = matches!(
-                (name, &config),
-                (StrategyName::OnePlusOne, StrategyConfig::OnePlusOne)
-                    | (StrategyName::MapElites, StrategyConfig::MapElites(_))
-                    | (StrategyName::Islands, StrategyConfig::Islands(_))
-            );
-            if !same {
-                config = match name {
-                    StrategyName::OnePlusOne => StrategyConfig::OnePlusOne,
-                    StrategyName::MapElites => StrategyConfig::MapElites(Default::default()),
-                    StrategyName::Islands => StrategyConfig::Islands(Default::default()),
-                };
-            }
+/// The options of a new run: stored run, file and flags layered, the seed
+/// kernel read, and what a run needs beyond `eval`'s settings checked.
+async fn new_run_options(args: &EvolveArgs, store: &Store) -> Result<EvolveOptions> {
+    let (from_run, stored_start) = match &args.config_from {
+        Some(run) => {
+            let (layer, start) = crate::settings::from_run(store, run).await?;
+            (Some(layer), start)
         }
-        let refuse = |flag: &str, applies: &str| {
-            anyhow!("--{flag} applies to {applies} only; choose it with --strategy")
-        };
-        match &mut config {
-            StrategyConfig::OnePlusOne => {
-                for (flag, given) in [
-                    ("selection", self.selection.is_some()),
-                    ("islands", self.islands.is_some()),
-                    ("elites-shown", self.elites_shown.is_some()),
-                    ("inspirations", self.inspirations.is_some()),
-                    ("hints", self.hints.is_some()),
-                    ("population", self.population.is_some()),
-                    ("migration-interval", self.migration_interval.is_some()),
-                    ("exploit", self.exploit.is_some()),
-                    ("strategy-seed", self.strategy_seed.is_some()),
-                ] {
-                    if given {
-                        return Err(refuse(flag, "map-elites or islands"));
-                    }
-                }
-            }
-            StrategyConfig::MapElites(c) => {
-                for (flag, given) in [
-                    ("population", self.population.is_some()),
-                    ("migration-interval", self.migration_interval.is_some()),
-                    ("exploit", self.exploit.is_some()),
-                ] {
-                    if given {
-                        return Err(refuse(flag, "islands"));
-                    }
-                }
-                if let Some(mix) = &self.selection {
-                    c.selection =
-                        SelectionMix::parse(mix).map_err(|e| anyhow!("--selection: {e}"))?;
-                }
-                c.islands = self.islands.unwrap_or(c.islands);
-                c.elites_shown = self.elites_shown.unwrap_or(c.elites_shown);
-                c.inspirations = self.inspirations.unwrap_or(c.inspirations);
-                c.hints = self.hints.unwrap_or(c.hints);
-                c.rng_seed = self.strategy_seed.unwrap_or(c.rng_seed);
-            }
-            StrategyConfig::Islands(c) => {
-                for (flag, given) in [
-                    ("selection", self.selection.is_some()),
-                    ("hints", self.hints.is_some()),
-                ] {
-                    if given {
-                        return Err(refuse(flag, "map-elites"));
-                    }
-                }
-                c.islands = self.islands.unwrap_or(c.islands);
-                c.population = self.population.unwrap_or(c.population);
-                c.migration_interval = self.migration_interval.unwrap_or(c.migration_interval);
-                c.exploit = self.exploit.unwrap_or(c.exploit);
-                c.elites_shown = self.elites_shown.unwrap_or(c.elites_shown);
-                c.inspirations = self.inspirations.unwrap_or(c.inspirations);
-                c.rng_seed = self.strategy_seed.unwrap_or(c.rng_seed);
-                if c.islands == 0 || c.population == 0 || c.migration_interval == 0 {
-                    bail!("--islands, --population and --migration-interval must be at least 1");
-                }
-                if !(0.0..=1.0).contains(&c.exploit) {
-                    bail!("--exploit must be a probability between 0 and 1");
-                }
-            }
-        }
-        Ok(config)
+        None => (None, None),
+    };
+    let config = crate::settings::effective(from_run, &args.config, args.run.layer()?)?;
+    let mut options = config.to_options()?;
+    if options.llm.is_empty() {
+        bail!("no model: give --llm SPEC, or `models` under [llm] in the config file");
     }
+    options.start_source = match &config.seed_kernel {
+        Some(p) => Some(
+            std::fs::read_to_string(p)
+                .with_context(|| format!("cannot read seed kernel {}", p.display()))?,
+        ),
+        None => stored_start,
+    };
+    Ok(options)
 }
 
 /// Live progress: a spinner line with iteration, best score, speedup, last
@@ -527,7 +288,7 @@ impl kevo_evolve::Observer for Progress {
 }
 
 /// The first SIGINT (Ctrl-C) or SIGTERM, by name.
-async fn interrupted() -> &'static str {
+pub(crate) async fn interrupted() -> &'static str {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut int), Ok(mut term)) = (
         signal(SignalKind::interrupt()),
@@ -563,61 +324,9 @@ pub fn evolve(args: EvolveArgs) -> Result<ExitCode> {
             Ok::<_, anyhow::Error>(match &args.resume {
             Some(run) => Some(kevo_evolve::resume(run, &env, &mut progress).await?),
             None => {
-                let task = args.task.clone().context("--task is required")?;
-                let mut options = EvolveOptions::new(&task, &args.llm, args.iterations);
-                options.backend = args.device.backend;
-                options.selector = args.device.selector();
-                options.timing = args.device.timing()?;
-                options.limits = args.device.limits()?;
-                options.declared_ceilings = args.device.declared_ceilings()?;
-                options.sandbox = args.device.sandbox();
-                options.sizes = args.sizes;
-                options.llm_config = args.llm_config.clone();
-                options.llm_timeout_s = args.llm_timeout;
-                options.llm_retries = args.llm_retries;
-                options.accept_unknown_cost = args.accept_unknown_cost;
-                options.candidates_per_iteration = args.candidates_per_iteration;
-                options.concurrency = args.concurrency;
-                if !(args.batch_poll_s.is_finite() && args.batch_poll_s > 0.0) {
-                    bail!("--batch-poll-s must be a positive number of seconds");
-                }
-                options.batch_poll_s = args.batch_poll_s;
-                if let Some(path) = &args.record {
-                    if options.is_external() || args.llm.iter().any(|l| l.trim_start().starts_with("batch:")) {
-                        bail!("--record records live model calls; `external` and `batch:` models make none");
-                    }
-                    options.record = Some(std::path::absolute(path).with_context(|| {
-                        format!("cannot resolve the recording path {}", path.display())
-                    })?);
-                }
-                options.strategy = args.strategy.config()?;
-                options.context_budget_tokens = args.strategy.context_budget;
-                (options.promotion, options.final_remeasure) = args.strategy.promotion()?;
-                options.max_wall_s = args.max_wall_s;
-                options.max_cost_usd = args.max_cost_usd;
-                options.target_score = args.target_score;
-                options.timeout_s = args.timeout;
-                options.edit_mode = match args.edit_mode {
-                    EditModeArg::Full => EditMode::FullSource,
-                    EditModeArg::Diff => EditMode::SearchReplace,
-                };
-                options.fast_math = !args.no_fast_math;
-                options.rng_seed = args.rng_seed;
-                options.start_source = match &args.seed_kernel {
-                    Some(p) => Some(
-                        std::fs::read_to_string(p)
-                            .with_context(|| format!("cannot read seed kernel {}", p.display()))?,
-                    ),
-                    None => None,
-                };
-                if args.candidates_per_iteration == 0 {
-                    bail!("--candidates-per-iteration must be at least 1");
-                }
-                if args.concurrency == 0 {
-                    bail!("--concurrency must be at least 1");
-                }
+                let options = new_run_options(&args, &env.store).await?;
                 if options.is_external() {
-                    if args.concurrency > 1 {
+                    if options.concurrency > 1 {
                         bail!("--concurrency has no effect with --llm external: `kevo ask RUN --n K` hands out K prompts");
                     }
                     let run = kevo_evolve::create(options, &env, &mut progress).await?;
@@ -1183,6 +892,26 @@ fn print_archive(archive: &Archive) {
 /// A level name cut to fit a grid column.
 fn short(name: &str) -> String {
     name.chars().take(16).collect()
+}
+
+/// `kevo show RUN --config`: the run's settings as a config file.
+pub fn show_config(run: &str, store: StoreArgs) -> Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let store = store.open().await?;
+        let info = store.run(&RunId(run.to_string())).await?;
+        let options = kevo_evolve::stored_options(&info)?;
+        println!("# the settings of run {run}");
+        if options.start_source.is_some() {
+            println!(
+                "# started from a kernel of its own (not the task's seed): `--config-from {run}` keeps it"
+            );
+        }
+        print!("{}", kevo_evolve::RunConfig::from_options(&options).to_toml());
+        Ok(ExitCode::SUCCESS)
+    })
 }
 
 pub fn export(run: &str, out: Option<&Path>, store: StoreArgs) -> Result<ExitCode> {

@@ -5,19 +5,20 @@
 mod asktell;
 mod evolve;
 mod report;
+mod settings;
+mod sweep;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
-use kevo_backend::{CompileOptions, DeviceSelector};
 use kevo_eval::{Evaluation, Evaluator};
 use kevo_roofline::CeilingCache;
 use kevo_tasks::{SizeSet, Task};
 
-use kevo_runtimes::BackendKind;
 use kevo_worker::{Worker, WorkerCommand, WorkerConfig};
+use settings::{ConfigFileArg, DeviceArgs};
 
 #[derive(Parser)]
 #[command(
@@ -46,7 +47,7 @@ enum Command {
         json: bool,
     },
     /// Evaluate a kernel (the task's seed by default) and print its score.
-    Eval(EvalArgs),
+    Eval(Box<EvalArgs>),
     /// Search for a faster kernel: the (1+1) loop with a language model.
     Evolve(Box<evolve::EvolveArgs>),
     /// Hand out the next prompts of a run created with `--llm external`,
@@ -104,6 +105,10 @@ enum Command {
         store: evolve::StoreArgs,
         #[arg(long)]
         json: bool,
+        /// Print the run's settings as a config file instead (`kevo evolve
+        /// --config FILE` starts a run with them).
+        #[arg(long, conflicts_with = "json")]
+        config: bool,
     },
     /// Write a run's winning kernel source (to stdout, or --out FILE).
     Export {
@@ -112,6 +117,16 @@ enum Command {
         out: Option<PathBuf>,
         #[command(flatten)]
         store: evolve::StoreArgs,
+    },
+    /// Run a grid of runs (tasks x models x strategies x repeats, any
+    /// setting as an axis) from a TOML file, each an ordinary resumable
+    /// run; run it again to resume. Ends with the table comparing them.
+    Sweep(Box<sweep::SweepArgs>),
+    /// Run settings: `kevo config show` prints the effective settings of
+    /// a run as TOML (kevo's defaults, then --config FILE, then flags).
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
     },
     /// Language-model utilities.
     Llm {
@@ -129,7 +144,30 @@ enum Command {
     },
     /// Measure the evaluation latency per candidate: the first (cold)
     /// evaluation and the median of repeated (warm) ones, split by phase.
-    Bench(BenchArgs),
+    Bench(Box<BenchArgs>),
+}
+
+#[derive(Subcommand)]
+enum ConfigCommand {
+    /// Print the effective settings as TOML: a config file to start from.
+    Show {
+        #[command(flatten)]
+        run: Box<settings::RunFlags>,
+        #[command(flatten)]
+        config: ConfigFileArg,
+    },
+}
+
+fn config(command: ConfigCommand) -> Result<ExitCode> {
+    let ConfigCommand::Show { run, config } = command;
+    let effective = settings::effective(None, &config, run.layer()?)?;
+    // Defaults filled in; the task and models may still be missing.
+    let mut shown = kevo_evolve::RunConfig::from_options(&effective.options_without_task()?);
+    shown.task = effective.task.clone();
+    shown.seed_kernel = effective.seed_kernel.clone();
+    shown.llm.models = effective.llm.models.clone();
+    print!("{}", shown.to_toml());
+    Ok(ExitCode::SUCCESS)
 }
 
 #[derive(Subcommand)]
@@ -202,8 +240,11 @@ struct BenchArgs {
     /// Kernel source to evaluate; the task's seed when absent.
     #[arg(long)]
     kernel: Option<PathBuf>,
-    #[arg(long, default_value = "full")]
-    sizes: SizeSet,
+    /// smoke, full (the default) or large.
+    #[arg(long)]
+    sizes: Option<SizeSet>,
+    #[command(flatten)]
+    config: ConfigFileArg,
     /// Warm evaluations after the cold one.
     #[arg(long, default_value_t = 10)]
     repeats: usize,
@@ -222,164 +263,9 @@ struct BenchArgs {
 }
 
 #[derive(Args)]
-pub struct DeviceArgs {
-    /// Which GPU runtime to use: auto, opencl or cuda.
-    #[arg(long, default_value = "auto")]
-    pub backend: BackendKind,
-    /// OpenCL platform, by index or name substring.
-    #[arg(long)]
-    pub platform: Option<String>,
-    /// Device, by index or name substring.
-    #[arg(long)]
-    pub device: Option<String>,
-    /// CUDA: launch each kernel on a stream instead of replaying each size's
-    /// launch sequence as one CUDA graph (the default: graphs keep launch
-    /// jitter from dominating small sizes).
-    #[arg(long)]
-    pub no_cuda_graph: bool,
-    /// CUDA: flush the L2 cache before every timed run (outside the timing),
-    /// so sizes that fit in L2 are not timed warm.
-    #[arg(long)]
-    pub flush_l2: bool,
-    /// Repeat timed runs until (q3 - q1) / median is at most this.
-    #[arg(long, default_value_t = 0.01)]
-    pub target_spread: f64,
-    /// ... or until this many runs were timed (at least 10).
-    #[arg(long, default_value_t = 50)]
-    pub max_timed_runs: usize,
-    /// Seconds a candidate's compilation may take.
-    #[arg(long, default_value_t = 30.0)]
-    pub compile_timeout: f64,
-    /// GiB of memory a compilation may add to the worker.
-    #[arg(long, default_value_t = 4.0)]
-    pub compile_memory_gib: f64,
-    /// GiB of memory the worker may add once its device is open; 0 is half
-    /// the machine's memory.
-    #[arg(long, default_value_t = 0.0)]
-    pub worker_memory_gib: f64,
-    /// Score against these ceilings, `GBS,GFLOPS` (DRAM bandwidth in GB/s,
-    /// FP32 peak in GFLOPS), instead of the datasheet entry or a measurement:
-    /// for a MIG slice or a power-capped or clock-locked GPU.
-    #[arg(long, value_name = "GBS,GFLOPS")]
-    pub ceilings: Option<String>,
-    /// Refuse to run unless every sandbox layer is in force (Landlock,
-    /// a network namespace, no new privileges).
-    #[arg(long, conflicts_with = "no_sandbox")]
-    pub require_sandbox: bool,
-    /// Run workers unconfined (the environment is still allow-listed): to
-    /// measure the sandbox's cost or rule it out when a driver misbehaves.
-    #[arg(long)]
-    pub no_sandbox: bool,
-    /// Leave these sandbox layers out (namespaces, files, tcp, scopes),
-    /// comma-separated: to find the one a driver cannot live with. Each is
-    /// reported as missing.
-    #[arg(long, value_delimiter = ',', value_name = "LAYER")]
-    pub sandbox_skip: Vec<kevo_worker::kevo_sandbox::Layer>,
-    /// Let workers also read this directory or file (a driver or toolkit
-    /// installed outside /usr, such as /opt/cuda); repeatable, reported.
-    #[arg(long, value_name = "PATH")]
-    pub sandbox_allow_read: Vec<PathBuf>,
-    /// Let workers also write this directory or file; repeatable, reported.
-    #[arg(long, value_name = "PATH")]
-    pub sandbox_allow_write: Vec<PathBuf>,
-}
-
-impl DeviceArgs {
-    pub fn selector(&self) -> DeviceSelector {
-        DeviceSelector {
-            platform: self.platform.clone(),
-            device: self.device.clone(),
-        }
-    }
-
-    pub fn timing(&self) -> Result<kevo_worker::TimingOptions> {
-        if !(self.target_spread.is_finite() && self.target_spread >= 0.0) {
-            bail!(
-                "--target-spread must be a non-negative number, not {}",
-                self.target_spread
-            );
-        }
-        Ok(kevo_worker::TimingOptions {
-            cuda_graph: !self.no_cuda_graph,
-            flush_l2: self.flush_l2,
-            target_spread: Some(self.target_spread),
-            max_timed_runs: Some(self.max_timed_runs),
-        })
-    }
-
-    pub fn limits(&self) -> Result<kevo_worker::Limits> {
-        let gib = |name: &str, v: f64| -> Result<u64> {
-            if !(v.is_finite() && v >= 0.0) {
-                bail!("--{name} must be a non-negative number of GiB, not {v}");
-            }
-            Ok((v * f64::from(1u32 << 30)) as u64)
-        };
-        if !(self.compile_timeout.is_finite() && self.compile_timeout > 0.0) {
-            bail!(
-                "--compile-timeout must be a positive number of seconds, not {}",
-                self.compile_timeout
-            );
-        }
-        Ok(kevo_worker::Limits {
-            compile_memory_bytes: gib("compile-memory-gib", self.compile_memory_gib)?.max(64 << 20),
-            worker_memory_bytes: gib("worker-memory-gib", self.worker_memory_gib)?,
-            compile_timeout_s: self.compile_timeout,
-        })
-    }
-
-    pub fn declared_ceilings(&self) -> Result<Option<kevo_worker::DeclaredCeilings>> {
-        let Some(text) = &self.ceilings else {
-            return Ok(None);
-        };
-        let parsed: Vec<Option<f64>> = text
-            .split(',')
-            .map(|p| {
-                p.trim()
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|v| v.is_finite() && *v > 0.0)
-            })
-            .collect();
-        match parsed[..] {
-            [Some(bandwidth_gbs), Some(fp32_gflops)] => Ok(Some(kevo_worker::DeclaredCeilings {
-                bandwidth_gbs,
-                fp32_gflops,
-            })),
-            _ => bail!(
-                "--ceilings must be two positive numbers, GB/s and GFLOPS, as in 3350,67000; got {text:?}"
-            ),
-        }
-    }
-
-    pub fn sandbox(&self) -> kevo_worker::kevo_sandbox::Options {
-        kevo_worker::kevo_sandbox::Options {
-            enabled: !self.no_sandbox,
-            required: self.require_sandbox,
-            skip: self.sandbox_skip.clone(),
-            readable: self.sandbox_allow_read.clone(),
-            writable: self.sandbox_allow_write.clone(),
-            ..Default::default()
-        }
-    }
-
-    /// The worker configuration these flags describe.
-    pub fn worker_config(&self, fast_math: bool) -> Result<WorkerConfig> {
-        Ok(WorkerConfig::new(self.backend, self.selector())
-            .with_compile(CompileOptions {
-                fast_math,
-                ..CompileOptions::default()
-            })
-            .with_timing(self.timing()?)
-            .with_limits(self.limits()?)
-            .with_declared_ceilings(self.declared_ceilings()?)
-            .with_sandbox(self.sandbox()))
-    }
-}
-
-#[derive(Args)]
 struct EvalArgs {
-    /// Task name (see `kevo tasks`).
-    #[arg(long, required_unless_present = "all", conflicts_with = "all")]
+    /// Task name (see `kevo tasks`); or the config file's `task`.
+    #[arg(long, conflicts_with = "all")]
     task: Option<String>,
     /// Evaluate the seed of every task and print one table.
     #[arg(long)]
@@ -389,10 +275,13 @@ struct EvalArgs {
     /// Kernel source to evaluate; the task's seed when absent.
     #[arg(long, conflicts_with = "all")]
     kernel: Option<PathBuf>,
-    /// Size table: `smoke` (small, for CPUs and CI), `full` (the paper's) or
-    /// `large` (working sets past a data-centre GPU's last-level cache).
-    #[arg(long, default_value = "full")]
-    sizes: SizeSet,
+    /// Size table: `smoke` (small, for CPUs and CI), `full` (the paper's,
+    /// the default) or `large` (working sets past a data-centre GPU's
+    /// last-level cache).
+    #[arg(long)]
+    sizes: Option<SizeSet>,
+    #[command(flatten)]
+    config: ConfigFileArg,
     /// Evaluate the held-out size of the chosen set instead of the in-distribution sizes.
     #[arg(long)]
     held_out: bool,
@@ -463,9 +352,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             report::print_devices(measure, json)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Eval(args) => eval(args),
-        Command::Bench(args) => bench(args),
+        Command::Eval(args) => eval(*args),
+        Command::Bench(args) => bench(*args),
         Command::Llm { command } => llm(command),
+        Command::Config { command } => config(command),
+        Command::Sweep(args) => sweep::sweep(*args),
         Command::Evolve(args) => evolve::evolve(*args),
         Command::Ask {
             run,
@@ -483,7 +374,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
         } => asktell::tell(&run, proposal, &response, model.as_deref(), store, json),
         Command::Finish { run, store, json } => asktell::finish(&run, store, json),
         Command::Runs { store, json } => evolve::runs(store, json),
-        Command::Show { run, store, json } => evolve::show(&run, store, json),
+        Command::Show {
+            run,
+            store,
+            json,
+            config: true,
+        } => {
+            let _ = json;
+            evolve::show_config(&run, store)
+        }
+        Command::Show {
+            run, store, json, ..
+        } => evolve::show(&run, store, json),
         Command::Export { run, out, store } => evolve::export(&run, out.as_deref(), store),
         Command::Worker {
             config,
@@ -500,19 +402,26 @@ fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
-fn open_evaluator(
-    device: &DeviceArgs,
-    fast_math: bool,
-) -> Result<Evaluator<Box<dyn kevo_backend::Backend>>> {
-    let worker = device.worker_config(fast_math)?;
+fn open_evaluator(worker: &WorkerConfig) -> Result<Evaluator<Box<dyn kevo_backend::Backend>>> {
     let mut backend = kevo_runtimes::open(
-        device.backend,
-        &device.selector(),
+        worker.backend,
+        &worker.selector,
         worker.timing.open_options(),
     )?;
-    let ceilings = kevo_roofline::ceilings(backend.as_mut(), &CeilingCache::default_location())
-        .context("cannot determine the device's roofline ceilings")?;
-    Ok(Evaluator::new(backend, ceilings, worker.eval))
+    let ceilings = match worker.declared_ceilings {
+        Some(declared) => declared.ceilings(),
+        None => kevo_roofline::ceilings(backend.as_mut(), &CeilingCache::default_location())
+            .context("cannot determine the device's roofline ceilings")?,
+    };
+    Ok(Evaluator::new(backend, ceilings, worker.eval.clone()))
+}
+
+/// The tasks a command names (`task` in the settings), or every task.
+fn tasks_of(settings: &kevo_evolve::RunConfig) -> Result<Vec<&'static Task>> {
+    Ok(match &settings.task {
+        Some(name) => vec![kevo_tasks::by_name(name)?],
+        None => kevo_tasks::all(),
+    })
 }
 
 /// 14 runs (3 warm-up, 10 timed, 1 verification) of every size at 0.1% of
@@ -572,21 +481,35 @@ fn source_for(
     }
 }
 
+/// `bench`'s tasks, size set and worker: its flags over its config file.
+fn bench_settings(args: &BenchArgs) -> Result<(Vec<&'static Task>, SizeSet, WorkerConfig)> {
+    let settings = settings::evaluation_settings(
+        &args.config,
+        args.task.as_deref(),
+        args.sizes,
+        None,
+        false,
+        &args.device,
+    )?;
+    Ok((
+        tasks_of(&settings)?,
+        settings.sizes.unwrap_or(SizeSet::Full),
+        settings.worker_config()?,
+    ))
+}
+
 fn bench(args: BenchArgs) -> Result<ExitCode> {
     if args.sandbox_cost {
         return bench_sandbox_cost(args);
     }
-    let tasks: Vec<&'static Task> = match &args.task {
-        Some(name) => vec![kevo_tasks::by_name(name)?],
-        None => kevo_tasks::all(),
-    };
+    let (tasks, size_set, config) = bench_settings(&args)?;
     let kernel = read_kernel(&args.kernel)?;
-    let mut evaluator = open_evaluator(&args.device, true)?;
+    let mut evaluator = open_evaluator(&config)?;
     let dialect = evaluator.backend().dialect();
     let mut rows = Vec::new();
     for task in tasks {
         let source = source_for(task, &kernel, dialect)?;
-        let sizes = task.sizes(args.sizes).in_distribution;
+        let sizes = task.sizes(size_set).in_distribution;
         let cold = evaluator.evaluate(task, &source, &sizes);
         let warm: Vec<Evaluation> = (0..args.repeats)
             .map(|_| evaluator.evaluate(task, &source, &sizes))
@@ -596,13 +519,12 @@ fn bench(args: BenchArgs) -> Result<ExitCode> {
     report::print_bench(&rows, evaluator.backend().info(), args.json)?;
     if args.isolated {
         drop(evaluator);
-        let config = args.device.worker_config(true)?;
         let mut worker = Worker::start(WorkerCommand::current_exe()?, config)?;
         let mut isolation = Vec::new();
         for row in &rows {
             let task = kevo_tasks::by_name(&row.task)?;
             let source = source_for(task, &kernel, dialect)?;
-            let sizes = task.sizes(args.sizes).in_distribution;
+            let sizes = task.sizes(size_set).in_distribution;
             let limit = std::time::Duration::from_secs(600);
             worker.evaluate(task.name(), &source, &sizes, limit);
             let mut cost = Vec::new();
@@ -626,16 +548,13 @@ fn bench(args: BenchArgs) -> Result<ExitCode> {
 }
 
 fn bench_sandbox_cost(args: BenchArgs) -> Result<ExitCode> {
-    let tasks: Vec<&'static Task> = match &args.task {
-        Some(name) => vec![kevo_tasks::by_name(name)?],
-        None => kevo_tasks::all(),
-    };
+    let (tasks, size_set, base_config) = bench_settings(&args)?;
     if args.repeats < 2 {
         bail!("--sandbox-cost needs --repeats of at least 2");
     }
     let kernel = read_kernel(&args.kernel)?;
     let start = |confined: bool| -> Result<(Worker, f64)> {
-        let mut config = args.device.worker_config(true)?;
+        let mut config = base_config.clone();
         config.sandbox.enabled = confined;
         let t = std::time::Instant::now();
         let worker = Worker::start(WorkerCommand::current_exe()?, config)?;
@@ -664,7 +583,7 @@ fn bench_sandbox_cost(args: BenchArgs) -> Result<ExitCode> {
     let mut variant = 0u64;
     for task in tasks {
         let base = source_for(task, &kernel, dialect)?;
-        let sizes = task.sizes(args.sizes).in_distribution;
+        let sizes = task.sizes(size_set).in_distribution;
         // One untimed evaluation each: first-use costs of the task.
         open.evaluate(task.name(), &base, &sizes, limit);
         confined.evaluate(task.name(), &base, &sizes, limit);
@@ -711,11 +630,20 @@ fn bench_sandbox_cost(args: BenchArgs) -> Result<ExitCode> {
 }
 
 fn eval(args: EvalArgs) -> Result<ExitCode> {
-    let tasks: Vec<&'static Task> = match (&args.task, args.all) {
+    let settings = settings::evaluation_settings(
+        &args.config,
+        args.task.as_deref(),
+        args.sizes,
+        args.timeout,
+        args.no_fast_math,
+        &args.device,
+    )?;
+    let tasks: Vec<&'static Task> = match (&settings.task, args.all) {
         (_, true) => kevo_tasks::all(),
         (Some(name), false) => vec![kevo_tasks::by_name(name)?],
-        (None, false) => bail!("give --task NAME or --all"),
+        (None, false) => bail!("give --task NAME (or `task` in the config file) or --all"),
     };
+    let size_set = settings.sizes.unwrap_or(SizeSet::Full);
     let kernel_source = match read_candidate(&args.kernel)? {
         Some(Err(reason)) => {
             // Rejected like any candidate the compiler would not take.
@@ -739,8 +667,8 @@ fn eval(args: EvalArgs) -> Result<ExitCode> {
         Some(Ok(source)) => Some(source),
         None => None,
     };
-    let config = args.device.worker_config(!args.no_fast_math)?;
-    let mut worker = Worker::start(WorkerCommand::current_exe()?, config)?;
+    let config = settings.worker_config()?;
+    let mut worker = Worker::start(WorkerCommand::current_exe()?, config.clone())?;
     let dialect = worker.device().dialect;
     if !args.json {
         println!("sandbox: {}", worker.sandbox().summary());
@@ -749,23 +677,22 @@ fn eval(args: EvalArgs) -> Result<ExitCode> {
     let mut evaluations: Vec<Evaluation> = Vec::new();
     for task in &tasks {
         let source = source_for(task, &kernel_source, dialect)?;
-        let plan = task.sizes(args.sizes);
+        let plan = task.sizes(size_set);
         let sizes = if args.held_out {
             vec![plan.held_out]
         } else {
             plan.in_distribution
         };
-        let timeout = match args.timeout {
-            Some(s) if s > 0.0 && s.is_finite() => std::time::Duration::from_secs_f64(s),
-            Some(s) => bail!("--timeout must be a positive number of seconds, not {s}"),
-            None => default_timeout(task, args.sizes, &sizes, worker.ceilings()),
+        let timeout = match settings.limits.candidate_timeout_s {
+            Some(s) => std::time::Duration::from_secs_f64(s),
+            None => default_timeout(task, size_set, &sizes, worker.ceilings()),
         };
         let mut evaluation = worker.evaluate(task.name(), &source, &sizes, timeout);
         if let Some(tool) = args.sanitize {
             if worker.device().dialect != kevo_backend::Dialect::Cuda {
                 bail!("--sanitize needs the CUDA backend (compute-sanitizer checks CUDA kernels)");
             }
-            let config = args.device.worker_config(!args.no_fast_math)?;
+            let config = config.clone();
             // The sanitizer slows kernels 10-100x; give it room.
             let checked = kevo_worker::sanitizer::sanitized_evaluation(
                 &WorkerCommand::current_exe()?,

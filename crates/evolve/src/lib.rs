@@ -21,13 +21,16 @@ pub const VERSION: &str = concat!(
     ")"
 );
 
+pub mod config;
 mod options;
 mod remeasure;
 mod session;
+pub mod sweep;
 
-pub use options::{DEFAULT_FINAL_REMEASURE, EvolveOptions};
+pub use config::{ConfigError, ConfigLayer, RunConfig};
+pub use options::{DEFAULT_FINAL_REMEASURE, EvolveOptions, PromptOptions};
 pub use remeasure::{FinalEntry, FinalPick, Interleaved, RemeasureSpend, RoundResult, SizeTime};
 pub use session::{
     Asked, Environment, Event, EvolveError, HeldOutSummary, InFlightCalls, Observer, Summary, ask,
-    create, finish, interrupt, is_abandoned, resume, start, stored_strategy, tell,
+    create, finish, interrupt, is_abandoned, resume, start, stored_options, stored_strategy, tell,
 };

@@ -95,6 +95,39 @@ pub struct EvolveOptions {
     /// running batch.
     #[serde(default = "default_batch_poll_s")]
     pub batch_poll_s: f64,
+    /// Prompt templates, history length and the stagnation rule.
+    #[serde(default)]
+    pub prompt: PromptOptions,
+}
+
+/// How prompts are written; runs stored before these were settable used
+/// the defaults.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PromptOptions {
+    /// A directory whose `.j2` files replace kevo's templates of the same
+    /// name (absolute, read when the run starts or resumes).
+    #[serde(default)]
+    pub templates: Option<PathBuf>,
+    /// History records shown (8, as Metal-Sci).
+    #[serde(default = "default_history_len")]
+    pub history_len: usize,
+    /// The stagnation notice's window and gap (3 attempts within 15 %).
+    #[serde(default)]
+    pub stagnation: kevo_proposer::StagnationParams,
+}
+
+impl Default for PromptOptions {
+    fn default() -> Self {
+        PromptOptions {
+            templates: None,
+            history_len: default_history_len(),
+            stagnation: Default::default(),
+        }
+    }
+}
+
+fn default_history_len() -> usize {
+    8
 }
 
 fn one() -> u32 {
@@ -142,7 +175,21 @@ impl EvolveOptions {
             record: None,
             batch_poll_s: default_batch_poll_s(),
             final_remeasure: DEFAULT_FINAL_REMEASURE,
+            prompt: PromptOptions::default(),
         }
+    }
+
+    /// The evaluation worker these settings describe.
+    pub fn worker_config(&self) -> kevo_worker::WorkerConfig {
+        kevo_worker::WorkerConfig::new(self.backend, self.selector.clone())
+            .with_compile(kevo_backend::CompileOptions {
+                fast_math: self.fast_math,
+                ..Default::default()
+            })
+            .with_timing(self.timing)
+            .with_limits(self.limits.clone())
+            .with_declared_ceilings(self.declared_ceilings)
+            .with_sandbox(self.sandbox.clone())
     }
 
     /// The ensemble spec string the proposer parses.

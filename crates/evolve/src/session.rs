@@ -27,7 +27,7 @@ use kevo_strategy::{
     Strategy, StrictJudge,
 };
 use kevo_tasks::Task;
-use kevo_worker::{Worker, WorkerCommand, WorkerConfig, WorkerError};
+use kevo_worker::{Worker, WorkerCommand, WorkerError};
 use serde::{Deserialize, Serialize};
 
 use crate::options::EvolveOptions;
@@ -445,7 +445,7 @@ pub async fn resume(
 }
 
 /// The options a run was started with, as stored.
-fn stored_options(info: &kevo_store::RunInfo) -> Result<EvolveOptions, EvolveError> {
+pub fn stored_options(info: &kevo_store::RunInfo) -> Result<EvolveOptions, EvolveError> {
     serde_json::from_value(info.config.clone()).map_err(|e| EvolveError::Resume {
         run: info.id.0.clone(),
         reason: format!("its stored settings are unreadable: {e}"),
@@ -581,15 +581,7 @@ impl<'e> Session<'e> {
         env: &'e Environment,
         existing: Option<RunId>,
     ) -> Result<Session<'e>, EvolveError> {
-        let config = WorkerConfig::new(options.backend, options.selector.clone())
-            .with_compile(kevo_backend::CompileOptions {
-                fast_math: options.fast_math,
-                ..Default::default()
-            })
-            .with_timing(options.timing)
-            .with_limits(options.limits.clone())
-            .with_declared_ceilings(options.declared_ceilings)
-            .with_sandbox(options.sandbox.clone());
+        let config = options.worker_config();
         let command = env.worker.clone();
         let worker = tokio::task::block_in_place(|| Worker::start(command, config))?;
         let device = worker.device().clone();
@@ -617,7 +609,12 @@ impl<'e> Session<'e> {
         };
         let mut prompts = PromptBuilder::new(task, dialect, options.sizes, brief)?
             .with_edit_mode(options.edit_mode)
-            .with_fast_math(options.fast_math);
+            .with_fast_math(options.fast_math)
+            .with_history_len(options.prompt.history_len)
+            .with_stagnation(options.prompt.stagnation);
+        if let Some(dir) = &options.prompt.templates {
+            prompts = prompts.with_templates(kevo_proposer::Templates::with_overrides(dir)?);
+        }
         if let Some(tokens) = options.context_budget_tokens {
             prompts = prompts.with_context_budget(tokens);
         }
