@@ -122,6 +122,10 @@ enum Command {
     /// setting as an axis) from a TOML file, each an ordinary resumable
     /// run; run it again to resume. Ends with the table comparing them.
     Sweep(Box<sweep::SweepArgs>),
+    /// Print a shell completion script: `kevo completions bash >
+    /// ~/.local/share/bash-completion/completions/kevo` (zsh: a file
+    /// `_kevo` on $fpath; fish: ~/.config/fish/completions/kevo.fish).
+    Completions { shell: clap_complete::Shell },
     /// Run settings: `kevo config show` prints the effective settings of
     /// a run as TOML (kevo's defaults, then --config FILE, then flags).
     Config {
@@ -356,6 +360,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Bench(args) => bench(*args),
         Command::Llm { command } => llm(command),
         Command::Config { command } => config(command),
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            clap_complete::generate(shell, &mut Cli::command(), "kevo", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Sweep(args) => sweep::sweep(*args),
         Command::Evolve(args) => evolve::evolve(*args),
         Command::Ask {
