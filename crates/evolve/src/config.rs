@@ -432,7 +432,7 @@ pub fn merge(layers: &[ConfigLayer]) -> Result<RunConfig, ConfigError> {
 }
 
 /// The key `key` of `into` set to `value`, tables merged key by key.
-fn overlay(into: &mut toml::Table, key: &str, value: toml::Value) {
+pub(crate) fn overlay(into: &mut toml::Table, key: &str, value: toml::Value) {
     match (into.get_mut(key), value) {
         (Some(toml::Value::Table(existing)), toml::Value::Table(new)) => {
             for (k, v) in new {
@@ -568,31 +568,20 @@ fn check_strategy_table(
             ));
         }
     };
-    const MAP_ELITES: &[&str] = &[
-        "selection",
-        "islands",
-        "elites_shown",
-        "inspirations",
-        "hints",
-        "transitions",
-        "decay",
-        "rng_seed",
-    ];
-    const ISLANDS: &[&str] = &[
-        "islands",
-        "population",
-        "migration_interval",
-        "exploit",
-        "elites_shown",
-        "inspirations",
-        "rng_seed",
-    ];
-    let allowed: &[&str] = match name {
+    // Each strategy's keys, from its settings as written (not a list
+    // kept by hand beside the structs).
+    let keys_of = |config: StrategyConfig| -> Vec<String> {
+        toml::Table::try_from(&config)
+            .map(|t| t.keys().filter(|k| *k != "name").cloned().collect())
+            .unwrap_or_default()
+    };
+    let map_elites = keys_of(StrategyConfig::MapElites(Default::default()));
+    let islands = keys_of(StrategyConfig::Islands(Default::default()));
+    let allowed: &[String] = match name {
         // Unnamed here: any strategy's key.
-        "" => &[],
-        "one-plus-one" => &[],
-        "map-elites" => MAP_ELITES,
-        "islands" => ISLANDS,
+        "" | "one-plus-one" => &[],
+        "map-elites" => &map_elites,
+        "islands" => &islands,
         other => {
             return Err((
                 Some("strategy.name".into()),
@@ -601,12 +590,12 @@ fn check_strategy_table(
         }
     };
     for key in strategy.keys().filter(|k| *k != "name") {
-        if allowed.contains(&key.as_str()) {
+        if allowed.contains(key) {
             continue;
         }
-        let belongs: Vec<&str> = [("map-elites", MAP_ELITES), ("islands", ISLANDS)]
+        let belongs: Vec<&str> = [("map-elites", &map_elites), ("islands", &islands)]
             .iter()
-            .filter(|(_, keys)| keys.contains(&key.as_str()))
+            .filter(|(_, keys)| keys.contains(key))
             .map(|(n, _)| *n)
             .collect();
         if name.is_empty() && !belongs.is_empty() {

@@ -116,17 +116,6 @@ fn nested(key: &str, value: toml::Value) -> toml::Table {
     table
 }
 
-fn merge_into(into: &mut toml::Table, from: toml::Table) {
-    for (k, v) in from {
-        match (into.get_mut(&k), v) {
-            (Some(toml::Value::Table(a)), toml::Value::Table(b)) => merge_into(a, b),
-            (_, v) => {
-                into.insert(k, v);
-            }
-        }
-    }
-}
-
 impl SweepPlan {
     /// Reads and expands `path`; every cell's settings are checked here,
     /// before anything runs.
@@ -231,7 +220,9 @@ impl SweepPlan {
                     key.clone(),
                     format!("{} axis `{key}` = {}", path.display(), value),
                 ));
-                merge_into(&mut table, nested(key, value));
+                for (k, v) in nested(key, value) {
+                    crate::config::overlay(&mut table, &k, v);
+                }
             }
             let group = if parts.is_empty() {
                 "all".to_string()
