@@ -73,6 +73,7 @@ fn demo() -> &'static Task {
                 "kernel void demo_step(device const float* u_in [[buffer(0)]], device float* u_out [[buffer(1)]], constant uint& N [[buffer(2)]], uint i [[thread_position_in_grid]]);\n",
             ),
             seeds: each(DEMO_CU, DEMO_CL, DEMO_METAL),
+            tunables: PerDialect::default(),
         };
         Task::new(DEMO_TOML, "demo", assets, std::sync::Arc::new(Demo), &[]).unwrap()
     })

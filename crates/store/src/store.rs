@@ -26,6 +26,7 @@ use sqlx::{AssertSqlSafe, Connection, Executor, Transaction};
 use crate::StoreError;
 use crate::location::{Target, scrub};
 use crate::model::*;
+use kevo_tasks::SizeSet;
 
 static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("migrations/sqlite");
 static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("migrations/postgres");
@@ -1732,6 +1733,43 @@ impl Store {
                 .await
         })
         .map_err(self.db("find evaluation"))?;
+        row.map(|r| self.stored_evaluation(r)).transpose()
+    }
+
+    /// The latest original in-distribution measurement of a source with
+    /// this SHA-256 for `task` at `size_set` on `device` through
+    /// `backend`, in any run: the cache that makes a repeated tuning
+    /// configuration cost nothing. Timeouts and runtime errors are not
+    /// served from it (a worker that died or a busy device is not a
+    /// property of the kernel); copies are not either, so a chain of reuse
+    /// always ends at a measurement.
+    pub async fn find_measurement(
+        &self,
+        task: &str,
+        backend: &str,
+        device: &str,
+        size_set: SizeSet,
+        source_sha256: &str,
+    ) -> Result<Option<StoredEvaluation>, StoreError> {
+        let sql = format!(
+            "{EVALUATION_COLUMNS} JOIN candidates c ON c.id = e.candidate_id \
+             JOIN runs r ON r.id = c.run_id \
+             WHERE r.task = $1 AND e.backend = $2 AND e.device = $3 AND r.size_set = $4 \
+             AND c.source_sha256 = $5 AND e.kind = 'in_distribution' \
+             AND e.reused_from IS NULL AND e.outcome_kind NOT IN ('timeout', 'runtime_error') \
+             ORDER BY e.id DESC LIMIT 1"
+        );
+        let row: Option<EvaluationRow> = on_pool!(self, pool => {
+            sqlx::query_as(AssertSqlSafe(sql))
+                .bind(task)
+                .bind(backend)
+                .bind(device)
+                .bind(size_set.to_string())
+                .bind(source_sha256.to_ascii_lowercase())
+                .fetch_optional(pool)
+                .await
+        })
+        .map_err(self.db("find measurement"))?;
         row.map(|r| self.stored_evaluation(r)).transpose()
     }
 

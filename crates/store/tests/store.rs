@@ -1134,6 +1134,64 @@ fn remeasurement(purpose: RemeasurePurpose, candidates: Vec<CandidateId>) -> New
     }
 }
 
+/// The tuning cache: a source measured in one run is found from any other
+/// run of the same task, size set, device and backend, and nowhere else.
+async fn measurement_cache(db: &TestDb) {
+    let store = &db.store;
+    let (run, seed) = seeded_run(store, "saxpy", 0.5).await;
+    store
+        .record_iteration(
+            &run,
+            &step(1, "/* faulty */", runtime_error("saxpy"), seed, false),
+        )
+        .await
+        .unwrap();
+    let find = |task: &'static str, device: &'static str, set: SizeSet, source: &'static str| async move {
+        store
+            .find_measurement(task, "opencl", device, set, &source_sha256(source))
+            .await
+            .unwrap()
+    };
+    let seed_source = "__kernel void saxpy() { /* seed */ }";
+    let hit = find("saxpy", "Test GPU", SizeSet::Smoke, seed_source)
+        .await
+        .expect("measured in the other run");
+    assert_eq!((hit.candidate_id, hit.score), (seed, Some(0.5)));
+    assert!(
+        find("saxpy", "Other GPU", SizeSet::Smoke, seed_source)
+            .await
+            .is_none()
+    );
+    assert!(
+        find("saxpy", "Test GPU", SizeSet::Full, seed_source)
+            .await
+            .is_none()
+    );
+    assert!(
+        find("heat2d", "Test GPU", SizeSet::Smoke, seed_source)
+            .await
+            .is_none()
+    );
+    assert!(
+        find("saxpy", "Test GPU", SizeSet::Smoke, "/* faulty */")
+            .await
+            .is_none(),
+        "a runtime error is measured again"
+    );
+    // A later run that reused the measurement: the original is served.
+    let (other, other_seed) = seeded_run(store, "saxpy", 0.6).await;
+    let mut reuse = step(1, "/* v2 */", correct("saxpy", 0.7), other_seed, true);
+    reuse.proposals[0].evaluation.as_mut().unwrap().reused_from = Some(hit.id);
+    store.record_iteration(&other, &reuse).await.unwrap();
+    let again = find("saxpy", "Test GPU", SizeSet::Smoke, "/* v2 */").await;
+    assert!(again.is_none(), "a copy is not a measurement");
+    // The latest measurement wins: the second run's seed measured 0.6.
+    let latest = find("saxpy", "Test GPU", SizeSet::Smoke, seed_source)
+        .await
+        .unwrap();
+    assert_eq!((latest.candidate_id, latest.score), (other_seed, Some(0.6)));
+}
+
 both_backends!(
     lifecycle,
     atomic_iterations,
@@ -1146,6 +1204,7 @@ both_backends!(
     heartbeats_and_abandoned_calls,
     decisions_on_stored_ids,
     proposals_answered_once,
+    measurement_cache,
 );
 
 // ------------------------------------------------------- backend-specific

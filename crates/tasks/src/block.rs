@@ -93,6 +93,13 @@ impl BlockDeclarations {
                         return Err(err(format!("the block of `{kernel}` is declared twice")));
                     }
                 }
+                ["tune" | "require", ..] => {
+                    return Err(err(
+                        "the kernel declares tunable parameters: it is a template of many \
+                         kernels, and each configuration is evaluated on its own (`kevo tune`)"
+                            .into(),
+                    ));
+                }
                 _ => {
                     return Err(err(
                         "expected `// kevo: block SHAPE` or `// kevo: block KERNEL SHAPE`".into(),
@@ -141,6 +148,7 @@ mod tests {
             ("\n// kevo: block nope 32", "not an entry point"),
             ("\n// kevo: blocks 32", "expected"),
             ("\n// kevo: block 32\n// kevo: block 64", "twice"),
+            ("\n// kevo: tune B 32 64", "template"),
         ] {
             let e = BlockDeclarations::parse(src, &["a"]).unwrap_err();
             assert!(e.line >= 2, "{e}");

@@ -66,6 +66,8 @@ macro_rules! builtin {
                 "signature.cl" => include_str!(concat!("../assets/", $name, "/signature.cl")),
                 "signature.cu" => include_str!(concat!("../assets/", $name, "/signature.cu")),
                 "seed.cl" => include_str!(concat!("../assets/", $name, "/seed.cl")),
+                "tunable.cl" => include_str!(concat!("../assets/", $name, "/tunable.cl")),
+                "tunable.cu" => include_str!(concat!("../assets/", $name, "/tunable.cu")),
                 _ => include_str!(concat!("../assets/", $name, "/seed.cu")),
             }
             .to_string()
@@ -80,6 +82,11 @@ macro_rules! builtin {
             seeds: PerDialect {
                 opencl: Some(asset("seed.cl")),
                 cuda: Some(asset("seed.cu")),
+                metal: None,
+            },
+            tunables: PerDialect {
+                opencl: Some(asset("tunable.cl")),
+                cuda: Some(asset("tunable.cu")),
                 metal: None,
             },
         };
@@ -212,9 +219,22 @@ mod tests {
             }
             for d in [kevo_backend::Dialect::OpenCl, kevo_backend::Dialect::Cuda] {
                 let seed = task.seed(d).expect("seed in every GPU dialect");
+                let tunable = task
+                    .tunable(d)
+                    .expect("tunable variant in every GPU dialect");
                 for k in task.kernel_names() {
                     assert!(seed.contains(k), "{} seed lacks {k}", task.name());
+                    assert!(
+                        tunable.contains(k),
+                        "{} tunable variant lacks {k}",
+                        task.name()
+                    );
                 }
+                assert!(
+                    tunable.contains("// kevo: tune "),
+                    "{}'s tunable variant declares no parameter",
+                    task.name()
+                );
                 assert!(task.signature(d).is_some());
             }
         }

@@ -230,6 +230,11 @@ pub struct TaskAssets {
     pub signatures: PerDialect,
     /// The naive seed kernels.
     pub seeds: PerDialect,
+    /// The seeds' algorithms with their speed-deciding parameters exposed
+    /// (`// kevo: tune`), for `kevo tune`. Not part of the task's hash: the
+    /// evaluator and the prompts never read them, and a tuned kernel is
+    /// stored in full with its run.
+    pub tunables: PerDialect,
 }
 
 /// A benchmark task: its definition ([`TaskSpec`], data), its assets and
@@ -313,6 +318,11 @@ impl Task {
     /// The naive seed kernel source in `dialect`.
     pub fn seed(&self, dialect: Dialect) -> Option<&str> {
         self.assets.seeds.get(dialect)
+    }
+    /// The tunable variant of the seed in `dialect` (same algorithm,
+    /// parameters declared with `// kevo: tune`).
+    pub fn tunable(&self, dialect: Dialect) -> Option<&str> {
+        self.assets.tunables.get(dialect)
     }
     /// Entry points the candidate must define, in the order `LaunchSpec::kernel` indexes.
     pub fn kernel_names(&self) -> &[String] {
