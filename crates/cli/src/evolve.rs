@@ -902,6 +902,12 @@ pub fn show_config(run: &str, store: StoreArgs) -> Result<ExitCode> {
     runtime.block_on(async {
         let store = store.open().await?;
         let info = store.run(&RunId(run.to_string())).await?;
+        if info.strategy == "tune" {
+            // A tuning run has no evolution settings: its own, as stored.
+            println!("# run {run} is a `kevo tune` run; its settings as stored:");
+            println!("{}", serde_json::to_string_pretty(&info.config)?);
+            return Ok(ExitCode::SUCCESS);
+        }
         let options = kevo_evolve::stored_options(&info)?;
         println!("# the settings of run {run}");
         if options.start_source.is_some() {

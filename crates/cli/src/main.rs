@@ -7,6 +7,7 @@ mod evolve;
 mod report;
 mod settings;
 mod sweep;
+mod tune;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -122,6 +123,10 @@ enum Command {
     /// setting as an axis) from a TOML file, each an ordinary resumable
     /// run; run it again to resume. Ends with the table comparing them.
     Sweep(Box<sweep::SweepArgs>),
+    /// Tune a kernel's declared parameters (`// kevo: tune NAME V1 V2 ...`):
+    /// every configuration is an evaluation; prints the table, the best
+    /// configuration and its held-out result, and writes the best kernel.
+    Tune(Box<tune::TuneArgs>),
     /// Print a shell completion script: `kevo completions bash >
     /// ~/.local/share/bash-completion/completions/kevo` (zsh: a file
     /// `_kevo` on $fpath; fish: ~/.config/fish/completions/kevo.fish).
@@ -366,6 +371,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Sweep(args) => sweep::sweep(*args),
+        Command::Tune(args) => tune::tune(*args),
         Command::Evolve(args) => evolve::evolve(*args),
         Command::Ask {
             run,

@@ -1,0 +1,259 @@
+//! `kevo tune` end to end on PoCL: every configuration is an evaluation by
+//! the isolated worker, stored as an iteration; a configuration that fails
+//! is recorded and skipped; a repeated configuration comes from the store;
+//! the best kernel is written as an ordinary kernel that `kevo eval`
+//! accepts; bad declarations are refused naming the line, before anything
+//! is stored.
+
+mod common;
+
+use common::opencl_available;
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn kevo(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kevo"))
+        .args(args)
+        .current_dir(dir)
+        .env("KEVO_CACHE_DIR", dir.join("cache"))
+        .env_remove("KEVO_LLM_CONFIG")
+        .env_remove("KEVO_WORKSPACE")
+        .output()
+        .unwrap()
+}
+
+fn json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// saxpy with a block parameter, and a second one whose value 2 does not
+/// compile (an `#error`), so one configuration in three fails.
+const TEMPLATE: &str = "\
+// kevo: tune BLOCK 64 128
+// kevo: tune FLAVOUR 0 1 2
+// kevo: require BLOCK * (FLAVOUR + 1) <= 192
+// kevo: block BLOCK
+#if FLAVOUR == 2
+#error this flavour does not exist
+#endif
+__kernel void saxpy(__global const float* x, __global float* y, float a, uint N) {
+    uint i = get_global_id(0);
+    if (i >= N) return;
+    y[i] = FLAVOUR == 1 ? fma(a, x[i], y[i]) : a * x[i] + y[i];
+}
+";
+
+#[test]
+fn tunes_records_failures_caches_and_writes_the_best_kernel() {
+    if !opencl_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("saxpy.cl"), TEMPLATE).unwrap();
+    let args = [
+        "tune",
+        "--task",
+        "saxpy",
+        "--sizes",
+        "smoke",
+        "--backend",
+        "opencl",
+        "--kernel",
+        "saxpy.cl",
+        "--strategy",
+        "exhaustive",
+        "--out",
+        "best.cl",
+        "--json",
+    ];
+    let out = kevo(dir.path(), &args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = json(&out);
+    // 2 x 3 = 6 configurations; 128 with FLAVOUR 1 or 2 breaks the constraint: 4 valid.
+    assert_eq!(report["space"]["total"], 6);
+    assert_eq!(report["space"]["valid"], 4);
+    assert_eq!(report["stop"], "exhausted");
+    let trials = report["trials"].as_array().unwrap();
+    assert_eq!(trials.len(), 4);
+    let outcome = |block: i64, flavour: i64| {
+        trials
+            .iter()
+            .find(|t| {
+                t["configuration"]["BLOCK"] == block && t["configuration"]["FLAVOUR"] == flavour
+            })
+            .unwrap_or_else(|| panic!("no trial {block}/{flavour}"))["outcome"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(outcome(64, 0), "correct");
+    assert_eq!(outcome(64, 1), "correct");
+    assert_eq!(
+        outcome(64, 2),
+        "compile_error",
+        "a failing configuration is data"
+    );
+    assert_eq!(outcome(128, 0), "correct");
+    assert!(trials.iter().all(|t| t["cached_from"].is_null()));
+    assert_eq!(report["seed_kernel"]["outcome"], "correct");
+
+    // The best is a correct configuration, written as an ordinary kernel.
+    let best = &report["best"];
+    assert!(best["score"].as_f64().unwrap() > 0.0);
+    assert_ne!(best["configuration"]["FLAVOUR"], 2);
+    assert!(best["held_out"]["fraction"].as_f64().unwrap() > 0.0);
+    let kernel = std::fs::read_to_string(dir.path().join("best.cl")).unwrap();
+    assert!(
+        kernel.starts_with("// kevo configuration: BLOCK="),
+        "{kernel}"
+    );
+    assert!(!kernel.contains("// kevo: tune"));
+    let eval = kevo(
+        dir.path(),
+        &[
+            "eval",
+            "--task",
+            "saxpy",
+            "--sizes",
+            "smoke",
+            "--backend",
+            "opencl",
+            "--kernel",
+            "best.cl",
+            "--json",
+        ],
+    );
+    assert!(
+        eval.status.success(),
+        "{}",
+        String::from_utf8_lossy(&eval.stderr)
+    );
+    assert_eq!(
+        json(&eval)["outcome"]["status"],
+        "correct",
+        "{}",
+        String::from_utf8_lossy(&eval.stdout)
+    );
+
+    // The template itself is not a kernel: eval says what to do.
+    let eval = kevo(
+        dir.path(),
+        &[
+            "eval",
+            "--task",
+            "saxpy",
+            "--sizes",
+            "smoke",
+            "--backend",
+            "opencl",
+            "--kernel",
+            "saxpy.cl",
+        ],
+    );
+    let text = String::from_utf8_lossy(&eval.stdout);
+    assert!(
+        text.contains("template") && text.contains("kevo tune"),
+        "{text}"
+    );
+
+    // Again: every configuration comes from the store, with the same
+    // verdicts; the strategy chose the same order.
+    let again = json(&kevo(dir.path(), &args));
+    let trials_again = again["trials"].as_array().unwrap();
+    assert_eq!(trials_again.len(), 4);
+    for (a, b) in trials.iter().zip(trials_again) {
+        assert_eq!(a["configuration"], b["configuration"]);
+        assert_eq!(a["outcome"], b["outcome"]);
+        assert_eq!(a["score"], b["score"]);
+        assert!(b["cached_from"].is_i64(), "{b}");
+    }
+    // Both runs are stored and listed.
+    let runs = kevo(dir.path(), &["runs", "--json"]);
+    let runs = json(&runs);
+    let tuned = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["strategy"] == "tune")
+        .count();
+    assert_eq!(tuned, 2, "{runs}");
+}
+
+#[test]
+fn bad_declarations_are_refused_naming_the_line_and_store_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("bad.cl"),
+        "// kevo: tune BLOCK 64 128\n// kevo: require BLOK > 1\nBLOCK\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("plain.cl"), "__kernel void saxpy() {}\n").unwrap();
+    for (file, needle) in [
+        (
+            "bad.cl",
+            "bad.cl: line 2: unknown name `BLOK` (the tuned parameters are BLOCK)",
+        ),
+        ("plain.cl", "plain.cl declares no parameter"),
+    ] {
+        let out = kevo(
+            dir.path(),
+            &[
+                "tune",
+                "--task",
+                "saxpy",
+                "--sizes",
+                "smoke",
+                "--backend",
+                "opencl",
+                "--kernel",
+                file,
+            ],
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if stderr.contains("no OpenCL") || stderr.contains("no device") {
+            return;
+        }
+        assert!(!out.status.success());
+        assert!(stderr.contains(needle), "{stderr}");
+    }
+    assert!(
+        !dir.path()
+            .join(".kevo")
+            .join(".kevo")
+            .join("kevo.db")
+            .exists()
+            || json(&kevo(dir.path(), &["runs", "--json"]))
+                .as_array()
+                .unwrap()
+                .is_empty(),
+        "a refused template stores no run"
+    );
+}
+
+#[test]
+fn unknown_strategies_and_empty_budgets_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = kevo(
+        dir.path(),
+        &["tune", "--task", "saxpy", "--strategy", "bayes"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("unknown tuning strategy `bayes` (one of exhaustive, random, local, tpe)"),
+        "{stderr}"
+    );
+    let out = kevo(dir.path(), &["tune", "--task", "saxpy", "--budget", "0"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--budget: must be at least 1"));
+}
