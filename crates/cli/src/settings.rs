@@ -469,6 +469,16 @@ pub struct RunFlags {
     /// best). Default 3 with noise-aware promotion, 0 with strict.
     #[arg(long, value_name = "K")]
     pub final_remeasure: Option<u32>,
+    /// A proposed kernel that declares tunable parameters (`// kevo: tune`)
+    /// is tuned: this many configurations are evaluated and the fastest
+    /// correct one is the candidate (default 8; 0: off, and the prompt
+    /// does not offer it).
+    #[arg(long, value_name = "K")]
+    pub tune_best_of: Option<u32>,
+    /// The strategy that picks those configurations: exhaustive, random,
+    /// local or tpe (default).
+    #[arg(long, value_name = "STRATEGY")]
+    pub tune_strategy: Option<kevo_tune::StrategyKind>,
 }
 
 impl RunFlags {
@@ -595,6 +605,15 @@ impl RunFlags {
             "promotion.final_remeasure",
             "--final-remeasure",
             |c| &mut c.promotion.final_remeasure,
+        );
+        l.set(self.tune_best_of, "tune.best_of", "--tune-best-of", |c| {
+            &mut c.tune.best_of
+        });
+        l.set(
+            self.tune_strategy,
+            "tune.strategy",
+            "--tune-strategy",
+            |c| &mut c.tune.strategy,
         );
         self.strategy_keys(&mut l)?;
         Ok(l)

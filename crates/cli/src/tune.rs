@@ -134,6 +134,14 @@ pub fn tune(args: TuneArgs) -> Result<ExitCode> {
     };
 
     let config = settings.worker_config()?;
+    // What, besides the source, decides a measurement: a stored one is
+    // reused only if it was taken with the same compile options, timing
+    // and declared ceilings.
+    let measured_with = json!({
+        "eval": config.eval,
+        "timing": config.timing,
+        "declared_ceilings": config.declared_ceilings,
+    });
     let mut worker = Worker::start(WorkerCommand::current_exe()?, config)?;
     let device = worker.device().clone();
     let (template, space) = match (given, given_space) {
@@ -196,6 +204,7 @@ pub fn tune(args: TuneArgs) -> Result<ExitCode> {
             },
             "task": task.name(),
             "sizes": size_set,
+            "measured_with": measured_with.clone(),
         }),
         rng_state: None,
     }))?;
@@ -242,6 +251,25 @@ pub fn tune(args: TuneArgs) -> Result<ExitCode> {
         );
         bar
     });
+    // Which runs measured with our settings, asked once per run.
+    let mut settings_of_run: std::collections::HashMap<String, bool> = Default::default();
+    let mut same_settings =
+        |stored: kevo_store::StoredEvaluation, ours: &Value| -> Result<Option<(i64, Evaluation)>> {
+            let candidate = runtime.block_on(store.candidate(stored.candidate_id))?;
+            let run_id = candidate.run_id.0.clone();
+            let same = match settings_of_run.get(&run_id) {
+                Some(same) => *same,
+                None => {
+                    let info = runtime.block_on(store.run(&candidate.run_id))?;
+                    let same = info.config.get("measured_with") == Some(ours);
+                    settings_of_run.insert(run_id, same);
+                    same
+                }
+            };
+            Ok(same
+                .then(|| stored.evaluation().ok().map(|e| (stored.id.0, e)))
+                .flatten())
+        };
     let started = Instant::now();
     let mut search = args.strategy.build(args.seed);
     let mut failure: Option<anyhow::Error> = None;
@@ -257,7 +285,14 @@ pub fn tune(args: TuneArgs) -> Result<ExitCode> {
                 size_set,
                 &source_sha256(&source),
             )) {
-                Ok(found) => found.and_then(|s| Some((s.id.0, s.evaluation().ok()?))),
+                Ok(found) => match found.map(|s| same_settings(s, &measured_with)) {
+                    Some(Ok(hit)) => hit,
+                    Some(Err(e)) => {
+                        failure = Some(e);
+                        return Step::Break;
+                    }
+                    None => None,
+                },
                 Err(e) => {
                     failure = Some(e.into());
                     return Step::Break;

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::opencl_available;
+use common::{EVOLVE_SAXPY_SMOKE, opencl_available};
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -178,7 +178,17 @@ fn tunes_records_failures_caches_and_writes_the_best_kernel() {
         assert_eq!(a["score"], b["score"]);
         assert!(b["cached_from"].is_i64(), "{b}");
     }
-    // Both runs are stored and listed.
+    // Measured with other compile options: nothing is served from the store.
+    let mut strict = args.to_vec();
+    strict.push("--no-fast-math");
+    let strict = json(&kevo(dir.path(), &strict));
+    let trials_strict = strict["trials"].as_array().unwrap();
+    assert_eq!(trials_strict.len(), 4);
+    assert!(
+        trials_strict.iter().all(|t| t["cached_from"].is_null()),
+        "a measurement taken with fast math is not reused without it"
+    );
+    // All three runs are stored and listed.
     let runs = kevo(dir.path(), &["runs", "--json"]);
     let runs = json(&runs);
     let tuned = runs
@@ -187,7 +197,7 @@ fn tunes_records_failures_caches_and_writes_the_best_kernel() {
         .iter()
         .filter(|r| r["strategy"] == "tune")
         .count();
-    assert_eq!(tuned, 2, "{runs}");
+    assert_eq!(tuned, 3, "{runs}");
 }
 
 #[test]
@@ -256,4 +266,91 @@ fn unknown_strategies_and_empty_budgets_are_named() {
     );
     let out = kevo(dir.path(), &["tune", "--task", "saxpy", "--budget", "0"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("--budget: must be at least 1"));
+}
+
+/// A replay file whose one answer is `kernel`, served by `--llm replay:`.
+fn replay_of(dir: &Path, kernel: &str) -> String {
+    let file = dir.join("answer.cl");
+    std::fs::write(&file, kernel).unwrap();
+    let out = dir.join("replay.jsonl");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let status = Command::new("python3")
+        .arg(root.join("scripts/make-replay"))
+        .arg(&out)
+        .arg(&file)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    format!("replay:{}", out.display())
+}
+
+/// A file of the only run directory.
+fn run_file(dir: &Path, name: &str) -> String {
+    let runs = dir.join(".kevo").join("runs");
+    let run = std::fs::read_dir(&runs)
+        .unwrap_or_else(|e| panic!("{}: {e}", runs.display()))
+        .flatten()
+        .next()
+        .expect("a run directory")
+        .path();
+    std::fs::read_to_string(run.join(name)).unwrap()
+}
+
+#[test]
+fn a_proposed_template_is_tuned_best_of_k_and_its_best_instance_is_the_candidate() {
+    if !opencl_available() {
+        return;
+    }
+    for (best_of, expect) in [("3", "tuned"), ("0", "off")] {
+        let dir = tempfile::tempdir().unwrap();
+        let llm = replay_of(dir.path(), TEMPLATE);
+        let mut args = EVOLVE_SAXPY_SMOKE.to_vec();
+        args.extend_from_slice(&[
+            "--llm",
+            &llm,
+            "--iterations",
+            "1",
+            "--tune-best-of",
+            best_of,
+            "--tune-strategy",
+            "exhaustive",
+            "--final-remeasure",
+            "0",
+            "--json",
+        ]);
+        let out = kevo(dir.path(), &args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let candidate = run_file(dir.path(), "01_candidate.cl");
+        let result = run_file(dir.path(), "01_result.json");
+        if expect == "tuned" {
+            // Exhaustive order: 64/0, 64/1, 64/2 (the #error) are the three.
+            assert!(
+                candidate.starts_with("// kevo configuration: BLOCK=64 FLAVOUR="),
+                "{candidate}"
+            );
+            assert!(
+                candidate.contains("// kevo tuned this kernel: 3 of its 4 valid configurations evaluated (exhaustive), best first:"),
+                "{candidate}"
+            );
+            assert!(
+                candidate.contains("BLOCK=64 FLAVOUR=2  compile error"),
+                "{candidate}"
+            );
+            assert!(
+                !candidate.contains("// kevo: tune"),
+                "an instance, not the template"
+            );
+            assert!(result.contains("\"correct\""), "{result}");
+        } else {
+            assert!(
+                candidate.contains("// kevo: tune BLOCK"),
+                "the template, refused"
+            );
+            assert!(result.contains("tuning is off in this run"), "{result}");
+        }
+    }
 }

@@ -48,6 +48,7 @@ pub struct RunConfig {
     pub budget: BudgetSection,
     pub prompt: PromptSection,
     pub promotion: PromotionSection,
+    pub tune: TuneSection,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub strategy: Option<StrategyConfig>,
 }
@@ -205,6 +206,18 @@ pub struct PromotionSection {
     /// Default 3 with noise-aware promotion, 0 with strict.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub final_remeasure: Option<u32>,
+}
+
+/// Best-of-k tuning of proposed kernels that declare tunable parameters.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TuneSection {
+    /// Configurations evaluated per template (default 8); 0 turns tuning off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub best_of: Option<u32>,
+    /// exhaustive, random, local or tpe (default).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<kevo_tune::StrategyKind>,
 }
 
 /// Where a layer came from, for error messages.
@@ -959,6 +972,10 @@ impl RunConfig {
             },
         };
         o.context_budget_tokens = self.prompt.context_budget_tokens;
+        o.tune = crate::TuneOptions {
+            best_of: self.tune.best_of.unwrap_or(o.tune.best_of),
+            strategy: self.tune.strategy.unwrap_or(o.tune.strategy),
+        };
         (o.promotion, o.final_remeasure) = promotion;
         o.strategy = self.strategy.clone().unwrap_or_default();
         Ok(o)
@@ -1040,6 +1057,10 @@ impl RunConfig {
                 rule: Some(rule.into()),
                 rounds,
                 final_remeasure: Some(o.final_remeasure),
+            },
+            tune: TuneSection {
+                best_of: Some(o.tune.best_of),
+                strategy: Some(o.tune.strategy),
             },
             strategy: Some(o.strategy.clone()),
         }

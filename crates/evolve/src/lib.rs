@@ -28,7 +28,9 @@ mod session;
 pub mod sweep;
 
 pub use config::{ConfigError, ConfigLayer, RunConfig};
-pub use options::{DEFAULT_FINAL_REMEASURE, EvolveOptions, PromptOptions};
+pub use options::{
+    DEFAULT_FINAL_REMEASURE, DEFAULT_TUNE_BEST_OF, EvolveOptions, PromptOptions, TuneOptions,
+};
 pub use remeasure::{FinalEntry, FinalPick, Interleaved, RemeasureSpend, RoundResult, SizeTime};
 pub use session::{
     Asked, Environment, Event, EvolveError, HeldOutSummary, InFlightCalls, Observer, Summary, ask,

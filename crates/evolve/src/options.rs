@@ -98,6 +98,44 @@ pub struct EvolveOptions {
     /// Prompt templates, history length and the stagnation rule.
     #[serde(default)]
     pub prompt: PromptOptions,
+    /// How a proposed kernel that declares tunable parameters is tuned.
+    #[serde(default)]
+    pub tune: TuneOptions,
+}
+
+/// Best-of-k tuning of proposed templates (`// kevo: tune` lines): the
+/// tuning strategy picks up to `best_of` configurations, each is evaluated
+/// like any candidate, and the fastest correct one becomes the candidate.
+/// Runs stored before this existed take the defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TuneOptions {
+    /// Configurations per template; 0 turns tuning off (the prompt does
+    /// not offer it and a template fails as a compile error).
+    #[serde(default = "default_best_of")]
+    pub best_of: u32,
+    #[serde(default = "default_tune_strategy")]
+    pub strategy: kevo_tune::StrategyKind,
+}
+
+/// Eight configurations: enough for TPE to leave its random start (six)
+/// on the small spaces a model declares, at eight evaluations' cost.
+pub const DEFAULT_TUNE_BEST_OF: u32 = 8;
+
+fn default_best_of() -> u32 {
+    DEFAULT_TUNE_BEST_OF
+}
+
+fn default_tune_strategy() -> kevo_tune::StrategyKind {
+    kevo_tune::StrategyKind::Tpe
+}
+
+impl Default for TuneOptions {
+    fn default() -> Self {
+        TuneOptions {
+            best_of: default_best_of(),
+            strategy: default_tune_strategy(),
+        }
+    }
 }
 
 /// How prompts are written; runs stored before these were settable used
@@ -176,6 +214,7 @@ impl EvolveOptions {
             batch_poll_s: default_batch_poll_s(),
             final_remeasure: DEFAULT_FINAL_REMEASURE,
             prompt: PromptOptions::default(),
+            tune: TuneOptions::default(),
         }
     }
 

@@ -611,7 +611,8 @@ impl<'e> Session<'e> {
             .with_edit_mode(options.edit_mode)
             .with_fast_math(options.fast_math)
             .with_history_len(options.prompt.history_len)
-            .with_stagnation(options.prompt.stagnation);
+            .with_stagnation(options.prompt.stagnation)
+            .with_tuning(options.tune.best_of);
         if let Some(dir) = &options.prompt.templates {
             prompts = prompts.with_templates(kevo_proposer::Templates::with_overrides(dir)?);
         }
@@ -1471,11 +1472,19 @@ impl<'e> Session<'e> {
                     continue;
                 }
             };
+            let note = kevo_proposer::prompt::attempt_note(&completion.text, &source);
+            let tune_seed = self.options.rng_seed ^ (u64::from(k) << 16) ^ j as u64;
+            let (source, (evaluation, reused_from, duplicate)) = if kevo_tune::is_template(&source)
+            {
+                self.tune_template(source, &tried, tune_seed).await?
+            } else {
+                let result = self.evaluate_once(&source, &tried).await?;
+                (source, result)
+            };
             if j == 0 {
+                // A tuned template's candidate is its best instance.
                 self.dir.write_candidate(k, &source)?;
             }
-            let note = kevo_proposer::prompt::attempt_note(&completion.text, &source);
-            let (evaluation, reused_from, duplicate) = self.evaluate_once(&source, &tried).await?;
             if j == 0 {
                 self.dir.write_result(k, &evaluation)?;
             }
@@ -1506,6 +1515,101 @@ impl<'e> Session<'e> {
         Ok(tried)
     }
 
+    /// A proposed template (`// kevo: tune` lines) is tuned best-of-k: the
+    /// tuning strategy picks up to `tune.best_of` configurations, each is
+    /// instantiated and evaluated like any candidate (a configuration this
+    /// run measured before costs nothing), and the fastest correct one,
+    /// annotated with the table of what was tried, becomes the candidate
+    /// with its evaluation, so everything downstream (decision, prompts,
+    /// held-out gate, export) sees an ordinary kernel. A template whose
+    /// declarations do not parse, or tuning turned off, fails as a compile
+    /// error naming the line; with no correct configuration, the first
+    /// configuration's failure stands.
+    async fn tune_template(
+        &mut self,
+        template: String,
+        batch: &[Tried],
+        seed: u64,
+    ) -> Result<(String, EvaluatedOnce), EvolveError> {
+        let refuse = |this: &Self, message: String| {
+            let device = this.worker.device();
+            let log = format!("candidate.{}: error: {message}", this.dialect.extension());
+            Evaluation::without_sizes(
+                this.task.name(),
+                &device.name,
+                &device.backend,
+                kevo_eval::Outcome::CompileError {
+                    diagnostics: kevo_backend::CompileDiagnostics::from_log(log),
+                    message,
+                },
+                kevo_eval::WallTimes::default(),
+            )
+        };
+        let best_of = self.options.tune.best_of as usize;
+        if best_of == 0 {
+            let message = "the kernel declares tunable parameters (`// kevo: tune`), and tuning \
+                           is off in this run (tune.best_of = 0): define the values yourself"
+                .to_string();
+            let e = refuse(self, message);
+            return Ok((template, (e, None, None)));
+        }
+        let space = match kevo_tune::TuningSpace::parse(&template) {
+            Ok(Some(space)) => space,
+            Ok(None) => unreachable!("is_template found a tune line"),
+            Err(e) => {
+                let e = refuse(self, e.to_string());
+                return Ok((template, (e, None, None)));
+            }
+        };
+        let mut search = self.options.tune.strategy.build(seed);
+        let mut seen: Vec<kevo_tune::Observation> = Vec::new();
+        let mut tried: Vec<(kevo_tune::Configuration, EvaluatedOnce)> = Vec::new();
+        while tried.len() < best_of {
+            let Some(c) = search.next(&space, &seen) else {
+                break;
+            };
+            let instance = space.instantiate(&template, &c);
+            let result = self.evaluate_once(&instance, batch).await?;
+            seen.push(kevo_tune::Observation {
+                configuration: c.clone(),
+                score: result.0.outcome.score(),
+            });
+            tried.push((c, result));
+        }
+        let best = tried
+            .iter()
+            .enumerate()
+            .filter_map(|(i, (_, r))| r.0.outcome.score().map(|s| (i, s)))
+            .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
+            .map(|(i, _)| i)
+            .unwrap_or(0);
+        let mut order: Vec<usize> = (0..tried.len()).collect();
+        order.sort_by(|&a, &b| {
+            let s = |i: usize| tried[i].1.0.outcome.score().unwrap_or(f64::NEG_INFINITY);
+            s(b).total_cmp(&s(a)).then(a.cmp(&b))
+        });
+        let mut table = format!(
+            "kevo tuned this kernel: {} of its {} valid configurations evaluated ({}), best first:",
+            tried.len(),
+            space.valid().len(),
+            self.options.tune.strategy
+        );
+        for i in order {
+            let (c, (e, _, _)) = &tried[i];
+            let verdict = match e.outcome.score() {
+                Some(score) => format!("score {score:.4}"),
+                None => {
+                    let summary = e.outcome.summary();
+                    let short: String = summary.chars().take(120).collect();
+                    short.replace('\n', " ")
+                }
+            };
+            table.push_str(&format!("\n  {}  {verdict}", space.describe(c)));
+        }
+        let (c, result) = tried.swap_remove(best);
+        Ok((space.instantiate_annotated(&template, &c, &table), result))
+    }
+
     /// `source`'s evaluation: the stored one if this run measured the
     /// same source before, that of an earlier candidate whose source is
     /// the same up to comments and whitespace, one of this batch's, or a
@@ -1514,7 +1618,7 @@ impl<'e> Session<'e> {
         &mut self,
         source: &str,
         batch: &[Tried],
-    ) -> Result<(Evaluation, Option<EvaluationId>, Option<Duplicate>), EvolveError> {
+    ) -> Result<EvaluatedOnce, EvolveError> {
         let sha = source_sha256(source);
         if let Some(stored) = self.env.store.find_evaluation(&self.run, &sha).await?
             && let Ok(e) = stored.evaluation()
@@ -2095,6 +2199,9 @@ impl<'e> Session<'e> {
 
 /// The id a proposal is judged under before the store gives it one:
 /// negative, so it never meets a stored id.
+/// An evaluation, the stored one it reuses, and the candidate it duplicates.
+type EvaluatedOnce = (Evaluation, Option<EvaluationId>, Option<Duplicate>);
+
 fn provisional_id(proposal: usize) -> i64 {
     -(proposal as i64) - 1
 }

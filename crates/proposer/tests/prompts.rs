@@ -246,9 +246,20 @@ fn system_prompts() {
     let t = Templates::builtin();
     for dialect in Dialect::all() {
         for mode in [EditMode::FullSource, EditMode::SearchReplace] {
-            let text = PromptBuilder::system_prompt(&t, dialect, mode, true, None).unwrap();
+            let text = PromptBuilder::system_prompt(&t, dialect, mode, true, None, 8).unwrap();
+            assert!(text.contains("`// kevo: tune NAME V1 V2 ...`"), "{text}");
+            assert!(text.contains("up to 8 configurations"), "{text}");
             let name = format!("system_{}_{:?}", dialect.extension(), mode).to_lowercase();
             insta::assert_snapshot!(name, text);
+            // Tuning off: the prompt does not offer it, and nothing else changes.
+            let off = PromptBuilder::system_prompt(&t, dialect, mode, true, None, 0).unwrap();
+            assert!(!off.contains("kevo: tune"), "{off}");
+            let paragraph = text
+                .lines()
+                .find(|l| l.contains("kevo: tune"))
+                .unwrap()
+                .to_string();
+            assert_eq!(text.replace(&format!("{paragraph}\n"), ""), off);
         }
     }
     // A CPU device gets advice of its own: local memory and barriers are
@@ -259,6 +270,7 @@ fn system_prompts() {
         EditMode::FullSource,
         true,
         Some(DeviceKind::Cpu),
+        0,
     )
     .unwrap();
     assert!(cpu.contains("for a CPU through OpenCL"), "{cpu}");
@@ -274,6 +286,7 @@ fn system_prompts() {
         EditMode::FullSource,
         true,
         Some(DeviceKind::DiscreteGpu),
+        0,
     )
     .unwrap();
     assert!(!gpu.contains("This device is"), "{gpu}");
@@ -283,6 +296,7 @@ fn system_prompts() {
         EditMode::FullSource,
         true,
         Some(DeviceKind::IntegratedGpu),
+        0,
     )
     .unwrap();
     assert!(

@@ -522,6 +522,21 @@ impl TuningSpace {
         out
     }
 
+    /// [`TuningSpace::instantiate`] with `notes` (say, the table of the
+    /// configurations tried) as comment lines after the first: what a
+    /// proposer reads when this kernel is shown to it again. Comments ahead
+    /// of `#line 1` change neither the code nor its line numbers.
+    pub fn instantiate_annotated(&self, template: &str, c: &Configuration, notes: &str) -> String {
+        let kernel = self.instantiate(template, c);
+        let (first, rest) = kernel.split_once('\n').unwrap_or((&kernel, ""));
+        let mut out = format!("{first}\n");
+        for line in notes.lines() {
+            out.push_str(&format!("// {line}\n"));
+        }
+        out.push_str(rest);
+        out
+    }
+
     /// The one-step neighbours of `c` that are valid: each parameter moved
     /// to the next lower or higher value.
     pub fn neighbours(&self, c: &Configuration) -> Vec<Configuration> {

@@ -54,6 +54,10 @@ stagnation_gap = 0.1
 [promotion]
 rule = "strict"
 
+[tune]
+best_of = 4
+strategy = "local"
+
 [strategy]
 name = "map-elites"
 islands = 2
@@ -81,6 +85,8 @@ fn defaults_then_file_then_flags_for_every_kind_of_key() {
     assert_eq!(d.final_remeasure, crate::DEFAULT_FINAL_REMEASURE);
     assert_eq!(d.strategy, StrategyConfig::OnePlusOne);
     assert_eq!(d.prompt, PromptOptions::default());
+    assert_eq!(d.tune.best_of, crate::DEFAULT_TUNE_BEST_OF);
+    assert_eq!(d.tune.strategy, kevo_tune::StrategyKind::Tpe);
     assert_eq!(d.max_wall_s, None);
 
     // The file over the defaults: strings, enums, bools, integers, floats,
@@ -111,6 +117,8 @@ fn defaults_then_file_then_flags_for_every_kind_of_key() {
     );
     assert_eq!(o.promotion, Promotion::Strict);
     assert_eq!(o.final_remeasure, 0, "strict promotion's default");
+    assert_eq!(o.tune.best_of, 4);
+    assert_eq!(o.tune.strategy, kevo_tune::StrategyKind::Local);
     let StrategyConfig::MapElites(me) = &o.strategy else {
         panic!("{:?}", o.strategy)
     };
@@ -196,6 +204,14 @@ fn malformed_configs_name_the_file_line_and_key() {
     let cases: &[(&str, &[&str])] = &[
         ("task = ", &["run.toml:1", "string values must be quoted"]),
         ("tsk = \"saxpy\"", &["run.toml:1", "unknown field `tsk`"]),
+        (
+            "[tune]\nstrategy = \"bayes\"",
+            &[
+                "run.toml:2",
+                "key `tune.strategy`",
+                "unknown variant `bayes`",
+            ],
+        ),
         ("task = \"nope\"", &["run.toml:1", "key `task`", "nope"]),
         (
             "[llm]\nconcurrency = \"four\"",

@@ -125,6 +125,7 @@ pub struct PromptBuilder<'t> {
     history_len: usize,
     fast_math: bool,
     context_budget_tokens: usize,
+    tune_best_of: u32,
 }
 
 /// Roughly four characters per token for code and English: the prompt
@@ -184,6 +185,9 @@ struct SystemCtx {
     fast_math: bool,
     /// "cpu", "integrated_gpu", "discrete_gpu", or "" when unknown.
     device_kind: &'static str,
+    /// Configurations kevo evaluates of a kernel that declares tunable
+    /// parameters; 0: tuning is off and the prompt does not offer it.
+    tune_best_of: u32,
 }
 
 fn kind_name(kind: Option<DeviceKind>) -> &'static str {
@@ -309,11 +313,19 @@ impl<'t> PromptBuilder<'t> {
             history_len: 8,
             fast_math: true,
             context_budget_tokens: 16_000,
+            tune_best_of: 0,
         })
     }
 
     pub fn with_templates(mut self, templates: Templates) -> Self {
         self.templates = templates;
+        self
+    }
+
+    /// Offer tunable parameters in the system prompt: kevo evaluates up to
+    /// `best_of` configurations of a kernel that declares them (0: off).
+    pub fn with_tuning(mut self, best_of: u32) -> Self {
+        self.tune_best_of = best_of;
         self
     }
 
@@ -374,6 +386,7 @@ impl<'t> PromptBuilder<'t> {
             self.edit_mode,
             self.fast_math,
             self.device_kind(),
+            self.tune_best_of,
         )
     }
 
@@ -391,6 +404,7 @@ impl<'t> PromptBuilder<'t> {
         mode: EditMode,
         fast_math: bool,
         kind: Option<DeviceKind>,
+        tune_best_of: u32,
     ) -> Result<String, PromptError> {
         let name = match dialect {
             Dialect::Cuda => "system_cuda.j2",
@@ -404,6 +418,7 @@ impl<'t> PromptBuilder<'t> {
                 edit_mode: mode_name(mode),
                 fast_math,
                 device_kind: kind_name(kind),
+                tune_best_of,
             },
         )
     }

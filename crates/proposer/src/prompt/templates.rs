@@ -42,6 +42,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "_device_kind.j2",
         include_str!("../../templates/_device_kind.j2"),
     ),
+    ("_tunables.j2", include_str!("../../templates/_tunables.j2")),
 ];
 
 pub struct Templates {

@@ -215,3 +215,19 @@ fn integers_take_hex_signs_and_separators() {
     assert_eq!(parse_integer("3.5"), None);
     assert_eq!(parse_integer(""), None);
 }
+
+#[test]
+fn annotations_are_comments_ahead_of_the_line_directive() {
+    let s = space(TEMPLATE);
+    let c = s.valid()[0].clone();
+    let plain = s.instantiate(TEMPLATE, &c);
+    let noted = s.instantiate_annotated(TEMPLATE, &c, "tried 2:\n  BLOCK=64 UNROLL=1  score 0.5");
+    let lines: Vec<&str> = noted.lines().collect();
+    assert_eq!(lines[0], plain.lines().next().unwrap());
+    assert_eq!(lines[1], "// tried 2:");
+    assert_eq!(lines[2], "//   BLOCK=64 UNROLL=1  score 0.5");
+    assert_eq!(
+        noted.split_once("#line 1\n").unwrap().1,
+        plain.split_once("#line 1\n").unwrap().1
+    );
+}
