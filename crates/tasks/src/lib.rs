@@ -6,6 +6,7 @@
 mod block;
 pub mod check;
 mod expr;
+pub mod folder;
 pub mod hash;
 mod host;
 pub mod rng;

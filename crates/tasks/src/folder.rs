@@ -1,0 +1,867 @@
+//! User-defined tasks: a folder with a `task.toml` that declares, as data,
+//! everything a built-in task has in Rust (buffers, launches, checks and
+//! the reference), next to its brief and kernels. This module reads and
+//! validates such a folder into a [`FolderTask`] definition; every mistake
+//! is an error naming the file, the key and what was expected, before
+//! anything is compiled or measured.
+//!
+//! ```toml
+//! name = "scale"
+//! kernels = ["scale"]
+//! dims = ["N"]
+//! ceiling = "bandwidth"
+//! work = "8 * N"
+//! default_seed = 7
+//! brief = "brief.md"
+//!
+//! [dialects.cuda]
+//! seed = "seed.cu"
+//! signature = "signature.cu"
+//!
+//! [derived]
+//! HALF = "N / 2"
+//!
+//! [[buffers]]
+//! name = "x"
+//! type = "f32"                  # f16 f32 f64 i32 u32 i64 u8, or vectors: f32x4
+//! length = "N"                  # elements, an expression of dims and derived
+//! role = "input"                # input, output, inout, scratch
+//! init = { uniform = [-1.0, 1.0] }   # normal, integers, constant, "iota", npy
+//!
+//! [[scalars]]
+//! name = "a"
+//! type = "f32"
+//! value = "2.5"                 # may use dims, derived and `step`
+//!
+//! [[launches]]
+//! kernel = "scale"
+//! grid = ["N"]                  # threads per dimension
+//! block = { default = [256] }   # or { fixed = [...] }
+//! args = ["x", "y", "a"]
+//! steps = "1"                   # repeats; with ping_pong the named buffers swap
+//!
+//! [check.y]
+//! rtol = 1e-5
+//! atol = 1e-6
+//! within = 1.0                  # fraction of elements that must be within
+//!
+//! [reference]
+//! command = ["python3", "reference.py"]   # or kernel = {...}, golden = "dir"
+//! ```
+//!
+//! Sizes (`[sizes.smoke]`, `[sizes.full]`, optional `[sizes.large]`) are
+//! written as for the built-in tasks; `regime` and `work_note` are
+//! optional.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::expr::{Expr, is_identifier};
+use crate::spec::TaskSpec;
+
+/// A task folder that does not define a usable task: the file, the key and
+/// what was expected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}: {key}: {message}")]
+pub struct FolderError {
+    pub file: String,
+    pub key: String,
+    pub message: String,
+}
+
+/// Element types of a buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scalar {
+    F16,
+    F32,
+    F64,
+    I32,
+    U32,
+    I64,
+    U8,
+}
+
+impl Scalar {
+    fn parse(text: &str) -> Option<Scalar> {
+        Some(match text {
+            "f16" => Scalar::F16,
+            "f32" => Scalar::F32,
+            "f64" => Scalar::F64,
+            "i32" => Scalar::I32,
+            "u32" => Scalar::U32,
+            "i64" => Scalar::I64,
+            "u8" => Scalar::U8,
+            _ => return None,
+        })
+    }
+
+    pub fn bytes(self) -> usize {
+        match self {
+            Scalar::U8 => 1,
+            Scalar::F16 => 2,
+            Scalar::F32 | Scalar::I32 | Scalar::U32 => 4,
+            Scalar::F64 | Scalar::I64 => 8,
+        }
+    }
+
+    pub fn is_float(self) -> bool {
+        matches!(self, Scalar::F16 | Scalar::F32 | Scalar::F64)
+    }
+}
+
+/// A buffer's element: a scalar or a short vector of them (`f32x4`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ElementType {
+    pub scalar: Scalar,
+    pub lanes: u8,
+}
+
+const TYPES: &str = "f16, f32, f64, i32, u32, i64, u8, or a vector such as f32x4 (2, 3 or 4 lanes)";
+
+impl ElementType {
+    fn parse(text: &str) -> Option<ElementType> {
+        let (scalar, lanes) = match text.split_once('x') {
+            Some((s, l)) => (s, l.parse::<u8>().ok().filter(|l| (2..=4).contains(l))?),
+            None => (text, 1),
+        };
+        Some(ElementType {
+            scalar: Scalar::parse(scalar)?,
+            lanes,
+        })
+    }
+
+    pub fn bytes(self) -> usize {
+        self.scalar.bytes() * usize::from(self.lanes)
+    }
+}
+
+/// What a buffer is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Read-only input, restored before every run.
+    Input,
+    /// Written by the kernels, checked; starts as a sentinel (NaN).
+    Output,
+    /// Starts with data, written by the kernels, checked.
+    Inout,
+    /// Working memory: starts as a sentinel, not checked.
+    Scratch,
+}
+
+/// How a buffer starts, drawn from the input seed where random.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Init {
+    Uniform {
+        low: f64,
+        high: f64,
+    },
+    Normal {
+        mean: f64,
+        std: f64,
+    },
+    Integers {
+        low: i64,
+        high: i64,
+    },
+    Constant(f64),
+    Iota,
+    Zero,
+    /// A .npy file in the folder (its length must match).
+    Npy(PathBuf),
+}
+
+#[derive(Debug, Clone)]
+pub struct BufferDef {
+    pub name: String,
+    pub element: ElementType,
+    pub length: Expr,
+    pub role: Role,
+    pub init: Option<Init>,
+}
+
+/// A by-value argument.
+#[derive(Debug, Clone)]
+pub struct ScalarDef {
+    pub name: String,
+    pub scalar: Scalar,
+    /// Over dims, derived values and `step` (last).
+    pub value: Expr,
+}
+
+/// Whether the candidate may choose a launch's block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockDef {
+    Default([u32; 3]),
+    Fixed([u32; 3]),
+}
+
+#[derive(Debug, Clone)]
+pub struct LaunchDef {
+    /// Index into the task's kernels.
+    pub kernel: usize,
+    /// Threads per dimension (1 to 3 expressions).
+    pub grid: Vec<Expr>,
+    pub block: BlockDef,
+    /// Buffer or scalar names, in the entry point's parameter order.
+    pub args: Vec<String>,
+    pub steps: Expr,
+    /// Two buffers whose roles swap after every step.
+    pub ping_pong: Option<[String; 2]>,
+}
+
+/// How an output buffer is compared with the reference.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckDef {
+    pub atol: f64,
+    pub rtol: f64,
+    /// The fraction of elements that must be within `atol + rtol * |ref|`.
+    pub within: f64,
+    /// A floor on the cosine similarity of output and reference.
+    pub cosine: Option<f64>,
+    /// Bit-exact (integer outputs always are).
+    pub exact: bool,
+}
+
+/// Where the expected outputs come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReferenceDef {
+    /// A kernel per dialect, run by kevo on the device with the same
+    /// launches (also the speedup baseline).
+    Kernel(BTreeMap<String, PathBuf>),
+    /// A program that reads the inputs as .npy files and writes the
+    /// expected outputs as .npy, run once per (size, input seed).
+    Command(Vec<String>),
+    /// Expected outputs as .npy files under this directory, one folder per
+    /// size label, for fixed (npy or constant) inputs.
+    Golden(PathBuf),
+}
+
+/// A validated task folder.
+#[derive(Debug, Clone)]
+pub struct FolderTask {
+    pub root: PathBuf,
+    pub spec: TaskSpec,
+    pub brief: String,
+    /// Dialect name ("cuda", "opencl", "metal") -> (seed, signature).
+    pub dialects: BTreeMap<String, (String, String)>,
+    /// Derived quantities, in order, over the dims and earlier ones.
+    pub derived: Vec<(String, Expr)>,
+    pub buffers: Vec<BufferDef>,
+    pub scalars: Vec<ScalarDef>,
+    pub launches: Vec<LaunchDef>,
+    /// Output buffer name -> its check.
+    pub checks: BTreeMap<String, CheckDef>,
+    pub reference: ReferenceDef,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFolder {
+    brief: String,
+    dialects: BTreeMap<String, RawDialect>,
+    #[serde(default)]
+    derived: toml::Table,
+    buffers: Vec<RawBuffer>,
+    #[serde(default)]
+    scalars: Vec<RawScalar>,
+    launches: Vec<RawLaunch>,
+    check: BTreeMap<String, RawCheck>,
+    reference: RawReference,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDialect {
+    seed: String,
+    signature: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBuffer {
+    name: String,
+    #[serde(rename = "type")]
+    element: String,
+    length: String,
+    role: Role,
+    init: Option<toml::Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScalar {
+    name: String,
+    #[serde(rename = "type")]
+    scalar: String,
+    value: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLaunch {
+    kernel: String,
+    grid: Vec<String>,
+    block: Option<RawBlock>,
+    args: Vec<String>,
+    steps: Option<String>,
+    ping_pong: Option<[String; 2]>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "lowercase")]
+enum RawBlock {
+    Default(Vec<u32>),
+    Fixed(Vec<u32>),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCheck {
+    atol: Option<f64>,
+    rtol: Option<f64>,
+    within: Option<f64>,
+    cosine: Option<f64>,
+    exact: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawReference {
+    kernel: Option<BTreeMap<String, String>>,
+    command: Option<Vec<String>>,
+    golden: Option<String>,
+}
+
+/// The keys of a folder's task.toml that are the built-in tasks' schema.
+const SPEC_KEYS: &[&str] = &[
+    "name",
+    "regime",
+    "kernels",
+    "dims",
+    "ceiling",
+    "work",
+    "work_note",
+    "default_seed",
+    "sizes",
+];
+
+const DIALECTS: &[&str] = &["cuda", "opencl", "metal"];
+
+impl FolderTask {
+    /// Read and validate the task folder at `root`.
+    pub fn load(root: &Path) -> Result<FolderTask, FolderError> {
+        let file = root.join("task.toml");
+        let shown = file.display().to_string();
+        let err = |key: &str, message: String| FolderError {
+            file: shown.clone(),
+            key: key.to_string(),
+            message,
+        };
+        let text = std::fs::read_to_string(&file).map_err(|e| {
+            err(
+                "task.toml",
+                format!("cannot read it ({e}); a task folder holds a task.toml"),
+            )
+        })?;
+        let mut table: toml::Table = toml::from_str(&text).map_err(|e| {
+            let line = e
+                .span()
+                .map(|s| text[..s.start].matches('\n').count() + 1)
+                .unwrap_or(0);
+            err(&format!("line {line}"), e.message().to_string())
+        })?;
+        // The built-in schema, with what a user task may leave out.
+        let mut spec_table = toml::Table::new();
+        for key in SPEC_KEYS {
+            if let Some(v) = table.remove(*key) {
+                spec_table.insert(key.to_string(), v);
+            }
+        }
+        spec_table
+            .entry("regime")
+            .or_insert_with(|| "custom".into());
+        spec_table.entry("work_note").or_insert_with(|| "".into());
+        if let Some(sizes) = spec_table.get_mut("sizes").and_then(|s| s.as_table_mut())
+            && !sizes.contains_key("large")
+            && let Some(full) = sizes.get("full").cloned()
+        {
+            sizes.insert("large".into(), full);
+        }
+        let spec_text = toml::to_string(&spec_table).expect("a TOML table serialises");
+        let spec = TaskSpec::parse(&spec_text, &shown).map_err(|e| match e {
+            crate::TaskDefinitionError::Invalid { field, message, .. } => err(&field, message),
+            crate::TaskDefinitionError::Parse { message, .. } => err("task.toml", message),
+        })?;
+        let raw: RawFolder = toml::Value::Table(table)
+            .try_into()
+            .map_err(|e: toml::de::Error| err("task.toml", e.message().to_string()))?;
+
+        let read = |key: &str, name: &str| -> Result<String, FolderError> {
+            let path = root.join(name);
+            std::fs::read_to_string(&path).map_err(|e| {
+                err(
+                    key,
+                    format!("cannot read `{name}` in the task folder ({e})"),
+                )
+            })
+        };
+        let brief = read("brief", &raw.brief)?;
+        if raw.dialects.is_empty() {
+            return Err(err(
+                "dialects",
+                "offers no dialect: add [dialects.cuda] or [dialects.opencl] with seed and signature"
+                    .into(),
+            ));
+        }
+        let mut dialects = BTreeMap::new();
+        for (name, d) in &raw.dialects {
+            if !DIALECTS.contains(&name.as_str()) {
+                return Err(err(
+                    &format!("dialects.{name}"),
+                    format!("unknown dialect; expected one of {}", DIALECTS.join(", ")),
+                ));
+            }
+            let seed = read(&format!("dialects.{name}.seed"), &d.seed)?;
+            let signature = read(&format!("dialects.{name}.signature"), &d.signature)?;
+            for k in &spec.kernels {
+                if !seed.contains(k.as_str()) {
+                    return Err(err(
+                        &format!("dialects.{name}.seed"),
+                        format!("`{}` does not define the entry point `{k}`", d.seed),
+                    ));
+                }
+            }
+            dialects.insert(name.clone(), (seed, signature));
+        }
+
+        // Names an expression may use: dims, then derived values in order.
+        let mut names: Vec<String> = spec.dims.iter().map(|d| d.name.clone()).collect();
+        // Derived values may use each other in any order (a TOML table has
+        // none): resolve them as their names become known.
+        let mut derived = Vec::new();
+        let mut pending: Vec<(&String, &toml::Value)> = raw.derived.iter().collect();
+        while !pending.is_empty() {
+            let mut progress = false;
+            let mut last_error = None;
+            let mut still = Vec::new();
+            for (name, value) in pending {
+                let key = format!("derived.{name}");
+                if !is_identifier(name) || names.contains(name) {
+                    return Err(err(
+                        &key,
+                        "expected a new identifier (not a dimension's name)".into(),
+                    ));
+                }
+                let Some(text) = value.as_str() else {
+                    return Err(err(&key, "expected an expression as a string".into()));
+                };
+                let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+                match Expr::parse(text, &refs) {
+                    Ok(expr) => {
+                        derived.push((name.clone(), expr));
+                        names.push(name.clone());
+                        progress = true;
+                    }
+                    Err(m) => {
+                        last_error.get_or_insert((key, m));
+                        still.push((name, value));
+                    }
+                }
+            }
+            if !progress {
+                let (key, m) = last_error.expect("something is pending");
+                return Err(err(
+                    &key,
+                    format!("{m} (or the derived values depend on each other in a circle)"),
+                ));
+            }
+            pending = still;
+        }
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let expr = |key: &str, text: &str, extra: &[&str]| -> Result<Expr, FolderError> {
+            let all: Vec<&str> = refs.iter().chain(extra).copied().collect();
+            Expr::parse(text, &all).map_err(|m| err(key, m))
+        };
+
+        let mut buffers: Vec<BufferDef> = Vec::new();
+        for (i, b) in raw.buffers.iter().enumerate() {
+            let key = format!("buffers[{i}]");
+            if !is_identifier(&b.name) || buffers.iter().any(|o| o.name == b.name) {
+                return Err(err(
+                    &format!("{key}.name"),
+                    format!("`{}`: expected a new identifier", b.name),
+                ));
+            }
+            let element = ElementType::parse(&b.element).ok_or_else(|| {
+                err(
+                    &format!("{key}.type"),
+                    format!("`{}`: expected {TYPES}", b.element),
+                )
+            })?;
+            let length = expr(&format!("{key}.length"), &b.length, &[])?;
+            let init = b
+                .init
+                .as_ref()
+                .map(|v| parse_init(v, root).map_err(|m| err(&format!("{key}.init"), m)))
+                .transpose()?;
+            match (b.role, &init) {
+                (Role::Input | Role::Inout, None) => {
+                    return Err(err(
+                        &format!("{key}.init"),
+                        format!("an {:?} buffer needs an initialisation", b.role).to_lowercase(),
+                    ));
+                }
+                (Role::Output | Role::Scratch, Some(_)) => {
+                    return Err(err(
+                        &format!("{key}.init"),
+                        "an output or scratch buffer starts as a sentinel that the kernels must \
+                         overwrite; it takes no initialisation"
+                            .into(),
+                    ));
+                }
+                _ => {}
+            }
+            buffers.push(BufferDef {
+                name: b.name.clone(),
+                element,
+                length,
+                role: b.role,
+                init,
+            });
+        }
+        if buffers.is_empty() {
+            return Err(err("buffers", "declares no buffer".into()));
+        }
+
+        let mut scalars: Vec<ScalarDef> = Vec::new();
+        for (i, s) in raw.scalars.iter().enumerate() {
+            let key = format!("scalars[{i}]");
+            if !is_identifier(&s.name)
+                || scalars.iter().any(|o| o.name == s.name)
+                || buffers.iter().any(|b| b.name == s.name)
+            {
+                return Err(err(
+                    &format!("{key}.name"),
+                    format!("`{}`: expected a new identifier", s.name),
+                ));
+            }
+            let scalar = match Scalar::parse(&s.scalar) {
+                Some(Scalar::F16 | Scalar::U8) | None => {
+                    return Err(err(
+                        &format!("{key}.type"),
+                        format!("`{}`: expected f32, f64, i32, u32 or i64", s.scalar),
+                    ));
+                }
+                Some(t) => t,
+            };
+            let value = expr(&format!("{key}.value"), &s.value, &["step"])?;
+            scalars.push(ScalarDef {
+                name: s.name.clone(),
+                scalar,
+                value,
+            });
+        }
+
+        let mut used: BTreeSet<&str> = BTreeSet::new();
+        let mut launches = Vec::new();
+        for (i, l) in raw.launches.iter().enumerate() {
+            let key = format!("launches[{i}]");
+            let kernel = spec
+                .kernels
+                .iter()
+                .position(|k| *k == l.kernel)
+                .ok_or_else(|| {
+                    err(
+                        &format!("{key}.kernel"),
+                        format!(
+                            "`{}` is not one of the task's kernels ({})",
+                            l.kernel,
+                            spec.kernels.join(", ")
+                        ),
+                    )
+                })?;
+            if l.grid.is_empty() || l.grid.len() > 3 {
+                return Err(err(
+                    &format!("{key}.grid"),
+                    "expected 1 to 3 expressions (threads per dimension)".into(),
+                ));
+            }
+            let grid = l
+                .grid
+                .iter()
+                .enumerate()
+                .map(|(d, g)| expr(&format!("{key}.grid[{d}]"), g, &[]))
+                .collect::<Result<Vec<_>, _>>()?;
+            let block = match &l.block {
+                None => BlockDef::Default([256, 1, 1]),
+                Some(RawBlock::Default(s)) => {
+                    BlockDef::Default(shape(s).map_err(|m| err(&format!("{key}.block"), m))?)
+                }
+                Some(RawBlock::Fixed(s)) => {
+                    BlockDef::Fixed(shape(s).map_err(|m| err(&format!("{key}.block"), m))?)
+                }
+            };
+            for (a, name) in l.args.iter().enumerate() {
+                if !buffers.iter().any(|b| &b.name == name)
+                    && !scalars.iter().any(|s| &s.name == name)
+                {
+                    return Err(err(
+                        &format!("{key}.args[{a}]"),
+                        format!("`{name}` is neither a buffer nor a scalar of the task"),
+                    ));
+                }
+                used.insert(name);
+            }
+            let steps = expr(
+                &format!("{key}.steps"),
+                l.steps.as_deref().unwrap_or("1"),
+                &[],
+            )?;
+            if let Some(pair) = &l.ping_pong {
+                for name in pair {
+                    let Some(b) = buffers.iter().find(|b| &b.name == name) else {
+                        return Err(err(
+                            &format!("{key}.ping_pong"),
+                            format!("`{name}` is not a buffer of the task"),
+                        ));
+                    };
+                    if b.role == Role::Input {
+                        return Err(err(
+                            &format!("{key}.ping_pong"),
+                            format!("`{name}` is an input; ping-pong buffers are written"),
+                        ));
+                    }
+                }
+                if pair[0] == pair[1] {
+                    return Err(err(
+                        &format!("{key}.ping_pong"),
+                        "expected two different buffers".into(),
+                    ));
+                }
+            }
+            launches.push(LaunchDef {
+                kernel,
+                grid,
+                block,
+                args: l.args.clone(),
+                steps,
+                ping_pong: l.ping_pong.clone(),
+            });
+        }
+        if launches.is_empty() {
+            return Err(err("launches", "declares no launch".into()));
+        }
+        for b in &buffers {
+            if !used.contains(b.name.as_str()) {
+                return Err(err(
+                    "buffers",
+                    format!("`{}` is passed to no launch", b.name),
+                ));
+            }
+        }
+        for (k, name) in spec.kernels.iter().enumerate() {
+            if !launches.iter().any(|l| l.kernel == k) {
+                return Err(err(
+                    "launches",
+                    format!("the kernel `{name}` is never launched"),
+                ));
+            }
+        }
+
+        let mut checks = BTreeMap::new();
+        for (name, c) in &raw.check {
+            let key = format!("check.{name}");
+            let Some(b) = buffers.iter().find(|b| &b.name == name) else {
+                return Err(err(&key, "names no buffer of the task".into()));
+            };
+            if !matches!(b.role, Role::Output | Role::Inout) {
+                return Err(err(
+                    &key,
+                    format!("`{name}` is not an output or inout buffer"),
+                ));
+            }
+            let float = b.element.scalar.is_float();
+            let exact = c.exact.unwrap_or(!float);
+            if !float && (!exact || c.atol.is_some() || c.rtol.is_some() || c.cosine.is_some()) {
+                return Err(err(
+                    &key,
+                    "an integer output is compared exactly: no atol, rtol or cosine".into(),
+                ));
+            }
+            if float && !exact && c.atol.is_none() && c.rtol.is_none() {
+                return Err(err(
+                    &key,
+                    "expected a tolerance: atol, rtol or both (or exact = true)".into(),
+                ));
+            }
+            for (field, v) in [("atol", c.atol), ("rtol", c.rtol)] {
+                if v.is_some_and(|v| !(v.is_finite() && v >= 0.0)) {
+                    return Err(err(
+                        &format!("{key}.{field}"),
+                        "expected a finite number >= 0".into(),
+                    ));
+                }
+            }
+            let within = c.within.unwrap_or(1.0);
+            if !(within > 0.0 && within <= 1.0) {
+                return Err(err(
+                    &format!("{key}.within"),
+                    "expected a fraction in (0, 1]".into(),
+                ));
+            }
+            if c.cosine.is_some_and(|v| !(v > 0.0 && v <= 1.0)) {
+                return Err(err(
+                    &format!("{key}.cosine"),
+                    "expected a similarity floor in (0, 1]".into(),
+                ));
+            }
+            checks.insert(
+                name.clone(),
+                CheckDef {
+                    atol: c.atol.unwrap_or(0.0),
+                    rtol: c.rtol.unwrap_or(0.0),
+                    within,
+                    cosine: c.cosine,
+                    exact,
+                },
+            );
+        }
+        if checks.is_empty() {
+            return Err(err(
+                "check",
+                "checks no buffer: add [check.NAME] for an output".into(),
+            ));
+        }
+        for b in &buffers {
+            if b.role == Role::Output && !checks.contains_key(&b.name) {
+                return Err(err(
+                    "check",
+                    format!("the output `{}` has no [check.{}]", b.name, b.name),
+                ));
+            }
+        }
+
+        let r = &raw.reference;
+        let reference = match (&r.kernel, &r.command, &r.golden) {
+            (Some(kernels), None, None) => {
+                let mut files = BTreeMap::new();
+                for (dialect, file) in kernels {
+                    if !raw.dialects.contains_key(dialect) {
+                        return Err(err(
+                            &format!("reference.kernel.{dialect}"),
+                            "not a dialect the task offers".into(),
+                        ));
+                    }
+                    read(&format!("reference.kernel.{dialect}"), file)?;
+                    files.insert(dialect.clone(), root.join(file));
+                }
+                ReferenceDef::Kernel(files)
+            }
+            (None, Some(command), None) => {
+                if command.is_empty() {
+                    return Err(err(
+                        "reference.command",
+                        "expected a program and its arguments".into(),
+                    ));
+                }
+                ReferenceDef::Command(command.clone())
+            }
+            (None, None, Some(dir)) => {
+                let path = root.join(dir);
+                if !path.is_dir() {
+                    return Err(err(
+                        "reference.golden",
+                        format!("`{dir}` is not a directory in the task folder"),
+                    ));
+                }
+                ReferenceDef::Golden(path)
+            }
+            _ => {
+                return Err(err(
+                    "reference",
+                    "expected exactly one of kernel, command or golden".into(),
+                ));
+            }
+        };
+
+        Ok(FolderTask {
+            root: root.to_path_buf(),
+            spec,
+            brief,
+            dialects,
+            derived,
+            buffers,
+            scalars,
+            launches,
+            checks,
+            reference,
+        })
+    }
+}
+
+fn shape(dims: &[u32]) -> Result<[u32; 3], String> {
+    if dims.is_empty() || dims.len() > 3 || dims.contains(&0) {
+        return Err("expected 1 to 3 positive dimensions".into());
+    }
+    let mut out = [1u32; 3];
+    out[..dims.len()].copy_from_slice(dims);
+    Ok(out)
+}
+
+fn parse_init(value: &toml::Value, root: &Path) -> Result<Init, String> {
+    const EXPECTED: &str = "expected \"iota\", \"zero\", { uniform = [LOW, HIGH] }, \
+                            { normal = [MEAN, STD] }, { integers = [LOW, HIGH] }, \
+                            { constant = V } or { npy = \"FILE\" }";
+    let number = |v: &toml::Value| v.as_float().or_else(|| v.as_integer().map(|i| i as f64));
+    let pair = |v: &toml::Value| -> Option<(f64, f64)> {
+        match v.as_array()?.as_slice() {
+            [a, b] => Some((number(a)?, number(b)?)),
+            _ => None,
+        }
+    };
+    match value {
+        toml::Value::String(s) if s == "iota" => Ok(Init::Iota),
+        toml::Value::String(s) if s == "zero" => Ok(Init::Zero),
+        toml::Value::Table(t) if t.len() == 1 => {
+            let (kind, v) = t.iter().next().expect("one entry");
+            match kind.as_str() {
+                "uniform" => match pair(v) {
+                    Some((low, high)) if low < high => Ok(Init::Uniform { low, high }),
+                    _ => Err("uniform: expected [LOW, HIGH] with LOW < HIGH".into()),
+                },
+                "normal" => match pair(v) {
+                    Some((mean, std)) if std > 0.0 => Ok(Init::Normal { mean, std }),
+                    _ => Err("normal: expected [MEAN, STD] with STD > 0".into()),
+                },
+                "integers" => match v.as_array().map(|a| a.as_slice()) {
+                    Some([a, b]) => match (a.as_integer(), b.as_integer()) {
+                        (Some(low), Some(high)) if low <= high => Ok(Init::Integers { low, high }),
+                        _ => {
+                            Err("integers: expected [LOW, HIGH], whole numbers, LOW <= HIGH".into())
+                        }
+                    },
+                    _ => Err("integers: expected [LOW, HIGH]".into()),
+                },
+                "constant" => number(v)
+                    .map(Init::Constant)
+                    .ok_or_else(|| "constant: expected a number".into()),
+                "npy" => {
+                    let name = v.as_str().ok_or("npy: expected a file name")?;
+                    let path = root.join(name);
+                    if !path.is_file() {
+                        return Err(format!("npy: `{name}` is not a file in the task folder"));
+                    }
+                    Ok(Init::Npy(path))
+                }
+                _ => Err(EXPECTED.into()),
+            }
+        }
+        _ => Err(EXPECTED.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,389 @@
+use super::*;
+
+const TASK: &str = r#"
+name = "scale"
+kernels = ["scale"]
+dims = ["N", "n_steps = 2"]
+ceiling = "bandwidth"
+work = "8 * N * n_steps"
+default_seed = 7
+brief = "brief.md"
+
+[sizes.smoke]
+in_distribution = [{ label = "1K", dims = [1024] }, { label = "4K", dims = [4096] }]
+held_out = { label = "2K", dims = [2048] }
+[sizes.full]
+in_distribution = [{ label = "1M", dims = [1048576] }]
+held_out = { label = "2M", dims = [2097152] }
+
+[dialects.opencl]
+seed = "seed.cl"
+signature = "signature.cl"
+
+[derived]
+TOTAL = "HALF * 2"
+HALF = "N / 2"
+
+[[buffers]]
+name = "x"
+type = "f32"
+length = "N"
+role = "input"
+init = { uniform = [-1.0, 1.0] }
+
+[[buffers]]
+name = "y"
+type = "f32"
+length = "TOTAL"
+role = "inout"
+init = "iota"
+
+[[buffers]]
+name = "z"
+type = "f32"
+length = "N"
+role = "output"
+
+[[scalars]]
+name = "a"
+type = "f32"
+value = "0.5 * step + 1"
+
+[[scalars]]
+name = "n"
+type = "u32"
+value = "N"
+
+[[launches]]
+kernel = "scale"
+grid = ["N"]
+block = { default = [128] }
+args = ["x", "y", "z", "a", "n"]
+steps = "n_steps"
+ping_pong = ["y", "z"]
+
+[check.z]
+rtol = 1e-5
+atol = 1e-6
+within = 0.99
+
+[check.y]
+exact = true
+
+[reference]
+command = ["python3", "reference.py"]
+"#;
+
+const SEED: &str = "__kernel void scale(__global const float* x, __global float* y, \
+                    __global float* z, float a, uint n) {}\n";
+
+/// A task folder with `task` as its task.toml and the files it names.
+fn folder(task: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in [
+        ("task.toml", task),
+        ("brief.md", "Scale x into z.\n"),
+        ("seed.cl", SEED),
+        ("signature.cl", SEED),
+        ("reference.py", "print('reference')\n"),
+        ("ref.cl", SEED),
+    ] {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn a_folder_parses_with_its_defaults() {
+    let dir = folder(TASK);
+    let t = FolderTask::load(dir.path()).unwrap();
+    assert_eq!(t.spec.name, "scale");
+    assert_eq!(t.spec.regime, "custom");
+    // `large` defaults to the full table.
+    assert_eq!(
+        t.spec.sizes[&crate::SizeSet::Large].held_out.label,
+        t.spec.sizes[&crate::SizeSet::Full].held_out.label
+    );
+    // Derived values resolve whatever their order in the file.
+    assert_eq!(
+        t.derived
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect::<Vec<_>>(),
+        ["HALF", "TOTAL"]
+    );
+    assert_eq!(t.buffers.len(), 3);
+    assert_eq!(t.buffers[0].element.bytes(), 4);
+    assert_eq!(
+        t.buffers[0].init,
+        Some(Init::Uniform {
+            low: -1.0,
+            high: 1.0
+        })
+    );
+    assert_eq!(t.launches[0].block, BlockDef::Default([128, 1, 1]));
+    assert_eq!(t.launches[0].ping_pong.as_ref().unwrap()[1], "z");
+    // `a` uses the step index: dims N, n_steps, derived HALF, TOTAL, then step.
+    assert_eq!(
+        t.scalars[0].value.eval(&[1024.0, 2.0, 512.0, 1024.0, 3.0]),
+        2.5
+    );
+    assert_eq!(t.checks["z"].within, 0.99);
+    assert!(t.checks["y"].exact);
+    assert_eq!(
+        t.reference,
+        ReferenceDef::Command(vec!["python3".into(), "reference.py".into()])
+    );
+    assert!(t.dialects["opencl"].0.contains("__kernel void scale"));
+}
+
+#[test]
+fn vectors_and_types_have_their_sizes() {
+    assert_eq!(ElementType::parse("f32x4").unwrap().bytes(), 16);
+    assert_eq!(ElementType::parse("u8").unwrap().bytes(), 1);
+    assert_eq!(ElementType::parse("f16x2").unwrap().bytes(), 4);
+    assert!(ElementType::parse("f32x5").is_none());
+    assert!(ElementType::parse("float").is_none());
+}
+
+/// Every kind of mistake, each an edit of the good folder: the error names
+/// task.toml, the key, and what was expected.
+#[test]
+fn malformed_folders_name_the_file_the_key_and_what_was_expected() {
+    let cases: &[(&str, &str, &str, &str)] = &[
+        (
+            "name = \"scale\"",
+            "name = \"sc ale\"",
+            "name",
+            "non-empty ASCII",
+        ),
+        (
+            "work = \"8 * N * n_steps\"",
+            "work = \"8 * M\"",
+            "work",
+            "unknown name `M`",
+        ),
+        (
+            "HALF = \"N / 2\"",
+            "HALF = \"N / \"",
+            "derived.HALF",
+            "ends too early",
+        ),
+        (
+            "HALF = \"N / 2\"",
+            "HALF = \"TOTAL / 2\"",
+            "derived.",
+            "in a circle",
+        ),
+        (
+            "type = \"f32\"\nlength = \"N\"\nrole = \"input\"",
+            "type = \"float\"\nlength = \"N\"\nrole = \"input\"",
+            "buffers[0].type",
+            "expected f16, f32",
+        ),
+        (
+            "length = \"TOTAL\"",
+            "length = \"TOTAL * Q\"",
+            "buffers[1].length",
+            "unknown name `Q`",
+        ),
+        (
+            "init = { uniform = [-1.0, 1.0] }",
+            "init = { uniform = [1.0, -1.0] }",
+            "buffers[0].init",
+            "LOW < HIGH",
+        ),
+        (
+            "init = { uniform = [-1.0, 1.0] }",
+            "init = { gaussian = 1 }",
+            "buffers[0].init",
+            "expected \"iota\"",
+        ),
+        (
+            "init = { uniform = [-1.0, 1.0] }",
+            "init = { npy = \"x.npy\" }",
+            "buffers[0].init",
+            "`x.npy` is not a file",
+        ),
+        (
+            "role = \"input\"\ninit = { uniform = [-1.0, 1.0] }",
+            "role = \"input\"",
+            "buffers[0].init",
+            "needs an initialisation",
+        ),
+        (
+            "role = \"output\"",
+            "role = \"output\"\ninit = \"zero\"",
+            "buffers[2].init",
+            "takes no initialisation",
+        ),
+        (
+            "role = \"output\"",
+            "role = \"result\"",
+            "task.toml",
+            "unknown variant `result`",
+        ),
+        (
+            "name = \"n\"",
+            "name = \"x\"",
+            "scalars[1].name",
+            "new identifier",
+        ),
+        (
+            "type = \"u32\"",
+            "type = \"u8\"",
+            "scalars[1].type",
+            "expected f32, f64, i32, u32 or i64",
+        ),
+        (
+            "value = \"0.5 * step + 1\"",
+            "value = \"0.5 * stp\"",
+            "scalars[0].value",
+            "unknown name `stp`",
+        ),
+        (
+            "kernel = \"scale\"",
+            "kernel = \"scal\"",
+            "launches[0].kernel",
+            "not one of the task's kernels (scale)",
+        ),
+        (
+            "grid = [\"N\"]",
+            "grid = []",
+            "launches[0].grid",
+            "1 to 3 expressions",
+        ),
+        (
+            "block = { default = [128] }",
+            "block = { default = [0] }",
+            "launches[0].block",
+            "positive",
+        ),
+        (
+            "args = [\"x\", \"y\", \"z\", \"a\", \"n\"]",
+            "args = [\"x\", \"y\", \"w\", \"a\", \"n\"]",
+            "launches[0].args[2]",
+            "`w` is neither a buffer nor a scalar",
+        ),
+        (
+            "args = [\"x\", \"y\", \"z\", \"a\", \"n\"]",
+            "args = [\"y\", \"z\", \"a\", \"n\"]",
+            "buffers",
+            "`x` is passed to no launch",
+        ),
+        (
+            "ping_pong = [\"y\", \"z\"]",
+            "ping_pong = [\"x\", \"z\"]",
+            "launches[0].ping_pong",
+            "`x` is an input",
+        ),
+        (
+            "[check.z]",
+            "[check.x]",
+            "check.x",
+            "not an output or inout buffer",
+        ),
+        (
+            "[check.z]\nrtol = 1e-5\natol = 1e-6\nwithin = 0.99\n",
+            "",
+            "check",
+            "the output `z` has no [check.z]",
+        ),
+        (
+            "rtol = 1e-5\natol = 1e-6\n",
+            "",
+            "check.z",
+            "expected a tolerance",
+        ),
+        (
+            "within = 0.99",
+            "within = 1.5",
+            "check.z.within",
+            "fraction in (0, 1]",
+        ),
+        (
+            "within = 0.99",
+            "within = 0.99\ncosine = 2.0",
+            "check.z.cosine",
+            "(0, 1]",
+        ),
+        (
+            "command = [\"python3\", \"reference.py\"]",
+            "command = []",
+            "reference.command",
+            "program",
+        ),
+        (
+            "command = [\"python3\", \"reference.py\"]",
+            "golden = \"golden\"",
+            "reference.golden",
+            "not a directory",
+        ),
+        (
+            "command = [\"python3\", \"reference.py\"]",
+            "command = [\"x\"]\ngolden = \"g\"",
+            "reference",
+            "exactly one of",
+        ),
+        (
+            "command = [\"python3\", \"reference.py\"]",
+            "kernel = { cuda = \"ref.cu\" }",
+            "reference.kernel.cuda",
+            "not a dialect the task offers",
+        ),
+        (
+            "seed = \"seed.cl\"",
+            "seed = \"missing.cl\"",
+            "dialects.opencl.seed",
+            "cannot read `missing.cl`",
+        ),
+        (
+            "[dialects.opencl]",
+            "[dialects.vulkan]",
+            "dialects.vulkan",
+            "unknown dialect",
+        ),
+        (
+            "brief = \"brief.md\"",
+            "brief = \"brief.md\"\nbogus = 1",
+            "task.toml",
+            "unknown field `bogus`",
+        ),
+        (
+            "default_seed = 7",
+            "default_seed = ",
+            "line 7",
+            "string values must be quoted",
+        ),
+    ];
+    for (from, to, key, needle) in cases {
+        assert!(TASK.contains(from), "the case edits nothing: {from}");
+        let dir = folder(&TASK.replacen(from, to, 1));
+        let e = match FolderTask::load(dir.path()) {
+            Ok(_) => panic!("{from:?} -> {to:?} was accepted"),
+            Err(e) => e,
+        };
+        assert!(e.file.ends_with("task.toml"), "{e}");
+        assert!(
+            e.key.starts_with(key),
+            "{from:?} -> {to:?}: key {:?} in {e}",
+            e.key
+        );
+        assert!(e.message.contains(needle), "{from:?} -> {to:?}: {e}");
+    }
+}
+
+#[test]
+fn a_reference_kernel_and_a_missing_task_file_are_handled() {
+    let with_kernel = TASK.replacen(
+        "command = [\"python3\", \"reference.py\"]",
+        "kernel = { opencl = \"ref.cl\" }",
+        1,
+    );
+    let dir = folder(&with_kernel);
+    let t = FolderTask::load(dir.path()).unwrap();
+    assert!(matches!(t.reference, ReferenceDef::Kernel(k) if k.contains_key("opencl")));
+    let empty = tempfile::tempdir().unwrap();
+    let e = FolderTask::load(empty.path()).unwrap_err();
+    assert!(e.message.contains("a task folder holds a task.toml"), "{e}");
+}
