@@ -13,6 +13,8 @@
 //! work = "8 * N"
 //! default_seed = 7
 //! brief = "brief.md"
+//! steps = "n_steps"             # the launches of stage "step" run this often (default 1)
+//! ping_pong = [["u", "v"]]      # pairs that swap after every step
 //!
 //! [dialects.cuda]
 //! seed = "seed.cu"
@@ -26,7 +28,7 @@
 //! type = "f32"                  # f16 f32 f64 i32 u32 i64 u8, or vectors: f32x4
 //! length = "N"                  # elements, an expression of dims and derived
 //! role = "input"                # input, output, inout, scratch
-//! init = { uniform = [-1.0, 1.0] }   # normal, integers, constant, "iota", npy
+//! init = { uniform = [-1.0, 1.0] }   # normal, integers, constant, "iota", "zero"
 //!
 //! [[scalars]]
 //! name = "a"
@@ -38,7 +40,7 @@
 //! grid = ["N"]                  # threads per dimension
 //! block = { default = [256] }   # or { fixed = [...] }
 //! args = ["x", "y", "a"]
-//! steps = "1"                   # repeats; with ping_pong the named buffers swap
+//! stage = "step"                # "setup" (once, before), "step", "finish" (once, after)
 //!
 //! [check.y]
 //! rtol = 1e-5
@@ -154,23 +156,12 @@ pub enum Role {
 /// How a buffer starts, drawn from the input seed where random.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Init {
-    Uniform {
-        low: f64,
-        high: f64,
-    },
-    Normal {
-        mean: f64,
-        std: f64,
-    },
-    Integers {
-        low: i64,
-        high: i64,
-    },
+    Uniform { low: f64, high: f64 },
+    Normal { mean: f64, std: f64 },
+    Integers { low: i64, high: i64 },
     Constant(f64),
     Iota,
     Zero,
-    /// A .npy file in the folder (its length must match).
-    Npy(PathBuf),
 }
 
 #[derive(Debug, Clone)]
@@ -207,9 +198,16 @@ pub struct LaunchDef {
     pub block: BlockDef,
     /// Buffer or scalar names, in the entry point's parameter order.
     pub args: Vec<String>,
-    pub steps: Expr,
-    /// Two buffers whose roles swap after every step.
-    pub ping_pong: Option<[String; 2]>,
+    pub stage: Stage,
+}
+
+/// When a launch runs: once before the steps, in every step, or once after.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stage {
+    Setup,
+    Step,
+    Finish,
 }
 
 /// How an output buffer is compared with the reference.
@@ -252,6 +250,11 @@ pub struct FolderTask {
     pub buffers: Vec<BufferDef>,
     pub scalars: Vec<ScalarDef>,
     pub launches: Vec<LaunchDef>,
+    /// How often the step launches run, over dims and derived values.
+    pub steps: Expr,
+    /// Buffer pairs whose roles swap after every step: a name in a pair
+    /// means the buffer that holds that state at the time.
+    pub ping_pong: Vec<[String; 2]>,
     /// Output buffer name -> its check.
     pub checks: BTreeMap<String, CheckDef>,
     pub reference: ReferenceDef,
@@ -268,6 +271,9 @@ struct RawFolder {
     #[serde(default)]
     scalars: Vec<RawScalar>,
     launches: Vec<RawLaunch>,
+    steps: Option<String>,
+    #[serde(default)]
+    ping_pong: Vec<[String; 2]>,
     check: BTreeMap<String, RawCheck>,
     reference: RawReference,
 }
@@ -306,8 +312,7 @@ struct RawLaunch {
     grid: Vec<String>,
     block: Option<RawBlock>,
     args: Vec<String>,
-    steps: Option<String>,
-    ping_pong: Option<[String; 2]>,
+    stage: Option<Stage>,
 }
 
 #[derive(Deserialize)]
@@ -548,14 +553,15 @@ impl FolderTask {
                     format!("`{}`: expected a new identifier", s.name),
                 ));
             }
+            // What a launch can pass by value (see `crate::Arg`).
             let scalar = match Scalar::parse(&s.scalar) {
-                Some(Scalar::F16 | Scalar::U8) | None => {
+                Some(t @ (Scalar::F32 | Scalar::I32 | Scalar::U32)) => t,
+                _ => {
                     return Err(err(
                         &format!("{key}.type"),
-                        format!("`{}`: expected f32, f64, i32, u32 or i64", s.scalar),
+                        format!("`{}`: expected f32, i32 or u32", s.scalar),
                     ));
                 }
-                Some(t) => t,
             };
             let value = expr(&format!("{key}.value"), &s.value, &["step"])?;
             scalars.push(ScalarDef {
@@ -615,44 +621,46 @@ impl FolderTask {
                 }
                 used.insert(name);
             }
-            let steps = expr(
-                &format!("{key}.steps"),
-                l.steps.as_deref().unwrap_or("1"),
-                &[],
-            )?;
-            if let Some(pair) = &l.ping_pong {
-                for name in pair {
-                    let Some(b) = buffers.iter().find(|b| &b.name == name) else {
-                        return Err(err(
-                            &format!("{key}.ping_pong"),
-                            format!("`{name}` is not a buffer of the task"),
-                        ));
-                    };
-                    if b.role == Role::Input {
-                        return Err(err(
-                            &format!("{key}.ping_pong"),
-                            format!("`{name}` is an input; ping-pong buffers are written"),
-                        ));
-                    }
-                }
-                if pair[0] == pair[1] {
-                    return Err(err(
-                        &format!("{key}.ping_pong"),
-                        "expected two different buffers".into(),
-                    ));
-                }
-            }
             launches.push(LaunchDef {
                 kernel,
                 grid,
                 block,
                 args: l.args.clone(),
-                steps,
-                ping_pong: l.ping_pong.clone(),
+                stage: l.stage.unwrap_or(Stage::Step),
             });
         }
         if launches.is_empty() {
             return Err(err("launches", "declares no launch".into()));
+        }
+        let steps = expr("steps", raw.steps.as_deref().unwrap_or("1"), &[])?;
+        let mut paired: BTreeSet<&str> = BTreeSet::new();
+        for (i, pair) in raw.ping_pong.iter().enumerate() {
+            let key = format!("ping_pong[{i}]");
+            for name in pair {
+                let Some(b) = buffers.iter().find(|b| &b.name == name) else {
+                    return Err(err(&key, format!("`{name}` is not a buffer of the task")));
+                };
+                if b.role == Role::Input {
+                    return Err(err(
+                        &key,
+                        format!("`{name}` is an input; ping-pong buffers are written"),
+                    ));
+                }
+                if !paired.insert(name) {
+                    return Err(err(&key, format!("`{name}` is in more than one pair")));
+                }
+            }
+            let (a, b) = (&pair[0], &pair[1]);
+            let (ba, bb) = (
+                buffers.iter().find(|x| &x.name == a).expect("checked"),
+                buffers.iter().find(|x| &x.name == b).expect("checked"),
+            );
+            if ba.element != bb.element || ba.length != bb.length {
+                return Err(err(
+                    &key,
+                    format!("`{a}` and `{b}` must have the same type and length to swap"),
+                ));
+            }
         }
         for b in &buffers {
             if !used.contains(b.name.as_str()) {
@@ -787,7 +795,7 @@ impl FolderTask {
             }
         };
 
-        Ok(FolderTask {
+        let task = FolderTask {
             root: root.to_path_buf(),
             spec,
             brief,
@@ -796,9 +804,13 @@ impl FolderTask {
             buffers,
             scalars,
             launches,
+            steps,
+            ping_pong: raw.ping_pong.clone(),
             checks,
             reference,
-        })
+        };
+        task.check_sizes()?;
+        Ok(task)
     }
 }
 
@@ -813,8 +825,8 @@ fn shape(dims: &[u32]) -> Result<[u32; 3], String> {
 
 fn parse_init(value: &toml::Value, root: &Path) -> Result<Init, String> {
     const EXPECTED: &str = "expected \"iota\", \"zero\", { uniform = [LOW, HIGH] }, \
-                            { normal = [MEAN, STD] }, { integers = [LOW, HIGH] }, \
-                            { constant = V } or { npy = \"FILE\" }";
+                            { normal = [MEAN, STD] }, { integers = [LOW, HIGH] } or \
+                            { constant = V }";
     let number = |v: &toml::Value| v.as_float().or_else(|| v.as_integer().map(|i| i as f64));
     let pair = |v: &toml::Value| -> Option<(f64, f64)> {
         match v.as_array()?.as_slice() {
@@ -850,11 +862,13 @@ fn parse_init(value: &toml::Value, root: &Path) -> Result<Init, String> {
                     .ok_or_else(|| "constant: expected a number".into()),
                 "npy" => {
                     let name = v.as_str().ok_or("npy: expected a file name")?;
-                    let path = root.join(name);
-                    if !path.is_file() {
+                    if !root.join(name).is_file() {
                         return Err(format!("npy: `{name}` is not a file in the task folder"));
                     }
-                    Ok(Init::Npy(path))
+                    Err(format!(
+                        "npy: reading `{name}` is not supported yet; use a seeded, constant \
+                         or iota initialisation"
+                    ))
                 }
                 _ => Err(EXPECTED.into()),
             }
@@ -862,6 +876,8 @@ fn parse_init(value: &toml::Value, root: &Path) -> Result<Init, String> {
         _ => Err(EXPECTED.into()),
     }
 }
+
+mod program;
 
 #[cfg(test)]
 mod tests;

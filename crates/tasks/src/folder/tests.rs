@@ -8,6 +8,8 @@ ceiling = "bandwidth"
 work = "8 * N * n_steps"
 default_seed = 7
 brief = "brief.md"
+steps = "n_steps"
+ping_pong = [["y", "z"]]
 
 [sizes.smoke]
 in_distribution = [{ label = "1K", dims = [1024] }, { label = "4K", dims = [4096] }]
@@ -27,14 +29,14 @@ HALF = "N / 2"
 [[buffers]]
 name = "x"
 type = "f32"
-length = "N"
+length = "TOTAL"
 role = "input"
 init = { uniform = [-1.0, 1.0] }
 
 [[buffers]]
 name = "y"
 type = "f32"
-length = "TOTAL"
+length = "N"
 role = "inout"
 init = "iota"
 
@@ -59,8 +61,6 @@ kernel = "scale"
 grid = ["N"]
 block = { default = [128] }
 args = ["x", "y", "z", "a", "n"]
-steps = "n_steps"
-ping_pong = ["y", "z"]
 
 [check.z]
 rtol = 1e-5
@@ -122,7 +122,9 @@ fn a_folder_parses_with_its_defaults() {
         })
     );
     assert_eq!(t.launches[0].block, BlockDef::Default([128, 1, 1]));
-    assert_eq!(t.launches[0].ping_pong.as_ref().unwrap()[1], "z");
+    assert_eq!(t.ping_pong, vec![["y".to_string(), "z".to_string()]]);
+    assert_eq!(t.launches[0].stage, Stage::Step);
+    assert_eq!(t.steps.eval(&[8.0, 3.0]), 3.0);
     // `a` uses the step index: dims N, n_steps, derived HALF, TOTAL, then step.
     assert_eq!(
         t.scalars[0].value.eval(&[1024.0, 2.0, 512.0, 1024.0, 3.0]),
@@ -176,15 +178,15 @@ fn malformed_folders_name_the_file_the_key_and_what_was_expected() {
             "in a circle",
         ),
         (
-            "type = \"f32\"\nlength = \"N\"\nrole = \"input\"",
-            "type = \"float\"\nlength = \"N\"\nrole = \"input\"",
+            "type = \"f32\"\nlength = \"TOTAL\"\nrole = \"input\"",
+            "type = \"float\"\nlength = \"TOTAL\"\nrole = \"input\"",
             "buffers[0].type",
             "expected f16, f32",
         ),
         (
             "length = \"TOTAL\"",
             "length = \"TOTAL * Q\"",
-            "buffers[1].length",
+            "buffers[0].length",
             "unknown name `Q`",
         ),
         (
@@ -233,7 +235,7 @@ fn malformed_folders_name_the_file_the_key_and_what_was_expected() {
             "type = \"u32\"",
             "type = \"u8\"",
             "scalars[1].type",
-            "expected f32, f64, i32, u32 or i64",
+            "expected f32, i32 or u32",
         ),
         (
             "value = \"0.5 * step + 1\"",
@@ -272,10 +274,46 @@ fn malformed_folders_name_the_file_the_key_and_what_was_expected() {
             "`x` is passed to no launch",
         ),
         (
-            "ping_pong = [\"y\", \"z\"]",
-            "ping_pong = [\"x\", \"z\"]",
-            "launches[0].ping_pong",
+            "ping_pong = [[\"y\", \"z\"]]",
+            "ping_pong = [[\"x\", \"z\"]]",
+            "ping_pong[0]",
             "`x` is an input",
+        ),
+        (
+            "ping_pong = [[\"y\", \"z\"]]",
+            "ping_pong = [[\"y\", \"q\"]]",
+            "ping_pong[0]",
+            "`q` is not a buffer",
+        ),
+        (
+            "name = \"z\"\ntype = \"f32\"",
+            "name = \"z\"\ntype = \"f64\"",
+            "ping_pong[0]",
+            "same type and length",
+        ),
+        (
+            "steps = \"n_steps\"",
+            "steps = \"n_step\"",
+            "steps",
+            "unknown name `n_step`",
+        ),
+        (
+            "length = \"TOTAL\"",
+            "length = \"N / 3\"",
+            "buffers[0].length",
+            "at size `1K` it is 341.3",
+        ),
+        (
+            "steps = \"n_steps\"",
+            "steps = \"-1\"",
+            "steps",
+            "expected a whole number",
+        ),
+        (
+            "args = [\"x\", \"y\", \"z\", \"a\", \"n\"]",
+            "args = [\"x\", \"y\", \"z\", \"a\", \"n\"]\nstage = \"later\"",
+            "task.toml",
+            "unknown variant `later`",
         ),
         (
             "[check.z]",
@@ -386,4 +424,121 @@ fn a_reference_kernel_and_a_missing_task_file_are_handled() {
     let empty = tempfile::tempdir().unwrap();
     let e = FolderTask::load(empty.path()).unwrap_err();
     assert!(e.message.contains("a task folder holds a task.toml"), "{e}");
+}
+
+fn loaded() -> (tempfile::TempDir, FolderTask) {
+    let dir = folder(TASK);
+    let t = FolderTask::load(dir.path()).unwrap();
+    (dir, t)
+}
+
+#[test]
+fn the_host_program_expands_steps_swaps_pairs_and_evaluates_step_scalars() {
+    let (_dir, t) = loaded();
+    let p = t.problem(&crate::Size::new("even", &[8]), 1);
+    assert_eq!(p.buffers.len(), 3);
+    assert_eq!(p.buffers[0].bytes, 32);
+    assert_eq!(p.buffers[0].access, crate::Access::ReadOnly);
+    assert!(matches!(p.buffers[2].init, crate::BufferInit::Sentinel));
+    // n_steps defaults to 2: two launches, the second with y and z swapped
+    // and a = 0.5 * step + 1.
+    assert_eq!(p.launches.len(), 2);
+    use crate::Arg::*;
+    assert_eq!(
+        p.launches[0].args,
+        vec![Buffer(0), Buffer(1), Buffer(2), F32(1.0), U32(8)]
+    );
+    assert_eq!(
+        p.launches[1].args,
+        vec![Buffer(0), Buffer(2), Buffer(1), F32(1.5), U32(8)]
+    );
+    assert_eq!(p.launches[0].threads, [8, 1, 1]);
+    assert_eq!(p.launches[0].block, crate::Block::Default([128, 1, 1]));
+    // Checked outputs in name order (y, z); after an even number of steps
+    // each name is its own buffer, after an odd number the other one.
+    assert_eq!(p.outputs, vec![1, 2]);
+    let odd = t.problem(&crate::Size::new("odd", &[8, 3]), 1);
+    assert_eq!(odd.launches.len(), 3);
+    assert_eq!(odd.outputs, vec![2, 1]);
+    // iota, and seeded uniform values in range that follow the seed.
+    let data = |p: &crate::Problem, i: usize| match &p.buffers[i].init {
+        crate::BufferInit::Data(d) => crate::check::bytes_to_f32s(d),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(data(&p, 1), (0..8).map(|i| i as f32).collect::<Vec<_>>());
+    let x = data(&p, 0);
+    assert!(x.iter().all(|v| (-1.0..1.0).contains(v)), "{x:?}");
+    assert_eq!(x, data(&t.problem(&crate::Size::new("even", &[8]), 1), 0));
+    assert_ne!(x, data(&t.problem(&crate::Size::new("even", &[8]), 2), 0));
+}
+
+#[test]
+fn outputs_are_checked_by_their_tolerances_and_nan_always_fails() {
+    let (_dir, t) = loaded();
+    let f = |v: &[f32]| crate::check::f32s_to_bytes(v);
+    let want = f(&[1.0, 2.0, 3.0, 4.0]);
+    // z: rtol 1e-5, atol 1e-6, within 0.99.
+    assert!(t.check_output("z", &f(&[1.0, 2.0, 3.0, 4.0]), &want).passed);
+    assert!(
+        t.check_output("z", &f(&[1.0, 2.0, 3.0, 4.000_01]), &want)
+            .passed
+    );
+    let off = t.check_output("z", &f(&[1.0, 2.0, 3.0, 4.1]), &want);
+    assert!(!off.passed);
+    assert_eq!(off.value, 0.75);
+    assert!(
+        !t.check_output("z", &f(&[1.0, 2.0, 3.0, f32::NAN]), &want)
+            .passed
+    );
+    assert!(
+        !t.check_output("z", &f(&[1.0, 2.0, 3.0]), &want).passed,
+        "short output"
+    );
+    // y: exact, element by element.
+    let y = t.check_output("y", &f(&[1.0, 2.0, 3.0, 4.000_01]), &want);
+    assert!(!y.passed);
+    assert_eq!(y.value, 1.0);
+    assert!(t.check_output("y", &want, &want).passed);
+}
+
+#[test]
+fn within_and_cosine_floors_are_applied() {
+    let task = TASK.replacen("within = 0.99", "within = 0.75\ncosine = 0.999", 1);
+    let dir = folder(&task);
+    let t = FolderTask::load(dir.path()).unwrap();
+    let f = |v: &[f32]| crate::check::f32s_to_bytes(v);
+    let want = f(&[1.0, 2.0, 3.0, 4.0]);
+    // One element in four off: within 0.75 passes, the cosine stays high.
+    assert!(
+        t.check_output("z", &f(&[1.0, 2.0, 3.0, 4.01]), &want)
+            .passed
+    );
+    // Two off: fails the fraction.
+    assert!(!t.check_output("z", &f(&[1.0, 2.0, 3.1, 4.1]), &want).passed);
+    // One far off: the fraction passes, the cosine does not.
+    let far = t.check_output("z", &f(&[1.0, 2.0, 3.0, -40.0]), &want);
+    assert!(!far.passed);
+    assert!(far.metric.contains("cosine"), "{far:?}");
+}
+
+#[test]
+fn half_precision_round_trips() {
+    use super::program::{f16_to_f32, f32_to_f16};
+    for v in [
+        0.0f32,
+        -0.0,
+        1.0,
+        -2.5,
+        65504.0,
+        6.1035156e-5,
+        5.9604645e-8,
+        0.333_251_95,
+    ] {
+        assert_eq!(f16_to_f32(f32_to_f16(v)), v, "{v}");
+    }
+    assert_eq!(f32_to_f16(1e6), 0x7c00, "overflow is infinity");
+    assert!(f16_to_f32(f32_to_f16(f32::NAN)).is_nan());
+    // Round to nearest even: 1 + 2^-11 is halfway between 1 and 1 + 2^-10.
+    assert_eq!(f32_to_f16(1.0 + 2f32.powi(-11)), 0x3c00);
+    assert_eq!(f32_to_f16(1.0 + 3.0 * 2f32.powi(-11)), 0x3c02);
 }
