@@ -205,6 +205,16 @@ pub fn tune(args: TuneArgs) -> Result<ExitCode> {
             "task": task.name(),
             "sizes": size_set,
             "measured_with": measured_with.clone(),
+            // As an evolve run records them: how the worker was confined,
+            // and what the result depends on besides the settings.
+            "sandbox_in_force": worker.sandbox(),
+            "provenance": {
+                "kevo": kevo_evolve::VERSION,
+                "task": {"name": task.name(), "content_hash": task.content_hash()},
+                "device": worker.device(),
+                "ceilings": worker.ceilings(),
+                "seeds": {"inputs": task.default_seed(), "strategy": args.seed},
+            },
         }),
         rng_state: None,
     }))?;

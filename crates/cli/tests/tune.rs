@@ -198,6 +198,15 @@ fn tunes_records_failures_caches_and_writes_the_best_kernel() {
         .filter(|r| r["strategy"] == "tune")
         .count();
     assert_eq!(tuned, 3, "{runs}");
+    // A tuning run records its sandbox and provenance as an evolve run does.
+    let id = runs[0]["id"].as_str().unwrap();
+    let show = kevo(dir.path(), &["show", id]);
+    let show = String::from_utf8_lossy(&show.stdout);
+    assert!(
+        show.contains("\nsandbox: ") && show.contains("\nmade with: kevo "),
+        "{show}"
+    );
+    assert!(!show.contains("not recorded"), "{show}");
 }
 
 #[test]
