@@ -78,7 +78,7 @@ impl Rng {
 }
 
 /// Elements per independently seeded chunk.
-const CHUNK: usize = 1 << 16;
+pub(crate) const CHUNK: usize = 1 << 16;
 
 /// `n` values drawn by `draw`, generated in parallel chunks; deterministic for
 /// a given (seed, stream, n) whatever the number of threads.

@@ -297,24 +297,37 @@ fn scalar_arg(s: &ScalarDef, values: &[f64], step: u64) -> Arg {
     }
 }
 
-/// `n` elements of `element` as the initialisation says, little-endian;
-/// random ones from the task's generator, one stream per buffer.
+/// `n` elements of `element` as the initialisation says, little-endian.
+/// Random values come from the task generator in the built-in tasks' chunked
+/// streams (stream = the buffer's index), so `normal = [0, 1]` or `uniform`
+/// draws the same values as `rng::normal_f32` / `uniform_f32` do for a
+/// built-in task's buffer at that index, whatever the thread count.
 fn fill(init: &Init, element: ElementType, n: usize, seed: u64, stream: u64) -> Vec<u8> {
-    let lanes = usize::from(element.lanes);
-    let mut rng = Rng::stream(seed, stream);
-    let mut out = Vec::with_capacity(n * element.bytes());
-    for i in 0..n * lanes {
-        let v = match init {
-            Init::Uniform { low, high } => rng.uniform(*low, *high),
-            Init::Normal { mean, std } => mean + std * rng.normal(),
-            Init::Integers { low, high } => {
-                let span = (high - low) as u64 + 1;
-                (*low + (rng.next_u64() % span) as i64) as f64
+    use rayon::prelude::*;
+    let count = n * usize::from(element.lanes);
+    let mut values = vec![0f64; count];
+    values
+        .par_chunks_mut(crate::rng::CHUNK)
+        .enumerate()
+        .for_each(|(c, chunk)| {
+            let mut rng = Rng::stream(seed, stream.wrapping_mul(1 << 32).wrapping_add(c as u64));
+            for (k, v) in chunk.iter_mut().enumerate() {
+                let i = c * crate::rng::CHUNK + k;
+                *v = match init {
+                    Init::Uniform { low, high } => rng.uniform(*low, *high),
+                    Init::Normal { mean, std } => mean + std * rng.normal(),
+                    Init::Integers { low, high } => {
+                        let span = (high - low) as u64 + 1;
+                        (*low + (rng.next_u64() % span) as i64) as f64
+                    }
+                    Init::Constant(c) => *c,
+                    Init::Iota => i as f64,
+                    Init::Zero => 0.0,
+                };
             }
-            Init::Constant(c) => *c,
-            Init::Iota => i as f64,
-            Init::Zero => 0.0,
-        };
+        });
+    let mut out = Vec::with_capacity(n * element.bytes());
+    for v in values {
         encode(v, element.scalar, &mut out);
     }
     out
