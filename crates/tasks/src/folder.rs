@@ -28,7 +28,7 @@
 //! type = "f32"                  # f16 f32 f64 i32 u32 i64 u8, or vectors: f32x4
 //! length = "N"                  # elements, an expression of dims and derived
 //! role = "input"                # input, output, inout, scratch
-//! init = { uniform = [-1.0, 1.0] }   # normal, integers, constant, "iota", "zero"
+//! init = { uniform = [-1.0, 1.0] }   # normal, integers, constant, "iota", "zero", npy
 //!
 //! [[scalars]]
 //! name = "a"
@@ -156,12 +156,29 @@ pub enum Role {
 /// How a buffer starts, drawn from the input seed where random.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Init {
-    Uniform { low: f64, high: f64 },
-    Normal { mean: f64, std: f64 },
-    Integers { low: i64, high: i64 },
+    Uniform {
+        low: f64,
+        high: f64,
+    },
+    Normal {
+        mean: f64,
+        std: f64,
+    },
+    Integers {
+        low: i64,
+        high: i64,
+    },
     Constant(f64),
     Iota,
     Zero,
+    /// A `.npy` file of the folder, read when the folder loads: the
+    /// buffer's bytes, and how many scalars they hold (the buffer's
+    /// length times its lanes must match at every size).
+    Npy {
+        file: String,
+        data: std::sync::Arc<Vec<u8>>,
+        scalars: u64,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -510,7 +527,7 @@ impl FolderTask {
             let init = b
                 .init
                 .as_ref()
-                .map(|v| parse_init(v, root).map_err(|m| err(&format!("{key}.init"), m)))
+                .map(|v| parse_init(v, root, element).map_err(|m| err(&format!("{key}.init"), m)))
                 .transpose()?;
             match (b.role, &init) {
                 (Role::Input | Role::Inout, None) => {
@@ -823,10 +840,10 @@ fn shape(dims: &[u32]) -> Result<[u32; 3], String> {
     Ok(out)
 }
 
-fn parse_init(value: &toml::Value, root: &Path) -> Result<Init, String> {
+fn parse_init(value: &toml::Value, root: &Path, element: ElementType) -> Result<Init, String> {
     const EXPECTED: &str = "expected \"iota\", \"zero\", { uniform = [LOW, HIGH] }, \
-                            { normal = [MEAN, STD] }, { integers = [LOW, HIGH] } or \
-                            { constant = V }";
+                            { normal = [MEAN, STD] }, { integers = [LOW, HIGH] }, \
+                            { constant = V } or { npy = \"FILE\" }";
     let number = |v: &toml::Value| v.as_float().or_else(|| v.as_integer().map(|i| i as f64));
     let pair = |v: &toml::Value| -> Option<(f64, f64)> {
         match v.as_array()?.as_slice() {
@@ -862,13 +879,16 @@ fn parse_init(value: &toml::Value, root: &Path) -> Result<Init, String> {
                     .ok_or_else(|| "constant: expected a number".into()),
                 "npy" => {
                     let name = v.as_str().ok_or("npy: expected a file name")?;
-                    if !root.join(name).is_file() {
-                        return Err(format!("npy: `{name}` is not a file in the task folder"));
-                    }
-                    Err(format!(
-                        "npy: reading `{name}` is not supported yet; use a seeded, constant \
-                         or iota initialisation"
-                    ))
+                    let bytes = std::fs::read(root.join(name)).map_err(|e| {
+                        format!("npy: `{name}` is not a file in the task folder ({e})")
+                    })?;
+                    let (data, scalars) =
+                        npy::read(&bytes, element).map_err(|m| format!("npy: `{name}` {m}"))?;
+                    Ok(Init::Npy {
+                        file: name.to_string(),
+                        data: std::sync::Arc::new(data),
+                        scalars,
+                    })
                 }
                 _ => Err(EXPECTED.into()),
             }
@@ -877,6 +897,7 @@ fn parse_init(value: &toml::Value, root: &Path) -> Result<Init, String> {
     }
 }
 
+pub mod npy;
 mod program;
 
 #[cfg(test)]

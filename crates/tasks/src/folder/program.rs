@@ -57,6 +57,20 @@ impl FolderTask {
                         size,
                         MAX_ELEMENTS,
                     )?;
+                    if let Some(Init::Npy { file, scalars, .. }) = &b.init
+                        && n * u64::from(b.element.lanes) != *scalars
+                    {
+                        return Err(FolderError {
+                            file: self.root.join("task.toml").display().to_string(),
+                            key: format!("buffers[{i}].init"),
+                            message: format!(
+                                "`{file}` holds {scalars} values; at size `{}` the buffer \
+                                 needs {}",
+                                size.label,
+                                n * u64::from(b.element.lanes)
+                            ),
+                        });
+                    }
                     if n == 0 {
                         return Err(FolderError {
                             file: self.root.join("task.toml").display().to_string(),
@@ -304,6 +318,9 @@ fn scalar_arg(s: &ScalarDef, values: &[f64], step: u64) -> Arg {
 /// built-in task's buffer at that index, whatever the thread count.
 fn fill(init: &Init, element: ElementType, n: usize, seed: u64, stream: u64) -> Vec<u8> {
     use rayon::prelude::*;
+    if let Init::Npy { data, .. } = init {
+        return data.as_ref().clone();
+    }
     let count = n * usize::from(element.lanes);
     let mut values = vec![0f64; count];
     values
@@ -322,7 +339,7 @@ fn fill(init: &Init, element: ElementType, n: usize, seed: u64, stream: u64) -> 
                     }
                     Init::Constant(c) => *c,
                     Init::Iota => i as f64,
-                    Init::Zero => 0.0,
+                    Init::Zero | Init::Npy { .. } => 0.0,
                 };
             }
         });

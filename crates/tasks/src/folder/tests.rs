@@ -542,3 +542,101 @@ fn half_precision_round_trips() {
     assert_eq!(f32_to_f16(1.0 + 2f32.powi(-11)), 0x3c00);
     assert_eq!(f32_to_f16(1.0 + 3.0 * 2f32.powi(-11)), 0x3c02);
 }
+
+#[test]
+fn npy_round_trips_every_element_type() {
+    for (text, bytes) in [
+        ("f32", crate::check::f32s_to_bytes(&[1.5, -2.0, 3.25])),
+        (
+            "f64",
+            [1.5f64, -2.0]
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect(),
+        ),
+        (
+            "i32",
+            [-7i32, 9].iter().flat_map(|v| v.to_le_bytes()).collect(),
+        ),
+        (
+            "u32",
+            [7u32, 9].iter().flat_map(|v| v.to_le_bytes()).collect(),
+        ),
+        (
+            "i64",
+            [-7i64].iter().flat_map(|v| v.to_le_bytes()).collect(),
+        ),
+        ("u8", vec![1u8, 2, 255]),
+        ("f16", vec![0x00, 0x3c, 0x00, 0xc0]),
+        ("f32x2", crate::check::f32s_to_bytes(&[1.0, 2.0, 3.0, 4.0])),
+    ] {
+        let element = ElementType::parse(text).unwrap();
+        let file = npy::write(&bytes, element);
+        let header = String::from_utf8_lossy(&file[..file.len().min(128)]).to_string();
+        assert!(
+            header.contains(npy::descr(element.scalar)),
+            "{text}: {header}"
+        );
+        let (back, count) = npy::read(&file, element).unwrap();
+        assert_eq!(back, bytes, "{text}");
+        assert_eq!(
+            count as usize,
+            bytes.len() / element.scalar.bytes(),
+            "{text}"
+        );
+    }
+    let f64_file = npy::write(&[0u8; 16], ElementType::parse("f64").unwrap());
+    let e = npy::read(&f64_file, ElementType::parse("f32").unwrap()).unwrap_err();
+    assert!(
+        e.contains("holds dtype <f8, the buffer's type needs <f4"),
+        "{e}"
+    );
+    assert!(npy::read(b"not npy", ElementType::parse("f32").unwrap()).is_err());
+}
+
+#[test]
+fn an_npy_input_is_read_at_load_and_must_fit_every_size() {
+    let fixed = TASK
+        .replacen(
+            "in_distribution = [{ label = \"1K\", dims = [1024] }, { label = \"4K\", dims = [4096] }]\nheld_out = { label = \"2K\", dims = [2048] }",
+            "in_distribution = [{ label = \"1K\", dims = [1024] }]\nheld_out = { label = \"1Kb\", dims = [1024] }",
+            1,
+        )
+        .replacen(
+            "in_distribution = [{ label = \"1M\", dims = [1048576] }]\nheld_out = { label = \"2M\", dims = [2097152] }",
+            "in_distribution = [{ label = \"1K\", dims = [1024] }]\nheld_out = { label = \"1Kb\", dims = [1024] }",
+            1,
+        )
+        .replacen("init = { uniform = [-1.0, 1.0] }", "init = { npy = \"x.npy\" }", 1);
+    assert!(
+        fixed.contains("1Kb") && fixed.contains("x.npy"),
+        "the edits missed"
+    );
+    let values: Vec<f32> = (0..1024).map(|i| i as f32 * 0.5).collect();
+    let file = npy::write(
+        &crate::check::f32s_to_bytes(&values),
+        ElementType::parse("f32").unwrap(),
+    );
+    let dir = folder(&fixed);
+    std::fs::write(dir.path().join("x.npy"), &file).unwrap();
+    let t = FolderTask::load(dir.path()).unwrap();
+    let p = t.problem(&crate::Size::new("1K", &[1024]), 3);
+    match &p.buffers[0].init {
+        crate::BufferInit::Data(d) => assert_eq!(crate::check::bytes_to_f32s(d), values),
+        other => panic!("{other:?}"),
+    }
+    // The unedited folder's sizes do not fit a 1024-value file.
+    let dir = folder(&TASK.replacen(
+        "init = { uniform = [-1.0, 1.0] }",
+        "init = { npy = \"x.npy\" }",
+        1,
+    ));
+    std::fs::write(dir.path().join("x.npy"), &file).unwrap();
+    let e = FolderTask::load(dir.path()).unwrap_err();
+    assert_eq!(e.key, "buffers[0].init");
+    assert!(
+        e.message
+            .contains("`x.npy` holds 1024 values; at size `4K` the buffer needs 4096"),
+        "{e}"
+    );
+}
