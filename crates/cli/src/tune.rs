@@ -330,10 +330,10 @@ pub fn tune(args: TuneArgs) -> Result<ExitCode> {
             },
             index as u32 + 1,
         );
-        let reason = match (score, cached_from) {
-            (Some(_), _) if promoted => "best configuration so far".to_string(),
-            (Some(_), _) => "not better".to_string(),
-            (None, _) => format!("failed: {}", evaluation.outcome.kind()),
+        let reason = match score {
+            Some(_) if promoted => "best configuration so far".to_string(),
+            Some(_) => "not better".to_string(),
+            None => format!("failed: {}", evaluation.outcome.kind()),
         };
         let kept = if promoted {
             CandidateRef::Proposal(0)
@@ -386,18 +386,9 @@ pub fn tune(args: TuneArgs) -> Result<ExitCode> {
         let _ = runtime.block_on(store.mark_failed(&run, &format!("{e:#}")));
         return Err(e.context(format!("tuning run {run} stopped")));
     }
+    let best_index = kevo_tune::best(&trials);
     let rows: Vec<Row> = trials.into_iter().map(|t| t.detail).collect();
-    let best = kevo_tune::best(
-        &rows
-            .iter()
-            .map(|r| kevo_tune::Trial {
-                configuration: r.configuration.clone(),
-                score: r.evaluation.outcome.score(),
-                detail: (),
-            })
-            .collect::<Vec<_>>(),
-    )
-    .map(|i| &rows[i]);
+    let best = best_index.map(|i| &rows[i]);
 
     // The held-out gate: the best configuration and the seed, one session.
     let mut held_out = None;

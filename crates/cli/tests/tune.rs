@@ -23,6 +23,23 @@ fn kevo(dir: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// `COMMAND --task saxpy --sizes smoke --backend opencl --kernel KERNEL EXTRA...`.
+fn saxpy_smoke<'a>(command: &'a str, kernel: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        command,
+        "--task",
+        "saxpy",
+        "--sizes",
+        "smoke",
+        "--backend",
+        "opencl",
+        "--kernel",
+        kernel,
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
 fn json(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
@@ -57,22 +74,11 @@ fn tunes_records_failures_caches_and_writes_the_best_kernel() {
     }
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("saxpy.cl"), TEMPLATE).unwrap();
-    let args = [
+    let args = saxpy_smoke(
         "tune",
-        "--task",
-        "saxpy",
-        "--sizes",
-        "smoke",
-        "--backend",
-        "opencl",
-        "--kernel",
         "saxpy.cl",
-        "--strategy",
-        "exhaustive",
-        "--out",
-        "best.cl",
-        "--json",
-    ];
+        &["--strategy", "exhaustive", "--out", "best.cl", "--json"],
+    );
     let out = kevo(dir.path(), &args);
     assert!(
         out.status.success(),
@@ -119,21 +125,7 @@ fn tunes_records_failures_caches_and_writes_the_best_kernel() {
         "{kernel}"
     );
     assert!(!kernel.contains("// kevo: tune"));
-    let eval = kevo(
-        dir.path(),
-        &[
-            "eval",
-            "--task",
-            "saxpy",
-            "--sizes",
-            "smoke",
-            "--backend",
-            "opencl",
-            "--kernel",
-            "best.cl",
-            "--json",
-        ],
-    );
+    let eval = kevo(dir.path(), &saxpy_smoke("eval", "best.cl", &["--json"]));
     assert!(
         eval.status.success(),
         "{}",
@@ -147,20 +139,7 @@ fn tunes_records_failures_caches_and_writes_the_best_kernel() {
     );
 
     // The template itself is not a kernel: eval says what to do.
-    let eval = kevo(
-        dir.path(),
-        &[
-            "eval",
-            "--task",
-            "saxpy",
-            "--sizes",
-            "smoke",
-            "--backend",
-            "opencl",
-            "--kernel",
-            "saxpy.cl",
-        ],
-    );
+    let eval = kevo(dir.path(), &saxpy_smoke("eval", "saxpy.cl", &[]));
     let text = String::from_utf8_lossy(&eval.stdout);
     assert!(
         text.contains("template") && text.contains("kevo tune"),
@@ -225,38 +204,15 @@ fn bad_declarations_are_refused_naming_the_line_and_store_nothing() {
         ),
         ("plain.cl", "plain.cl declares no parameter"),
     ] {
-        let out = kevo(
-            dir.path(),
-            &[
-                "tune",
-                "--task",
-                "saxpy",
-                "--sizes",
-                "smoke",
-                "--backend",
-                "opencl",
-                "--kernel",
-                file,
-            ],
-        );
+        let out = kevo(dir.path(), &saxpy_smoke("tune", file, &[]));
+        // Declarations are checked before any device or store is opened.
         let stderr = String::from_utf8_lossy(&out.stderr);
-        if stderr.contains("no OpenCL") || stderr.contains("no device") {
-            return;
-        }
         assert!(!out.status.success());
         assert!(stderr.contains(needle), "{stderr}");
     }
     assert!(
-        !dir.path()
-            .join(".kevo")
-            .join(".kevo")
-            .join("kevo.db")
-            .exists()
-            || json(&kevo(dir.path(), &["runs", "--json"]))
-                .as_array()
-                .unwrap()
-                .is_empty(),
-        "a refused template stores no run"
+        !dir.path().join(".kevo").exists(),
+        "a refused template opens no store and stores no run"
     );
 }
 

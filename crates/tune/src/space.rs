@@ -525,13 +525,26 @@ impl TuningSpace {
     /// [`TuningSpace::instantiate`] with `notes` (say, the table of the
     /// configurations tried) as comment lines after the first: what a
     /// proposer reads when this kernel is shown to it again. Comments ahead
-    /// of `#line 1` change neither the code nor its line numbers.
+    /// of `#line 1` change neither the code nor its line numbers, provided
+    /// they stay comments: notes quote compiler messages, which quote the
+    /// candidate, so a backslash (or its trigraph `??/`) that would splice
+    /// the next line, a `#define` of the values, into the comment, and any
+    /// control character, are replaced. The stored kernel then compiles to
+    /// exactly the kernel that was measured.
     pub fn instantiate_annotated(&self, template: &str, c: &Configuration, notes: &str) -> String {
         let kernel = self.instantiate(template, c);
         let (first, rest) = kernel.split_once('\n').unwrap_or((&kernel, ""));
         let mut out = format!("{first}\n");
         for line in notes.lines() {
-            out.push_str(&format!("// {line}\n"));
+            let safe: String = line
+                .chars()
+                .map(|ch| match ch {
+                    '\\' => '/',
+                    ch if ch.is_control() => ' ',
+                    ch => ch,
+                })
+                .collect();
+            out.push_str(&format!("// {}\n", safe.replace("??", "?")));
         }
         out.push_str(rest);
         out

@@ -231,3 +231,28 @@ fn annotations_are_comments_ahead_of_the_line_directive() {
         plain.split_once("#line 1\n").unwrap().1
     );
 }
+
+#[test]
+fn notes_cannot_splice_the_definitions_into_a_comment() {
+    let s = space(TEMPLATE);
+    let c = s.valid()[0].clone();
+    let plain = s.instantiate(TEMPLATE, &c);
+    // A compiler message quoting `#error x \`, a trigraph and a lone CR.
+    let noted = s.instantiate_annotated(TEMPLATE, &c, "error: x \\\nbad ??/\nthen\r\u{1b}[2J");
+    for line in noted.lines().take(4) {
+        assert!(
+            !line.contains('\\') && !line.contains("??") && !line.contains('\r'),
+            "{line:?}"
+        );
+    }
+    // The definitions and the body are those of the plain instance.
+    let body = |k: &str| {
+        k.split_once("// then")
+            .map_or(String::new(), |(_, b)| b.to_string())
+    };
+    assert!(
+        body(&noted).ends_with(plain.split_once('\n').unwrap().1),
+        "{noted}"
+    );
+    assert!(noted.contains("\n#define BLOCK "), "{noted}");
+}
