@@ -434,7 +434,7 @@ fn open_evaluator(worker: &WorkerConfig) -> Result<Evaluator<Box<dyn kevo_backen
 /// The tasks a command names (`task` in the settings), or every task.
 fn tasks_of(settings: &kevo_evolve::RunConfig) -> Result<Vec<&'static Task>> {
     Ok(match &settings.task {
-        Some(name) => vec![kevo_tasks::by_name(name)?],
+        Some(name) => vec![kevo_tasks::resolve(name)?],
         None => kevo_tasks::all(),
     })
 }
@@ -655,7 +655,7 @@ fn eval(args: EvalArgs) -> Result<ExitCode> {
     )?;
     let tasks: Vec<&'static Task> = match (&settings.task, args.all) {
         (_, true) => kevo_tasks::all(),
-        (Some(name), false) => vec![kevo_tasks::by_name(name)?],
+        (Some(name), false) => vec![kevo_tasks::resolve(name)?],
         (None, false) => bail!("give --task NAME (or `task` in the config file) or --all"),
     };
     let size_set = settings.sizes.unwrap_or(SizeSet::Full);

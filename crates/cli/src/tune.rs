@@ -104,7 +104,7 @@ pub fn tune(args: TuneArgs) -> Result<ExitCode> {
     let Some(task_name) = settings.task.clone() else {
         bail!("give --task NAME (or `task` in the config file)");
     };
-    let task: &'static Task = kevo_tasks::by_name(&task_name)?;
+    let task: &'static Task = kevo_tasks::resolve(&task_name)?;
     let size_set = settings.sizes.unwrap_or(SizeSet::Full);
     let given = crate::read_kernel(&args.kernel)?;
     if let Some(b) = args.budget_s

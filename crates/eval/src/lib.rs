@@ -234,8 +234,9 @@ impl<B: Backend> Drop for Evaluator<B> {
     }
 }
 
-/// Seed of verification input number `k` for a task whose timed inputs use `base`.
-fn verify_seed(base: u64, k: u64) -> u64 {
+/// Seed of verification input number `k` for a task whose timed inputs use
+/// `base` (a coordinator computes the same to prepare expected outputs).
+pub fn verify_seed(base: u64, k: u64) -> u64 {
     base.wrapping_add((k + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15))
 }
 
@@ -307,13 +308,16 @@ impl<B: Backend> Evaluator<B> {
         seed: u64,
         problem: &Problem,
         wall: &mut WallTimes,
-    ) -> Reference {
+    ) -> Result<Reference, BackendError> {
         let key = (task.content_hash().to_string(), size.clone(), seed);
         if let Some(r) = self.references.get(&key) {
-            return r;
+            return Ok(r);
         }
         let t = Instant::now();
-        let r = task.reference(size, problem);
+        let r = match task.device_reference(self.backend.dialect()) {
+            Some(source) => self.device_reference(task, source, problem)?,
+            None => task.reference(size, problem),
+        };
         wall.reference_s += t.elapsed().as_secs_f64();
         // References are about as large as one output buffer.
         let bytes = problem
@@ -323,7 +327,70 @@ impl<B: Backend> Evaluator<B> {
             .sum::<usize>()
             + 256;
         self.references.insert(key, r.clone(), bytes);
-        r
+        Ok(r)
+    }
+
+    /// The expected outputs of `problem` from the task's reference kernel,
+    /// run once on this device with the task's launches (its declared
+    /// blocks, else the defaults). A failure is the task's, and says so.
+    fn device_reference(
+        &mut self,
+        task: &Task,
+        source: &str,
+        problem: &Problem,
+    ) -> Result<Reference, BackendError> {
+        let fail = |what: &str, e: &dyn std::fmt::Display| {
+            BackendError::Runtime(format!(
+                "the task's reference kernel {what}: {e} (it is the task's, not the candidate's: \
+                 run `kevo task check` on the folder)"
+            ))
+        };
+        let prepared = source_rules::prepare(source, self.backend.dialect())
+            .map_err(|r| fail("is refused", &format!("line {}: {}", r.line, r.reason)))?;
+        let declared = BlockDeclarations::parse(source, task.kernel_names())
+            .map_err(|e| fail("declares a bad block", &e))?;
+        let module = self
+            .backend
+            .compile(&prepared, &self.config.compile)
+            .map_err(|e| fail("does not compile", &e))?;
+        let mut buffers: Vec<BufferId> = Vec::new();
+        let run = (|| -> Result<Vec<Vec<u8>>, BackendError> {
+            let mut kernels = Vec::new();
+            for name in task.kernel_names() {
+                kernels.push(self.backend.kernel(module, name)?);
+            }
+            let pending = self.resolve_launches(task, problem, &kernels, &declared)?;
+            for spec in &problem.buffers {
+                let b = self.backend.alloc(spec.bytes.max(4))?;
+                buffers.push(b);
+                match &spec.init {
+                    BufferInit::Data(d) => self.backend.upload(b, d)?,
+                    BufferInit::Zero => self.backend.fill_buffer(b, 0, spec.bytes)?,
+                    BufferInit::Sentinel => self.backend.fill_buffer(b, 0xFF, spec.bytes)?,
+                }
+            }
+            let device = DeviceBuffers {
+                working: buffers.clone(),
+                ..Default::default()
+            };
+            let launches = device.bind(&pending)?;
+            self.backend.run_timed(&launches)?;
+            let mut outputs = Vec::new();
+            for &i in &problem.outputs {
+                let mut out = vec![0u8; problem.buffers[i].bytes];
+                self.backend.download(buffers[i], &mut out)?;
+                outputs.push(out);
+            }
+            Ok(outputs)
+        })();
+        for b in buffers {
+            self.backend.free(b);
+        }
+        self.backend.release_module(module);
+        let outputs = run.map_err(|e| fail("failed", &e))?;
+        Ok(Arc::new(kevo_tasks::folder::ExpectedOutputs(Arc::new(
+            outputs,
+        ))))
     }
 
     /// The utility kernels, compiled once.
@@ -558,7 +625,7 @@ impl<B: Backend> Evaluator<B> {
         self.note_occupancy(kernels, &launches, resources);
         // Needed before the runs: a timed run whose outputs differ from the
         // first one's is checked on its own as soon as it is seen.
-        let timed_reference = self.reference(task, size, task.default_seed(), &timed, wall);
+        let timed_reference = self.reference(task, size, task.default_seed(), &timed, wall)?;
         let mut rng = rand::rng();
         let warmups = rng.random_range(
             self.config.warmups_min..=self.config.warmups_max.max(self.config.warmups_min),
@@ -725,7 +792,7 @@ impl<B: Backend> Evaluator<B> {
         let mut verdict = match run.failed {
             Some(v) => v,
             None => {
-                let reference = self.reference(task, size, vseed, &verify, wall);
+                let reference = self.reference(task, size, vseed, &verify, wall)?;
                 let t = Instant::now();
                 let mut verdict = task.check(size, &verify, &reference, &run.outputs);
                 if verdict.passed {

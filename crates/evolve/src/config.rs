@@ -710,7 +710,7 @@ impl RunConfig {
         const SECONDS: &str = " of seconds";
         const GIB: &str = " of GiB";
         if let Some(task) = &self.task {
-            kevo_tasks::by_name(task).map_err(|e| ("task".into(), e.to_string()))?;
+            kevo_tasks::resolve(task).map_err(|e| ("task".into(), e.to_string()))?;
         }
         if let Some(c) = &self.device.ceilings {
             positive(

@@ -147,7 +147,7 @@ pub async fn interrupt(env: &Environment, run: &str, reason: &str) -> Result<usi
 #[derive(Debug, thiserror::Error)]
 pub enum EvolveError {
     #[error(transparent)]
-    Task(#[from] kevo_tasks::UnknownTask),
+    Task(#[from] kevo_tasks::ResolveError),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
@@ -406,7 +406,7 @@ pub async fn start(
     env: &Environment,
     observer: &mut dyn Observer,
 ) -> Result<Summary, EvolveError> {
-    let task = kevo_tasks::by_name(&options.task)?;
+    let task = kevo_tasks::resolve(&options.task)?;
     if options.candidates_per_iteration == 0 {
         return Err(EvolveError::NoCandidatesPerIteration);
     }
@@ -435,7 +435,7 @@ pub async fn resume(
         });
     }
     let (_, checkpoint) = env.store.resume_run(&run_id).await?;
-    let task = kevo_tasks::by_name(&options.task)?;
+    let task = kevo_tasks::resolve(&options.task)?;
     let mut session = Session::open(options, task, env, Some(run_id)).await?;
     match checkpoint {
         None => session.run_seed(observer).await?,

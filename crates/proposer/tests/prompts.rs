@@ -74,6 +74,7 @@ fn demo() -> &'static Task {
             ),
             seeds: each(DEMO_CU, DEMO_CL, DEMO_METAL),
             tunables: PerDialect::default(),
+            references: PerDialect::default(),
         };
         Task::new(DEMO_TOML, "demo", assets, std::sync::Arc::new(Demo), &[]).unwrap()
     })

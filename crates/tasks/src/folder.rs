@@ -243,21 +243,24 @@ pub struct CheckDef {
 /// Where the expected outputs come from.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ReferenceDef {
-    /// A kernel per dialect, run by kevo on the device with the same
-    /// launches (also the speedup baseline).
-    Kernel(BTreeMap<String, PathBuf>),
+    /// A kernel per dialect (dialect -> source), run by kevo on the device
+    /// with the same launches.
+    Kernel(BTreeMap<String, String>),
     /// A program that reads the inputs as .npy files and writes the
     /// expected outputs as .npy, run once per (size, input seed).
     Command(Vec<String>),
-    /// Expected outputs as .npy files under this directory, one folder per
-    /// size label, for fixed (npy or constant) inputs.
-    Golden(PathBuf),
+    /// Expected outputs as .npy files under this directory of the folder
+    /// (`DIR/SET/SIZE_LABEL/OUTPUT.npy`), for inputs that do not depend on the
+    /// seed (npy, constant, iota, zero).
+    Golden(String),
 }
 
 /// A validated task folder.
 #[derive(Debug, Clone)]
 pub struct FolderTask {
     pub root: PathBuf,
+    /// Every file of the folder, as validated (what is hashed and shipped).
+    pub files: std::sync::Arc<FolderFiles>,
     pub spec: TaskSpec,
     pub brief: String,
     /// Dialect name ("cuda", "opencl", "metal") -> (seed, signature).
@@ -372,9 +375,94 @@ const SPEC_KEYS: &[&str] = &[
 
 const DIALECTS: &[&str] = &["cuda", "opencl", "metal"];
 
+/// The files of a task folder: relative path ('/'-separated) -> bytes.
+/// A folder is read once, whole, so that what is validated, hashed,
+/// shipped to a confined worker and evaluated is one and the same set.
+pub type FolderFiles = BTreeMap<String, Vec<u8>>;
+
+/// A task folder holds kernels, a brief, small inputs and a reference
+/// program; more than this is a mistake (a data directory in the folder),
+/// and all of it would be hashed and shipped to every worker.
+pub const MAX_FOLDER_BYTES: u64 = 256 << 20;
+
+/// Every regular file under `root`, except names starting with a dot (VCS
+/// metadata, editor files, caches).
+pub fn read_folder(root: &Path) -> Result<FolderFiles, FolderError> {
+    let err = |key: &str, message: String| FolderError {
+        file: root.display().to_string(),
+        key: key.to_string(),
+        message,
+    };
+    if !root.is_dir() {
+        return Err(err(
+            "folder",
+            "is not a directory; a task folder holds a task.toml".into(),
+        ));
+    }
+    let mut files = FolderFiles::new();
+    let mut total = 0u64;
+    let mut pending = vec![(root.to_path_buf(), String::new())];
+    while let Some((dir, prefix)) = pending.pop() {
+        let entries = std::fs::read_dir(&dir)
+            .map_err(|e| err(&prefix, format!("cannot list the directory ({e})")))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| err(&prefix, format!("cannot list ({e})")))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') {
+                continue;
+            }
+            let relative = format!("{prefix}{name}");
+            let path = entry.path();
+            let meta = std::fs::metadata(&path)
+                .map_err(|e| err(&relative, format!("cannot read ({e})")))?;
+            if meta.is_dir() {
+                pending.push((path, format!("{relative}/")));
+            } else if meta.is_file() {
+                total += meta.len();
+                if total > MAX_FOLDER_BYTES {
+                    return Err(err(
+                        &relative,
+                        format!(
+                            "the folder holds more than {} MiB; keep large data out of it",
+                            MAX_FOLDER_BYTES >> 20
+                        ),
+                    ));
+                }
+                let bytes = std::fs::read(&path)
+                    .map_err(|e| err(&relative, format!("cannot read ({e})")))?;
+                files.insert(relative, bytes);
+            }
+        }
+    }
+    Ok(files)
+}
+
+/// `name` as a key of [`FolderFiles`]: relative, inside the folder.
+fn file_key(name: &str) -> Option<String> {
+    let trimmed = name.trim_start_matches("./");
+    let parts: Vec<&str> = trimmed
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    if parts.is_empty() || parts.contains(&"..") || name.starts_with('/') {
+        return None;
+    }
+    Some(parts.join("/"))
+}
+
 impl FolderTask {
     /// Read and validate the task folder at `root`.
     pub fn load(root: &Path) -> Result<FolderTask, FolderError> {
+        let files = read_folder(root)?;
+        FolderTask::from_files(root, std::sync::Arc::new(files))
+    }
+
+    /// Validate a folder's files (read by [`read_folder`], or shipped to a
+    /// worker); `root` only names the folder in errors.
+    pub fn from_files(
+        root: &Path,
+        files: std::sync::Arc<FolderFiles>,
+    ) -> Result<FolderTask, FolderError> {
         let file = root.join("task.toml");
         let shown = file.display().to_string();
         let err = |key: &str, message: String| FolderError {
@@ -382,12 +470,16 @@ impl FolderTask {
             key: key.to_string(),
             message,
         };
-        let text = std::fs::read_to_string(&file).map_err(|e| {
-            err(
-                "task.toml",
-                format!("cannot read it ({e}); a task folder holds a task.toml"),
-            )
-        })?;
+        let text = match files.get("task.toml") {
+            Some(bytes) => String::from_utf8(bytes.clone())
+                .map_err(|_| err("task.toml", "is not UTF-8 text".into()))?,
+            None => {
+                return Err(err(
+                    "task.toml",
+                    "cannot read it (no such file); a task folder holds a task.toml".into(),
+                ));
+            }
+        };
         let mut table: toml::Table = toml::from_str(&text).map_err(|e| {
             let line = e
                 .span()
@@ -421,14 +513,17 @@ impl FolderTask {
             .try_into()
             .map_err(|e: toml::de::Error| err("task.toml", e.message().to_string()))?;
 
-        let read = |key: &str, name: &str| -> Result<String, FolderError> {
-            let path = root.join(name);
-            std::fs::read_to_string(&path).map_err(|e| {
+        let bytes = |key: &str, name: &str| -> Result<&Vec<u8>, FolderError> {
+            file_key(name).and_then(|k| files.get(&k)).ok_or_else(|| {
                 err(
                     key,
-                    format!("cannot read `{name}` in the task folder ({e})"),
+                    format!("cannot read `{name}` in the task folder (no such file)"),
                 )
             })
+        };
+        let read = |key: &str, name: &str| -> Result<String, FolderError> {
+            String::from_utf8(bytes(key, name)?.clone())
+                .map_err(|_| err(key, format!("`{name}` is not UTF-8 text")))
         };
         let brief = read("brief", &raw.brief)?;
         if raw.dialects.is_empty() {
@@ -527,7 +622,7 @@ impl FolderTask {
             let init = b
                 .init
                 .as_ref()
-                .map(|v| parse_init(v, root, element).map_err(|m| err(&format!("{key}.init"), m)))
+                .map(|v| parse_init(v, &files, element).map_err(|m| err(&format!("{key}.init"), m)))
                 .transpose()?;
             match (b.role, &init) {
                 (Role::Input | Role::Inout, None) => {
@@ -772,7 +867,7 @@ impl FolderTask {
         let r = &raw.reference;
         let reference = match (&r.kernel, &r.command, &r.golden) {
             (Some(kernels), None, None) => {
-                let mut files = BTreeMap::new();
+                let mut sources = BTreeMap::new();
                 for (dialect, file) in kernels {
                     if !raw.dialects.contains_key(dialect) {
                         return Err(err(
@@ -780,10 +875,18 @@ impl FolderTask {
                             "not a dialect the task offers".into(),
                         ));
                     }
-                    read(&format!("reference.kernel.{dialect}"), file)?;
-                    files.insert(dialect.clone(), root.join(file));
+                    let source = read(&format!("reference.kernel.{dialect}"), file)?;
+                    for k in &spec.kernels {
+                        if !source.contains(k.as_str()) {
+                            return Err(err(
+                                &format!("reference.kernel.{dialect}"),
+                                format!("`{file}` does not define the entry point `{k}`"),
+                            ));
+                        }
+                    }
+                    sources.insert(dialect.clone(), source);
                 }
-                ReferenceDef::Kernel(files)
+                ReferenceDef::Kernel(sources)
             }
             (None, Some(command), None) => {
                 if command.is_empty() {
@@ -795,14 +898,15 @@ impl FolderTask {
                 ReferenceDef::Command(command.clone())
             }
             (None, None, Some(dir)) => {
-                let path = root.join(dir);
-                if !path.is_dir() {
+                let key = file_key(dir).unwrap_or_default();
+                let prefix = format!("{key}/");
+                if key.is_empty() || !files.keys().any(|k| k.starts_with(&prefix)) {
                     return Err(err(
                         "reference.golden",
-                        format!("`{dir}` is not a directory in the task folder"),
+                        format!("`{dir}` is not a directory of files in the task folder"),
                     ));
                 }
-                ReferenceDef::Golden(path)
+                ReferenceDef::Golden(key)
             }
             _ => {
                 return Err(err(
@@ -814,6 +918,7 @@ impl FolderTask {
 
         let task = FolderTask {
             root: root.to_path_buf(),
+            files: files.clone(),
             spec,
             brief,
             dialects,
@@ -827,6 +932,61 @@ impl FolderTask {
             reference,
         };
         task.check_sizes()?;
+        if let ReferenceDef::Golden(dir) = &task.reference {
+            for (i, b) in task.buffers.iter().enumerate() {
+                if matches!(
+                    b.init,
+                    Some(Init::Uniform { .. } | Init::Normal { .. } | Init::Integers { .. })
+                ) {
+                    return Err(err(
+                        &format!("buffers[{i}].init"),
+                        "a golden reference holds the outputs of fixed inputs, and a random \
+                         start differs with every seed: use npy, constant, iota or zero, or a \
+                         kernel or command reference"
+                            .into(),
+                    ));
+                }
+            }
+            // A size set is covered in full or not at all (its sizes are
+            // scored together); evaluating an uncovered set is an error then.
+            let mut covered = 0;
+            for (set, plan) in &task.spec.sizes {
+                let mut missing = Vec::new();
+                let mut present = 0;
+                for size in plan.in_distribution.iter().chain([&plan.held_out]) {
+                    for name in task.checks.keys() {
+                        let file = format!("{dir}/{set}/{}/{name}.npy", size.label);
+                        if task.files.contains_key(&file) {
+                            present += 1;
+                        } else {
+                            missing.push(file);
+                        }
+                    }
+                }
+                if missing.is_empty() {
+                    covered += 1;
+                } else if present > 0 {
+                    return Err(err(
+                        "reference.golden",
+                        format!(
+                            "the {set} sizes are covered in part: `{}` is missing (a golden \
+                             reference needs every checked output at every size of a set)",
+                            missing[0]
+                        ),
+                    ));
+                }
+            }
+            if covered == 0 {
+                return Err(err(
+                    "reference.golden",
+                    format!(
+                        "no size set is covered: expected `{dir}/SET/SIZE_LABEL/OUTPUT.npy` \
+                         (SET: smoke, full or large) for every size of a set and every checked \
+                         output"
+                    ),
+                ));
+            }
+        }
         Ok(task)
     }
 }
@@ -840,7 +1000,11 @@ fn shape(dims: &[u32]) -> Result<[u32; 3], String> {
     Ok(out)
 }
 
-fn parse_init(value: &toml::Value, root: &Path, element: ElementType) -> Result<Init, String> {
+fn parse_init(
+    value: &toml::Value,
+    files: &FolderFiles,
+    element: ElementType,
+) -> Result<Init, String> {
     const EXPECTED: &str = "expected \"iota\", \"zero\", { uniform = [LOW, HIGH] }, \
                             { normal = [MEAN, STD] }, { integers = [LOW, HIGH] }, \
                             { constant = V } or { npy = \"FILE\" }";
@@ -879,11 +1043,11 @@ fn parse_init(value: &toml::Value, root: &Path, element: ElementType) -> Result<
                     .ok_or_else(|| "constant: expected a number".into()),
                 "npy" => {
                     let name = v.as_str().ok_or("npy: expected a file name")?;
-                    let bytes = std::fs::read(root.join(name)).map_err(|e| {
-                        format!("npy: `{name}` is not a file in the task folder ({e})")
-                    })?;
+                    let bytes = file_key(name)
+                        .and_then(|k| files.get(&k))
+                        .ok_or_else(|| format!("npy: `{name}` is not a file in the task folder"))?;
                     let (data, scalars) =
-                        npy::read(&bytes, element).map_err(|m| format!("npy: `{name}` {m}"))?;
+                        npy::read(bytes, element).map_err(|m| format!("npy: `{name}` {m}"))?;
                     Ok(Init::Npy {
                         file: name.to_string(),
                         data: std::sync::Arc::new(data),
@@ -897,8 +1061,13 @@ fn parse_init(value: &toml::Value, root: &Path, element: ElementType) -> Result<
     }
 }
 
+mod code;
 pub mod npy;
 mod program;
+
+pub use code::{
+    COMMAND_TIMEOUT, ExpectedOutputs, FolderCode, ReferenceError, folder_hash, input_fingerprint,
+};
 
 #[cfg(test)]
 mod tests;

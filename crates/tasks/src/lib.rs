@@ -90,6 +90,7 @@ macro_rules! builtin {
                 cuda: Some(asset("tunable.cu")),
                 metal: None,
             },
+            references: PerDialect::default(),
         };
         let mut sources = SHARED_SOURCES.to_vec();
         sources.push(include_str!(concat!("tasks/", $name, ".rs")));
@@ -180,19 +181,92 @@ pub fn all() -> Vec<&'static Task> {
     Registry::builtin().tasks().iter().map(|t| &**t).collect()
 }
 
-/// Look a built-in task up by name.
+/// Tasks defined by folders in this process, by name. A process holds one
+/// version of a name: two folders that define the same name differently
+/// would make every stored result ambiguous.
+fn user_tasks() -> &'static std::sync::Mutex<Vec<&'static Task>> {
+    static USER: OnceLock<std::sync::Mutex<Vec<&'static Task>>> = OnceLock::new();
+    USER.get_or_init(Default::default)
+}
+
+/// Make a folder task known to [`by_name`] for the rest of the process.
+/// The same task again returns the first copy; another task of a name in
+/// use is refused.
+pub fn register(task: Task) -> Result<&'static Task, TaskDefinitionError> {
+    let clash = |message: String| TaskDefinitionError::Invalid {
+        task: task.name().to_string(),
+        field: "name".into(),
+        message,
+    };
+    if Registry::builtin().get(task.name()).is_ok() {
+        return Err(clash(
+            "a built-in task has this name; give the folder's task another name".into(),
+        ));
+    }
+    let mut user = user_tasks().lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(known) = user.iter().find(|t| t.name() == task.name()) {
+        if known.content_hash() == task.content_hash() {
+            return Ok(known);
+        }
+        return Err(clash(format!(
+            "another task of this name (version {}) is already loaded; this one is {}",
+            known.content_hash(),
+            task.content_hash()
+        )));
+    }
+    // Lives as long as the process, as a built-in task does.
+    let task: &'static Task = Box::leak(Box::new(task));
+    user.push(task);
+    Ok(task)
+}
+
+/// Look a task up by name: the built-in ones, then those registered.
 pub fn by_name(name: &str) -> Result<&'static Task, UnknownTask> {
     let builtin = Registry::builtin();
-    builtin
-        .tasks()
-        .iter()
-        .find(|t| t.name() == name)
-        .map(|t| &**t)
-        .ok_or_else(|| builtin.get(name).unwrap_err())
+    if let Some(t) = builtin.tasks().iter().find(|t| t.name() == name) {
+        return Ok(&**t);
+    }
+    let user = user_tasks().lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(t) = user.iter().find(|t| t.name() == name) {
+        return Ok(*t);
+    }
+    let mut known: Vec<&str> = builtin.tasks().iter().map(|t| t.name()).collect();
+    known.extend(user.iter().map(|t| t.name()));
+    Err(UnknownTask {
+        name: name.to_string(),
+        known: known.join(", "),
+    })
+}
+
+/// Whether `text` names a task folder rather than a task: it is a path
+/// (has a `/`, or starts with `.`), or a directory that exists.
+pub fn is_folder_reference(text: &str) -> bool {
+    text.contains('/') || text.starts_with('.') || std::path::Path::new(text).is_dir()
+}
+
+/// A task by name, or the task folder at a path (`./my-task`), loaded and
+/// registered so that later lookups by its name find it.
+pub fn resolve(name_or_path: &str) -> Result<&'static Task, ResolveError> {
+    if !is_folder_reference(name_or_path) {
+        return Ok(by_name(name_or_path)?);
+    }
+    let folder = folder::FolderTask::load(std::path::Path::new(name_or_path))?;
+    Ok(register(folder.into_task())?)
+}
+
+/// Why `--task` names no task.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    #[error(transparent)]
+    Unknown(#[from] UnknownTask),
+    #[error(transparent)]
+    Folder(#[from] folder::FolderError),
+    #[error(transparent)]
+    Definition(#[from] TaskDefinitionError),
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("unknown task `{name}` (known tasks: {known})")]
+#[error("unknown task `{name}` (known tasks: {known}; or a task folder's path, e.g. ./my-task)")]
 pub struct UnknownTask {
     pub name: String,
     pub known: String,

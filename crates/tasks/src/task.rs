@@ -235,6 +235,9 @@ pub struct TaskAssets {
     /// evaluator and the prompts never read them, and a tuned kernel is
     /// stored in full with its run.
     pub tunables: PerDialect,
+    /// Reference kernels, run by the evaluator on the device to compute
+    /// the expected outputs (task folders with a kernel reference only).
+    pub references: PerDialect,
 }
 
 /// A benchmark task: its definition ([`TaskSpec`], data), its assets and
@@ -245,6 +248,8 @@ pub struct Task {
     assets: TaskAssets,
     code: Arc<dyn TaskCode>,
     hash: String,
+    /// The folder a user task was defined by (None for a built-in task).
+    folder: Option<Arc<crate::folder::FolderCode>>,
 }
 
 impl std::fmt::Debug for Task {
@@ -297,7 +302,35 @@ impl Task {
             assets,
             code,
             hash,
+            folder: None,
         })
+    }
+
+    /// A task defined by a folder; `hash` covers every file of it.
+    pub(crate) fn from_folder(
+        spec: TaskSpec,
+        assets: TaskAssets,
+        code: Arc<crate::folder::FolderCode>,
+        hash: String,
+    ) -> Task {
+        Task {
+            spec,
+            assets,
+            code: code.clone(),
+            hash,
+            folder: Some(code),
+        }
+    }
+
+    /// The folder this task was defined by, for a user task.
+    pub fn folder(&self) -> Option<&crate::folder::FolderCode> {
+        self.folder.as_deref()
+    }
+
+    /// The reference kernel in `dialect`, when the task's expected outputs
+    /// come from running it on the device instead of from CPU code.
+    pub fn device_reference(&self, dialect: Dialect) -> Option<&str> {
+        self.assets.references.get(dialect)
     }
 
     pub fn name(&self) -> &str {

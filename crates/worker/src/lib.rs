@@ -11,7 +11,10 @@ mod supervisor;
 
 pub use kevo_sandbox;
 pub use limits::Limits;
-pub use protocol::{DeclaredCeilings, Reply, Request, SelfTest, TimingOptions, WorkerConfig};
+pub use protocol::{
+    Blob, DeclaredCeilings, ExpectedEntry, Reply, Request, SelfTest, TaskPackage, TimingOptions,
+    WorkerConfig,
+};
 pub use serve::serve;
 pub use supervisor::{Worker, WorkerCommand, WorkerError, WorkerStats, timeout_from_seed};
 

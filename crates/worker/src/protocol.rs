@@ -185,6 +185,57 @@ pub enum Request {
         source: String,
         sizes: Vec<Size>,
     },
+    /// Define a task folder (or add expected outputs to one); no reply.
+    /// Sent before the first evaluation of the task in this process.
+    Define { package: Box<TaskPackage> },
+}
+
+/// Bytes, carried in JSON as base64.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Blob(pub Vec<u8>);
+
+impl Serialize for Blob {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use base64::Engine;
+        s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(&self.0))
+    }
+}
+
+impl<'de> Deserialize<'de> for Blob {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use base64::Engine;
+        let text = String::deserialize(d)?;
+        base64::engine::general_purpose::STANDARD
+            .decode(text.as_bytes())
+            .map(Blob)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// A task folder sent to a worker, which reads no file of the user's: its
+/// files (the first time), and expected outputs the coordinator computed
+/// for a command or golden reference, keyed by size and input fingerprint.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TaskPackage {
+    pub name: String,
+    /// [`kevo_tasks::Task::content_hash`] of the folder: the worker's copy
+    /// must hash the same.
+    pub hash: String,
+    /// The folder's path on the coordinator, for messages.
+    pub root: String,
+    /// Every file of the folder; absent when the worker has it already.
+    #[serde(default)]
+    pub files: Option<std::collections::BTreeMap<String, Blob>>,
+    #[serde(default)]
+    pub expected: Vec<ExpectedEntry>,
+}
+
+/// The expected outputs of one problem (in the order of its outputs).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExpectedEntry {
+    pub size: String,
+    pub fingerprint: String,
+    pub outputs: Vec<Blob>,
 }
 
 /// Worker -> coordinator.

@@ -106,6 +106,9 @@ pub fn serve(
             self_test,
         },
     )?;
+    // Why a task folder sent to this worker was not defined, for the
+    // evaluations that name it.
+    let mut refused_definitions: Vec<String> = Vec::new();
     for line in input.lines() {
         let line = line?;
         if line.trim().is_empty() {
@@ -119,6 +122,12 @@ pub fn serve(
             }
         };
         match request {
+            Request::Define { package } => {
+                if let Err(message) = define(&package) {
+                    eprintln!("kevo worker: {message}");
+                    refused_definitions.push(message);
+                }
+            }
             Request::Evaluate {
                 id,
                 nonce,
@@ -128,7 +137,13 @@ pub fn serve(
                 sizes,
             } => {
                 let evaluation = match task_for(&task, task_hash.as_deref()) {
-                    Err(message) => failed(&task, &device, message),
+                    Err(mut message) => {
+                        for refused in &refused_definitions {
+                            message.push_str("; ");
+                            message.push_str(refused);
+                        }
+                        failed(&task, &device, message)
+                    }
                     Ok(task_ref) => {
                         let mut compiling = false;
                         let mut progress = |stage: Stage<'_>| {
@@ -189,6 +204,44 @@ pub fn serve(
                 }
             }
         }
+    }
+    Ok(())
+}
+
+/// Register a task folder the coordinator sent (built from its files,
+/// never from the disk), and add the expected outputs it carries.
+fn define(package: &crate::protocol::TaskPackage) -> Result<(), String> {
+    if let Some(files) = &package.files {
+        let files: kevo_tasks::folder::FolderFiles = files
+            .iter()
+            .map(|(k, v)| (k.clone(), v.0.clone()))
+            .collect();
+        let folder = kevo_tasks::folder::FolderTask::from_files(
+            std::path::Path::new(&package.root),
+            std::sync::Arc::new(files),
+        )
+        .map_err(|e| e.to_string())?;
+        let task = folder.into_shipped_task();
+        if task.content_hash() != package.hash {
+            return Err(format!(
+                "the task folder {} hashes to {} here, {} on the coordinator",
+                package.root,
+                task.content_hash(),
+                package.hash
+            ));
+        }
+        kevo_tasks::register(task).map_err(|e| e.to_string())?;
+    }
+    let task = task_for(&package.name, Some(&package.hash))?;
+    let folder = task
+        .folder()
+        .ok_or_else(|| format!("`{}` is a built-in task, not a folder", package.name))?;
+    for entry in &package.expected {
+        folder.add_expected(
+            &entry.size,
+            &entry.fingerprint,
+            entry.outputs.iter().map(|b| b.0.clone()).collect(),
+        );
     }
     Ok(())
 }

@@ -108,6 +108,9 @@ struct Running {
     /// Parsed replies, or the text of a line that was not a reply.
     replies: Receiver<Result<Reply, String>>,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
+    /// Task folders this process was sent (by hash), and the expected
+    /// outputs (`hash/size/fingerprint`).
+    shipped: std::collections::HashSet<String>,
 }
 
 /// Lines of stderr kept for a crash report.
@@ -387,6 +390,7 @@ impl Worker {
             stdin,
             replies,
             stderr_tail,
+            shipped: Default::default(),
         };
         self.stats.spawns += 1;
         match running.replies.recv_timeout(self.startup_timeout) {
@@ -449,6 +453,76 @@ impl Worker {
         }
     }
 
+    /// Send the running worker what it needs to evaluate the task folder
+    /// `task` at `sizes`: its files the first time, then the expected
+    /// outputs of a command or golden reference for the timed inputs and
+    /// every verification seed (computed here: a worker runs no program).
+    /// Nothing for a built-in task. An error is the task's (its reference
+    /// failed), reported as the evaluation's failure.
+    fn ship_task(&mut self, task: &str, sizes: &[Size]) -> Result<(), String> {
+        let Ok(t) = kevo_tasks::by_name(task) else {
+            return Ok(());
+        };
+        let Some(folder) = t.folder() else {
+            return Ok(());
+        };
+        let hash = t.content_hash().to_string();
+        let pool = self.config.eval.verify_seed_pool.max(1) as u64;
+        let seeds: Vec<u64> = std::iter::once(t.default_seed())
+            .chain((0..pool).map(|k| kevo_eval::verify_seed(t.default_seed(), k)))
+            .collect();
+        let running = self.running.as_mut().expect("spawned before shipping");
+        let mut expected = Vec::new();
+        for size in sizes {
+            for &seed in &seeds {
+                let Some((fingerprint, outputs)) =
+                    folder.expected_at(size, seed).map_err(|e| e.to_string())?
+                else {
+                    continue;
+                };
+                let key = format!("{hash}/{}/{fingerprint}", size.label);
+                if running.shipped.insert(key) {
+                    expected.push(crate::protocol::ExpectedEntry {
+                        size: size.label.clone(),
+                        fingerprint,
+                        outputs: outputs
+                            .iter()
+                            .map(|o| crate::protocol::Blob(o.clone()))
+                            .collect(),
+                    });
+                }
+            }
+        }
+        let files = running.shipped.insert(hash.clone()).then(|| {
+            folder
+                .folder()
+                .files
+                .iter()
+                .map(|(k, v)| (k.clone(), crate::protocol::Blob(v.clone())))
+                .collect()
+        });
+        if files.is_none() && expected.is_empty() {
+            return Ok(());
+        }
+        let request = Request::Define {
+            package: Box::new(crate::protocol::TaskPackage {
+                name: task.to_string(),
+                hash,
+                root: folder.folder().root.display().to_string(),
+                files,
+                expected,
+            }),
+        };
+        let mut line = serde_json::to_string(&request).expect("request serialises");
+        line.push('\n');
+        // A worker that died is found when the evaluation is sent.
+        let _ = running
+            .stdin
+            .write_all(line.as_bytes())
+            .and_then(|_| running.stdin.flush());
+        Ok(())
+    }
+
     /// Evaluate one candidate with a hard wall-clock `timeout`. Never fails:
     /// every failure is an outcome, and the worker is replaced when needed.
     pub fn evaluate(
@@ -476,6 +550,9 @@ impl Worker {
                 format!("cannot restart the evaluation worker: {e}"),
                 started,
             );
+        }
+        if let Err(message) = self.ship_task(task, sizes) {
+            return self.failure(task, None, message, started);
         }
         let id = self.next_id;
         self.next_id += 1;

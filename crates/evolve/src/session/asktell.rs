@@ -52,7 +52,7 @@ pub async fn create(
     env: &Environment,
     observer: &mut dyn Observer,
 ) -> Result<String, EvolveError> {
-    let task = kevo_tasks::by_name(&options.task)?;
+    let task = kevo_tasks::resolve(&options.task)?;
     if !options.is_external() {
         return Err(EvolveError::NotExternal {
             run: "a new run".into(),
@@ -148,7 +148,7 @@ async fn open_external<'e>(run: &str, env: &'e Environment) -> Result<Session<'e
             run: run.to_string(),
         });
     }
-    let task = kevo_tasks::by_name(&options.task)?;
+    let task = kevo_tasks::resolve(&options.task)?;
     let (_, checkpoint) = env.store.resume_run(&run_id).await?;
     let opened = async {
         let mut session = Session::open(options, task, env, Some(run_id.clone())).await?;

@@ -264,10 +264,7 @@ impl FolderTask {
         if any_nan || inside < check.within {
             return Verdict {
                 passed: false,
-                metric: format!(
-                    "{name}: fraction within atol {} + rtol {} (max abs error {worst:e})",
-                    check.atol, check.rtol
-                ),
+                metric: within_metric(name, check, worst),
                 value: inside,
                 tolerance: Some(check.within),
             };
@@ -290,14 +287,19 @@ impl FolderTask {
         }
         Verdict {
             passed: true,
-            metric: format!(
-                "{name}: fraction within atol {} + rtol {} (max abs error {worst:e})",
-                check.atol, check.rtol
-            ),
+            metric: within_metric(name, check, worst),
             value: inside,
             tolerance: Some(check.within),
         }
     }
+}
+
+/// "y: fraction within 4e-6 + 1e-5·|ref| (max error 9.54e-7)".
+fn within_metric(name: &str, check: &super::CheckDef, worst: f64) -> String {
+    format!(
+        "{name}: fraction within {:e} + {:e}·|ref| (max error {worst:.2e})",
+        check.atol, check.rtol
+    )
 }
 
 fn scalar_arg(s: &ScalarDef, values: &[f64], step: u64) -> Arg {

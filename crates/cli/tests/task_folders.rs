@@ -1,0 +1,290 @@
+//! Task folders end to end on PoCL: `--task ./folder` evaluates through
+//! the confined worker with each kind of reference (a kernel run on the
+//! device, a command run by the coordinator once per inputs, golden .npy
+//! files), and a folder that is not a task is a clear error.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/tasks")
+}
+
+fn kevo(cache: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kevo"))
+        .args(args)
+        .env("KEVO_CACHE_DIR", cache)
+        .output()
+        .unwrap()
+}
+
+/// `kevo eval --json` of `kernel` (the task's seed when None) at the smoke
+/// sizes on PoCL.
+fn eval_json(cache: &Path, task: &str, kernel: Option<&Path>) -> (Option<i32>, serde_json::Value) {
+    let mut args = vec![
+        "eval",
+        "--task",
+        task,
+        "--backend",
+        "opencl",
+        "--sizes",
+        "smoke",
+        "--json",
+    ];
+    let kernel = kernel.map(|k| k.display().to_string());
+    if let Some(k) = &kernel {
+        args.extend(["--kernel", k.as_str()]);
+    }
+    let out = kevo(cache, &args);
+    let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code(), v)
+}
+
+/// A copy of the saxpy example whose `[reference]` is `reference`.
+fn saxpy_with_reference(dir: &Path, name: &str, reference: &str) -> PathBuf {
+    let root = dir.join(name);
+    std::fs::create_dir_all(&root).unwrap();
+    for entry in std::fs::read_dir(examples().join("saxpy")).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), root.join(entry.file_name())).unwrap();
+    }
+    let toml = std::fs::read_to_string(root.join("task.toml")).unwrap();
+    let at = toml.find("[reference]").unwrap();
+    let toml = toml[..at].replace("name = \"saxpy-folder\"", &format!("name = \"{name}\""))
+        + "[reference]\n"
+        + reference
+        + "\n";
+    std::fs::write(root.join("task.toml"), toml).unwrap();
+    root
+}
+
+fn wrong_saxpy(dir: &Path) -> PathBuf {
+    // Forgets `+ y`: wrong everywhere.
+    let path = dir.join("wrong.cl");
+    std::fs::write(
+        &path,
+        "__kernel void saxpy(__global const float* x, __global float* y, float a, uint n) {\n\
+         uint i = get_global_id(0);\n if (i < n) y[i] = a * x[i];\n}\n",
+    )
+    .unwrap();
+    path
+}
+
+fn npy_files(dir: &Path) -> Vec<PathBuf> {
+    common::files_holding(dir, "NUMPY")
+}
+
+#[test]
+fn the_saxpy_folder_gives_the_built_in_verdicts_and_work() {
+    if !common::opencl_available() {
+        return;
+    }
+    let cache = tempfile::tempdir().unwrap();
+    let folder = examples().join("saxpy");
+    let (code, f) = eval_json(cache.path(), folder.to_str().unwrap(), None);
+    assert_eq!(code, Some(0), "{f}");
+    let (code, b) = eval_json(cache.path(), "saxpy", None);
+    assert_eq!(code, Some(0), "{b}");
+    assert_eq!(f["task"], "saxpy-folder");
+    assert_eq!(f["outcome"]["status"], "correct", "{f}");
+    let sizes = |v: &serde_json::Value| -> Vec<(String, bool, f64)> {
+        v["sizes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                (
+                    s["label"].as_str().unwrap().to_string(),
+                    s["correct"].as_bool().unwrap(),
+                    s["work"].as_f64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(sizes(&f), sizes(&b));
+    // A wrong kernel is wrong against the reference kernel too.
+    let (code, w) = eval_json(
+        cache.path(),
+        folder.to_str().unwrap(),
+        Some(&wrong_saxpy(cache.path())),
+    );
+    assert_eq!(code, Some(1), "{w}");
+    assert_eq!(w["outcome"]["status"], "wrong_result", "{w}");
+    assert!(
+        w["outcome"]["metric"]
+            .as_str()
+            .unwrap()
+            .starts_with("y: fraction within"),
+        "{w}"
+    );
+}
+
+#[test]
+fn a_command_reference_runs_on_the_coordinator_once_per_inputs() {
+    if !common::opencl_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let root = saxpy_with_reference(
+        dir.path(),
+        "saxpy-command",
+        "command = [\"python3\", \"reference.py\"]",
+    );
+    let task = root.to_str().unwrap();
+    let (code, v) = eval_json(&cache, task, None);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["outcome"]["status"], "correct", "{v}");
+    // Three sizes, each at the timed seed and the 4 verification seeds:
+    // computed here, cached, and sent to the worker (which runs no program).
+    let answers = npy_files(&cache.join("task-references"));
+    assert_eq!(answers.len(), 15, "{answers:?}");
+    let (code, w) = eval_json(&cache, task, Some(&wrong_saxpy(dir.path())));
+    assert_eq!(
+        (code, &w["outcome"]["status"]),
+        (Some(1), &"wrong_result".into()),
+        "{w}"
+    );
+
+    // A program that fails: the evaluation fails naming it and what it
+    // printed, and nothing is scored.
+    std::fs::write(
+        root.join("reference.py"),
+        "import sys\nprint('cannot find my data', file=sys.stderr)\nsys.exit(3)\n",
+    )
+    .unwrap();
+    let (code, v) = eval_json(&cache, task, None);
+    assert_eq!(code, Some(1), "{v}");
+    let message = v["outcome"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("reference.py") && message.contains("cannot find my data"),
+        "{v}"
+    );
+    assert!(v["outcome"]["score"].is_null(), "{v}");
+}
+
+#[test]
+fn golden_outputs_check_fixed_inputs_and_random_inputs_are_refused() {
+    if !common::opencl_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let root = saxpy_with_reference(dir.path(), "saxpy-golden", "golden = \"golden\"");
+    let toml = std::fs::read_to_string(root.join("task.toml")).unwrap();
+    // Random inputs cannot have golden outputs.
+    let e = kevo(
+        &cache,
+        &["eval", "--task", root.to_str().unwrap(), "--sizes", "smoke"],
+    );
+    let stderr = String::from_utf8_lossy(&e.stderr);
+    assert_ne!(e.status.code(), Some(0));
+    assert!(
+        stderr.contains("task.toml: reference.golden") || stderr.contains("buffers[0].init"),
+        "{stderr}"
+    );
+    // x = 0, 1, 2, ...; y = 1: y' = 2.5 i + 1.
+    let fixed = toml
+        .replacen("init = { normal = [0.0, 1.0] }", "init = \"iota\"", 1)
+        .replacen(
+            "init = { normal = [0.0, 1.0] }",
+            "init = { constant = 1.0 }",
+            1,
+        );
+    std::fs::write(root.join("task.toml"), &fixed).unwrap();
+    let labels = [
+        ("64K", 65536usize),
+        ("256K", 262144),
+        ("1M", 1048576),
+        ("128K", 131072),
+    ];
+    let element = |n: usize, bad: Option<usize>| -> Vec<u8> {
+        (0..n)
+            .flat_map(|i| {
+                let v = 2.5f32 * i as f32 + 1.0 + if Some(i) == bad { 1.0 } else { 0.0 };
+                v.to_le_bytes()
+            })
+            .collect()
+    };
+    let f32_element = kevo_tasks::folder::ElementType {
+        scalar: kevo_tasks::folder::Scalar::F32,
+        lanes: 1,
+    };
+    for (label, n) in labels {
+        let d = root.join("golden/smoke").join(label);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(
+            d.join("y.npy"),
+            kevo_tasks::folder::npy::write(&element(n, None), f32_element),
+        )
+        .unwrap();
+    }
+    let (code, v) = eval_json(&cache, root.to_str().unwrap(), None);
+    assert_eq!(code, Some(0), "{v}");
+    // One wrong element in a golden file: the seed is now "wrong", which
+    // shows the golden file is what it is checked against.
+    std::fs::write(
+        root.join("golden/smoke/256K/y.npy"),
+        kevo_tasks::folder::npy::write(&element(262144, Some(7)), f32_element),
+    )
+    .unwrap();
+    let (code, v) = eval_json(&cache, root.to_str().unwrap(), None);
+    assert_eq!(code, Some(1), "{v}");
+    assert_eq!(v["outcome"]["size"], "256K", "{v}");
+}
+
+#[test]
+fn a_path_that_is_no_task_folder_is_a_one_line_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = kevo(
+        dir.path(),
+        &["eval", "--task", "./no-such-folder", "--sizes", "smoke"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("no-such-folder") && stderr.contains("not a directory"),
+        "{stderr}"
+    );
+    let root = saxpy_with_reference(dir.path(), "bad", "kernel = { opencl = \"reference.cl\" }");
+    let toml = std::fs::read_to_string(root.join("task.toml")).unwrap();
+    std::fs::write(
+        root.join("task.toml"),
+        toml.replace("length = \"N\"", "length = \"N / 3\""),
+    )
+    .unwrap();
+    let out = kevo(
+        dir.path(),
+        &["eval", "--task", root.to_str().unwrap(), "--sizes", "smoke"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("bad/task.toml: buffers[0].length: at size `64K` it is 21845.33"),
+        "{stderr}"
+    );
+    // A folder that takes a built-in task's name is refused.
+    std::fs::write(
+        root.join("task.toml"),
+        toml.replace("name = \"bad\"", "name = \"saxpy\"").replace(
+            "golden = \"golden\"",
+            "kernel = { opencl = \"reference.cl\" }",
+        ),
+    )
+    .unwrap();
+    let out = kevo(
+        dir.path(),
+        &["eval", "--task", root.to_str().unwrap(), "--sizes", "smoke"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("built-in task has this name"), "{stderr}");
+}
