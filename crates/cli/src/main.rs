@@ -7,6 +7,7 @@ mod evolve;
 mod report;
 mod settings;
 mod sweep;
+mod task;
 mod tune;
 
 use std::path::PathBuf;
@@ -49,6 +50,11 @@ enum Command {
     },
     /// Evaluate a kernel (the task's seed by default) and print its score.
     Eval(Box<EvalArgs>),
+    /// Task folders: scaffold one (`new`) or validate one (`check`).
+    Task {
+        #[command(subcommand)]
+        command: Box<task::TaskCommand>,
+    },
     /// Search for a faster kernel: the (1+1) loop with a language model.
     Evolve(Box<evolve::EvolveArgs>),
     /// Hand out the next prompts of a run created with `--llm external`,
@@ -362,6 +368,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Eval(args) => eval(*args),
+        Command::Task { command } => task::task(*command),
         Command::Bench(args) => bench(*args),
         Command::Llm { command } => llm(command),
         Command::Config { command } => config(command),

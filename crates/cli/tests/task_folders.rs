@@ -288,3 +288,119 @@ fn a_path_that_is_no_task_folder_is_a_one_line_error() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("built-in task has this name"), "{stderr}");
 }
+
+#[test]
+fn task_new_scaffolds_a_folder_that_task_check_passes_and_a_weak_check_fails() {
+    if !common::opencl_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let parent = dir.path().to_str().unwrap();
+    let out = kevo(&cache, &["task", "new", "my-scale", "--dir", parent]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let root = dir.path().join("my-scale");
+    let check = |root: &Path| -> (Option<i32>, serde_json::Value) {
+        let out = kevo(
+            &cache,
+            &[
+                "task",
+                "check",
+                root.to_str().unwrap(),
+                "--backend",
+                "opencl",
+                "--json",
+            ],
+        );
+        let v = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        (out.status.code(), v)
+    };
+    let (code, v) = check(&root);
+    assert_eq!(code, Some(0), "{v:#}");
+    assert_eq!(v["task"], "my-scale");
+    let whats: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["what"].as_str().unwrap())
+        .collect();
+    for want in [
+        "definition",
+        "reference at the smoke sizes",
+        "a kernel that writes nothing (smoke)",
+        "a kernel that writes zeros (smoke)",
+        "a kernel that writes a constant (smoke)",
+        "a kernel that copies the input `x` (smoke)",
+        "a kernel that copies the input `y` (smoke)",
+        "seed at the smoke sizes (OpenCL C)",
+        "reference kernel at the smoke sizes (OpenCL C)",
+    ] {
+        assert!(whats.contains(&want), "{want} in {whats:?}");
+    }
+    // The held-out size is among the seed's sizes.
+    let sizes = v["evaluations"]["seed smoke"]["sizes"].as_array().unwrap();
+    assert_eq!(sizes.last().unwrap()["label"], "128K");
+
+    // A deliberately weak check: any output within 20 of the answer passes,
+    // and so do kernels that skip the work.
+    let toml = std::fs::read_to_string(root.join("task.toml")).unwrap();
+    std::fs::write(
+        root.join("task.toml"),
+        toml.replace("atol = 4e-6", "atol = 20.0"),
+    )
+    .unwrap();
+    let (code, v) = check(&root);
+    assert_eq!(code, Some(1), "{v:#}");
+    let zeros = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["what"] == "a kernel that writes zeros (smoke)")
+        .unwrap();
+    assert_eq!(zeros["ok"], false, "{zeros}");
+    assert!(
+        zeros["detail"]
+            .as_str()
+            .unwrap()
+            .contains("PASSES the check"),
+        "{zeros}"
+    );
+    // The seed still passes the looser check.
+    let seed = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["what"] == "seed at the smoke sizes (OpenCL C)")
+        .unwrap();
+    assert_eq!(seed["ok"], true, "{seed}");
+
+    // A folder that is no task: exit 2 with the file and key.
+    std::fs::write(
+        root.join("task.toml"),
+        toml.replace("role = \"input\"", "role = \"in\""),
+    )
+    .unwrap();
+    let (code, v) = check(&root);
+    assert_eq!(code, Some(2), "{v}");
+    assert!(v["error"].as_str().unwrap().contains("task.toml"), "{v}");
+
+    // Names and folders task new refuses.
+    for (name, want) in [
+        ("my-scale", "already exists"),
+        ("saxpy", "built-in task"),
+        ("9lives", "expected a letter"),
+        ("../escape", "expected a letter"),
+    ] {
+        let out = kevo(&cache, &["task", "new", name, "--dir", parent]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && stderr.contains(want),
+            "{name}: {stderr}"
+        );
+    }
+}

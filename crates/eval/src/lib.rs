@@ -330,6 +330,22 @@ impl<B: Backend> Evaluator<B> {
         Ok(r)
     }
 
+    /// The problem of `task` at (`size`, `seed`) and the reference a
+    /// candidate's outputs are checked against (the CPU reference, or the
+    /// task's reference kernel run on this device): for screening a task's
+    /// check with null candidates (`kevo task check`).
+    pub fn reference_at(
+        &mut self,
+        task: &Task,
+        size: &Size,
+        seed: u64,
+    ) -> Result<(Arc<Problem>, Reference), BackendError> {
+        let mut wall = WallTimes::default();
+        let problem = self.problem(task, size, seed, &mut wall);
+        let reference = self.reference(task, size, seed, &problem, &mut wall)?;
+        Ok((problem, reference))
+    }
+
     /// The expected outputs of `problem` from the task's reference kernel,
     /// run once on this device with the task's launches (its declared
     /// blocks, else the defaults). A failure is the task's, and says so.

@@ -1064,10 +1064,12 @@ fn parse_init(
 mod code;
 pub mod npy;
 mod program;
+mod screen;
 
 pub use code::{
     COMMAND_TIMEOUT, ExpectedOutputs, FolderCode, ReferenceError, folder_hash, input_fingerprint,
 };
+pub use screen::NullCandidate;
 
 #[cfg(test)]
 mod tests;

@@ -352,7 +352,7 @@ fn fill(init: &Init, element: ElementType, n: usize, seed: u64, stream: u64) -> 
     out
 }
 
-fn encode(v: f64, scalar: Scalar, out: &mut Vec<u8>) {
+pub(super) fn encode(v: f64, scalar: Scalar, out: &mut Vec<u8>) {
     match scalar {
         Scalar::F16 => out.extend_from_slice(&f32_to_f16(v as f32).to_le_bytes()),
         Scalar::F32 => out.extend_from_slice(&(v as f32).to_le_bytes()),
@@ -364,7 +364,7 @@ fn encode(v: f64, scalar: Scalar, out: &mut Vec<u8>) {
     }
 }
 
-fn decode(bytes: &[u8], scalar: Scalar) -> Vec<f64> {
+pub(super) fn decode(bytes: &[u8], scalar: Scalar) -> Vec<f64> {
     let width = scalar.bytes();
     bytes
         .chunks_exact(width)

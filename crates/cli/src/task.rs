@@ -1,0 +1,414 @@
+//! `kevo task new` and `kevo task check`: scaffold a task folder from a
+//! working example, and validate one before it scores anything (its
+//! definition, its reference at every size, its seed at every size, and
+//! whether its check rejects kernels that skip the work).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use clap::Subcommand;
+use kevo_tasks::folder::{FolderTask, ReferenceDef};
+use kevo_tasks::{SizeSet, Task};
+use kevo_worker::{Worker, WorkerCommand};
+use serde_json::{Value, json};
+
+use crate::settings::{ConfigFileArg, DeviceArgs};
+
+#[derive(Subcommand)]
+pub enum TaskCommand {
+    /// Make a task folder NAME (a runnable task, copied from an example
+    /// under examples/tasks) to edit into your own.
+    New {
+        /// The new task's name; the folder is created as ./NAME (or under --dir).
+        name: String,
+        /// The example to start from.
+        #[arg(long, default_value = "saxpy", value_parser = EXAMPLE_NAMES)]
+        from: String,
+        /// The directory to create the folder in (default: the current one).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// Validate a task folder: its definition, its reference at every size,
+    /// its seed at every size (held out included), and its check against
+    /// null candidates (a kernel that writes nothing, zeros, a constant, or
+    /// copies an input must fail). Exit 0 when all holds, 1 when something
+    /// does not, 2 when the folder is not a task.
+    Check {
+        path: PathBuf,
+        #[command(flatten)]
+        device: Box<DeviceArgs>,
+        /// Size sets to check (repeatable; default smoke).
+        #[arg(long)]
+        sizes: Vec<SizeSet>,
+        #[command(flatten)]
+        config: ConfigFileArg,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// The examples `kevo task new --from` copies: examples/tasks/NAME, built
+/// into the binary so that `task new` works wherever kevo is installed.
+const EXAMPLES: &[(&str, &[(&str, &str)])] = &[(
+    "saxpy",
+    &[
+        (
+            "task.toml",
+            include_str!("../../../examples/tasks/saxpy/task.toml"),
+        ),
+        (
+            "brief.md",
+            include_str!("../../../examples/tasks/saxpy/brief.md"),
+        ),
+        (
+            "seed.cu",
+            include_str!("../../../examples/tasks/saxpy/seed.cu"),
+        ),
+        (
+            "seed.cl",
+            include_str!("../../../examples/tasks/saxpy/seed.cl"),
+        ),
+        (
+            "signature.cu",
+            include_str!("../../../examples/tasks/saxpy/signature.cu"),
+        ),
+        (
+            "signature.cl",
+            include_str!("../../../examples/tasks/saxpy/signature.cl"),
+        ),
+        (
+            "reference.cu",
+            include_str!("../../../examples/tasks/saxpy/reference.cu"),
+        ),
+        (
+            "reference.cl",
+            include_str!("../../../examples/tasks/saxpy/reference.cl"),
+        ),
+        (
+            "reference.py",
+            include_str!("../../../examples/tasks/saxpy/reference.py"),
+        ),
+    ],
+)];
+
+const EXAMPLE_NAMES: [&str; 1] = ["saxpy"];
+
+pub fn task(command: TaskCommand) -> Result<ExitCode> {
+    match command {
+        TaskCommand::New { name, from, dir } => new(&name, &from, dir.as_deref()),
+        TaskCommand::Check {
+            path,
+            device,
+            sizes,
+            config,
+            json,
+        } => check(&path, &device, &sizes, &config, json),
+    }
+}
+
+fn new(name: &str, from: &str, dir: Option<&Path>) -> Result<ExitCode> {
+    let valid = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        && name.starts_with(|c: char| c.is_ascii_alphabetic());
+    if !valid {
+        bail!(
+            "task name `{name}`: expected a letter, then letters, digits, `-` or `_` \
+             (at most 64), as it names the folder and the task's runs"
+        );
+    }
+    if kevo_tasks::Registry::builtin().get(name).is_ok() {
+        bail!("task name `{name}` is a built-in task's; choose another");
+    }
+    let (_, files) = EXAMPLES
+        .iter()
+        .find(|(n, _)| *n == from)
+        .with_context(|| format!("--from {from}: no such example"))?;
+    let root = dir.unwrap_or(Path::new(".")).join(name);
+    if root.exists() {
+        bail!(
+            "{} already exists; kevo task new makes a new folder",
+            root.display()
+        );
+    }
+    std::fs::create_dir_all(&root).with_context(|| format!("cannot create {}", root.display()))?;
+    for (file, text) in *files {
+        let text = if *file == "task.toml" {
+            rename_task(text, name)
+        } else {
+            text.to_string()
+        };
+        std::fs::write(root.join(file), text)
+            .with_context(|| format!("cannot write {}", root.join(file).display()))?;
+    }
+    // What was written must load: the example is a working task.
+    FolderTask::load(&root).map_err(|e| anyhow::anyhow!("{e}"))?;
+    println!(
+        "created {} from the {from} example: a runnable task. Edit task.toml, the brief and \
+         the kernels, then run `kevo task check {}`; `kevo eval --task {}` scores its seed.",
+        root.display(),
+        root.display(),
+        root.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The example's task.toml with its `name = "..."` line set to `name`.
+fn rename_task(toml: &str, name: &str) -> String {
+    let mut out = String::with_capacity(toml.len());
+    let mut done = false;
+    for line in toml.lines() {
+        if !done && line.trim_start().starts_with("name = ") {
+            out.push_str(&format!("name = \"{name}\""));
+            done = true;
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// One finding of `task check`: what was checked, whether it holds, and
+/// the details.
+struct Finding {
+    what: String,
+    ok: bool,
+    detail: String,
+}
+
+fn check(
+    path: &Path,
+    device: &DeviceArgs,
+    sets: &[SizeSet],
+    config: &ConfigFileArg,
+    json_out: bool,
+) -> Result<ExitCode> {
+    let sets = if sets.is_empty() {
+        vec![SizeSet::Smoke]
+    } else {
+        sets.to_vec()
+    };
+    let folder = match FolderTask::load(path) {
+        Ok(f) => f,
+        Err(e) => {
+            if json_out {
+                println!(
+                    "{}",
+                    json!({"ok": false, "error": e.to_string(), "file": e.file, "key": e.key})
+                );
+            } else {
+                eprintln!("error: {e}");
+            }
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let reference_kind = match &folder.reference {
+        ReferenceDef::Kernel(k) => format!(
+            "kernel ({})",
+            k.keys().cloned().collect::<Vec<_>>().join(", ")
+        ),
+        ReferenceDef::Command(c) => format!("command {c:?}"),
+        ReferenceDef::Golden(d) => format!("golden files under {d}/"),
+    };
+    let mut findings = vec![Finding {
+        what: "definition".into(),
+        ok: true,
+        detail: format!(
+            "{} buffers, {} scalars, {} launches, {} checked outputs, dialects {}; every \
+             expression whole and in range at every size; reference: {reference_kind}",
+            folder.buffers.len(),
+            folder.scalars.len(),
+            folder.launches.len(),
+            folder.checks.len(),
+            folder
+                .dialects
+                .keys()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }];
+    let task: &'static Task = kevo_tasks::register(folder.into_task())?;
+    let path_text = path.display().to_string();
+    let settings = crate::settings::evaluation_settings(
+        config,
+        Some(&path_text),
+        Some(sets[0]),
+        None,
+        false,
+        device,
+    )?;
+    let worker_config = settings.worker_config()?;
+    let seed = task.default_seed();
+
+    // The reference and the check's strength, in this process: the task's
+    // own code and kernels only, no candidate.
+    let mut evaluator = crate::open_evaluator(&worker_config)?;
+    let dialect = evaluator.backend().info().dialect;
+    let folder = task.folder().expect("registered from a folder");
+    for &set in &sets {
+        let plan = task.sizes(set);
+        let mut reference_times = Vec::new();
+        let mut reference_ok = true;
+        // Null candidate kind -> (passed somewhere, worst detail).
+        let mut screened: Vec<(String, Option<String>, String)> = Vec::new();
+        for size in plan.in_distribution.iter().chain([&plan.held_out]) {
+            let started = Instant::now();
+            let found = folder
+                .expected_at(size, seed)
+                .map_err(|e| e.to_string())
+                .and_then(|_| {
+                    evaluator
+                        .reference_at(task, size, seed)
+                        .map_err(|e| e.to_string())
+                });
+            let (problem, reference) = match found {
+                Ok(r) => r,
+                Err(e) => {
+                    findings.push(Finding {
+                        what: format!("reference at {set} {}", size.label),
+                        ok: false,
+                        detail: e,
+                    });
+                    reference_ok = false;
+                    continue;
+                }
+            };
+            reference_times.push(format!(
+                "{} {:.3} s",
+                size.label,
+                started.elapsed().as_secs_f64()
+            ));
+            let expected = &reference
+                .downcast_ref::<kevo_tasks::folder::ExpectedOutputs>()
+                .expect("a folder task's reference is its expected outputs")
+                .0;
+            for null in folder.folder().null_candidates(&problem, expected) {
+                let verdict = task.check(size, &problem, &reference, &null.outputs);
+                let at = match screened.iter().position(|s| s.0 == null.kind) {
+                    Some(at) => at,
+                    None => {
+                        screened.push((null.kind.clone(), None, String::new()));
+                        screened.len() - 1
+                    }
+                };
+                let detail = format!(
+                    "{} = {:.4}{}",
+                    verdict.metric,
+                    verdict.value,
+                    verdict
+                        .tolerance
+                        .map_or(String::new(), |t| format!(" (needs {t})"))
+                );
+                if verdict.passed && screened[at].1.is_none() {
+                    screened[at].1 = Some(format!("{} at {}: {detail}", null.name, size.label));
+                } else if !verdict.passed {
+                    screened[at].2 = detail;
+                }
+            }
+        }
+        if reference_ok {
+            findings.push(Finding {
+                what: format!("reference at the {set} sizes"),
+                ok: true,
+                detail: reference_times.join(", "),
+            });
+        }
+        for (kind, passed, last) in screened {
+            findings.push(Finding {
+                what: format!("a kernel that {kind} ({set})"),
+                ok: passed.is_none(),
+                detail: match passed {
+                    Some(how) => format!(
+                        "PASSES the check ({how}): the check cannot tell it from a kernel \
+                         that does the work; tighten atol/rtol, raise `within`, or add a \
+                         cosine floor"
+                    ),
+                    None => format!("rejected at every size (last: {last})"),
+                },
+            });
+        }
+    }
+    drop(evaluator);
+
+    // The seed, and a kernel reference as a candidate (its times are the
+    // baseline a speedup is measured against), through the confined worker.
+    let mut worker = Worker::start(WorkerCommand::current_exe()?, worker_config)?;
+    let mut kernels = vec![("seed", task.seed(dialect).map(str::to_string))];
+    if let Some(reference) = task.device_reference(dialect) {
+        kernels.push(("reference kernel", Some(reference.to_string())));
+    }
+    let mut scores = serde_json::Map::new();
+    for (role, source) in kernels {
+        let Some(source) = source else {
+            findings.push(Finding {
+                what: format!("{role} ({dialect})"),
+                ok: false,
+                detail: format!("the folder offers no {dialect} kernel for this device"),
+            });
+            continue;
+        };
+        for &set in &sets {
+            let plan = task.sizes(set);
+            let mut sizes = plan.in_distribution.clone();
+            sizes.push(plan.held_out.clone());
+            let timeout = std::time::Duration::from_secs(900);
+            let evaluation = worker.evaluate(task.name(), &source, &sizes, timeout);
+            let times: Vec<String> = evaluation
+                .sizes
+                .iter()
+                .map(|s| format!("{} {:.4} ms", s.label, s.time.median_s * 1e3))
+                .collect();
+            findings.push(Finding {
+                what: format!("{role} at the {set} sizes ({dialect})"),
+                ok: evaluation.outcome.is_correct(),
+                detail: format!("{}; {}", evaluation.outcome.summary(), times.join(", ")),
+            });
+            scores.insert(format!("{role} {set}"), serde_json::to_value(&evaluation)?);
+        }
+    }
+
+    let ok = findings.iter().all(|f| f.ok);
+    if json_out {
+        let value = json!({
+            "ok": ok,
+            "task": task.name(),
+            "version": task.content_hash(),
+            "findings": findings.iter().map(|f| json!({"what": f.what, "ok": f.ok, "detail": f.detail})).collect::<Vec<Value>>(),
+            "evaluations": scores,
+        });
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        println!(
+            "task {} ({}, version {}) on {}",
+            task.name(),
+            path.display(),
+            task.content_hash(),
+            worker.device().name
+        );
+        for f in &findings {
+            println!(
+                "{} {}: {}",
+                if f.ok { "ok  " } else { "FAIL" },
+                f.what,
+                f.detail
+            );
+        }
+        let failed = findings.iter().filter(|f| !f.ok).count();
+        if ok {
+            println!("the folder defines a usable task");
+        } else {
+            println!("{failed} problem(s): the task is not ready to score candidates");
+        }
+    }
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
