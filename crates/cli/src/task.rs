@@ -49,51 +49,40 @@ pub enum TaskCommand {
     },
 }
 
-/// The examples `kevo task new --from` copies: examples/tasks/NAME, built
-/// into the binary so that `task new` works wherever kevo is installed.
-const EXAMPLES: &[(&str, &[(&str, &str)])] = &[(
-    "saxpy",
-    &[
+/// The files of examples/tasks/NAME (the eight every example has, and
+/// `extra` ones), built into the binary so that `task new` works wherever
+/// kevo is installed.
+macro_rules! example {
+    ($name:literal $(, $extra:literal)*) => {
         (
-            "task.toml",
-            include_str!("../../../examples/tasks/saxpy/task.toml"),
-        ),
-        (
-            "brief.md",
-            include_str!("../../../examples/tasks/saxpy/brief.md"),
-        ),
-        (
-            "seed.cu",
-            include_str!("../../../examples/tasks/saxpy/seed.cu"),
-        ),
-        (
-            "seed.cl",
-            include_str!("../../../examples/tasks/saxpy/seed.cl"),
-        ),
-        (
-            "signature.cu",
-            include_str!("../../../examples/tasks/saxpy/signature.cu"),
-        ),
-        (
-            "signature.cl",
-            include_str!("../../../examples/tasks/saxpy/signature.cl"),
-        ),
-        (
-            "reference.cu",
-            include_str!("../../../examples/tasks/saxpy/reference.cu"),
-        ),
-        (
-            "reference.cl",
-            include_str!("../../../examples/tasks/saxpy/reference.cl"),
-        ),
-        (
-            "reference.py",
-            include_str!("../../../examples/tasks/saxpy/reference.py"),
-        ),
-    ],
-)];
+            $name,
+            &[$((
+                $extra,
+                include_str!(concat!("../../../examples/tasks/", $name, "/", $extra)),
+            ),)*
+            ("task.toml", include_str!(concat!("../../../examples/tasks/", $name, "/task.toml"))),
+            ("brief.md", include_str!(concat!("../../../examples/tasks/", $name, "/brief.md"))),
+            ("seed.cu", include_str!(concat!("../../../examples/tasks/", $name, "/seed.cu"))),
+            ("seed.cl", include_str!(concat!("../../../examples/tasks/", $name, "/seed.cl"))),
+            ("signature.cu", include_str!(concat!("../../../examples/tasks/", $name, "/signature.cu"))),
+            ("signature.cl", include_str!(concat!("../../../examples/tasks/", $name, "/signature.cl"))),
+            ("reference.cu", include_str!(concat!("../../../examples/tasks/", $name, "/reference.cu"))),
+            ("reference.cl", include_str!(concat!("../../../examples/tasks/", $name, "/reference.cl"))),
+            ] as &[(&str, &str)],
+        )
+    };
+}
 
-const EXAMPLE_NAMES: [&str; 1] = ["saxpy"];
+/// The examples `kevo task new --from` copies: a one-launch task, a
+/// stencil whose state ping-pongs over steps, and a multi-output task with
+/// vector buffers and two ping-pong pairs.
+const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
+    example!("saxpy", "reference.py"),
+    example!("heat2d"),
+    example!("nbody"),
+];
+
+const EXAMPLE_NAMES: [&str; 3] = ["saxpy", "heat2d", "nbody"];
 
 pub fn task(command: TaskCommand) -> Result<ExitCode> {
     match command {
@@ -411,4 +400,37 @@ fn check(
     } else {
         ExitCode::from(1)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_example_folder_is_embedded_whole_and_renames() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/tasks");
+        let mut on_disk: Vec<String> = std::fs::read_dir(&root)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        on_disk.sort();
+        let mut embedded: Vec<String> = EXAMPLES.iter().map(|(n, _)| n.to_string()).collect();
+        embedded.sort();
+        assert_eq!(on_disk, embedded);
+        assert_eq!(EXAMPLE_NAMES.len(), EXAMPLES.len());
+        for (name, files) in EXAMPLES {
+            let mut disk: Vec<String> = std::fs::read_dir(root.join(name))
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            disk.sort();
+            let mut listed: Vec<String> = files.iter().map(|(f, _)| f.to_string()).collect();
+            listed.sort();
+            assert_eq!(disk, listed, "{name}");
+            let toml = files.iter().find(|(f, _)| *f == "task.toml").unwrap().1;
+            let renamed = rename_task(toml, "mine");
+            assert!(renamed.contains("\nname = \"mine\"\n"), "{name}");
+            assert_eq!(renamed.matches("name = \"mine\"").count(), 1, "{name}");
+        }
+    }
 }

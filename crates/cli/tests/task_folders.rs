@@ -404,3 +404,82 @@ fn task_new_scaffolds_a_folder_that_task_check_passes_and_a_weak_check_fails() {
         );
     }
 }
+
+#[test]
+fn the_example_folders_evaluate_tune_and_evolve() {
+    if !common::opencl_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    for name in ["heat2d", "nbody"] {
+        let folder = examples().join(name);
+        let (code, v) = eval_json(&cache, folder.to_str().unwrap(), None);
+        assert_eq!(code, Some(0), "{v}");
+        assert_eq!(v["task"], format!("{name}-folder"));
+    }
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let saxpy = examples().join("saxpy");
+    let ws = dir.path().join("ws");
+    let tunable = repo.join("crates/tasks/assets/saxpy/tunable.cl");
+    let out = kevo(
+        &cache,
+        &[
+            "tune",
+            "--task",
+            saxpy.to_str().unwrap(),
+            "--backend",
+            "opencl",
+            "--sizes",
+            "smoke",
+            "--kernel",
+            tunable.to_str().unwrap(),
+            "--budget",
+            "3",
+            "--workspace",
+            ws.to_str().unwrap(),
+            "--json",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["task"], "saxpy-folder", "{report}");
+    let replay = repo.join("examples/replay/saxpy-opencl.jsonl");
+    let start = repo.join("examples/replay/opencl/start_slow.cl");
+    let out = kevo(
+        &cache,
+        &[
+            "evolve",
+            "--task",
+            saxpy.to_str().unwrap(),
+            "--backend",
+            "opencl",
+            "--sizes",
+            "smoke",
+            "--llm",
+            &format!("replay:{}", replay.display()),
+            "--iterations",
+            "4",
+            "--seed-kernel",
+            start.to_str().unwrap(),
+            "--workspace",
+            ws.to_str().unwrap(),
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The replayed fast kernel beats the slow start on the folder's task.
+    assert!(
+        stdout.contains("(saxpy-folder): 4 iterations done"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("found at iteration 4"), "{stdout}");
+}

@@ -54,3 +54,75 @@ fn the_saxpy_folder_builds_the_built_in_saxpy_program() {
         builtin.seed(kevo_backend::Dialect::Cuda).unwrap()
     );
 }
+
+/// The launches (kernel, threads, block, arguments) and checked outputs of
+/// `folder` and the built-in task of the same seed agree at every size of
+/// every set; the seeds and signatures are the built-in's.
+fn same_program_shape(folder: &FolderTask, builtin: &kevo_tasks::Task) {
+    for set in [SizeSet::Smoke, SizeSet::Full, SizeSet::Large] {
+        let plan = builtin.sizes(set);
+        assert_eq!(folder.spec.sizes[&set], plan, "{set}");
+        for size in plan.in_distribution.iter().chain([&plan.held_out]) {
+            let (a, b) = (folder.problem(size, 1), builtin.problem(size, 1));
+            assert_eq!(a.outputs, b.outputs, "{}", size.label);
+            assert_eq!(a.launches.len(), b.launches.len(), "{}", size.label);
+            for (l, m) in a.launches.iter().zip(&b.launches) {
+                assert_eq!(
+                    (l.kernel, l.threads, l.block, &l.args),
+                    (m.kernel, m.threads, m.block, &m.args),
+                    "{}",
+                    size.label
+                );
+            }
+            let shape = |p: &kevo_tasks::Problem| -> Vec<(usize, kevo_tasks::Access, bool)> {
+                p.buffers
+                    .iter()
+                    .map(|b| (b.bytes, b.access, matches!(b.init, BufferInit::Data(_))))
+                    .collect()
+            };
+            assert_eq!(shape(&a), shape(&b), "{}", size.label);
+            // Large sizes: the shapes are enough (the inputs are GiBs).
+            if set == SizeSet::Large {
+                break;
+            }
+        }
+    }
+    for d in [kevo_backend::Dialect::Cuda, kevo_backend::Dialect::OpenCl] {
+        let name = if d == kevo_backend::Dialect::Cuda {
+            "cuda"
+        } else {
+            "opencl"
+        };
+        assert_eq!(folder.dialects[name].0, builtin.seed(d).unwrap());
+        assert_eq!(folder.dialects[name].1, builtin.signature(d).unwrap());
+    }
+}
+
+#[test]
+fn the_heat2d_folder_builds_the_built_in_heat2d_program() {
+    let folder = example("heat2d");
+    let builtin = kevo_tasks::by_name("heat2d").unwrap();
+    same_program_shape(&folder, builtin);
+    // The same draw inside; the built-in zeroes the border.
+    let size = &builtin.sizes(SizeSet::Smoke).in_distribution[0];
+    let seed = builtin.default_seed();
+    let (a, b) = (folder.problem(size, seed), builtin.problem(size, seed));
+    let (BufferInit::Data(p), BufferInit::Data(q)) = (&a.buffers[0].init, &b.buffers[0].init)
+    else {
+        panic!("A starts with data in both");
+    };
+    let [nx, ny, _] = size.usize_dims();
+    for j in 1..ny - 1 {
+        for i in 1..nx - 1 {
+            let at = 4 * (j * nx + i);
+            assert_eq!(p[at..at + 4], q[at..at + 4], "cell ({i}, {j})");
+        }
+    }
+}
+
+#[test]
+fn the_nbody_folder_builds_the_built_in_nbody_program() {
+    let folder = example("nbody");
+    same_program_shape(&folder, kevo_tasks::by_name("nbody").unwrap());
+    assert_eq!(folder.checks.len(), 2);
+}
