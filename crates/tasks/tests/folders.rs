@@ -126,3 +126,73 @@ fn the_nbody_folder_builds_the_built_in_nbody_program() {
     same_program_shape(&folder, kevo_tasks::by_name("nbody").unwrap());
     assert_eq!(folder.checks.len(), 2);
 }
+
+/// The folder task's host-side hot paths against the built-in's, at
+/// saxpy's largest full size (64M elements): building the problem (input
+/// generation, once per size and seed) and checking one output (once per
+/// candidate and size). Run with
+/// `cargo test --release -p kevo-tasks --test folders -- --ignored --nocapture`;
+/// the results are in docs/BENCHMARKS.md.
+#[test]
+#[ignore = "a benchmark: run it in release and read the output"]
+fn folder_host_paths_cost_about_what_the_built_in_paths_cost() {
+    let folder = example("saxpy");
+    let task = folder.clone().into_task();
+    let builtin = kevo_tasks::by_name("saxpy").unwrap();
+    let size = builtin.sizes(SizeSet::Full).in_distribution[2].clone();
+    let time = |f: &mut dyn FnMut()| {
+        let mut samples: Vec<f64> = (0..5)
+            .map(|_| {
+                let t = std::time::Instant::now();
+                f();
+                t.elapsed().as_secs_f64()
+            })
+            .collect();
+        samples.sort_by(f64::total_cmp);
+        (samples[2], samples[0], samples[4])
+    };
+    let seed = builtin.default_seed();
+    let p_folder = time(&mut || drop(task.problem(&size, seed)));
+    let p_builtin = time(&mut || drop(builtin.problem(&size, seed)));
+    let problem = builtin.problem(&size, seed);
+    let reference = builtin.reference(&size, &problem);
+    // The built-in's expected y as the folder's expected output, and an
+    // honest output one ulp off in every element.
+    let BufferInit::Data(x) = &problem.buffers[0].init else {
+        panic!()
+    };
+    let BufferInit::Data(y) = &problem.buffers[1].init else {
+        panic!()
+    };
+    let want: Vec<u8> = x
+        .chunks_exact(4)
+        .zip(y.chunks_exact(4))
+        .flat_map(|(a, b)| {
+            let (a, b) = (
+                f32::from_le_bytes(a.try_into().unwrap()),
+                f32::from_le_bytes(b.try_into().unwrap()),
+            );
+            (2.5f32 * a + b).to_le_bytes()
+        })
+        .collect();
+    let got: Vec<u8> = want
+        .chunks_exact(4)
+        .flat_map(|c| f32::from_bits(u32::from_le_bytes(c.try_into().unwrap()) + 1).to_le_bytes())
+        .collect();
+    let c_folder = time(&mut || assert!(folder.check_output("y", &got, &want).passed));
+    let outputs = vec![got.clone()];
+    let c_builtin =
+        time(&mut || assert!(builtin.check(&size, &problem, &reference, &outputs).passed));
+    let show = |what: &str, (m, lo, hi): (f64, f64, f64)| {
+        println!("{what:28} median {m:.3} s (min {lo:.3}, max {hi:.3}) over 5");
+    };
+    println!(
+        "saxpy {} on {} threads:",
+        size.label,
+        rayon::current_num_threads()
+    );
+    show("problem, folder", p_folder);
+    show("problem, built-in", p_builtin);
+    show("check one output, folder", c_folder);
+    show("check one output, built-in", c_builtin);
+}

@@ -5,6 +5,8 @@
 
 use std::sync::Arc;
 
+use rayon::prelude::*;
+
 use super::{
     BlockDef, ElementType, FolderError, FolderTask, Init, LaunchDef, Role, Scalar, ScalarDef, Stage,
 };
@@ -224,11 +226,17 @@ impl FolderTask {
             };
         }
         if check.exact {
-            let differ = got
-                .chunks(buffer.element.scalar.bytes())
-                .zip(want.chunks(buffer.element.scalar.bytes()))
-                .filter(|(a, b)| a != b)
-                .count();
+            let width = buffer.element.scalar.bytes();
+            let differ: usize = got
+                .par_chunks(width * 4096)
+                .zip(want.par_chunks(width * 4096))
+                .map(|(a, b)| {
+                    a.chunks(width)
+                        .zip(b.chunks(width))
+                        .filter(|(x, y)| x != y)
+                        .count()
+                })
+                .sum();
             return Verdict {
                 passed: differ == 0,
                 metric: format!("{name}: elements that differ"),
@@ -236,31 +244,31 @@ impl FolderTask {
                 tolerance: Some(0.0),
             };
         }
-        let got = decode(got, buffer.element.scalar);
-        let want = decode(want, buffer.element.scalar);
-        let mut outside = 0usize;
-        let mut worst = 0.0f64;
-        let (mut dot, mut gg, mut ww) = (0.0f64, 0.0f64, 0.0f64);
-        for (&g, &w) in got.iter().zip(&want) {
-            let diff = (g - w).abs();
-            let bound = check.atol + check.rtol * w.abs();
-            // NaN compares false: a NaN output is outside, always.
-            let close = diff <= bound;
-            if !close {
-                outside += 1;
-            }
-            if diff.is_finite() {
-                worst = worst.max(diff);
-            } else {
-                worst = f64::INFINITY;
-            }
-            dot += g * w;
-            gg += g * g;
-            ww += w * w;
-        }
-        let n = got.len().max(1);
+        let scalar = buffer.element.scalar;
+        let width = scalar.bytes();
+        // In parallel and without decoding whole buffers (saxpy 64M: 0.1 s
+        // instead of 2.9 s per candidate).
+        let tally = got
+            .par_chunks(width * 4096)
+            .zip(want.par_chunks(width * 4096))
+            .map(|(g, w)| {
+                let mut t = Tally::default();
+                for (g, w) in g.chunks_exact(width).zip(w.chunks_exact(width)) {
+                    t.add(decode_one(g, scalar), decode_one(w, scalar), check);
+                }
+                t
+            })
+            .reduce(Tally::default, Tally::merge);
+        let Tally {
+            outside,
+            worst,
+            dot,
+            gg,
+            ww,
+            any_nan,
+        } = tally;
+        let n = (got.len() / width).max(1);
         let inside = 1.0 - outside as f64 / n as f64;
-        let any_nan = got.iter().any(|g| g.is_nan());
         if any_nan || inside < check.within {
             return Verdict {
                 passed: false,
@@ -294,6 +302,48 @@ impl FolderTask {
     }
 }
 
+/// The sums a tolerance check needs, over part of an output.
+#[derive(Default)]
+struct Tally {
+    outside: usize,
+    worst: f64,
+    dot: f64,
+    gg: f64,
+    ww: f64,
+    any_nan: bool,
+}
+
+impl Tally {
+    fn add(&mut self, g: f64, w: f64, check: &super::CheckDef) {
+        let diff = (g - w).abs();
+        // NaN compares false: a NaN output is outside, always.
+        let close = diff <= check.atol + check.rtol * w.abs();
+        if !close {
+            self.outside += 1;
+        }
+        self.worst = if diff.is_finite() {
+            self.worst.max(diff)
+        } else {
+            f64::INFINITY
+        };
+        self.any_nan |= g.is_nan();
+        self.dot += g * w;
+        self.gg += g * g;
+        self.ww += w * w;
+    }
+
+    fn merge(a: Tally, b: Tally) -> Tally {
+        Tally {
+            outside: a.outside + b.outside,
+            worst: a.worst.max(b.worst),
+            dot: a.dot + b.dot,
+            gg: a.gg + b.gg,
+            ww: a.ww + b.ww,
+            any_nan: a.any_nan || b.any_nan,
+        }
+    }
+}
+
 /// "y: fraction within 4e-6 + 1e-5·|ref| (max error 9.54e-7)".
 fn within_metric(name: &str, check: &super::CheckDef, worst: f64) -> String {
     format!(
@@ -323,16 +373,17 @@ fn fill(init: &Init, element: ElementType, n: usize, seed: u64, stream: u64) -> 
     if let Init::Npy { data, .. } = init {
         return data.as_ref().clone();
     }
-    let count = n * usize::from(element.lanes);
-    let mut values = vec![0f64; count];
-    values
-        .par_chunks_mut(crate::rng::CHUNK)
+    let width = element.scalar.bytes();
+    let mut out = vec![0u8; n * element.bytes()];
+    // Drawn and encoded chunk by chunk in parallel, straight into the bytes
+    // (saxpy 64M: 0.6 s instead of 2.8 s through a vector of f64).
+    out.par_chunks_mut(crate::rng::CHUNK * width)
         .enumerate()
-        .for_each(|(c, chunk)| {
+        .for_each(|(c, bytes)| {
             let mut rng = Rng::stream(seed, stream.wrapping_mul(1 << 32).wrapping_add(c as u64));
-            for (k, v) in chunk.iter_mut().enumerate() {
+            for (k, slot) in bytes.chunks_exact_mut(width).enumerate() {
                 let i = c * crate::rng::CHUNK + k;
-                *v = match init {
+                let v = match init {
                     Init::Uniform { low, high } => rng.uniform(*low, *high),
                     Init::Normal { mean, std } => mean + std * rng.normal(),
                     Init::Integers { low, high } => {
@@ -343,40 +394,48 @@ fn fill(init: &Init, element: ElementType, n: usize, seed: u64, stream: u64) -> 
                     Init::Iota => i as f64,
                     Init::Zero | Init::Npy { .. } => 0.0,
                 };
+                encode_into(v, element.scalar, slot);
             }
         });
-    let mut out = Vec::with_capacity(n * element.bytes());
-    for v in values {
-        encode(v, element.scalar, &mut out);
-    }
     out
 }
 
-pub(super) fn encode(v: f64, scalar: Scalar, out: &mut Vec<u8>) {
+/// `v` as the little-endian bytes of `scalar`, into `slot` (its width).
+fn encode_into(v: f64, scalar: Scalar, slot: &mut [u8]) {
     match scalar {
-        Scalar::F16 => out.extend_from_slice(&f32_to_f16(v as f32).to_le_bytes()),
-        Scalar::F32 => out.extend_from_slice(&(v as f32).to_le_bytes()),
-        Scalar::F64 => out.extend_from_slice(&v.to_le_bytes()),
-        Scalar::I32 => out.extend_from_slice(&(v as i32).to_le_bytes()),
-        Scalar::U32 => out.extend_from_slice(&(v as u32).to_le_bytes()),
-        Scalar::I64 => out.extend_from_slice(&(v as i64).to_le_bytes()),
-        Scalar::U8 => out.push(v as u8),
+        Scalar::F16 => slot.copy_from_slice(&f32_to_f16(v as f32).to_le_bytes()),
+        Scalar::F32 => slot.copy_from_slice(&(v as f32).to_le_bytes()),
+        Scalar::F64 => slot.copy_from_slice(&v.to_le_bytes()),
+        Scalar::I32 => slot.copy_from_slice(&(v as i32).to_le_bytes()),
+        Scalar::U32 => slot.copy_from_slice(&(v as u32).to_le_bytes()),
+        Scalar::I64 => slot.copy_from_slice(&(v as i64).to_le_bytes()),
+        Scalar::U8 => slot[0] = v as u8,
+    }
+}
+
+pub(super) fn encode(v: f64, scalar: Scalar, out: &mut Vec<u8>) {
+    let at = out.len();
+    out.resize(at + scalar.bytes(), 0);
+    encode_into(v, scalar, &mut out[at..]);
+}
+
+/// One little-endian `scalar` as f64.
+fn decode_one(c: &[u8], scalar: Scalar) -> f64 {
+    match scalar {
+        Scalar::F16 => f16_to_f32(u16::from_le_bytes([c[0], c[1]])) as f64,
+        Scalar::F32 => f32::from_le_bytes(c.try_into().expect("4 bytes")) as f64,
+        Scalar::F64 => f64::from_le_bytes(c.try_into().expect("8 bytes")),
+        Scalar::I32 => i32::from_le_bytes(c.try_into().expect("4 bytes")) as f64,
+        Scalar::U32 => u32::from_le_bytes(c.try_into().expect("4 bytes")) as f64,
+        Scalar::I64 => i64::from_le_bytes(c.try_into().expect("8 bytes")) as f64,
+        Scalar::U8 => c[0] as f64,
     }
 }
 
 pub(super) fn decode(bytes: &[u8], scalar: Scalar) -> Vec<f64> {
-    let width = scalar.bytes();
     bytes
-        .chunks_exact(width)
-        .map(|c| match scalar {
-            Scalar::F16 => f16_to_f32(u16::from_le_bytes([c[0], c[1]])) as f64,
-            Scalar::F32 => f32::from_le_bytes(c.try_into().expect("4 bytes")) as f64,
-            Scalar::F64 => f64::from_le_bytes(c.try_into().expect("8 bytes")),
-            Scalar::I32 => i32::from_le_bytes(c.try_into().expect("4 bytes")) as f64,
-            Scalar::U32 => u32::from_le_bytes(c.try_into().expect("4 bytes")) as f64,
-            Scalar::I64 => i64::from_le_bytes(c.try_into().expect("8 bytes")) as f64,
-            Scalar::U8 => c[0] as f64,
-        })
+        .chunks_exact(scalar.bytes())
+        .map(|c| decode_one(c, scalar))
         .collect()
 }
 
