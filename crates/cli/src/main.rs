@@ -279,7 +279,7 @@ struct BenchArgs {
 
 #[derive(Args)]
 struct EvalArgs {
-    /// Task name (see `kevo tasks`); or the config file's `task`.
+    /// Task name (see `kevo tasks`) or a task folder (`./my-task`, see `kevo task new`); or the config file's `task`.
     #[arg(long, conflicts_with = "all")]
     task: Option<String>,
     /// Evaluate the seed of every task and print one table.

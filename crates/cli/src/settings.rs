@@ -340,7 +340,7 @@ pub enum PromotionName {
 /// Every setting of a run that has a flag (`evolve`, `config show`).
 #[derive(Args, Default)]
 pub struct RunFlags {
-    /// Task name (see `kevo tasks`).
+    /// Task name (see `kevo tasks`) or a task folder (`./my-task`, see `kevo task new`).
     #[arg(long)]
     pub task: Option<String>,
     #[command(flatten)]

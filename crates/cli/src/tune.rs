@@ -29,7 +29,7 @@ use crate::settings::{ConfigFileArg, DeviceArgs};
 
 #[derive(Args)]
 pub struct TuneArgs {
-    /// Task name (see `kevo tasks`); or the config file's `task`.
+    /// Task name (see `kevo tasks`) or a task folder (`./my-task`, see `kevo task new`); or the config file's `task`.
     #[arg(long)]
     task: Option<String>,
     /// The tunable kernel (`// kevo: tune NAME V1 V2 ...` lines); the task's

@@ -483,3 +483,76 @@ fn the_example_folders_evaluate_tune_and_evolve() {
     );
     assert!(stdout.contains("found at iteration 4"), "{stdout}");
 }
+
+#[test]
+fn a_folder_run_resumes_from_anywhere_and_refuses_an_edited_folder() {
+    if !common::opencl_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let root = saxpy_with_reference(
+        dir.path(),
+        "resumable",
+        "kernel = { opencl = \"reference.cl\", cuda = \"reference.cu\" }",
+    );
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let ws = dir.path().join("ws");
+    let replay = repo.join("examples/replay/saxpy-opencl.jsonl");
+    // Started from the folder's parent with a relative path.
+    let mut evolve = Command::new(env!("CARGO_BIN_EXE_kevo"));
+    evolve
+        .current_dir(dir.path())
+        .args([
+            "evolve",
+            "--task",
+            "./resumable",
+            "--backend",
+            "opencl",
+            "--sizes",
+            "smoke",
+            "--llm",
+            &format!("replay:{}", replay.display()),
+            "--iterations",
+            "4",
+            "--workspace",
+            ws.to_str().unwrap(),
+            "--json",
+        ])
+        .env("KEVO_CACHE_DIR", &cache);
+    let run = common::kill_after_iteration(&mut evolve, 1);
+    let resume = || {
+        Command::new(env!("CARGO_BIN_EXE_kevo"))
+            .args([
+                "evolve",
+                "--resume",
+                &run,
+                "--workspace",
+                ws.to_str().unwrap(),
+            ])
+            .env("KEVO_CACHE_DIR", &cache)
+            .output()
+            .unwrap()
+    };
+    let brief = std::fs::read_to_string(root.join("brief.md")).unwrap();
+    std::fs::write(root.join("brief.md"), format!("{brief}\nedited\n")).unwrap();
+    let out = resume();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("the problem changed since the run began"),
+        "{stderr}"
+    );
+    std::fs::write(root.join("brief.md"), brief).unwrap();
+    let out = resume();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("(resumable): 4 iterations done"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

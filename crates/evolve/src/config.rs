@@ -871,6 +871,14 @@ impl RunConfig {
             key: Some("task".into()),
             message: "no task: give --task NAME or `task = \"NAME\"` in the config file".into(),
         })?;
+        // A task folder by its absolute path, so that `--resume` finds it
+        // from any directory.
+        let task = match kevo_tasks::is_folder_reference(&task) {
+            true => std::fs::canonicalize(&task)
+                .map(|p| p.display().to_string())
+                .unwrap_or(task),
+            false => task,
+        };
         self.options_for(task)
     }
 

@@ -428,14 +428,31 @@ pub async fn resume(
     observer: &mut dyn Observer,
 ) -> Result<Summary, EvolveError> {
     let run_id = RunId(run.to_string());
-    let options = stored_options(&env.store.run(&run_id).await?)?;
+    let info = env.store.run(&run_id).await?;
+    let options = stored_options(&info)?;
     if options.is_external() {
         return Err(EvolveError::ExternalRun {
             run: run.to_string(),
         });
     }
-    let (_, checkpoint) = env.store.resume_run(&run_id).await?;
     let task = kevo_tasks::resolve(&options.task)?;
+    // A run scores one problem: a task folder edited since the run began
+    // (or a kevo whose task differs) is another problem.
+    if let Some(started) = info.config["provenance"]["task"]["content_hash"].as_str()
+        && started != task.content_hash()
+    {
+        return Err(EvolveError::Resume {
+            run: run.to_string(),
+            reason: format!(
+                "its task `{}` is version {started}, but `{}` now defines version {}: the \
+                 problem changed since the run began; start a new run",
+                task.name(),
+                options.task,
+                task.content_hash()
+            ),
+        });
+    }
+    let (_, checkpoint) = env.store.resume_run(&run_id).await?;
     let mut session = Session::open(options, task, env, Some(run_id)).await?;
     match checkpoint {
         None => session.run_seed(observer).await?,

@@ -51,6 +51,14 @@
 //! command = ["python3", "reference.py"]   # or kernel = {...}, golden = "dir"
 //! ```
 //!
+//! The reference is one of: `kernel = { cuda = "reference.cu", ... }`, run
+//! by the evaluator on the device; `command = [...]`, run in the folder on
+//! the coordinator once per (size, inputs) with `KEVO_INPUTS` (a directory
+//! of `NAME.npy`, one per buffer that starts with data), `KEVO_OUTPUTS`
+//! (where it writes `NAME.npy` per checked output), `KEVO_SIZE` and
+//! `KEVO_<DIM>` for every dimension and derived value; or `golden = "dir"`,
+//! `dir/SET/SIZE_LABEL/NAME.npy` for seed-independent inputs.
+//!
 //! Sizes (`[sizes.smoke]`, `[sizes.full]`, optional `[sizes.large]`) are
 //! written as for the built-in tasks; `regime` and `work_note` are
 //! optional.
