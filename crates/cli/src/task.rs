@@ -222,6 +222,27 @@ fn check(
                 .join(", ")
         ),
     }];
+    let random = folder.buffers.iter().any(|b| {
+        matches!(
+            b.init,
+            Some(
+                kevo_tasks::folder::Init::Uniform { .. }
+                    | kevo_tasks::folder::Init::Normal { .. }
+                    | kevo_tasks::folder::Init::Integers { .. }
+            )
+        )
+    });
+    findings.push(Finding {
+        what: "inputs".into(),
+        ok: true,
+        detail: if random {
+            "drawn from the seed: each verification run uses fresh inputs".into()
+        } else {
+            "WARNING: no input depends on the seed, so the verification runs repeat the timed \
+             inputs and cannot catch a kernel that replays an answer; prefer random starts"
+                .into()
+        },
+    });
     let task: &'static Task = kevo_tasks::register(folder.into_task())?;
     let path_text = path.display().to_string();
     let settings = crate::settings::evaluation_settings(

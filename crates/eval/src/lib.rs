@@ -399,7 +399,11 @@ impl<B: Backend> Evaluator<B> {
             }
             Ok(outputs)
         })();
-        for b in buffers {
+        // Freed device memory may back a later candidate's allocation: the
+        // expected outputs (and the states before them) are wiped first, so
+        // no candidate finds the answer in memory it did not initialise.
+        for (b, spec) in buffers.into_iter().zip(&problem.buffers) {
+            let _ = self.backend.fill_buffer(b, 0, spec.bytes);
             self.backend.free(b);
         }
         self.backend.release_module(module);
