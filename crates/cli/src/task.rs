@@ -39,7 +39,8 @@ pub enum TaskCommand {
         path: PathBuf,
         #[command(flatten)]
         device: Box<DeviceArgs>,
-        /// Size sets to check (repeatable; default smoke).
+        /// Size sets to check (repeatable; default smoke and full: large
+        /// sizes take GiBs and minutes, check them when you will use them).
         #[arg(long)]
         sizes: Vec<SizeSet>,
         #[command(flatten)]
@@ -178,7 +179,7 @@ fn check(
     json_out: bool,
 ) -> Result<ExitCode> {
     let sets = if sets.is_empty() {
-        vec![SizeSet::Smoke]
+        vec![SizeSet::Smoke, SizeSet::Full]
     } else {
         sets.to_vec()
     };

@@ -313,6 +313,8 @@ fn task_new_scaffolds_a_folder_that_task_check_passes_and_a_weak_check_fails() {
                 root.to_str().unwrap(),
                 "--backend",
                 "opencl",
+                "--sizes",
+                "smoke",
                 "--json",
             ],
         );
