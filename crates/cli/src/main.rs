@@ -308,6 +308,21 @@ struct EvalArgs {
     /// winner, best at smoke sizes. A reported error fails the candidate.
     #[arg(long)]
     sanitize: Option<kevo_worker::sanitizer::SanitizerTool>,
+    /// Profile the kernel once more under NVIDIA Nsight Compute (CUDA
+    /// only) at one size and print a summary: DRAM, L2 and SM throughput
+    /// against peak, achieved and theoretical occupancy, hit rates, bank
+    /// conflicts, top warp stalls, and whether it is memory-, compute- or
+    /// latency-bound. Not part of the score. Without ncu, or where it
+    /// fails, kevo says so and goes on.
+    #[arg(long)]
+    profile: bool,
+    /// The size to profile (a label of the chosen set; default its largest
+    /// in-distribution size, or the held-out size with --held-out).
+    #[arg(long, requires = "profile")]
+    profile_size: Option<String>,
+    /// Where the .ncu-rep reports go (default: the system temp directory).
+    #[arg(long, requires = "profile")]
+    profile_dir: Option<PathBuf>,
     /// Hard wall-clock limit per candidate in seconds. Default: the larger of
     /// 60 s (900 s for the large sizes, whose inputs and references take
     /// minutes) and 14 runs at 0.1% of the roofline at every size.
@@ -501,6 +516,59 @@ fn source_for(
             .with_context(|| format!("task {} has no {dialect} seed kernel", task.name()))?
             .to_string()),
     }
+}
+
+/// `eval --profile`: the kernel once more under Nsight Compute at the
+/// chosen size; an error of the user's (a size the set lacks) fails the
+/// command, while a profiler that is missing or fails is reported and the
+/// evaluation stands.
+fn profile_evaluated(
+    args: &EvalArgs,
+    task: &Task,
+    source: &str,
+    (sizes, size_set): (&[kevo_tasks::Size], SizeSet),
+    dialect: kevo_backend::Dialect,
+    config: WorkerConfig,
+) -> Result<std::result::Result<kevo_worker::profiler::Profile, String>> {
+    let size = match &args.profile_size {
+        None => sizes.last().expect("at least one size").clone(),
+        Some(label) => {
+            let plan = task.sizes(size_set);
+            plan.in_distribution
+                .iter()
+                .chain([&plan.held_out])
+                .find(|s| &s.label == label)
+                .cloned()
+                .with_context(|| {
+                    format!(
+                        "--profile-size {label}: not a size of {} in this set",
+                        task.name()
+                    )
+                })?
+        }
+    };
+    if dialect != kevo_backend::Dialect::Cuda {
+        return Ok(Err(
+            "--profile needs the CUDA backend (Nsight Compute profiles CUDA kernels)".into(),
+        ));
+    }
+    let dir = args.profile_dir.clone().unwrap_or_else(std::env::temp_dir);
+    std::fs::create_dir_all(&dir).with_context(|| format!("--profile-dir {}", dir.display()))?;
+    let report = dir.join(format!(
+        "kevo-{}-{}-{}.ncu-rep",
+        task.name(),
+        size.label,
+        std::process::id()
+    ));
+    Ok(kevo_worker::profiler::profile_task(
+        &WorkerCommand::current_exe()?,
+        config,
+        task,
+        source,
+        &size,
+        &report,
+    )
+    .map_err(|e| e.to_string()))
 }
 
 /// `bench`'s tasks, size set and worker: its flags over its config file.
@@ -697,6 +765,7 @@ fn eval(args: EvalArgs) -> Result<ExitCode> {
     }
 
     let mut evaluations: Vec<Evaluation> = Vec::new();
+    let mut profiles: Vec<Option<Result<kevo_worker::profiler::Profile, String>>> = Vec::new();
     for task in &tasks {
         let source = source_for(task, &kernel_source, dialect)?;
         let plan = task.sizes(size_set);
@@ -741,13 +810,55 @@ fn eval(args: EvalArgs) -> Result<ExitCode> {
         if !args.json && !args.all {
             report::print_evaluation(&evaluation, worker.ceilings());
         }
+        let profile = match args.profile && !evaluation.sizes.is_empty() {
+            false => None,
+            true => Some(profile_evaluated(
+                &args,
+                task,
+                &source,
+                (&sizes, size_set),
+                dialect,
+                config.clone(),
+            )?),
+        };
+        if let Some(p) = &profile
+            && !args.json
+        {
+            match p {
+                Ok(p) => println!(
+                    "{}
+(profiled in {:.1} s, not part of the score; report: {})",
+                    p.summary(),
+                    p.profiling_s,
+                    p.report
+                        .as_ref()
+                        .map_or("-".into(), |r| r.display().to_string())
+                ),
+                Err(e) => println!("no profile: {e}"),
+            }
+        }
+        profiles.push(profile);
         evaluations.push(evaluation);
     }
     if args.json {
+        let with_profile = |e: &Evaluation, p: &Option<Result<_, String>>| -> Result<_> {
+            let mut v = serde_json::to_value(e)?;
+            match p {
+                Some(Ok(p)) => v["profile"] = serde_json::to_value(p)?,
+                Some(Err(e)) => v["profile_error"] = e.clone().into(),
+                None => {}
+            }
+            Ok(v)
+        };
         let value = if args.all {
-            serde_json::to_value(&evaluations)?
+            let all: Result<Vec<_>> = evaluations
+                .iter()
+                .zip(&profiles)
+                .map(|(e, p)| with_profile(e, p))
+                .collect();
+            serde_json::Value::Array(all?)
         } else {
-            serde_json::to_value(&evaluations[0])?
+            with_profile(&evaluations[0], &profiles[0])?
         };
         println!("{}", serde_json::to_string_pretty(&value)?);
     } else if args.all {

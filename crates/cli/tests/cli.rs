@@ -411,3 +411,67 @@ fn output_cut_short_by_a_closed_pipe_ends_quietly() {
         "{stdout}\n{stderr}"
     );
 }
+
+#[test]
+fn profile_without_cuda_says_so_and_keeps_the_evaluation() {
+    if !opencl_available() {
+        return;
+    }
+    let out = kevo(&[
+        "eval",
+        "--task",
+        "saxpy",
+        "--backend",
+        "opencl",
+        "--sizes",
+        "smoke",
+        "--profile",
+    ]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("result: correct"), "{stdout}");
+    assert!(
+        stdout.contains("no profile: --profile needs the CUDA backend"),
+        "{stdout}"
+    );
+    let out = kevo(&[
+        "eval",
+        "--task",
+        "saxpy",
+        "--backend",
+        "opencl",
+        "--sizes",
+        "smoke",
+        "--profile",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["outcome"]["status"], "correct");
+    assert!(
+        v["profile_error"]
+            .as_str()
+            .unwrap()
+            .contains("needs the CUDA backend"),
+        "{v}"
+    );
+    assert!(v.get("profile").is_none(), "{v}");
+    // A size the set lacks is the user's error.
+    let out = kevo(&[
+        "eval",
+        "--task",
+        "saxpy",
+        "--backend",
+        "opencl",
+        "--sizes",
+        "smoke",
+        "--profile",
+        "--profile-size",
+        "64M",
+    ]);
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--profile-size 64M: not a size of saxpy"),
+        "{stderr}"
+    );
+}

@@ -4,6 +4,7 @@
 //! replaces whenever a candidate kills or hangs it.
 
 pub mod limits;
+pub mod profiler;
 mod protocol;
 pub mod sanitizer;
 mod serve;

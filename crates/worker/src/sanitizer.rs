@@ -49,6 +49,12 @@ impl std::str::FromStr for SanitizerTool {
 /// The compute-sanitizer executable: on PATH, or under CUDA_HOME or
 /// /usr/local/cuda.
 pub fn find_sanitizer() -> Option<PathBuf> {
+    find_cuda_tool("compute-sanitizer")
+}
+
+/// A CUDA toolkit program (`compute-sanitizer`, `ncu`): on PATH, or under
+/// CUDA_HOME or /usr/local/cuda.
+pub(crate) fn find_cuda_tool(name: &str) -> Option<PathBuf> {
     let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).collect())
         .unwrap_or_default();
@@ -56,9 +62,7 @@ pub fn find_sanitizer() -> Option<PathBuf> {
         dirs.push(PathBuf::from(home).join("bin"));
     }
     dirs.push(PathBuf::from("/usr/local/cuda/bin"));
-    dirs.into_iter()
-        .map(|d| d.join("compute-sanitizer"))
-        .find(|p| p.is_file())
+    dirs.into_iter().map(|d| d.join(name)).find(|p| p.is_file())
 }
 
 /// What the sanitizer's log says: the number of errors and the first lines
