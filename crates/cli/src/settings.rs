@@ -410,6 +410,11 @@ pub struct RunFlags {
     pub edit_mode: Option<EditModeArg>,
     #[arg(long)]
     pub no_fast_math: bool,
+    /// Profile each new incumbent under NVIDIA Nsight Compute (CUDA only)
+    /// and show the summary with its result in the next prompt (see `kevo
+    /// eval --profile`); without ncu the run says so once and goes on.
+    #[arg(long)]
+    pub profile: bool,
     /// Seed of the ensemble's model choice.
     #[arg(long)]
     pub rng_seed: Option<u64>,
@@ -499,6 +504,12 @@ impl RunFlags {
             "device.fast_math",
             "--no-fast-math",
             |c| &mut c.device.fast_math,
+        );
+        l.set(
+            self.profile.then_some(true),
+            "device.profile",
+            "--profile",
+            |c| &mut c.device.profile,
         );
         l.set(
             self.timeout,

@@ -791,3 +791,52 @@ fn a_file_a_candidate_names_reaches_no_output_store_or_prompt() {
     let config = &show(&ws, &run)["run"]["config"]["sandbox_in_force"];
     assert_eq!(config["environment_scrubbed"], true, "{config}");
 }
+
+/// `--profile` without CUDA: the run says once why there are no profiles,
+/// shows none to the model, and runs to its end.
+#[test]
+fn profile_without_cuda_is_said_once_and_the_run_goes_on() {
+    if !opencl_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws").display().to_string();
+    let llm = replay(dir.path(), &["3_slower.cl", "4_faster.cl", "3_slower.cl"]);
+    let mut args: Vec<&str> = common::EVOLVE_SAXPY_SMOKE.to_vec();
+    args.extend([
+        "--llm",
+        &llm,
+        "--iterations",
+        "3",
+        "--profile",
+        "--workspace",
+        &ws,
+    ]);
+    let out = cache_env(kevo().args(&args), dir.path()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        stderr
+            .matches("no profiles in this run: --profile needs the CUDA backend")
+            .count(),
+        1,
+        "{stderr}"
+    );
+    let runs = files_holding(Path::new(&ws), "Nsight Compute");
+    assert!(runs.is_empty(), "{runs:?}");
+    // The setting is the run's: stored with it.
+    let run_dir = std::fs::read_dir(Path::new(&ws).join("runs"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .into_owned();
+    let v = show(&ws, &run_dir);
+    assert_eq!(
+        v["run"]["config"]["profile"], true,
+        "{}",
+        v["run"]["config"]
+    );
+}

@@ -70,6 +70,10 @@ pub struct DeviceSection {
     pub ceilings: Option<Ceilings>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fast_math: Option<bool>,
+    /// Profile each new incumbent under Nsight Compute (CUDA) and show the
+    /// summary in the next prompt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<bool>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -915,6 +919,7 @@ impl RunConfig {
             fp32_gflops: c.fp32_gflops,
         });
         o.fast_math = self.device.fast_math.unwrap_or(true);
+        o.profile = self.device.profile.unwrap_or(false);
         o.sizes = self.sizes.unwrap_or(SizeSet::Full);
         o.timing = kevo_worker::TimingOptions {
             cuda_graph: self.timing.cuda_graph.unwrap_or(true),
@@ -1012,6 +1017,7 @@ impl RunConfig {
                     fp32_gflops: c.fp32_gflops,
                 }),
                 fast_math: Some(o.fast_math),
+                profile: Some(o.profile),
             },
             timing: TimingSection {
                 cuda_graph: Some(o.timing.cuda_graph),

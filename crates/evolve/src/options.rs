@@ -30,6 +30,11 @@ pub struct EvolveOptions {
     pub timeout_s: Option<f64>,
     pub edit_mode: EditMode,
     pub fast_math: bool,
+    /// Profile each new incumbent under Nsight Compute (CUDA only) at the
+    /// largest in-distribution size and show the summary with its result
+    /// in the next prompt; the time is the profile's, not the score's.
+    #[serde(default)]
+    pub profile: bool,
     /// Seed of the ensemble's model choice.
     pub rng_seed: u64,
     /// Start from this kernel instead of the task's seed (kept in the run,
@@ -197,6 +202,7 @@ impl EvolveOptions {
             timeout_s: None,
             edit_mode: EditMode::FullSource,
             fast_math: true,
+            profile: false,
             rng_seed: 0x6B65_766F,
             start_source: None,
             timing: kevo_worker::TimingOptions::default(),

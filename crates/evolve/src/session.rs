@@ -496,6 +496,12 @@ struct Session<'e> {
     /// Sources and in-distribution evaluations by candidate id.
     sources: HashMap<i64, String>,
     evaluations: HashMap<i64, Evaluation>,
+    /// Profile summaries of incumbents (`--profile`), by candidate.
+    profiles: HashMap<i64, String>,
+    /// Why profiling stopped (no CUDA, no ncu, ncu failed): said once.
+    profiling_off: Option<String>,
+    /// Wall seconds spent profiling: the profiles', never a score's.
+    profiling_s: f64,
     /// The last completed iteration.
     iteration: u32,
     /// Wall time spent evaluating in this session (candidates,
@@ -675,6 +681,9 @@ impl<'e> Session<'e> {
             state: StrategyState::default(),
             sources: HashMap::new(),
             evaluations: HashMap::new(),
+            profiles: HashMap::new(),
+            profiling_off: None,
+            profiling_s: 0.0,
             iteration: 0,
             evaluating: Duration::ZERO,
             in_flight: 0,
@@ -1168,6 +1177,7 @@ impl<'e> Session<'e> {
         let (seed, best) = (strategy.seed().id, strategy.best());
         let (best, best_score) = (best.id, best.score);
         let incumbent = selection.parent;
+        let incumbent_profile = self.incumbent_profile(incumbent);
         let incumbent_source = self.sources[&incumbent].clone();
         let incumbent_evaluation = self.evaluations[&incumbent].clone();
         let previous = match &self.state.previous_failure {
@@ -1198,6 +1208,7 @@ impl<'e> Session<'e> {
         };
         Ok(PromptContext {
             incumbent,
+            incumbent_profile,
             incumbent_source,
             incumbent_evaluation,
             previous,
@@ -1335,6 +1346,72 @@ impl<'e> Session<'e> {
         self.publish(k, decided, observer)
     }
 
+    /// The profile summary of candidate `id` (an incumbent about to be
+    /// shown), profiling it the first time (`--profile`): under Nsight
+    /// Compute at the largest in-distribution size, the report and the
+    /// summary kept in the run directory. The first failure turns
+    /// profiling off for the run, said once; the run goes on.
+    fn incumbent_profile(&mut self, id: i64) -> Option<String> {
+        if !self.options.profile {
+            return None;
+        }
+        if let Some(p) = self.profiles.get(&id) {
+            return Some(p.clone());
+        }
+        if self.profiling_off.is_some() {
+            return None;
+        }
+        let result = if self.dialect != Dialect::Cuda {
+            Err("--profile needs the CUDA backend (Nsight Compute profiles CUDA kernels)".into())
+        } else {
+            let size = self
+                .plan
+                .in_distribution
+                .last()
+                .expect("a size plan has sizes")
+                .clone();
+            let report = self.dir.path().join(format!("profile_{id}.ncu-rep"));
+            let config = self.options.worker_config();
+            tokio::task::block_in_place(|| {
+                kevo_worker::profiler::profile_task(
+                    &self.env.worker,
+                    config,
+                    self.task,
+                    &self.sources[&id],
+                    &size,
+                    &report,
+                )
+            })
+            .map_err(|e| e.to_string())
+        };
+        match result {
+            Ok(p) => {
+                self.profiling_s += p.profiling_s;
+                let summary = p.summary();
+                // The run directory keeps what the model was shown; a
+                // failed write loses only that copy.
+                let _ = std::fs::write(
+                    self.dir.path().join(format!("profile_{id}.txt")),
+                    format!(
+                        "{summary}
+
+(profiled in {:.1} s; {:.1} s of profiling in this run so far)
+",
+                        p.profiling_s, self.profiling_s
+                    )
+                    .as_bytes(),
+                );
+                self.profiles.insert(id, summary.clone());
+                Some(summary)
+            }
+            Err(reason) => {
+                eprintln!("kevo: no profiles in this run: {reason}");
+                self.profiling_off = Some(reason);
+                None
+            }
+        }
+    }
+
     /// The request for a selection and its context.
     fn request(
         &self,
@@ -1362,6 +1439,7 @@ impl<'e> Session<'e> {
             elites: &attempts(&context.elites),
             inspirations: &attempts(&context.inspirations),
             hints: &hints,
+            incumbent_profile: context.incumbent_profile.as_deref(),
         })?;
         Ok(request)
     }
@@ -2347,6 +2425,8 @@ fn hint_text(hint: &kevo_strategy::Hint, dialect: Dialect) -> String {
 struct PromptContext {
     /// The strategy's parent for this iteration's proposals.
     incumbent: i64,
+    /// Its profile summary, with `--profile`.
+    incumbent_profile: Option<String>,
     incumbent_source: String,
     incumbent_evaluation: Evaluation,
     previous: Option<(String, Evaluation)>,

@@ -327,6 +327,7 @@ fn user_first_iteration() {
             elites: &[],
             inspirations: &[],
             hints: &[],
+            incumbent_profile: None,
         })
         .unwrap();
     insta::assert_snapshot!(text);
@@ -366,6 +367,7 @@ fn user_after_a_compile_error() {
             elites: &[],
             inspirations: &[],
             hints: &[],
+            incumbent_profile: None,
         })
         .unwrap();
     insta::assert_snapshot!(text);
@@ -432,6 +434,7 @@ fn user_with_stagnation_notice_on_a_measured_device() {
             elites: &[],
             inspirations: &[],
             hints: &[],
+            incumbent_profile: None,
         })
         .unwrap();
     assert!(text.contains("## Stagnation notice"));
@@ -491,6 +494,7 @@ fn user_in_diff_mode_with_evolve_blocks_after_a_wrong_result() {
             elites: &[],
             inspirations: &[],
             hints: &[],
+            incumbent_profile: None,
         })
         .unwrap();
     assert!(text.contains("EVOLVE-BLOCK-START` and `EVOLVE-BLOCK-END`"));
@@ -613,6 +617,7 @@ fn no_held_out_label_reaches_any_prompt() {
                                 elites: &[],
                                 inspirations: &[],
                                 hints: &[],
+                                incumbent_profile: None,
                             })
                             .unwrap(),
                         );
@@ -634,6 +639,7 @@ fn no_held_out_label_reaches_any_prompt() {
                                     elites: &[],
                                     inspirations: &[],
                                     hints: &[],
+                                    incumbent_profile: None,
                                 })
                                 .unwrap(),
                             );
@@ -674,6 +680,7 @@ fn held_out_results_are_refused() {
         elites: &[],
         inspirations: &[],
         hints: &[],
+        incumbent_profile: None,
     };
     // A held-out size among the results.
     let mut e = correct(task, &dev, SizeSet::Full, [0.2, 0.3, 0.4]);
@@ -756,6 +763,7 @@ fn user_with_elites_inspirations_hints_and_a_budget() {
         elites: &elites,
         inspirations: &inspirations,
         hints: &hints,
+        incumbent_profile: None,
     };
     let builder = |budget: usize| {
         PromptBuilder::new(task, Dialect::Cuda, SizeSet::Full, dev.clone())
@@ -787,4 +795,44 @@ fn user_with_elites_inspirations_hints_and_a_budget() {
     let tiny = builder(10).user(&ctx).unwrap();
     assert!(!tiny.contains("/* elite */") && !tiny.contains("/* inspiration */"));
     assert!(tiny.contains("__ldg(u_in + i)") && tiny.contains("## Hints from the search"));
+}
+
+#[test]
+fn an_incumbent_profile_is_shown_with_its_result_and_guarded() {
+    let task: &Task = demo();
+    let dev = h100();
+    let b = PromptBuilder::new(task, Dialect::Cuda, SizeSet::Full, dev.clone()).unwrap();
+    let seed = task.seed(Dialect::Cuda).unwrap();
+    let eval = correct(task, &dev, SizeSet::Full, [0.3, 0.7, 0.85]);
+    let history = history(&[(0, eval.outcome.score(), true)]);
+    let ctx = |profile| UserContext {
+        previous: None,
+        incumbent: Attempt {
+            source: seed,
+            evaluation: &eval,
+        },
+        incumbent_is_seed: true,
+        incumbent_is_best: true,
+        incumbent_score: None,
+        history: &history,
+        elites: &[],
+        inspirations: &[],
+        hints: &[],
+        incumbent_profile: profile,
+    };
+    let largest = &task.sizes(SizeSet::Full).in_distribution[2].label;
+    let profile = format!(
+        "Nsight Compute profile at size {largest}: memory-bound.\ndemo_step (1 launch, 12.0 us): DRAM 81% of peak"
+    );
+    let text = b.user(&ctx(Some(&profile))).unwrap();
+    let result = text.find("Measured baseline (seed)").unwrap();
+    let shown = text.find(&profile).expect("the profile is in the prompt");
+    assert!(shown > result, "{text}");
+    assert!(text[shown..].find("```").unwrap() < text[shown..].find("## ").unwrap_or(usize::MAX));
+    assert!(!b.user(&ctx(None)).unwrap().contains("Nsight Compute"));
+    // A profile that names the held-out size never reaches the model.
+    let held = task.sizes(SizeSet::Full).held_out.label;
+    let leaking = format!("Nsight Compute profile at size {held}: memory-bound.");
+    let err = b.user(&ctx(Some(&leaking))).unwrap_err().to_string();
+    assert!(err.contains(&held), "{err}");
 }

@@ -110,6 +110,9 @@ pub struct UserContext<'a> {
     pub inspirations: &'a [Attempt<'a>],
     /// Directions the search suggests, one sentence each.
     pub hints: &'a [String],
+    /// The incumbent's profile summary (Nsight Compute, `--profile`), shown
+    /// with its result.
+    pub incumbent_profile: Option<&'a str>,
 }
 
 /// Builds the prompts of one run: one task, one dialect, one size set, one
@@ -556,6 +559,11 @@ impl<'t> PromptBuilder<'t> {
     /// The user prompt for the next candidate.
     pub fn user(&self, ctx: &UserContext<'_>) -> Result<String, PromptError> {
         let mut inc_fb = self.feedback(ctx.incumbent.evaluation, "incumbent")?;
+        if let Some(profile) = ctx.incumbent_profile {
+            self.guard_text(profile, "profile")?;
+            inc_fb.text.push_str("\n\n");
+            inc_fb.text.push_str(profile.trim_end());
+        }
         let first = ctx.incumbent.evaluation.outcome.score();
         if let (Some(held), Some(first)) = (ctx.incumbent_score, first)
             && (held - first).abs() > 1e-9 * first.abs().max(1e-300)
