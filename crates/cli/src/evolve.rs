@@ -47,6 +47,12 @@ pub struct EvolveArgs {
     /// out); --config and flags given as well win over them.
     #[arg(long, value_name = "RUN")]
     config_from: Option<String>,
+    /// Show this kernel of the task in every prompt as a reference
+    /// implementation from another dialect or device (KForge's
+    /// cross-platform reference): a file (.cu, .cl or .metal), or a stored
+    /// run's id (its best kernel).
+    #[arg(long, value_name = "FILE|RUN", conflicts_with = "resume")]
+    reference_kernel: Option<String>,
     /// Continue a run from its last completed step, with its stored
     /// settings.
     #[arg(long, conflicts_with_all = ["task", "llm", "record", "config", "config_from"])]
@@ -83,7 +89,57 @@ async fn new_run_options(args: &EvolveArgs, store: &Store) -> Result<EvolveOptio
         ),
         None => stored_start,
     };
+    if let Some(reference) = &args.reference_kernel {
+        options.reference_kernel = Some(reference_kernel(reference, store).await?);
+    }
     Ok(options)
+}
+
+/// `--reference-kernel FILE|RUN`: a kernel file (its dialect from the
+/// extension), else a stored run's best kernel (its dialect the run's).
+async fn reference_kernel(
+    reference: &str,
+    store: &Store,
+) -> Result<kevo_proposer::ReferenceKernel> {
+    let path = Path::new(reference);
+    if path.is_file() {
+        let dialect = match path.extension().and_then(|e| e.to_str()) {
+            Some("cu") => kevo_backend::Dialect::Cuda,
+            Some("cl") => kevo_backend::Dialect::OpenCl,
+            Some("metal") => kevo_backend::Dialect::Metal,
+            _ => bail!(
+                "--reference-kernel {reference}: name a .cu, .cl or .metal file (its dialect \
+                 comes from the extension), or a run id"
+            ),
+        };
+        let source = std::fs::read_to_string(path)
+            .with_context(|| format!("--reference-kernel: cannot read {reference}"))?;
+        return Ok(kevo_proposer::ReferenceKernel {
+            dialect,
+            origin: path
+                .file_name()
+                .map_or(reference.to_string(), |n| n.to_string_lossy().into_owned()),
+            source,
+        });
+    }
+    let id = RunId(reference.to_string());
+    let info = store.run(&id).await.with_context(|| {
+        format!("--reference-kernel {reference}: neither a file nor a stored run")
+    })?;
+    let best = store
+        .best_candidate(&id)
+        .await?
+        .with_context(|| format!("--reference-kernel: run {reference} has no correct candidate"))?;
+    let dialect = match info.backend.as_str() {
+        "cuda" => kevo_backend::Dialect::Cuda,
+        "metal" => kevo_backend::Dialect::Metal,
+        _ => kevo_backend::Dialect::OpenCl,
+    };
+    Ok(kevo_proposer::ReferenceKernel {
+        dialect,
+        origin: format!("the best kernel of run {reference} on {}", info.device),
+        source: best.candidate.source,
+    })
 }
 
 /// Live progress: a spinner line with iteration, best score, speedup, last

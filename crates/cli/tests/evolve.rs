@@ -840,3 +840,76 @@ fn profile_without_cuda_is_said_once_and_the_run_goes_on() {
         v["run"]["config"]
     );
 }
+
+/// `--reference-kernel`: a kernel from another dialect (a file) or a
+/// stored run's best kernel is shown in every prompt of the run.
+#[test]
+fn a_reference_kernel_from_a_file_or_a_run_is_in_every_prompt() {
+    if !opencl_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws").display().to_string();
+    let llm = replay(dir.path(), &["3_slower.cl", "4_faster.cl"]);
+    let cuda = root().join("examples/replay/cuda/4_faster.cu");
+    let run_with = |reference: &str| -> (std::process::Output, PathBuf) {
+        let mut args: Vec<&str> = common::EVOLVE_SAXPY_SMOKE.to_vec();
+        args.extend([
+            "--llm",
+            &llm,
+            "--iterations",
+            "2",
+            "--reference-kernel",
+            reference,
+            "--workspace",
+            &ws,
+        ]);
+        let before: Vec<PathBuf> = std::fs::read_dir(Path::new(&ws).join("runs"))
+            .map(|d| d.map(|e| e.unwrap().path()).collect())
+            .unwrap_or_default();
+        let out = cache_env(kevo().args(&args), dir.path()).output().unwrap();
+        let run = std::fs::read_dir(Path::new(&ws).join("runs"))
+            .map(|d| d.map(|e| e.unwrap().path()).find(|p| !before.contains(p)))
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        (out, run)
+    };
+    let (out, run) = run_with(cuda.to_str().unwrap());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cuda_source = std::fs::read_to_string(&cuda).unwrap();
+    for k in ["01", "02"] {
+        let prompt = std::fs::read_to_string(run.join(format!("{k}_prompt.md"))).unwrap();
+        assert!(
+            prompt.contains("## Reference implementation (CUDA")
+                && prompt.contains("from 4_faster.cu)"),
+            "{prompt}"
+        );
+        assert!(prompt.contains(cuda_source.trim_end()), "{prompt}");
+    }
+    // The first run's best kernel, by run id.
+    let id = run.file_name().unwrap().to_string_lossy().into_owned();
+    let (out, second) = run_with(&id);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let prompt = std::fs::read_to_string(second.join("01_prompt.md")).unwrap();
+    assert!(
+        prompt.contains(&format!("from the best kernel of run {id}")),
+        "{prompt}"
+    );
+    // Neither a kernel file nor a run.
+    let (out, _) = run_with("no-such-run-or-file");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("neither a file nor a stored run"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -35,6 +35,10 @@ pub struct EvolveOptions {
     /// in the next prompt; the time is the profile's, not the score's.
     #[serde(default)]
     pub profile: bool,
+    /// A kernel of the task from another dialect or device, shown in every
+    /// prompt as a reference implementation (`--reference-kernel`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_kernel: Option<kevo_proposer::ReferenceKernel>,
     /// Seed of the ensemble's model choice.
     pub rng_seed: u64,
     /// Start from this kernel instead of the task's seed (kept in the run,
@@ -203,6 +207,7 @@ impl EvolveOptions {
             edit_mode: EditMode::FullSource,
             fast_math: true,
             profile: false,
+            reference_kernel: None,
             rng_seed: 0x6B65_766F,
             start_source: None,
             timing: kevo_worker::TimingOptions::default(),

@@ -635,7 +635,8 @@ impl<'e> Session<'e> {
             .with_fast_math(options.fast_math)
             .with_history_len(options.prompt.history_len)
             .with_stagnation(options.prompt.stagnation)
-            .with_tuning(options.tune.best_of);
+            .with_tuning(options.tune.best_of)
+            .with_reference(options.reference_kernel.clone());
         if let Some(dir) = &options.prompt.templates {
             prompts = prompts.with_templates(kevo_proposer::Templates::with_overrides(dir)?);
         }

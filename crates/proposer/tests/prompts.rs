@@ -797,6 +797,30 @@ fn user_with_elites_inspirations_hints_and_a_budget() {
     assert!(tiny.contains("__ldg(u_in + i)") && tiny.contains("## Hints from the search"));
 }
 
+/// The first prompt of a run: the seed is the incumbent, nothing else shown.
+fn seed_context<'a>(
+    seed: &'a str,
+    eval: &'a Evaluation,
+    history: &'a [HistoryEntry],
+    profile: Option<&'a str>,
+) -> UserContext<'a> {
+    UserContext {
+        previous: None,
+        incumbent: Attempt {
+            source: seed,
+            evaluation: eval,
+        },
+        incumbent_is_seed: true,
+        incumbent_is_best: true,
+        incumbent_score: None,
+        history,
+        elites: &[],
+        inspirations: &[],
+        hints: &[],
+        incumbent_profile: profile,
+    }
+}
+
 #[test]
 fn an_incumbent_profile_is_shown_with_its_result_and_guarded() {
     let task: &Task = demo();
@@ -805,21 +829,7 @@ fn an_incumbent_profile_is_shown_with_its_result_and_guarded() {
     let seed = task.seed(Dialect::Cuda).unwrap();
     let eval = correct(task, &dev, SizeSet::Full, [0.3, 0.7, 0.85]);
     let history = history(&[(0, eval.outcome.score(), true)]);
-    let ctx = |profile| UserContext {
-        previous: None,
-        incumbent: Attempt {
-            source: seed,
-            evaluation: &eval,
-        },
-        incumbent_is_seed: true,
-        incumbent_is_best: true,
-        incumbent_score: None,
-        history: &history,
-        elites: &[],
-        inspirations: &[],
-        hints: &[],
-        incumbent_profile: profile,
-    };
+    let ctx = |profile| seed_context(seed, &eval, &history, profile);
     let largest = &task.sizes(SizeSet::Full).in_distribution[2].label;
     let profile = format!(
         "Nsight Compute profile at size {largest}: memory-bound.\ndemo_step (1 launch, 12.0 us): DRAM 81% of peak"
@@ -835,4 +845,36 @@ fn an_incumbent_profile_is_shown_with_its_result_and_guarded() {
     let leaking = format!("Nsight Compute profile at size {held}: memory-bound.");
     let err = b.user(&ctx(Some(&leaking))).unwrap_err().to_string();
     assert!(err.contains(&held), "{err}");
+}
+
+#[test]
+fn a_reference_kernel_is_shown_in_its_dialect_and_guarded() {
+    let task: &Task = demo();
+    let dev = h100();
+    let seed = task.seed(Dialect::Cuda).unwrap();
+    let eval = correct(task, &dev, SizeSet::Full, [0.3, 0.7, 0.85]);
+    let history = history(&[(0, eval.outcome.score(), true)]);
+    let ctx = seed_context(seed, &eval, &history, None);
+    let opencl = task.seed(Dialect::OpenCl).unwrap();
+    let with = |source: &str| {
+        PromptBuilder::new(task, Dialect::Cuda, SizeSet::Full, dev.clone())
+            .unwrap()
+            .with_reference(Some(kevo_proposer::ReferenceKernel {
+                dialect: Dialect::OpenCl,
+                origin: "winner.cl".into(),
+                source: source.into(),
+            }))
+    };
+    let text = with(opencl).user(&ctx).unwrap();
+    assert!(
+        text.contains("## Reference implementation (OpenCL C, from winner.cl)"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("```opencl\n{}", opencl.trim_end())),
+        "{text}"
+    );
+    let held = task.sizes(SizeSet::Full).held_out.label;
+    let leaking = format!("// tuned for {held}\n{opencl}");
+    assert!(with(&leaking).user(&ctx).is_err());
 }

@@ -115,6 +115,17 @@ pub struct UserContext<'a> {
     pub incumbent_profile: Option<&'a str>,
 }
 
+/// A kernel for the same task from another dialect or device (KForge's
+/// cross-platform reference: the CUDA winner while evolving OpenCL, say),
+/// shown in every prompt as a working implementation to learn from.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ReferenceKernel {
+    pub dialect: Dialect,
+    /// Where it came from: a file or a run, for the reader.
+    pub origin: String,
+    pub source: String,
+}
+
 /// Builds the prompts of one run: one task, one dialect, one size set, one
 /// device.
 pub struct PromptBuilder<'t> {
@@ -129,6 +140,7 @@ pub struct PromptBuilder<'t> {
     fast_math: bool,
     context_budget_tokens: usize,
     tune_best_of: u32,
+    reference: Option<ReferenceKernel>,
 }
 
 /// Roughly four characters per token for code and English: the prompt
@@ -266,6 +278,15 @@ struct UserCtx<'a> {
     edit_mode: &'static str,
     evolve_blocks: bool,
     device_kind: &'static str,
+    reference: Option<ReferenceCtx>,
+}
+
+#[derive(Serialize)]
+struct ReferenceCtx {
+    dialect: String,
+    tag: &'static str,
+    origin: String,
+    source: String,
 }
 
 fn mode_name(mode: EditMode) -> &'static str {
@@ -317,6 +338,7 @@ impl<'t> PromptBuilder<'t> {
             fast_math: true,
             context_budget_tokens: 16_000,
             tune_best_of: 0,
+            reference: None,
         })
     }
 
@@ -327,6 +349,13 @@ impl<'t> PromptBuilder<'t> {
 
     /// Offer tunable parameters in the system prompt: kevo evaluates up to
     /// `best_of` configurations of a kernel that declares them (0: off).
+    /// Show `reference` (a kernel from another dialect or device) in
+    /// every prompt.
+    pub fn with_reference(mut self, reference: Option<ReferenceKernel>) -> Self {
+        self.reference = reference;
+        self
+    }
+
     pub fn with_tuning(mut self, best_of: u32) -> Self {
         self.tune_best_of = best_of;
         self
@@ -667,6 +696,19 @@ impl<'t> PromptBuilder<'t> {
             edit_mode: self.mode_name(),
             evolve_blocks: evolve::has_regions(ctx.incumbent.source),
             device_kind: kind_name(self.device_kind()),
+            reference: match &self.reference {
+                Some(r) => {
+                    self.guard_text(&r.source, "reference kernel")?;
+                    self.guard_text(&r.origin, "reference kernel")?;
+                    Some(ReferenceCtx {
+                        dialect: r.dialect.to_string(),
+                        tag: r.dialect.fence_tag(),
+                        origin: r.origin.clone(),
+                        source: r.source.trim_end().to_string(),
+                    })
+                }
+                None => None,
+            },
         };
         // Within the budget: inspirations go first, then elites, from the
         // end of each list.
