@@ -436,9 +436,12 @@ pub async fn resume(
         });
     }
     let task = kevo_tasks::resolve(&options.task)?;
-    // A run scores one problem: a task folder edited since the run began
-    // (or a kevo whose task differs) is another problem.
+    // A run scores one problem: a task folder edited since the run began is
+    // another problem. (A built-in task's hash also covers kevo's own task
+    // code, which a kevo upgrade may change without changing the problem;
+    // its runs resume as before.)
     if let Some(started) = info.config["provenance"]["task"]["content_hash"].as_str()
+        && task.folder().is_some()
         && started != task.content_hash()
     {
         return Err(EvolveError::Resume {

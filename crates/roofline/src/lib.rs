@@ -440,12 +440,7 @@ impl CeilingCache {
     /// `$KEVO_CACHE_DIR/ceilings.json`, else `$XDG_CACHE_HOME/kevo/…`, else
     /// `~/.cache/kevo/…`, else a folder in the system temp directory.
     pub fn default_location() -> Self {
-        let dir = std::env::var_os("KEVO_CACHE_DIR")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("kevo")))
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/kevo")))
-            .unwrap_or_else(|| std::env::temp_dir().join("kevo"));
-        CeilingCache::new(dir.join("ceilings.json"))
+        CeilingCache::new(kevo_tasks::cache_dir().join("ceilings.json"))
     }
 
     pub fn path(&self) -> &Path {

@@ -176,6 +176,19 @@ impl Registry {
     }
 }
 
+/// kevo's cache directory: `$KEVO_CACHE_DIR`, else `$XDG_CACHE_HOME/kevo`,
+/// else `~/.cache/kevo`, else a folder in the system temp directory. The
+/// ceiling cache and task folders' reference answers live there (defined
+/// here, the lowest crate that needs it).
+pub fn cache_dir() -> std::path::PathBuf {
+    use std::path::PathBuf;
+    std::env::var_os("KEVO_CACHE_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("kevo")))
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/kevo")))
+        .unwrap_or_else(|| std::env::temp_dir().join("kevo"))
+}
+
 /// Every built-in task, in the order of the specification.
 pub fn all() -> Vec<&'static Task> {
     Registry::builtin().tasks().iter().map(|t| &**t).collect()

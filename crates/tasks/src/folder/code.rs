@@ -11,7 +11,7 @@
 //! worker runs no program and reads no file.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -274,7 +274,7 @@ impl FolderCode {
         problem: &Problem,
         fingerprint: &str,
     ) -> Result<Vec<Vec<u8>>, ReferenceError> {
-        let cached = cache_dir()
+        let cached = crate::cache_dir()
             .join("task-references")
             .join(&self.hash)
             .join(format!("{}-{fingerprint}", size.label));
@@ -397,16 +397,6 @@ impl FolderCode {
         }
         Ok(out)
     }
-}
-
-/// kevo's cache directory (where the ceiling cache lives too):
-/// `$KEVO_CACHE_DIR`, else `$XDG_CACHE_HOME/kevo`, else `~/.cache/kevo`.
-fn cache_dir() -> PathBuf {
-    std::env::var_os("KEVO_CACHE_DIR")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("kevo")))
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/kevo")))
-        .unwrap_or_else(|| std::env::temp_dir().join("kevo"))
 }
 
 impl TaskCode for FolderCode {
