@@ -484,6 +484,69 @@ fn the_example_folders_evaluate_tune_and_evolve() {
         "{stdout}"
     );
     assert!(stdout.contains("found at iteration 4"), "{stdout}");
+
+    // heat2d and nbody: tuned from the built-in's tunable variant, and an
+    // evolution whose (replayed) model answers with the folder's reference
+    // kernel, correct on the folder's task.
+    for name in ["heat2d", "nbody"] {
+        let folder = examples().join(name);
+        let tunable = repo.join(format!("crates/tasks/assets/{name}/tunable.cl"));
+        let task = folder.to_str().unwrap();
+        let common = ["--backend", "opencl", "--sizes", "smoke"];
+        let mut args = vec!["tune", "--task", task];
+        args.extend(common);
+        args.extend([
+            "--kernel",
+            tunable.to_str().unwrap(),
+            "--budget",
+            "2",
+            "--workspace",
+            ws.to_str().unwrap(),
+            "--json",
+        ]);
+        let out = kevo(&cache, &args);
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(report["task"], format!("{name}-folder"), "{report}");
+        let replay = dir.path().join(format!("{name}.jsonl"));
+        let made = Command::new("python3")
+            .arg(repo.join("scripts/make-replay"))
+            .arg(&replay)
+            .arg(folder.join("reference.cl"))
+            .output()
+            .unwrap();
+        assert!(
+            made.status.success(),
+            "{}",
+            String::from_utf8_lossy(&made.stderr)
+        );
+        let llm = format!("replay:{}", replay.display());
+        let mut args = vec!["evolve", "--task", task];
+        args.extend(common);
+        args.extend([
+            "--llm",
+            &llm,
+            "--iterations",
+            "1",
+            "--workspace",
+            ws.to_str().unwrap(),
+        ]);
+        let out = kevo(&cache, &args);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{name}: {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            stdout.contains(&format!("({name}-folder): 1 iterations done")),
+            "{stdout}"
+        );
+    }
 }
 
 #[test]
