@@ -387,6 +387,13 @@ pub struct RunFlags {
     /// batch endpoint; default 60).
     #[arg(long)]
     pub batch_poll_s: Option<f64>,
+    /// A second model, the performance analyst (any model spec, e.g.
+    /// `openai:gpt-5-mini`): it reads each kernel the proposer is about
+    /// to improve (source, per-size results, compiler facts, the profile
+    /// with --profile) and recommends one change, which the proposer's
+    /// next prompt shows. Its tokens and cost count in the budget.
+    #[arg(long, value_name = "SPEC")]
+    pub analyst: Option<String>,
     /// Append every exchange with the model (prompt key, request, answer
     /// with reasoning, tokens, cost and latency, or the error) to FILE in
     /// the replay format: `--llm replay:FILE` replays the run.
@@ -523,6 +530,9 @@ impl RunFlags {
             "--llm",
             |c| &mut c.llm.models,
         );
+        l.set(self.analyst.clone(), "llm.analyst", "--analyst", |c| {
+            &mut c.llm.analyst
+        });
         l.set(
             self.llm_config.as_deref().map(absolute).transpose()?,
             "llm.providers",

@@ -6,8 +6,7 @@
 mod common;
 
 use common::{files_holding, opencl_available};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -47,62 +46,33 @@ fn answer(text: String, model: &str, usage: serde_json::Value) -> String {
     .to_string()
 }
 
-/// A loopback HTTP server on its own thread; returns its base URL.
+/// A loopback server that answers every request as `behaviour` says;
+/// returns its base URL.
 fn serve(behaviour: Behaviour) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/v1", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let behaviour = behaviour.clone();
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut length = 0usize;
-                let mut line = String::new();
-                while reader.read_line(&mut line).unwrap_or(0) > 0 && line != "\r\n" {
-                    let lower = line.to_ascii_lowercase();
-                    if let Some(v) = lower.strip_prefix("content-length:") {
-                        length = v.trim().parse().unwrap_or(0);
-                    }
-                    line.clear();
-                }
-                let mut body = vec![0u8; length];
-                let _ = reader.read_exact(&mut body);
-                let mut status = "200 OK".to_string();
-                let mut headers = String::new();
-                let answer = match behaviour {
-                    Behaviour::Silent => {
-                        std::thread::sleep(Duration::from_secs(120));
-                        return;
-                    }
-                    Behaviour::ErrorEchoingTheKey => serde_json::json!({
-                        "error": {"message": format!("invalid api key {CANARY}")}
-                    })
-                    .to_string(),
-                    Behaviour::AnswerEchoingTheKey => answer(
-                        format!("Key {CANARY}.\n\n{KERNEL}"),
-                        CANARY,
-                        serde_json::json!({"prompt_tokens": 10, "completion_tokens": 10}),
-                    ),
-                    Behaviour::AnswerWithUsage(usage) => answer(KERNEL.into(), "gpt-5", usage),
-                    Behaviour::HugeBody(n) => format!("\"{}\"", "x".repeat(n)),
-                    Behaviour::Status(code, retry_after) => {
-                        status = format!("{code} Unavailable");
-                        if let Some(s) = retry_after {
-                            headers = format!("retry-after: {s}\r\n");
-                        }
-                        "{}".into()
-                    }
-                };
-                let mut stream = stream;
-                let _ = write!(
-                    stream,
-                    "HTTP/1.1 {status}\r\ncontent-type: application/json\r\n{headers}content-length: {}\r\nconnection: close\r\n\r\n{answer}",
-                    answer.len()
-                );
-            });
+    common::serve_http(move |_| {
+        let ok = |body: String| Some(("200 OK".to_string(), String::new(), body));
+        match &behaviour {
+            Behaviour::Silent => None,
+            Behaviour::ErrorEchoingTheKey => ok(serde_json::json!({
+                "error": {"message": format!("invalid api key {CANARY}")}
+            })
+            .to_string()),
+            Behaviour::AnswerEchoingTheKey => ok(answer(
+                format!("Key {CANARY}.\n\n{KERNEL}"),
+                CANARY,
+                serde_json::json!({"prompt_tokens": 10, "completion_tokens": 10}),
+            )),
+            Behaviour::AnswerWithUsage(usage) => ok(answer(KERNEL.into(), "gpt-5", usage.clone())),
+            Behaviour::HugeBody(n) => ok(format!("\"{}\"", "x".repeat(*n))),
+            Behaviour::Status(code, retry_after) => Some((
+                format!("{code} Unavailable"),
+                retry_after
+                    .map(|s| format!("retry-after: {s}\r\n"))
+                    .unwrap_or_default(),
+                "{}".into(),
+            )),
         }
-    });
-    url
+    })
 }
 
 fn kevo() -> Command {

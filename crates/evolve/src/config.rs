@@ -143,6 +143,9 @@ pub struct LlmSection {
     /// Model specs; `spec=weight` for a weighted ensemble.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub models: Option<Vec<String>>,
+    /// The performance analyst's model spec (one model, no ensemble).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub analyst: Option<String>,
     /// Provider configuration file (endpoints, prices; keys from the
     /// environment).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -517,34 +520,62 @@ fn layer_parse(table: &toml::Table) -> Result<RunConfig, (Option<String>, String
     Ok(config)
 }
 
+/// The analyst is one model answering at once: not an ensemble, not a
+/// batch (answers within hours), not `external` (nobody to ask).
+fn check_analyst(spec: &str) -> Result<(), String> {
+    let specs = kevo_proposer::parse_specs(spec).map_err(|e| e.to_string())?;
+    match specs.as_slice() {
+        [one] => match one.kind {
+            kevo_proposer::SpecKind::External => {
+                Err("`external` cannot analyse: the analyst is called by kevo".into())
+            }
+            kevo_proposer::SpecKind::Batch { .. } => Err(
+                "a `batch:` model answers within hours; the analyst must answer before the next prompt"
+                    .into(),
+            ),
+            _ => Ok(()),
+        },
+        _ => Err(format!(
+            "names {} models; the analyst is one model",
+            specs.len()
+        )),
+    }
+}
+
 /// `replay:FILE` models of a file name FILE relative to the file too
 /// (`#mode` and `=weight` kept). A `cmd:` command is left as written: it
 /// runs in the working directory, as on the command line.
 fn absolutize_replays(table: &mut toml::Table, dir: &Path) {
-    let Some(toml::Value::Array(models)) = table
-        .get_mut("llm")
-        .and_then(|l| l.as_table_mut())
-        .and_then(|l| l.get_mut("models"))
-    else {
+    let Some(llm) = table.get_mut("llm").and_then(|l| l.as_table_mut()) else {
         return;
     };
-    for model in models {
-        let Some(spec) = model.as_str() else { continue };
-        let Some(rest) = spec.trim().strip_prefix("replay:") else {
-            continue;
-        };
-        let (body, weight) = match rest.rsplit_once('=') {
-            Some((b, w)) if w.trim().parse::<f64>().is_ok() => (b, format!("={w}")),
-            _ => (rest, String::new()),
-        };
-        let (file, mode) = match body.rsplit_once('#') {
-            Some((f, m)) => (f, format!("#{m}")),
-            None => (body, String::new()),
-        };
-        if Path::new(file).is_relative() {
-            *model =
-                toml::Value::String(format!("replay:{}{mode}{weight}", dir.join(file).display()));
+    if let Some(toml::Value::Array(models)) = llm.get_mut("models") {
+        for model in models {
+            absolutize_replay(model, dir);
         }
+    }
+    if let Some(analyst) = llm.get_mut("analyst") {
+        absolutize_replay(analyst, dir);
+    }
+}
+
+/// A `replay:FILE[#mode][=weight]` spec with FILE made absolute against
+/// `dir`; any other value is left as it is.
+fn absolutize_replay(model: &mut toml::Value, dir: &Path) {
+    let Some(spec) = model.as_str() else { return };
+    let Some(rest) = spec.trim().strip_prefix("replay:") else {
+        return;
+    };
+    let (body, weight) = match rest.rsplit_once('=') {
+        Some((b, w)) if w.trim().parse::<f64>().is_ok() => (b, format!("={w}")),
+        _ => (rest, String::new()),
+    };
+    let (file, mode) = match body.rsplit_once('#') {
+        Some((f, m)) => (f, format!("#{m}")),
+        None => (body, String::new()),
+    };
+    if Path::new(file).is_relative() {
+        *model = toml::Value::String(format!("replay:{}{mode}{weight}", dir.join(file).display()));
     }
 }
 
@@ -770,6 +801,9 @@ impl RunConfig {
             kevo_proposer::parse_specs(&models.join(","))
                 .map_err(|e| ("llm.models".to_string(), e.to_string()))?;
         }
+        if let Some(analyst) = &self.llm.analyst {
+            check_analyst(analyst).map_err(|m| ("llm.analyst".to_string(), m))?;
+        }
         positive("llm.timeout_s", self.llm.timeout_s, SECONDS)?;
         at_least_one("llm.concurrency", self.llm.concurrency)?;
         at_least_one(
@@ -959,6 +993,7 @@ impl RunConfig {
         o.llm_retries = self.llm.retries;
         o.accept_unknown_cost = self.llm.accept_unknown_cost.unwrap_or(false);
         o.record = self.llm.record.clone();
+        o.analyst = self.llm.analyst.clone();
         o.concurrency = self.llm.concurrency.unwrap_or(1);
         o.candidates_per_iteration = self.llm.candidates_per_iteration.unwrap_or(1);
         o.batch_poll_s = self.llm.batch_poll_s.unwrap_or(o.batch_poll_s);
@@ -1040,6 +1075,7 @@ impl RunConfig {
             },
             llm: LlmSection {
                 models: Some(o.llm.clone()),
+                analyst: o.analyst.clone(),
                 providers: o.llm_config.clone(),
                 timeout_s: o.llm_timeout_s,
                 retries: o.llm_retries,
@@ -1093,6 +1129,7 @@ impl RunConfig {
                 self.limits.candidate_timeout_s.is_none(),
             ),
             ("llm.models", self.llm.models.is_none()),
+            ("llm.analyst", self.llm.analyst.is_none()),
             ("llm.providers", self.llm.providers.is_none()),
             ("llm.timeout_s", self.llm.timeout_s.is_none()),
             ("llm.retries", self.llm.retries.is_none()),

@@ -39,6 +39,12 @@ pub struct EvolveOptions {
     /// prompt as a reference implementation (`--reference-kernel`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference_kernel: Option<kevo_proposer::ReferenceKernel>,
+    /// `--analyst SPEC`: a second model that reads each kernel the
+    /// generator is about to improve (its source, results, compiler facts
+    /// and profile) and recommends one change, shown in the generator's
+    /// prompt; its calls count in the budget like the generator's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub analyst: Option<String>,
     /// Seed of the ensemble's model choice.
     pub rng_seed: u64,
     /// Start from this kernel instead of the task's seed (kept in the run,
@@ -208,6 +214,7 @@ impl EvolveOptions {
             fast_math: true,
             profile: false,
             reference_kernel: None,
+            analyst: None,
             rng_seed: 0x6B65_766F,
             start_source: None,
             timing: kevo_worker::TimingOptions::default(),
@@ -240,6 +247,20 @@ impl EvolveOptions {
             .with_limits(self.limits.clone())
             .with_declared_ceilings(self.declared_ceilings)
             .with_sandbox(self.sandbox.clone())
+    }
+
+    /// Where the analyst's exchanges are recorded with `--record FILE`:
+    /// beside it as `STEM.analyst.EXT` (`--analyst replay:` that file
+    /// replays them), so the proposer's recording stays one model's.
+    pub fn analyst_record(&self) -> Option<PathBuf> {
+        let path = self.record.as_ref()?;
+        self.analyst.as_ref()?;
+        let stem = path.file_stem()?.to_string_lossy();
+        let name = match path.extension() {
+            Some(ext) => format!("{stem}.analyst.{}", ext.to_string_lossy()),
+            None => format!("{stem}.analyst"),
+        };
+        Some(path.with_file_name(name))
     }
 
     /// The ensemble spec string the proposer parses.

@@ -51,6 +51,8 @@ pub struct InFlightCalls(Arc<std::sync::Mutex<Vec<InFlightCall>>>);
 struct InFlightCall {
     /// The batch of calls it belongs to (one prompt's proposals).
     token: u64,
+    /// "propose", or "analysis" for the performance analyst's.
+    purpose: &'static str,
     run: RunId,
     iteration: u32,
     provider: String,
@@ -94,6 +96,24 @@ fn proposal_call(provider: String, system: &str, user: &str, latency_s: f64) -> 
     }
 }
 
+/// `call` with what `completion` says: model, answer, reasoning, counts
+/// (unknown, not 0, when the server gave none) and cost.
+fn with_answer(mut call: NewLlmCall, completion: &Completion) -> NewLlmCall {
+    call.model = completion.model.clone();
+    call.response = Some(completion.text.clone());
+    call.reasoning = completion.reasoning.clone();
+    let known = completion.usage_unknown.is_none();
+    call.input_tokens = known.then_some(completion.usage.input_tokens);
+    call.output_tokens = known.then_some(completion.usage.output_tokens);
+    call.reasoning_tokens = completion.usage.reasoning_tokens;
+    call.cost_usd = completion.cost_usd;
+    call
+}
+
+/// Analyst failures in a row after which a run stops asking it: a
+/// misconfigured endpoint would otherwise cost every prompt its retries.
+const ANALYST_GIVE_UP: u32 = 3;
+
 /// One prompt's model calls as they came back, each with its latency; an
 /// error when every call hit a budget stop.
 type Calls = Result<Vec<(Result<Completion, ProviderError>, f64)>, EvolveError>;
@@ -131,6 +151,7 @@ pub async fn interrupt(env: &Environment, run: &str, reason: &str) -> Result<usi
             .entry(c.iteration)
             .or_default()
             .push(NewLlmCall {
+                purpose: c.purpose.into(),
                 error: Some(format!("{ABANDONED} {waited:.1} s: {reason}")),
                 ..proposal_call(c.provider.clone(), &c.system, &c.user, waited)
             });
@@ -505,6 +526,12 @@ struct Session<'e> {
     profiling_off: Option<String>,
     /// Wall seconds spent profiling: the profiles', never a score's.
     profiling_s: f64,
+    /// The performance analyst (`--analyst`).
+    analyst: Option<Arc<dyn Provider>>,
+    /// Its recommendations, by the candidate it analysed.
+    analyses: HashMap<i64, String>,
+    /// Its failures in a row (see [`ANALYST_GIVE_UP`]).
+    analyst_failures: u32,
     /// The last completed iteration.
     iteration: u32,
     /// Wall time spent evaluating in this session (candidates,
@@ -628,6 +655,18 @@ impl<'e> Session<'e> {
             provider = Arc::new(kevo_proposer::Recording::new(provider, path)?);
         }
         let batch = kevo_proposer::build_batch(&options.llm_spec(), &provider_config, &accounting)?;
+        // The analyst shares the accounting: its calls count in the budget
+        // and stop at it like the generator's.
+        let analyst = match &options.analyst {
+            Some(spec) => {
+                let mut analyst = kevo_proposer::build(spec, &provider_config, &accounting)?;
+                if let Some(path) = options.analyst_record() {
+                    analyst = Arc::new(kevo_proposer::Recording::new(analyst, &path)?);
+                }
+                Some(analyst)
+            }
+            None => None,
+        };
         let brief = DeviceBrief {
             name: device.name.clone(),
             ceilings: worker.ceilings().clone(),
@@ -688,6 +727,9 @@ impl<'e> Session<'e> {
             profiles: HashMap::new(),
             profiling_off: None,
             profiling_s: 0.0,
+            analyst,
+            analyses: HashMap::new(),
+            analyst_failures: 0,
             iteration: 0,
             evaluating: Duration::ZERO,
             in_flight: 0,
@@ -952,23 +994,49 @@ impl<'e> Session<'e> {
                 .map_err(|e| bad(format!("unreadable RNG state: {e}")))?;
             self.provider.restore_ensemble_state(&s)?;
         }
-        let served: Vec<(String, ChatRequest)> = self
+        // Every call that ended, failed ones included (a recording holds
+        // them too); not the abandoned ones, which never did.
+        let ended: Vec<kevo_store::StoredLlmCall> = self
             .env
             .store
             .llm_calls(&self.run)
             .await?
             .into_iter()
-            // Every call that ended, failed ones included (a recording
-            // holds them too); not the abandoned ones, which never did.
             .filter(|c| !is_abandoned(c))
-            .map(|c| {
-                (
-                    c.call.provider.clone(),
-                    ChatRequest::new(c.call.prompt_system.clone(), c.call.prompt_user.clone()),
-                )
-            })
             .collect();
-        self.provider.fast_forward(&served)?;
+        let served = |analysis: bool| -> Vec<(String, ChatRequest)> {
+            ended
+                .iter()
+                .filter(|c| (c.call.purpose == "analysis") == analysis)
+                .map(|c| {
+                    (
+                        c.call.provider.clone(),
+                        ChatRequest::new(c.call.prompt_system.clone(), c.call.prompt_user.clone()),
+                    )
+                })
+                .collect()
+        };
+        self.provider.fast_forward(&served(false))?;
+        if let Some(analyst) = &self.analyst {
+            analyst.fast_forward(&served(true))?;
+        }
+        for c in ended.iter().filter(|c| c.call.purpose == "analysis") {
+            // Recommendations already paid for are not asked again.
+            if let (Some(id), Some(answer)) = (c.candidate_id, &c.call.response)
+                && let Some(r) = kevo_proposer::recommendation(answer)
+            {
+                self.analyses.insert(id.0, r);
+            }
+            // Made after the checkpoint was written (stored under the
+            // iteration recorded last when they were made): not in its
+            // spent figures.
+            if c.iteration >= cp.iteration {
+                self.spent_before.input_tokens += c.call.input_tokens.unwrap_or(0);
+                self.spent_before.output_tokens += c.call.output_tokens.unwrap_or(0);
+                self.spent_before.reasoning_tokens += c.call.reasoning_tokens.unwrap_or(0);
+                self.spent_before.cost_usd += c.call.cost_usd.unwrap_or(0.0);
+            }
+        }
         Ok(())
     }
 
@@ -1182,6 +1250,16 @@ impl<'e> Session<'e> {
         let (best, best_score) = (best.id, best.score);
         let incumbent = selection.parent;
         let incumbent_profile = self.incumbent_profile(incumbent);
+        let role = if incumbent == seed {
+            "seed"
+        } else if incumbent == best {
+            "incumbent"
+        } else {
+            "parent"
+        };
+        let analysis = self
+            .analysis(incumbent, incumbent_profile.as_deref(), role)
+            .await?;
         let incumbent_source = self.sources[&incumbent].clone();
         let incumbent_evaluation = self.evaluations[&incumbent].clone();
         let previous = match &self.state.previous_failure {
@@ -1213,6 +1291,7 @@ impl<'e> Session<'e> {
         Ok(PromptContext {
             incumbent,
             incumbent_profile,
+            analysis,
             incumbent_source,
             incumbent_evaluation,
             previous,
@@ -1416,6 +1495,114 @@ impl<'e> Session<'e> {
         }
     }
 
+    /// The performance analyst's recommendation about candidate `id` (a
+    /// kernel about to be shown for improvement as `role`), asked the
+    /// first time (`--analyst`). Analysing the kernel the next prompt
+    /// builds on, once, rather than every proposal: a losing candidate is
+    /// never improved upon, and (1+1) shows one incumbent for many
+    /// iterations. The call is stored as it returns (purpose "analysis",
+    /// tied to `id`), with its prompt and answer in the run directory. A
+    /// failed call, or an answer with no recommendation, leaves the prompt
+    /// without one; after [`ANALYST_GIVE_UP`] in a row the run stops
+    /// asking, said once.
+    async fn analysis(
+        &mut self,
+        id: i64,
+        profile: Option<&str>,
+        role: &str,
+    ) -> Result<Option<String>, EvolveError> {
+        let Some(analyst) = self.analyst.clone() else {
+            return Ok(None);
+        };
+        if let Some(a) = self.analyses.get(&id) {
+            return Ok(Some(a.clone()));
+        }
+        if self.analyst_failures >= ANALYST_GIVE_UP {
+            return Ok(None);
+        }
+        let request = self
+            .prompts
+            .analyst_request(&kevo_proposer::AnalystContext {
+                source: &self.sources[&id],
+                evaluation: &self.evaluations[&id],
+                profile,
+                role,
+            })?;
+        static TOKENS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let token = u64::MAX - TOKENS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let sent = Instant::now();
+        self.env.in_flight.lock().push(InFlightCall {
+            token,
+            purpose: "analysis",
+            run: self.run.clone(),
+            iteration: self.iteration,
+            provider: analyst.label(),
+            system: request.system.clone(),
+            user: request.user.clone(),
+            sent,
+        });
+        let result = analyst.complete(&request).await;
+        self.env.in_flight.lock().retain(|c| c.token != token);
+        let asked = NewLlmCall {
+            purpose: "analysis".into(),
+            ..proposal_call(
+                analyst.label(),
+                &request.system,
+                &request.user,
+                sent.elapsed().as_secs_f64(),
+            )
+        };
+        let (call, failure) = match &result {
+            Ok(c) => {
+                let recommendation = kevo_proposer::recommendation(&c.text);
+                // The run directory keeps what was asked and answered; a
+                // failed write loses only that copy.
+                let _ = self.dir.write_analysis(
+                    id,
+                    &request.system,
+                    &request.user,
+                    &c.text,
+                    recommendation.as_deref(),
+                );
+                if let Some(r) = recommendation {
+                    self.analyses.insert(id, r);
+                }
+                let failure = (!self.analyses.contains_key(&id))
+                    .then(|| "its answer held no recommendation".to_string());
+                (with_answer(asked, c), failure)
+            }
+            Err(e) => (
+                NewLlmCall {
+                    error: Some(e.to_string()),
+                    ..asked
+                },
+                // A budget stop is the budget's: the generator's call
+                // stops the run.
+                (!e.is_budget_stop()).then(|| e.to_string()),
+            ),
+        };
+        self.env
+            .store
+            .record_llm_call(&self.run, Some(CandidateId(id)), self.iteration, &call)
+            .await?;
+        if let Some(reason) = failure {
+            self.analyst_failures += 1;
+            if self.analyst_failures == 1 {
+                eprintln!(
+                    "kevo: the analyst gave no recommendation about candidate {id} ({reason}); the prompt goes without one"
+                );
+            }
+            if self.analyst_failures == ANALYST_GIVE_UP {
+                eprintln!(
+                    "kevo: the analyst failed {ANALYST_GIVE_UP} times in a row; this run asks it no more"
+                );
+            }
+        } else if result.is_ok() {
+            self.analyst_failures = 0;
+        }
+        Ok(self.analyses.get(&id).cloned())
+    }
+
     /// The request for a selection and its context.
     fn request(
         &self,
@@ -1444,6 +1631,7 @@ impl<'e> Session<'e> {
             inspirations: &attempts(&context.inspirations),
             hints: &hints,
             incumbent_profile: context.incumbent_profile.as_deref(),
+            analysis: context.analysis.as_deref(),
         })?;
         Ok(request)
     }
@@ -1466,6 +1654,7 @@ impl<'e> Session<'e> {
         let in_flight = self.env.in_flight.clone();
         in_flight.lock().extend((0..n).map(|_| InFlightCall {
             token,
+            purpose: "propose",
             run: self.run.clone(),
             iteration: k,
             provider: self.provider.label(),
@@ -1536,15 +1725,7 @@ impl<'e> Session<'e> {
                 }
                 Ok(c) => c,
             };
-            call.model = completion.model.clone();
-            call.response = Some(completion.text.clone());
-            call.reasoning = completion.reasoning.clone();
-            // Counts a server did not give are unknown, not 0.
-            let known = completion.usage_unknown.is_none();
-            call.input_tokens = known.then_some(completion.usage.input_tokens);
-            call.output_tokens = known.then_some(completion.usage.output_tokens);
-            call.reasoning_tokens = completion.usage.reasoning_tokens;
-            call.cost_usd = completion.cost_usd;
+            let call = with_answer(call, &completion);
             if j == 0 {
                 self.dir.write_response(k, &completion.text)?;
                 if let Some(r) = &completion.reasoning {
@@ -2431,6 +2612,8 @@ struct PromptContext {
     incumbent: i64,
     /// Its profile summary, with `--profile`.
     incumbent_profile: Option<String>,
+    /// The analyst's recommendation about it, with `--analyst`.
+    analysis: Option<String>,
     incumbent_source: String,
     incumbent_evaluation: Evaluation,
     previous: Option<(String, Evaluation)>,

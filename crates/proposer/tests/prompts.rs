@@ -328,6 +328,7 @@ fn user_first_iteration() {
             inspirations: &[],
             hints: &[],
             incumbent_profile: None,
+            analysis: None,
         })
         .unwrap();
     insta::assert_snapshot!(text);
@@ -368,6 +369,7 @@ fn user_after_a_compile_error() {
             inspirations: &[],
             hints: &[],
             incumbent_profile: None,
+            analysis: None,
         })
         .unwrap();
     insta::assert_snapshot!(text);
@@ -435,6 +437,7 @@ fn user_with_stagnation_notice_on_a_measured_device() {
             inspirations: &[],
             hints: &[],
             incumbent_profile: None,
+            analysis: None,
         })
         .unwrap();
     assert!(text.contains("## Stagnation notice"));
@@ -495,6 +498,7 @@ fn user_in_diff_mode_with_evolve_blocks_after_a_wrong_result() {
             inspirations: &[],
             hints: &[],
             incumbent_profile: None,
+            analysis: None,
         })
         .unwrap();
     assert!(text.contains("EVOLVE-BLOCK-START` and `EVOLVE-BLOCK-END`"));
@@ -618,6 +622,7 @@ fn no_held_out_label_reaches_any_prompt() {
                                 inspirations: &[],
                                 hints: &[],
                                 incumbent_profile: None,
+                                analysis: None,
                             })
                             .unwrap(),
                         );
@@ -640,6 +645,7 @@ fn no_held_out_label_reaches_any_prompt() {
                                     inspirations: &[],
                                     hints: &[],
                                     incumbent_profile: None,
+                                    analysis: None,
                                 })
                                 .unwrap(),
                             );
@@ -681,6 +687,7 @@ fn held_out_results_are_refused() {
         inspirations: &[],
         hints: &[],
         incumbent_profile: None,
+        analysis: None,
     };
     // A held-out size among the results.
     let mut e = correct(task, &dev, SizeSet::Full, [0.2, 0.3, 0.4]);
@@ -764,6 +771,7 @@ fn user_with_elites_inspirations_hints_and_a_budget() {
         inspirations: &inspirations,
         hints: &hints,
         incumbent_profile: None,
+        analysis: None,
     };
     let builder = |budget: usize| {
         PromptBuilder::new(task, Dialect::Cuda, SizeSet::Full, dev.clone())
@@ -818,6 +826,7 @@ fn seed_context<'a>(
         inspirations: &[],
         hints: &[],
         incumbent_profile: profile,
+        analysis: None,
     }
 }
 
@@ -877,4 +886,112 @@ fn a_reference_kernel_is_shown_in_its_dialect_and_guarded() {
     let held = task.sizes(SizeSet::Full).held_out.label;
     let leaking = format!("// tuned for {held}\n{opencl}");
     assert!(with(&leaking).user(&ctx).is_err());
+}
+
+#[test]
+fn analyst_prompt_for_a_profiled_incumbent() {
+    let task: &Task = demo();
+    let dev = h100();
+    let b = PromptBuilder::new(task, Dialect::Cuda, SizeSet::Full, dev.clone()).unwrap();
+    let seed = task.seed(Dialect::Cuda).unwrap();
+    let eval = correct(task, &dev, SizeSet::Full, [0.3, 0.7, 0.85]);
+    let largest = &task.sizes(SizeSet::Full).in_distribution[2].label;
+    let profile = format!(
+        "Nsight Compute profile at size {largest}: memory-bound.\ndemo_step (1 launch, 12.0 us): DRAM 81% of peak, L2 40% of peak, achieved occupancy 88%"
+    );
+    let request = b
+        .analyst_request(&kevo_proposer::AnalystContext {
+            source: seed,
+            evaluation: &eval,
+            profile: Some(&profile),
+            role: "seed",
+        })
+        .unwrap();
+    assert_eq!(
+        request.max_tokens,
+        Some(kevo_proposer::prompt::analyst::ANALYST_MAX_TOKENS)
+    );
+    // Everything it is to weigh is in the prompt: the kernel, its
+    // per-size results against the ceiling, the profile.
+    for part in [seed.trim_end(), "% of DRAM", &profile, "score (gmean"] {
+        assert!(request.user.contains(part), "{part} missing");
+    }
+    insta::assert_snapshot!(
+        "analyst",
+        format!(
+            "=== system ===\n{}\n=== user ===\n{}",
+            request.system, request.user
+        )
+    );
+    // Without a profile neither prompt speaks of one.
+    let bare = b
+        .analyst_request(&kevo_proposer::AnalystContext {
+            source: seed,
+            evaluation: &eval,
+            profile: None,
+            role: "seed",
+        })
+        .unwrap();
+    assert!(!bare.system.contains("Nsight") && !bare.user.contains("Nsight"));
+}
+
+#[test]
+fn the_analyst_sees_no_held_out_size() {
+    let task: &Task = demo();
+    let dev = h100();
+    let b = PromptBuilder::new(task, Dialect::Cuda, SizeSet::Full, dev.clone()).unwrap();
+    let seed = task.seed(Dialect::Cuda).unwrap();
+    let held = task.sizes(SizeSet::Full).held_out.label;
+    let eval = correct(task, &dev, SizeSet::Full, [0.3, 0.7, 0.85]);
+    let leaking = format!("Nsight Compute profile at size {held}: memory-bound.");
+    let ask = |evaluation: &Evaluation, profile: Option<&str>| {
+        b.analyst_request(&kevo_proposer::AnalystContext {
+            source: seed,
+            evaluation,
+            profile,
+            role: "seed",
+        })
+    };
+    assert!(matches!(
+        ask(&eval, Some(&leaking)),
+        Err(PromptError::HeldOut { .. })
+    ));
+    // An evaluation holding the held-out size is refused as well.
+    let mut with_held = eval.clone();
+    with_held.sizes[0].label = held.clone();
+    assert!(matches!(
+        ask(&with_held, None),
+        Err(PromptError::HeldOut { .. })
+    ));
+    assert!(ask(&eval, None).is_ok());
+}
+
+#[test]
+fn an_analysis_is_shown_before_the_instructions_unless_it_names_the_held_out_size() {
+    let task: &Task = demo();
+    let dev = h100();
+    let b = PromptBuilder::new(task, Dialect::Cuda, SizeSet::Full, dev.clone()).unwrap();
+    let seed = task.seed(Dialect::Cuda).unwrap();
+    let eval = correct(task, &dev, SizeSet::Full, [0.3, 0.7, 0.85]);
+    let history = history(&[(0, eval.outcome.score(), true)]);
+    let advice = "Load u_in as float4: DRAM is at 30% of peak at the smallest size; expect 60%.";
+    let with = |analysis| UserContext {
+        analysis,
+        ..seed_context(seed, &eval, &history, None)
+    };
+    let text = b.user(&with(Some(advice))).unwrap();
+    let section = text
+        .find("## Performance analysis of the seed")
+        .expect("the section is there");
+    let shown = text.find(advice).unwrap();
+    let task_at = text.find("## Your task").unwrap();
+    assert!(section < shown && shown < task_at, "{text}");
+    assert!(text[task_at..].contains("Weigh the performance analysis above"));
+    let without = b.user(&with(None)).unwrap();
+    assert!(!without.contains("Performance analysis") && !without.contains("Weigh the"));
+    // The analyst's guess at a size it was never shown stays out.
+    let held = task.sizes(SizeSet::Full).held_out.label;
+    let guess = format!("Tile for {held} as well.");
+    let text = b.user(&with(Some(&guess))).unwrap();
+    assert!(!text.contains(&guess) && !text.contains("Performance analysis"));
 }

@@ -5,6 +5,7 @@
 //!     00_seed.<ext>  00_result.json
 //!     01_prompt.md   01_response.md  01_reasoning.md  01_candidate.<ext>  01_result.json
 //!     ...
+//!     analysis_<candidate>.md  profile_<candidate>.txt  (--analyst, --profile)
 //!     best.<ext>  best_result.json  history.json  summary.json
 //! ```
 //!
@@ -154,6 +155,24 @@ impl RunDir {
     /// `NN_reasoning.md`, for providers that return reasoning text.
     pub fn write_reasoning(&self, iteration: u32, reasoning: &str) -> Result<PathBuf, StoreError> {
         self.file(format!("{iteration:02}_reasoning.md"), reasoning.as_bytes())
+    }
+
+    /// `analysis_<candidate>.md`: the performance analyst's prompt and
+    /// answer about a candidate, and the recommendation passed on (none
+    /// when its answer held none).
+    pub fn write_analysis(
+        &self,
+        candidate: i64,
+        system: &str,
+        user: &str,
+        answer: &str,
+        recommendation: Option<&str>,
+    ) -> Result<PathBuf, StoreError> {
+        let passed = recommendation.unwrap_or("(none: the answer held no recommendation)");
+        let text = format!(
+            "# System\n\n{system}\n\n# User\n\n{user}\n\n# Answer\n\n{answer}\n\n# Passed to the proposer\n\n{passed}\n"
+        );
+        self.file(format!("analysis_{candidate}.md"), text.as_bytes())
     }
 
     /// `NN_candidate.<ext>`: the source that was evaluated.

@@ -1015,6 +1015,30 @@ impl Store {
         Ok(())
     }
 
+    /// Stores one model call made outside an iteration's proposals (the
+    /// performance analyst's, about `candidate`) as soon as it returns, so
+    /// that what it cost is kept whatever happens to the iteration it
+    /// informs. `iteration` is the last one recorded when it was made.
+    pub async fn record_llm_call(
+        &self,
+        run: &RunId,
+        candidate: Option<CandidateId>,
+        iteration: u32,
+        call: &NewLlmCall,
+    ) -> Result<LlmCallId, StoreError> {
+        let what = "record an LLM call";
+        required_finite(call.latency_s, "an LLM call's latency")?;
+        let at = now();
+        let id;
+        on_pool!(self, pool => {
+            let mut tx = pool.begin_write().await.map_err(self.db(what))?;
+            id = insert_llm_call!(&mut *tx, run, candidate.map(|c| c.0), i64::from(iteration), call, at)
+                .map_err(self.db(what))?;
+            tx.commit().await.map_err(self.db(what))?;
+        });
+        Ok(LlmCallId(id))
+    }
+
     // ----------------------------------------------------------- iterations
 
     /// What can be checked of an iteration's proposals before any

@@ -862,6 +862,34 @@ async fn heartbeats_and_abandoned_calls(db: &TestDb) {
     );
 }
 
+/// A call made between iterations about a stored candidate (the
+/// performance analyst's) is stored on its own, tied to that candidate,
+/// with its counts; a latency that is not a number is refused.
+async fn single_calls(db: &TestDb) {
+    let store = &db.store;
+    let (run, seed) = seeded_run(store, "saxpy", 0.5).await;
+    let mut call = llm_call("analyse the seed", Some("use float4"), None);
+    call.purpose = "analysis".into();
+    call.input_tokens = Some(900);
+    call.cost_usd = Some(0.002);
+    let id = store
+        .record_llm_call(&run, Some(seed), 0, &call)
+        .await
+        .unwrap();
+    let calls = store.llm_calls(&run).await.unwrap();
+    let stored = calls.iter().find(|c| c.id == id).unwrap();
+    assert_eq!(stored.candidate_id, Some(seed));
+    assert_eq!(stored.iteration, 0);
+    assert_eq!(stored.call, call);
+    call.latency_s = f64::NAN;
+    let err = store
+        .record_llm_call(&run, Some(seed), 0, &call)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("latency"), "{err}");
+    assert_eq!(store.llm_calls(&run).await.unwrap().len(), calls.len());
+}
+
 /// A strategy decides on the ids the store gave the iteration's
 /// candidates, inside the transaction; what it decides is checked like any
 /// record, and a refused decision leaves nothing of the iteration behind.
@@ -1202,6 +1230,7 @@ both_backends!(
     text_with_nul,
     islands_and_cells,
     heartbeats_and_abandoned_calls,
+    single_calls,
     decisions_on_stored_ids,
     proposals_answered_once,
     measurement_cache,

@@ -114,3 +114,48 @@ pub const EVOLVE_SAXPY_SMOKE: [&str; 7] = [
     "--sizes",
     "smoke",
 ];
+
+/// What a loopback HTTP server answers: status line text (e.g. "200 OK"),
+/// extra header lines (each ending in CRLF) and a JSON body; `None`
+/// accepts the request and never answers.
+#[allow(dead_code)]
+pub type HttpAnswer = Option<(String, String, String)>;
+
+/// A loopback HTTP server on its own thread that answers every request
+/// with `answer(body)`; its base URL (`http://127.0.0.1:PORT/v1`).
+#[allow(dead_code)]
+pub fn serve_http(answer: impl Fn(&str) -> HttpAnswer + Send + Sync + 'static) -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let answer = std::sync::Arc::new(answer);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let answer = answer.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut length = 0usize;
+                let mut line = String::new();
+                while reader.read_line(&mut line).unwrap_or(0) > 0 && line != "\r\n" {
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap_or(0);
+                    }
+                    line.clear();
+                }
+                let mut body = vec![0u8; length];
+                let _ = reader.read_exact(&mut body);
+                let Some((status, headers, reply)) = answer(&String::from_utf8_lossy(&body)) else {
+                    std::thread::sleep(Duration::from_secs(120));
+                    return;
+                };
+                let mut stream = stream;
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 {status}\r\ncontent-type: application/json\r\n{headers}content-length: {}\r\nconnection: close\r\n\r\n{reply}",
+                    reply.len()
+                );
+            });
+        }
+    });
+    url
+}

@@ -40,6 +40,7 @@ allow_read = ["/opt/cuda", "drivers"]
 
 [llm]
 models = ["cmd:./a.sh", "cmd:./b.sh=0.5"]
+analyst = "cmd:./advise.sh"
 concurrency = 3
 edit_mode = "diff"
 
@@ -105,6 +106,7 @@ fn defaults_then_file_then_flags_for_every_kind_of_key() {
         [PathBuf::from("/opt/cuda"), PathBuf::from("/exp/drivers")]
     );
     assert_eq!(o.llm, ["cmd:./a.sh", "cmd:./b.sh=0.5"]);
+    assert_eq!(o.analyst.as_deref(), Some("cmd:./advise.sh"));
     assert_eq!(o.concurrency, 3);
     assert_eq!(o.edit_mode, EditMode::SearchReplace);
     assert_eq!(o.iterations, 7);
@@ -229,6 +231,18 @@ fn malformed_configs_name_the_file_line_and_key() {
             "[llm]\nmodels = [\"cmd:\"]",
             &["run.toml:2", "key `llm.models`"],
         ),
+        (
+            "[llm]\nanalyst = \"external\"",
+            &["run.toml:2", "key `llm.analyst`", "called by kevo"],
+        ),
+        (
+            "[llm]\nanalyst = \"batch:openai:gpt-5\"",
+            &["run.toml:2", "key `llm.analyst`", "within hours"],
+        ),
+        (
+            "[llm]\nanalyst = \"openai:gpt-5,openai:gpt-5-mini\"",
+            &["run.toml:2", "key `llm.analyst`", "names 2 models"],
+        ),
         ("[timing]\n\ncuda_graf = true", &["run.toml:3", "cuda_graf"]),
         (
             "[timing]\nmax_timed_runs = 3",
@@ -351,4 +365,21 @@ fn a_stored_run_is_a_layer_without_its_recording() {
     assert_eq!(o.record, None);
     assert_eq!(o.concurrency, 2);
     assert_eq!(o.iterations, 3);
+}
+
+#[test]
+fn the_analysts_replay_file_is_relative_to_the_config_file() {
+    let f = file("task = \"saxpy\"\n[llm]\nmodels = [\"replay:gen.jsonl\"]\nanalyst = \"replay:advice.jsonl#keyed\"").unwrap();
+    let o = effective(&[f]);
+    assert_eq!(o.llm, ["replay:/exp/gen.jsonl"]);
+    assert_eq!(o.analyst.as_deref(), Some("replay:/exp/advice.jsonl#keyed"));
+    // Recorded beside the proposer's recording.
+    let mut o = o;
+    o.record = Some("/exp/calls.jsonl".into());
+    assert_eq!(
+        o.analyst_record(),
+        Some(std::path::PathBuf::from("/exp/calls.analyst.jsonl"))
+    );
+    o.analyst = None;
+    assert_eq!(o.analyst_record(), None);
 }

@@ -10,6 +10,7 @@
 //! generated feedback and history text is scanned for the held-out label
 //! as a second line of defence.
 
+pub mod analyst;
 pub mod feedback;
 pub mod history;
 pub mod templates;
@@ -20,6 +21,7 @@ use kevo_roofline::{CeilingSource, Ceilings};
 use kevo_tasks::{CeilingKind, SizePlan, SizeSet, Task};
 use serde::{Deserialize, Serialize};
 
+pub use analyst::{AnalystContext, recommendation};
 pub use feedback::{Feedback, fmt_rate, sci, trim_compile_log};
 pub use history::{
     HistoryEntry, StagnationParams, StepOutcome, attempt_note, evaluated_entry, history_line,
@@ -113,6 +115,10 @@ pub struct UserContext<'a> {
     /// The incumbent's profile summary (Nsight Compute, `--profile`), shown
     /// with its result.
     pub incumbent_profile: Option<&'a str>,
+    /// The performance analyst's recommendation about the incumbent
+    /// (`--analyst`), shown before the instructions; one that names the
+    /// held-out size is left out.
+    pub analysis: Option<&'a str>,
 }
 
 /// A kernel for the same task from another dialect or device (KForge's
@@ -279,6 +285,7 @@ struct UserCtx<'a> {
     evolve_blocks: bool,
     device_kind: &'static str,
     reference: Option<ReferenceCtx>,
+    analysis: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -709,6 +716,7 @@ impl<'t> PromptBuilder<'t> {
                 }
                 None => None,
             },
+            analysis: ctx.analysis.and_then(|a| self.shown_analysis(a.trim_end())),
         };
         // Within the budget: inspirations go first, then elites, from the
         // end of each list.

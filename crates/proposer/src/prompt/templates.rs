@@ -43,6 +43,14 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../templates/_device_kind.j2"),
     ),
     ("_tunables.j2", include_str!("../../templates/_tunables.j2")),
+    (
+        "analyst_system.j2",
+        include_str!("../../templates/analyst_system.j2"),
+    ),
+    (
+        "analyst_user.j2",
+        include_str!("../../templates/analyst_user.j2"),
+    ),
 ];
 
 pub struct Templates {
