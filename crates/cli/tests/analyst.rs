@@ -1,5 +1,6 @@
 //! The performance analyst (`--analyst`) end to end through the `kevo`
-//! binary on PoCL: its recommendation reaches the proposer's next prompt,
+//! binary on PoCL: its recommendation reaches the proposer's next prompt
+//! (from a loopback endpoint, and replayed from its recording),
 //! its call is stored with the candidate it analysed and counts in the
 //! run's budget, a resumed run does not ask again, and an analyst that
 //! fails leaves prompts without a recommendation and the run going.
@@ -203,6 +204,31 @@ fn the_recommendation_reaches_the_next_prompt_and_is_stored_with_its_candidate()
     let recorded = std::fs::read_to_string(&analyst_record).unwrap();
     assert_eq!(recorded.lines().count(), 1);
     assert_eq!(std::fs::read_to_string(&record).unwrap().lines().count(), 2);
+
+    // The two recordings replay the run with no server: the analyst's
+    // answer reaches the proposer's prompts again.
+    let replayed = evolve(
+        &dir.path().join("replayed"),
+        &format!("replay:{}", record.display()),
+        &format!("replay:{}", analyst_record.display()),
+        2,
+        &[],
+    );
+    replayed.assert_ok();
+    for k in ["01", "02"] {
+        let prompt =
+            std::fs::read_to_string(replayed.run_dir().join(format!("{k}_prompt.md"))).unwrap();
+        assert!(prompt.contains(ADVICE), "{k}: {prompt}");
+    }
+    let calls = replayed.calls();
+    assert_eq!(
+        calls
+            .iter()
+            .filter(|c| c.call.purpose == "analysis")
+            .map(|c| c.call.provider.starts_with("replay:"))
+            .collect::<Vec<_>>(),
+        [true]
+    );
 }
 
 #[test]
