@@ -422,6 +422,11 @@ pub struct RunFlags {
     /// eval --profile`); without ncu the run says so once and goes on.
     #[arg(long)]
     pub profile: bool,
+    /// Profile every correct candidate as well as each incumbent (implies
+    /// --profile): when it is first shown as the previous attempt, its
+    /// summary goes beside its result (seconds of profiling each).
+    #[arg(long)]
+    pub profile_every: bool,
     /// Seed of the ensemble's model choice.
     #[arg(long)]
     pub rng_seed: Option<u64>,
@@ -517,6 +522,12 @@ impl RunFlags {
             "device.profile",
             "--profile",
             |c| &mut c.device.profile,
+        );
+        l.set(
+            self.profile_every.then_some(true),
+            "device.profile_every",
+            "--profile-every",
+            |c| &mut c.device.profile_every,
         );
         l.set(
             self.timeout,

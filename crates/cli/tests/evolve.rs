@@ -792,8 +792,9 @@ fn a_file_a_candidate_names_reaches_no_output_store_or_prompt() {
     assert_eq!(config["environment_scrubbed"], true, "{config}");
 }
 
-/// `--profile` without CUDA: the run says once why there are no profiles,
-/// shows none to the model, and runs to its end.
+/// `--profile-every` (incumbents and every correct attempt) without CUDA:
+/// the run says once why there are no profiles, shows none to the model,
+/// and runs to its end.
 #[test]
 fn profile_without_cuda_is_said_once_and_the_run_goes_on() {
     if !opencl_available() {
@@ -808,7 +809,7 @@ fn profile_without_cuda_is_said_once_and_the_run_goes_on() {
         &llm,
         "--iterations",
         "3",
-        "--profile",
+        "--profile-every",
         "--workspace",
         &ws,
     ]);
@@ -835,7 +836,7 @@ fn profile_without_cuda_is_said_once_and_the_run_goes_on() {
         .into_owned();
     let v = show(&ws, &run_dir);
     assert_eq!(
-        v["run"]["config"]["profile"], true,
+        v["run"]["config"]["profile_every"], true,
         "{}",
         v["run"]["config"]
     );

@@ -74,6 +74,9 @@ pub struct DeviceSection {
     /// summary in the next prompt.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<bool>,
+    /// Profile every correct candidate as well as each incumbent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile_every: Option<bool>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -954,6 +957,7 @@ impl RunConfig {
         });
         o.fast_math = self.device.fast_math.unwrap_or(true);
         o.profile = self.device.profile.unwrap_or(false);
+        o.profile_every = self.device.profile_every.unwrap_or(false);
         o.sizes = self.sizes.unwrap_or(SizeSet::Full);
         o.timing = kevo_worker::TimingOptions {
             cuda_graph: self.timing.cuda_graph.unwrap_or(true),
@@ -1053,6 +1057,7 @@ impl RunConfig {
                 }),
                 fast_math: Some(o.fast_math),
                 profile: Some(o.profile),
+                profile_every: Some(o.profile_every),
             },
             timing: TimingSection {
                 cuda_graph: Some(o.timing.cuda_graph),

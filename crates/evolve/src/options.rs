@@ -35,6 +35,10 @@ pub struct EvolveOptions {
     /// in the next prompt; the time is the profile's, not the score's.
     #[serde(default)]
     pub profile: bool,
+    /// Profile every correct candidate too (`--profile-every`), when it is
+    /// first shown as the previous attempt, its summary beside its result.
+    #[serde(default)]
+    pub profile_every: bool,
     /// A kernel of the task from another dialect or device, shown in every
     /// prompt as a reference implementation (`--reference-kernel`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -213,6 +217,7 @@ impl EvolveOptions {
             edit_mode: EditMode::FullSource,
             fast_math: true,
             profile: false,
+            profile_every: false,
             reference_kernel: None,
             analyst: None,
             rng_seed: 0x6B65_766F,

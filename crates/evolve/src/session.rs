@@ -1249,7 +1249,7 @@ impl<'e> Session<'e> {
         let (seed, best) = (strategy.seed().id, strategy.best());
         let (best, best_score) = (best.id, best.score);
         let incumbent = selection.parent;
-        let incumbent_profile = self.incumbent_profile(incumbent);
+        let incumbent_profile = self.profile(incumbent);
         let role = if incumbent == seed {
             "seed"
         } else if incumbent == best {
@@ -1262,6 +1262,7 @@ impl<'e> Session<'e> {
             .await?;
         let incumbent_source = self.sources[&incumbent].clone();
         let incumbent_evaluation = self.evaluations[&incumbent].clone();
+        let mut previous_profile = None;
         let previous = match &self.state.previous_failure {
             // The last proposal gave nothing to evaluate: tell the proposer
             // why, against the source it was asked to improve.
@@ -1279,9 +1280,17 @@ impl<'e> Session<'e> {
             )),
             // Before the first attempt from this parent it is the only
             // baseline.
-            None => selection
-                .previous
-                .map(|p| (self.sources[&p].clone(), self.evaluations[&p].clone())),
+            None => selection.previous.map(|p| {
+                // With --profile-every, a correct attempt is profiled when
+                // it is first shown, so the proposer sees why it was slow.
+                if self.options.profile_every
+                    && p != incumbent
+                    && self.evaluations[&p].outcome.score().is_some()
+                {
+                    previous_profile = self.profile(p);
+                }
+                (self.sources[&p].clone(), self.evaluations[&p].clone())
+            }),
         };
         let shown = |ids: &[i64]| -> Vec<(String, Evaluation)> {
             ids.iter()
@@ -1291,6 +1300,7 @@ impl<'e> Session<'e> {
         Ok(PromptContext {
             incumbent,
             incumbent_profile,
+            previous_profile,
             analysis,
             incumbent_source,
             incumbent_evaluation,
@@ -1429,13 +1439,14 @@ impl<'e> Session<'e> {
         self.publish(k, decided, observer)
     }
 
-    /// The profile summary of candidate `id` (an incumbent about to be
-    /// shown), profiling it the first time (`--profile`): under Nsight
+    /// The profile summary of candidate `id` (an incumbent, or with
+    /// `--profile-every` an attempt, about to be shown), profiling it the
+    /// first time (`--profile`): under Nsight
     /// Compute at the largest in-distribution size, the report and the
     /// summary kept in the run directory. The first failure turns
     /// profiling off for the run, said once; the run goes on.
-    fn incumbent_profile(&mut self, id: i64) -> Option<String> {
-        if !self.options.profile {
+    fn profile(&mut self, id: i64) -> Option<String> {
+        if !(self.options.profile || self.options.profile_every) {
             return None;
         }
         if let Some(p) = self.profiles.get(&id) {
@@ -1631,6 +1642,7 @@ impl<'e> Session<'e> {
             inspirations: &attempts(&context.inspirations),
             hints: &hints,
             incumbent_profile: context.incumbent_profile.as_deref(),
+            previous_profile: context.previous_profile.as_deref(),
             analysis: context.analysis.as_deref(),
         })?;
         Ok(request)
@@ -2612,6 +2624,8 @@ struct PromptContext {
     incumbent: i64,
     /// Its profile summary, with `--profile`.
     incumbent_profile: Option<String>,
+    /// The previous attempt's, with `--profile-every`.
+    previous_profile: Option<String>,
     /// The analyst's recommendation about it, with `--analyst`.
     analysis: Option<String>,
     incumbent_source: String,

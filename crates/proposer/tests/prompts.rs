@@ -328,6 +328,7 @@ fn user_first_iteration() {
             inspirations: &[],
             hints: &[],
             incumbent_profile: None,
+            previous_profile: None,
             analysis: None,
         })
         .unwrap();
@@ -369,6 +370,7 @@ fn user_after_a_compile_error() {
             inspirations: &[],
             hints: &[],
             incumbent_profile: None,
+            previous_profile: None,
             analysis: None,
         })
         .unwrap();
@@ -437,6 +439,7 @@ fn user_with_stagnation_notice_on_a_measured_device() {
             inspirations: &[],
             hints: &[],
             incumbent_profile: None,
+            previous_profile: None,
             analysis: None,
         })
         .unwrap();
@@ -498,6 +501,7 @@ fn user_in_diff_mode_with_evolve_blocks_after_a_wrong_result() {
             inspirations: &[],
             hints: &[],
             incumbent_profile: None,
+            previous_profile: None,
             analysis: None,
         })
         .unwrap();
@@ -622,6 +626,7 @@ fn no_held_out_label_reaches_any_prompt() {
                                 inspirations: &[],
                                 hints: &[],
                                 incumbent_profile: None,
+                                previous_profile: None,
                                 analysis: None,
                             })
                             .unwrap(),
@@ -645,6 +650,7 @@ fn no_held_out_label_reaches_any_prompt() {
                                     inspirations: &[],
                                     hints: &[],
                                     incumbent_profile: None,
+                                    previous_profile: None,
                                     analysis: None,
                                 })
                                 .unwrap(),
@@ -687,6 +693,7 @@ fn held_out_results_are_refused() {
         inspirations: &[],
         hints: &[],
         incumbent_profile: None,
+        previous_profile: None,
         analysis: None,
     };
     // A held-out size among the results.
@@ -771,6 +778,7 @@ fn user_with_elites_inspirations_hints_and_a_budget() {
         inspirations: &inspirations,
         hints: &hints,
         incumbent_profile: None,
+        previous_profile: None,
         analysis: None,
     };
     let builder = |budget: usize| {
@@ -826,6 +834,7 @@ fn seed_context<'a>(
         inspirations: &[],
         hints: &[],
         incumbent_profile: profile,
+        previous_profile: None,
         analysis: None,
     }
 }
@@ -994,4 +1003,40 @@ fn an_analysis_is_shown_before_the_instructions_unless_it_names_the_held_out_siz
     let guess = format!("Tile for {held} as well.");
     let text = b.user(&with(Some(&guess))).unwrap();
     assert!(!text.contains(&guess) && !text.contains("Performance analysis"));
+}
+
+#[test]
+fn a_previous_attempts_profile_is_shown_with_its_result_and_guarded() {
+    let task: &Task = demo();
+    let dev = h100();
+    let b = PromptBuilder::new(task, Dialect::Cuda, SizeSet::Full, dev.clone()).unwrap();
+    let seed = task.seed(Dialect::Cuda).unwrap();
+    let eval = correct(task, &dev, SizeSet::Full, [0.3, 0.7, 0.85]);
+    let attempt_eval = correct(task, &dev, SizeSet::Full, [0.2, 0.6, 0.8]);
+    let attempt = "/* attempt */\n".to_string() + seed;
+    let history = history(&[
+        (0, eval.outcome.score(), true),
+        (1, attempt_eval.outcome.score(), false),
+    ]);
+    let largest = &task.sizes(SizeSet::Full).in_distribution[2].label;
+    let profile = format!("Nsight Compute profile at size {largest}: latency-bound.");
+    let ctx = |profile| UserContext {
+        previous: Some(Attempt {
+            source: &attempt,
+            evaluation: &attempt_eval,
+        }),
+        previous_profile: profile,
+        ..seed_context(seed, &eval, &history, None)
+    };
+    let text = b.user(&ctx(Some(&profile))).unwrap();
+    let result = text.find("Result of previous attempt").unwrap();
+    let shown = text.find(&profile).expect("the profile is in the prompt");
+    let incumbent = text.find("## Current best").unwrap_or(usize::MAX);
+    assert!(result < shown && shown < incumbent, "{text}");
+    let held = task.sizes(SizeSet::Full).held_out.label;
+    let leaking = format!("Nsight Compute profile at size {held}: latency-bound.");
+    assert!(matches!(
+        b.user(&ctx(Some(&leaking))),
+        Err(PromptError::HeldOut { .. })
+    ));
 }

@@ -115,6 +115,9 @@ pub struct UserContext<'a> {
     /// The incumbent's profile summary (Nsight Compute, `--profile`), shown
     /// with its result.
     pub incumbent_profile: Option<&'a str>,
+    /// The previous attempt's profile summary (`--profile-every`), shown
+    /// with its result.
+    pub previous_profile: Option<&'a str>,
     /// The performance analyst's recommendation about the incumbent
     /// (`--analyst`), shown before the instructions; one that names the
     /// held-out size is left out.
@@ -613,7 +616,12 @@ impl<'t> PromptBuilder<'t> {
             .is_some_and(|p| p.source.trim() == ctx.incumbent.source.trim());
         let previous = match ctx.previous {
             Some(p) => {
-                let fb = self.feedback(p.evaluation, "previous attempt")?;
+                let mut fb = self.feedback(p.evaluation, "previous attempt")?;
+                if let Some(profile) = ctx.previous_profile {
+                    self.guard_text(profile, "profile")?;
+                    fb.text.push_str("\n\n");
+                    fb.text.push_str(profile.trim_end());
+                }
                 Some(AttemptCtx {
                     source: p.source.trim_end().to_string(),
                     feedback: fb.text,
