@@ -380,6 +380,16 @@ pub struct KernelInfo {
     pub local_bytes_per_thread: Option<u64>,
     /// Number of parameters the entry point declares, when the runtime says.
     pub num_args: Option<u32>,
+    /// The virtual architecture of the PTX the kernel came from (CUDA:
+    /// 90 for compute_90); absent where the runtime has no such notion
+    /// and in evaluations stored before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ptx_arch: Option<u32>,
+    /// The architecture of the machine code that runs (CUDA SASS: 90 for
+    /// sm_90), which differs from `ptx_arch` when the driver compiled PTX
+    /// for a newer device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sass_arch: Option<u32>,
 }
 
 /// How many of a kernel's blocks of a given size fit on one multiprocessor

@@ -272,6 +272,9 @@ pub fn print_evaluation(e: &Evaluation, ceilings: &Ceilings) {
             println!("work model: {}", first.work_note);
         }
     }
+    for line in e.kernels.iter().filter_map(|k| k.facts_line()) {
+        println!("compiler: {line}");
+    }
     for (label, why) in e.suspicious() {
         println!("SUSPICIOUS at {label}: {why}");
     }

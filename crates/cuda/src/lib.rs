@@ -1115,6 +1115,12 @@ impl Backend for CudaBackend {
                 get(FuncAttr::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?.max(0) as u64
             ),
             num_args: entry.params.as_ref().map(|p| p.len() as u32),
+            ptx_arch: get(FuncAttr::CU_FUNC_ATTRIBUTE_PTX_VERSION)
+                .ok()
+                .and_then(|v| u32::try_from(v).ok()),
+            sass_arch: get(FuncAttr::CU_FUNC_ATTRIBUTE_BINARY_VERSION)
+                .ok()
+                .and_then(|v| u32::try_from(v).ok()),
         })
     }
 

@@ -332,6 +332,55 @@ pub struct KernelResources {
     pub occupancy: Option<kevo_backend::Occupancy>,
 }
 
+impl KernelResources {
+    /// The compiler facts the runtime reported, as one line: "demo_step:
+    /// 32 registers, no spills, 4096 B static shared, occupancy 75% (6
+    /// blocks of 256 threads per SM), runs as sm_90"; None when it
+    /// reported none. What the proposer, the analyst and `kevo eval` show.
+    pub fn facts_line(&self) -> Option<String> {
+        let info = &self.info;
+        let mut parts = Vec::new();
+        if let Some(r) = info.registers_per_thread {
+            parts.push(format!("{r} registers"));
+        }
+        // CUDA's local memory is register spills; OpenCL's private memory
+        // is the kernel's own arrays.
+        let cuda = info.registers_per_thread.is_some();
+        match info.local_bytes_per_thread {
+            Some(0) if cuda => parts.push("no spills".into()),
+            Some(b) if b > 0 && cuda => {
+                parts.push(format!("{b} B local memory per thread (spills)"))
+            }
+            Some(b) if b > 0 => parts.push(format!("{b} B private memory per work-item")),
+            _ => {}
+        }
+        match info.static_shared_bytes.filter(|b| *b > 0) {
+            Some(b) if cuda => parts.push(format!("{b} B static shared")),
+            Some(b) => parts.push(format!("{b} B __local memory")),
+            None => {}
+        }
+        if !cuda && let Some(m) = info.preferred_multiple.filter(|m| *m > 1) {
+            parts.push(format!("work-group size best a multiple of {m}"));
+        }
+        if let Some(o) = self.occupancy {
+            parts.push(format!(
+                "occupancy {:.0}% ({} blocks of {} threads per SM)",
+                o.fraction() * 100.0,
+                o.active_blocks_per_sm,
+                o.block_threads
+            ));
+        }
+        match (info.sass_arch, info.ptx_arch) {
+            (Some(sass), Some(ptx)) if ptx != sass => {
+                parts.push(format!("runs as sm_{sass} (from compute_{ptx} PTX)"))
+            }
+            (Some(sass), _) => parts.push(format!("runs as sm_{sass}")),
+            _ => {}
+        }
+        (!parts.is_empty()).then(|| format!("{}: {}", self.name, parts.join(", ")))
+    }
+}
+
 /// Everything known about one evaluation of one candidate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Evaluation {
@@ -381,6 +430,61 @@ impl Evaluation {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn compiler_facts_read_as_one_line_per_entry_point() {
+        let k = KernelResources {
+            name: "demo_step".into(),
+            info: kevo_backend::KernelInfo {
+                max_threads_per_block: 1024,
+                registers_per_thread: Some(32),
+                static_shared_bytes: Some(4096),
+                local_bytes_per_thread: Some(0),
+                ..Default::default()
+            },
+            occupancy: Some(kevo_backend::Occupancy {
+                block_threads: 256,
+                active_blocks_per_sm: 6,
+                max_threads_per_sm: 2048,
+            }),
+        };
+        assert_eq!(
+            k.facts_line().unwrap(),
+            "demo_step: 32 registers, no spills, 4096 B static shared, occupancy 75% (6 blocks of 256 threads per SM)"
+        );
+        // The architecture, and the PTX's when the driver compiled it
+        // for a newer device.
+        let mut arch = k.clone();
+        arch.info.ptx_arch = Some(90);
+        arch.info.sass_arch = Some(90);
+        assert!(arch.facts_line().unwrap().ends_with(", runs as sm_90"));
+        arch.info.ptx_arch = Some(80);
+        assert!(
+            arch.facts_line()
+                .unwrap()
+                .ends_with(", runs as sm_90 (from compute_80 PTX)")
+        );
+        let opencl = KernelResources {
+            name: "k".into(),
+            info: kevo_backend::KernelInfo::default(),
+            occupancy: None,
+        };
+        assert_eq!(opencl.facts_line(), None, "nothing reported, no line");
+        // OpenCL's kernel work-group info in its own words.
+        let opencl = KernelResources {
+            info: kevo_backend::KernelInfo {
+                preferred_multiple: Some(8),
+                static_shared_bytes: Some(4096),
+                local_bytes_per_thread: Some(64),
+                ..Default::default()
+            },
+            ..opencl
+        };
+        assert_eq!(
+            opencl.facts_line().unwrap(),
+            "k: 64 B private memory per work-item, 4096 B __local memory, work-group size best a multiple of 8"
+        );
+    }
 
     #[test]
     fn evaluations_stored_before_kernel_resources_still_load() {

@@ -436,6 +436,8 @@ impl Backend for OpenClBackend {
             static_shared_bytes: k.get_local_mem_size(dev).ok(),
             local_bytes_per_thread: k.get_private_mem_size(dev).ok(),
             num_args: Some(entry.num_args),
+            ptx_arch: None,
+            sass_arch: None,
         })
     }
 

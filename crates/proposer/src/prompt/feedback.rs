@@ -198,41 +198,10 @@ pub fn trim_compile_log(d: &CompileDiagnostics) -> String {
     kept.join("\n")
 }
 
-/// An entry point's compiler facts, where the runtime reports them:
-/// "demo_step: 32 registers, no spills, 4096 B static shared, occupancy
-/// 75% (6 blocks of 256 threads per SM)".
-fn resources_line(k: &kevo_eval::KernelResources) -> Option<String> {
-    let mut parts = Vec::new();
-    if let Some(r) = k.info.registers_per_thread {
-        parts.push(format!("{r} registers"));
-    }
-    // CUDA's local memory is register spills; OpenCL's private memory
-    // is the kernel's own arrays.
-    let cuda = k.info.registers_per_thread.is_some();
-    match k.info.local_bytes_per_thread {
-        Some(0) if cuda => parts.push("no spills".into()),
-        Some(b) if b > 0 && cuda => parts.push(format!("{b} B local memory per thread (spills)")),
-        Some(b) if b > 0 => parts.push(format!("{b} B private memory per work-item")),
-        _ => {}
-    }
-    if let Some(b) = k.info.static_shared_bytes.filter(|b| *b > 0) {
-        parts.push(format!("{b} B static shared"));
-    }
-    if let Some(o) = k.occupancy {
-        parts.push(format!(
-            "occupancy {:.0}% ({} blocks of {} threads per SM)",
-            o.fraction() * 100.0,
-            o.active_blocks_per_sm,
-            o.block_threads
-        ));
-    }
-    (!parts.is_empty()).then(|| format!("{}: {}", k.name, parts.join(", ")))
-}
-
 /// Render an evaluation's packet. The caller has checked the sizes.
 pub fn render(eval: &Evaluation) -> Feedback {
     let mut lines: Vec<String> = eval.sizes.iter().map(size_line).collect();
-    lines.extend(eval.kernels.iter().filter_map(resources_line));
+    lines.extend(eval.kernels.iter().filter_map(|k| k.facts_line()));
     match &eval.outcome {
         Outcome::Correct { score } => lines.push(format!("score (gmean of fraction): {score:.4}")),
         Outcome::WrongResult {
@@ -302,35 +271,6 @@ pub fn render(eval: &Evaluation) -> Feedback {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn compiler_facts_read_as_one_line_per_entry_point() {
-        let k = kevo_eval::KernelResources {
-            name: "demo_step".into(),
-            info: kevo_backend::KernelInfo {
-                max_threads_per_block: 1024,
-                registers_per_thread: Some(32),
-                static_shared_bytes: Some(4096),
-                local_bytes_per_thread: Some(0),
-                ..Default::default()
-            },
-            occupancy: Some(kevo_backend::Occupancy {
-                block_threads: 256,
-                active_blocks_per_sm: 6,
-                max_threads_per_sm: 2048,
-            }),
-        };
-        assert_eq!(
-            resources_line(&k).unwrap(),
-            "demo_step: 32 registers, no spills, 4096 B static shared, occupancy 75% (6 blocks of 256 threads per SM)"
-        );
-        let opencl = kevo_eval::KernelResources {
-            name: "k".into(),
-            info: kevo_backend::KernelInfo::default(),
-            occupancy: None,
-        };
-        assert_eq!(resources_line(&opencl), None, "nothing reported, no line");
-    }
 
     #[test]
     fn sci_matches_python() {
