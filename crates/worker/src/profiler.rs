@@ -180,6 +180,14 @@ pub fn parse_raw_csv(text: &str) -> Result<Vec<KernelProfile>, String> {
     let number = |row: &Vec<String>, name: &str| -> Option<f64> {
         column(name).and_then(|c| row[c].replace(',', "").parse::<f64>().ok())
     };
+    // Durations come in the unit the row after the header names, which ncu
+    // picks by magnitude (us for microseconds, ms for a slow kernel).
+    let duration_unit = column("gpu__time_duration.sum")
+        .and_then(|c| rows.get(header + 1).and_then(|units| units.get(c)))
+        .map(String::as_str)
+        .unwrap_or("us");
+    let to_us = microseconds_per(duration_unit)
+        .ok_or_else(|| format!("unknown unit `{duration_unit}` for gpu__time_duration.sum"))?;
     let mut by_kernel: BTreeMap<String, Vec<&Vec<String>>> = BTreeMap::new();
     for row in &launches {
         by_kernel
@@ -199,7 +207,7 @@ pub fn parse_raw_csv(text: &str) -> Result<Vec<KernelProfile>, String> {
     for (name, rows) in by_kernel {
         let durations: Vec<f64> = rows
             .iter()
-            .map(|r| number(r, "gpu__time_duration.sum").unwrap_or(0.0))
+            .map(|r| number(r, "gpu__time_duration.sum").unwrap_or(0.0) * to_us)
             .collect();
         let total: f64 = durations.iter().sum();
         let weighted = |metric: &str| -> f64 {
@@ -245,6 +253,17 @@ pub fn parse_raw_csv(text: &str) -> Result<Vec<KernelProfile>, String> {
     // The kernel that took the most time first.
     kernels.sort_by(|a, b| b.duration_us.total_cmp(&a.duration_us));
     Ok(kernels)
+}
+
+/// Microseconds in one `unit` of time as ncu spells it.
+fn microseconds_per(unit: &str) -> Option<f64> {
+    Some(match unit {
+        "ns" | "nsecond" => 1e-3,
+        "us" | "usecond" => 1.0,
+        "ms" | "msecond" => 1e3,
+        "s" | "second" => 1e6,
+        _ => return None,
+    })
 }
 
 /// Rows of a CSV text with quoted fields ("a","b,c"), as ncu writes it.
@@ -357,7 +376,8 @@ pub fn profile(
     let out = std::process::Command::new(&ncu)
         .args(["--import"])
         .arg(req.report)
-        .args(["--csv", "--page", "raw"])
+        // Counts in plain numbers, not scaled to K or M.
+        .args(["--csv", "--page", "raw", "--print-units", "base"])
         .output()
         .map_err(|e| ProfileError::Report(format!("cannot run ncu --import: {e}")))?;
     let text = String::from_utf8_lossy(&out.stdout);
@@ -437,6 +457,37 @@ mod tests {
                 .join(name),
         )
         .unwrap()
+    }
+
+    /// A slow kernel's duration comes in milliseconds (ncu scales the
+    /// unit), a base-unit report's in nanoseconds: both read as us.
+    #[test]
+    fn durations_are_read_in_the_unit_the_report_names() {
+        let text = fixture("saxpy-smoke-64K.csv");
+        let with_unit = |unit: &str, value: &str| {
+            let mut rows: Vec<String> = text.lines().map(String::from).collect();
+            let header = rows.iter().position(|r| r.starts_with("\"ID\"")).unwrap();
+            let names = csv_rows(&rows[header])[0].clone();
+            let c = names
+                .iter()
+                .position(|n| n == "gpu__time_duration.sum")
+                .unwrap();
+            for (i, new) in [(header + 1, unit), (header + 2, value)] {
+                let mut cells = csv_rows(&rows[i])[0].clone();
+                cells[c] = new.to_string();
+                rows[i] = cells
+                    .iter()
+                    .map(|v| format!("\"{v}\""))
+                    .collect::<Vec<_>>()
+                    .join(",");
+            }
+            parse_raw_csv(&rows.join("\n")).map(|k| k[0].duration_us)
+        };
+        assert!((with_unit("ms", "1.52").unwrap() - 1520.0).abs() < 1e-9);
+        assert!((with_unit("nsecond", "3,072").unwrap() - 3.072).abs() < 1e-9);
+        assert!((with_unit("us", "3.072").unwrap() - 3.072).abs() < 1e-9);
+        let err = with_unit("fortnight", "1").unwrap_err();
+        assert!(err.contains("fortnight"), "{err}");
     }
 
     #[test]
