@@ -467,6 +467,9 @@ pub(crate) fn print_summary(summary: &kevo_evolve::Summary) {
                 .unwrap_or_else(|| h.winner_outcome.clone()),
             h.seed_outcome
         );
+        if let (Some(v), Some(why)) = (h.verdict, &h.verdict_reason) {
+            println!("held-out verdict: {v} ({why})");
+        }
     }
     println!(
         "spent: {}, {}, {:.1} s",
@@ -527,12 +530,21 @@ pub fn runs(store: StoreArgs, json: bool) -> Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
         println!(
-            "{:<28} {:<10} {:<8} {:<6} {:<12} {:>5} {:>8} {:>9}  {}",
-            "run", "task", "backend", "sizes", "status", "iter", "best", "cost $", "device"
+            "{:<28} {:<10} {:<8} {:<6} {:<12} {:>5} {:>8} {:>9}  {:<19}  {}",
+            "run",
+            "task",
+            "backend",
+            "sizes",
+            "status",
+            "iter",
+            "best",
+            "cost $",
+            "held-out",
+            "device"
         );
         for r in runs {
             println!(
-                "{:<28} {:<10} {:<8} {:<6} {:<12} {:>5} {:>8} {:>9.4}  {}",
+                "{:<28} {:<10} {:<8} {:<6} {:<12} {:>5} {:>8} {:>9.4}  {:<19}  {}",
                 r.id.0,
                 r.task,
                 r.backend,
@@ -543,10 +555,22 @@ pub fn runs(store: StoreArgs, json: bool) -> Result<ExitCode> {
                     .unwrap_or_else(|| "-".into()),
                 score(r.best_score),
                 r.cost_usd.unwrap_or(0.0),
+                r.held_out_verdict.as_deref().unwrap_or("-"),
                 r.device
             );
         }
         Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// "held-out verdict: overfit (the winner is correct at the scored sizes
+/// but not at the held-out size: ...)", from a finished run's summary.
+fn verdict_line(summary: Option<&serde_json::Value>) -> Option<String> {
+    let held_out = &summary?["held_out"];
+    let verdict = held_out["verdict"].as_str()?;
+    Some(match held_out["verdict_reason"].as_str() {
+        Some(why) => format!("held-out verdict: {verdict} ({why})"),
+        None => format!("held-out verdict: {verdict}"),
     })
 }
 
@@ -833,6 +857,9 @@ pub fn show(run: &str, store: StoreArgs, json: bool) -> Result<ExitCode> {
                 score(h.phi),
                 score(h.speedup)
             );
+        }
+        if let Some(v) = verdict_line(info.summary.as_ref()) {
+            println!("{v}");
         }
         Ok(ExitCode::SUCCESS)
     })

@@ -26,6 +26,7 @@ mod options;
 mod remeasure;
 mod session;
 pub mod sweep;
+pub mod verdict;
 
 pub use config::{ConfigError, ConfigLayer, RunConfig};
 pub use options::{
@@ -36,3 +37,4 @@ pub use session::{
     Asked, Environment, Event, EvolveError, HeldOutSummary, InFlightCalls, Observer, Summary, ask,
     create, finish, interrupt, is_abandoned, resume, start, stored_options, stored_strategy, tell,
 };
+pub use verdict::HeldOutVerdict;

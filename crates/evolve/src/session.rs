@@ -328,6 +328,12 @@ pub struct HeldOutSummary {
     /// with its level ("397% of DRAM 19.0 GB/s, 52% of L2 ...").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub winner_roofline: Option<String>,
+    /// Generalises, held-out regression, overfit or seed kept (None in
+    /// summaries stored before it was), and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<crate::HeldOutVerdict>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict_reason: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -2472,7 +2478,11 @@ impl<'e> Session<'e> {
                 )
                 .await?;
         }
+        let (verdict, verdict_reason) =
+            crate::verdict::classify(winner_id == seed_id, &winner, &seed);
         Ok(HeldOutSummary {
+            verdict: Some(verdict),
+            verdict_reason: Some(verdict_reason),
             size: size.label,
             seed_outcome: seed.outcome.summary(),
             winner_outcome: winner.outcome.summary(),

@@ -241,6 +241,11 @@ pub struct RunListing {
     /// The process that wrote it (see [`crate::lease`]).
     #[serde(default)]
     pub heartbeat_holder: Option<String>,
+    /// How the winner did at the held-out size, from the finished run's
+    /// summary ("generalises", "held-out regression", "overfit", "seed
+    /// kept"); None before the run finished.
+    #[serde(default)]
+    pub held_out_verdict: Option<String>,
 }
 
 /// A reference to a candidate from inside an [`IterationRecord`]: either one

@@ -339,6 +339,7 @@ struct ListingRow {
     cost_usd: Option<f64>,
     heartbeat_at: Option<DateTime<Utc>>,
     heartbeat_holder: Option<String>,
+    summary: Option<Json<Value>>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -482,7 +483,7 @@ SELECT r.id, r.created_at, r.task, r.backend, r.device, r.size_set, r.strategy, 
          WHERE c.run_id = r.id AND e.kind = 'in_distribution') AS best_score,
        (SELECT s.cost_usd FROM steps s WHERE s.run_id = r.id
          ORDER BY s.iteration DESC LIMIT 1) AS cost_usd,
-       r.heartbeat_at, r.heartbeat_holder
+       r.heartbeat_at, r.heartbeat_holder, r.summary
 FROM runs r
 ORDER BY r.created_at DESC, r.id DESC";
 
@@ -824,6 +825,11 @@ impl Store {
                     cost_usd: r.cost_usd,
                     heartbeat_at: r.heartbeat_at,
                     heartbeat_holder: r.heartbeat_holder,
+                    held_out_verdict: r
+                        .summary
+                        .as_ref()
+                        .and_then(|s| s.0["held_out"]["verdict"].as_str())
+                        .map(String::from),
                 })
             })
             .collect()
