@@ -7,7 +7,7 @@ mod common;
 
 use common::{files_holding, kill_after_iteration, opencl_available, resume_to_end};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 fn kevo() -> Command {
     Command::new(env!("CARGO_BIN_EXE_kevo"))
@@ -28,21 +28,7 @@ fn fixture(name: &str) -> String {
 /// A replay file serving these fixture kernels in order.
 fn replay(dir: &Path, kernels: &[&str]) -> String {
     let paths: Vec<String> = kernels.iter().map(|k| fixture(k)).collect();
-    replay_files(dir, &paths)
-}
-
-/// A replay file serving these kernel files in order.
-fn replay_files(dir: &Path, kernels: &[String]) -> String {
-    let out = dir.join("replay.jsonl");
-    let status = Command::new("python3")
-        .arg(root().join("scripts/make-replay"))
-        .arg(&out)
-        .args(kernels)
-        .stderr(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success());
-    format!("replay:{}", out.display())
+    common::replay_of(dir, &paths)
 }
 
 fn evolve_args<'a>(ws: &'a str, llm: &'a str, iterations: &'a str) -> Vec<String> {
@@ -727,7 +713,7 @@ fn a_file_a_candidate_names_reaches_no_output_store_or_prompt() {
             path.display().to_string()
         })
         .collect();
-    let llm = replay_files(dir.path(), &kernels);
+    let llm = common::replay_of(dir.path(), &kernels);
     let ws = dir.path().join("ws").display().to_string();
     let iterations = stems.len().to_string();
     let out = cache_env(kevo().args(evolve_args(&ws, &llm, &iterations)), dir.path())

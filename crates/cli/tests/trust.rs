@@ -7,7 +7,7 @@ mod common;
 
 use common::opencl_available;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 fn kevo() -> Command {
     Command::new(env!("CARGO_BIN_EXE_kevo"))
@@ -15,20 +15,6 @@ fn kevo() -> Command {
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// A replay file serving these kernel files in order.
-fn replay(dir: &Path, kernels: &[PathBuf]) -> String {
-    let out = dir.join("replay.jsonl");
-    let status = Command::new("python3")
-        .arg(root().join("scripts/make-replay"))
-        .arg(&out)
-        .args(kernels)
-        .stderr(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success());
-    format!("replay:{}", out.display())
 }
 
 fn json_lines(bytes: &[u8]) -> Vec<serde_json::Value> {
@@ -46,7 +32,7 @@ fn a_winner_wrong_only_at_the_held_out_size_is_called_overfit() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().join("ws");
     let cheat = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/trust/wrong_at_128k.cl");
-    let llm = replay(dir.path(), &[cheat]);
+    let llm = common::replay_of(dir.path(), &[cheat]);
     let out = kevo()
         .env("KEVO_CACHE_DIR", dir.path().join("cache"))
         .args(common::EVOLVE_SAXPY_SMOKE)

@@ -159,3 +159,19 @@ pub fn serve_http(answer: impl Fn(&str) -> HttpAnswer + Send + Sync + 'static) -
     });
     url
 }
+
+/// A replay file (`dir/replay.jsonl`, by scripts/make-replay) serving
+/// these kernel files in order; the `--llm` spec that replays it.
+#[allow(dead_code)]
+pub fn replay_of<P: AsRef<Path>>(dir: &Path, kernels: &[P]) -> String {
+    let out = dir.join("replay.jsonl");
+    let status = Command::new("python3")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/make-replay"))
+        .arg(&out)
+        .args(kernels.iter().map(AsRef::as_ref))
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    format!("replay:{}", out.display())
+}
