@@ -471,6 +471,9 @@ pub(crate) fn print_summary(summary: &kevo_evolve::Summary) {
             println!("held-out verdict: {v} ({why})");
         }
     }
+    if let Some(safety) = &summary.safety {
+        println!("winner under compute-sanitizer: {}", safety.line());
+    }
     println!(
         "spent: {}, {}, {:.1} s",
         tokens_text(
@@ -555,7 +558,11 @@ pub fn runs(store: StoreArgs, json: bool) -> Result<ExitCode> {
                     .unwrap_or_else(|| "-".into()),
                 score(r.best_score),
                 r.cost_usd.unwrap_or(0.0),
-                r.held_out_verdict.as_deref().unwrap_or("-"),
+                match (&r.held_out_verdict, &r.winner_safety) {
+                    (Some(v), Some(s)) if s == "unsafe" => format!("{v}, unsafe"),
+                    (Some(v), _) => v.clone(),
+                    (None, _) => "-".into(),
+                },
                 r.device
             );
         }
@@ -566,12 +573,22 @@ pub fn runs(store: StoreArgs, json: bool) -> Result<ExitCode> {
 /// "held-out verdict: overfit (the winner is correct at the scored sizes
 /// but not at the held-out size: ...)", from a finished run's summary.
 fn verdict_line(summary: Option<&serde_json::Value>) -> Option<String> {
-    let held_out = &summary?["held_out"];
+    let summary = summary?;
+    let held_out = &summary["held_out"];
     let verdict = held_out["verdict"].as_str()?;
-    Some(match held_out["verdict_reason"].as_str() {
+    let mut line = match held_out["verdict_reason"].as_str() {
         Some(why) => format!("held-out verdict: {verdict} ({why})"),
         None => format!("held-out verdict: {verdict}"),
-    })
+    };
+    if let Ok(safety) =
+        serde_json::from_value::<kevo_evolve::verdict::Safety>(summary["safety"].clone())
+    {
+        line.push_str(&format!(
+            "\nwinner under compute-sanitizer: {}",
+            safety.line()
+        ));
+    }
+    Some(line)
 }
 
 /// A cost that says when part of it is unknown: "$0.0000" alone would

@@ -427,6 +427,11 @@ pub struct RunFlags {
     /// summary goes beside its result (seconds of profiling each).
     #[arg(long)]
     pub profile_every: bool,
+    /// At the end, run the winner under these compute-sanitizer tools
+    /// (memcheck, racecheck, initcheck, synccheck; comma-separated) at
+    /// the task's smoke sizes (CUDA): any error marks it unsafe.
+    #[arg(long, value_name = "TOOLS", value_delimiter = ',')]
+    pub sanitize_winner: Vec<String>,
     /// Seed of the ensemble's model choice.
     #[arg(long)]
     pub rng_seed: Option<u64>,
@@ -522,6 +527,12 @@ impl RunFlags {
             "device.profile",
             "--profile",
             |c| &mut c.device.profile,
+        );
+        l.set(
+            (!self.sanitize_winner.is_empty()).then(|| self.sanitize_winner.clone()),
+            "device.sanitize_winner",
+            "--sanitize-winner",
+            |c| &mut c.device.sanitize_winner,
         );
         l.set(
             self.profile_every.then_some(true),

@@ -1,7 +1,8 @@
 //! Trust in the winner, end to end on PoCL with a replayed proposer: the
 //! held-out verdict names a winner that is wrong only at the held-out size
 //! "overfit" in the summary, `kevo show` and `kevo runs`, and no prompt
-//! names that size.
+//! names that size; `--sanitize-winner` off CUDA says the winner was not
+//! checked.
 
 mod common;
 
@@ -37,6 +38,7 @@ fn a_winner_wrong_only_at_the_held_out_size_is_called_overfit() {
         .env("KEVO_CACHE_DIR", dir.path().join("cache"))
         .args(common::EVOLVE_SAXPY_SMOKE)
         .args(["--ceilings", "20,100", "--llm", &llm, "--iterations", "1"])
+        .args(["--sanitize-winner", "memcheck,racecheck"])
         .arg("--seed-kernel")
         .arg(root().join("examples/replay/opencl/start_slow.cl"))
         .args(["--json", "--workspace"])
@@ -59,6 +61,11 @@ fn a_winner_wrong_only_at_the_held_out_size_is_called_overfit() {
         held["verdict_reason"].as_str().unwrap().contains("128K"),
         "{held}"
     );
+    // compute-sanitizer is CUDA's: on PoCL the winner is not checked, and
+    // the summary says so rather than calling it safe.
+    let safety = &finished["safety"];
+    assert_eq!(safety["verdict"], "not checked", "{safety}");
+    assert_eq!(safety["tools"], "memcheck,racecheck");
     let run = finished["run"].as_str().unwrap();
     let ws_s = ws.display().to_string();
     let listed = kevo()
@@ -79,6 +86,10 @@ fn a_winner_wrong_only_at_the_held_out_size_is_called_overfit() {
         .unwrap();
     let shown = String::from_utf8_lossy(&shown.stdout);
     assert!(shown.contains("held-out verdict: overfit"), "{shown}");
+    assert!(
+        shown.contains("winner under compute-sanitizer: not checked"),
+        "{shown}"
+    );
     // The held-out size chose nothing and reached no prompt.
     for entry in std::fs::read_dir(ws.join("runs").join(run)).unwrap() {
         let path = entry.unwrap().path();

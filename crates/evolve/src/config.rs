@@ -77,6 +77,9 @@ pub struct DeviceSection {
     /// Profile every correct candidate as well as each incumbent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile_every: Option<bool>,
+    /// compute-sanitizer tools the winner runs under at the end (CUDA).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sanitize_winner: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -804,6 +807,10 @@ impl RunConfig {
             kevo_proposer::parse_specs(&models.join(","))
                 .map_err(|e| ("llm.models".to_string(), e.to_string()))?;
         }
+        for tool in self.device.sanitize_winner.iter().flatten() {
+            tool.parse::<kevo_worker::sanitizer::SanitizerTool>()
+                .map_err(|m| ("device.sanitize_winner".to_string(), m))?;
+        }
         if let Some(analyst) = &self.llm.analyst {
             check_analyst(analyst).map_err(|m| ("llm.analyst".to_string(), m))?;
         }
@@ -958,6 +965,7 @@ impl RunConfig {
         o.fast_math = self.device.fast_math.unwrap_or(true);
         o.profile = self.device.profile.unwrap_or(false);
         o.profile_every = self.device.profile_every.unwrap_or(false);
+        o.sanitize_winner = self.device.sanitize_winner.clone().unwrap_or_default();
         o.sizes = self.sizes.unwrap_or(SizeSet::Full);
         o.timing = kevo_worker::TimingOptions {
             cuda_graph: self.timing.cuda_graph.unwrap_or(true),
@@ -1058,6 +1066,7 @@ impl RunConfig {
                 fast_math: Some(o.fast_math),
                 profile: Some(o.profile),
                 profile_every: Some(o.profile_every),
+                sanitize_winner: Some(o.sanitize_winner.clone()),
             },
             timing: TimingSection {
                 cuda_graph: Some(o.timing.cuda_graph),

@@ -39,6 +39,11 @@ pub struct EvolveOptions {
     /// first shown as the previous attempt, its summary beside its result.
     #[serde(default)]
     pub profile_every: bool,
+    /// `--sanitize-winner memcheck,racecheck`: the winner runs under these
+    /// compute-sanitizer tools at the smoke sizes at the end (CUDA); any
+    /// error marks it unsafe in the summary.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sanitize_winner: Vec<String>,
     /// A kernel of the task from another dialect or device, shown in every
     /// prompt as a reference implementation (`--reference-kernel`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -218,6 +223,7 @@ impl EvolveOptions {
             fast_math: true,
             profile: false,
             profile_every: false,
+            sanitize_winner: Vec::new(),
             reference_kernel: None,
             analyst: None,
             rng_seed: 0x6B65_766F,

@@ -376,6 +376,9 @@ pub struct Summary {
     /// `speedup` are its medians, measured in one session.
     #[serde(default)]
     pub final_pick: Option<FinalPick>,
+    /// The winner under compute-sanitizer (`--sanitize-winner`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub safety: Option<crate::verdict::Safety>,
 }
 
 /// What a checkpoint needs beyond the store's own columns.
@@ -1137,6 +1140,7 @@ impl<'e> Session<'e> {
         }
         let held_out = self.held_out(best.id).await?;
         observer.on(&Event::HeldOut(held_out.clone()));
+        let safety = self.sanitize_winner(best.id);
         let suspicious = self.suspicious().await?;
         // Calls of earlier sessions (a resume, ask/tell) count too: from
         // the store, which holds every answered call.
@@ -1174,6 +1178,7 @@ impl<'e> Session<'e> {
             best_candidate: best.id,
             best_iteration,
             held_out: Some(held_out),
+            safety,
             spent: self.spent(),
             suspicious,
             unknown_cost_calls,
@@ -1510,6 +1515,60 @@ impl<'e> Session<'e> {
                 None
             }
         }
+    }
+
+    /// The winner run under each `--sanitize-winner` tool at the task's
+    /// smoke sizes (CUDA): unsafe on any error a tool reports. None when
+    /// no tool was asked for.
+    fn sanitize_winner(&mut self, id: i64) -> Option<crate::verdict::Safety> {
+        if self.options.sanitize_winner.is_empty() {
+            return None;
+        }
+        let tools = self.options.sanitize_winner.join(",");
+        if self.dialect != Dialect::Cuda {
+            return Some(crate::verdict::Safety::not_checked(
+                &tools,
+                "compute-sanitizer checks CUDA kernels; this run is not on CUDA".into(),
+            ));
+        }
+        let sizes = self.task.sizes(kevo_tasks::SizeSet::Smoke).in_distribution;
+        let mut checks = Vec::new();
+        for name in &self.options.sanitize_winner {
+            let tool: kevo_worker::sanitizer::SanitizerTool = match name.parse() {
+                Ok(t) => t,
+                Err(e) => {
+                    checks.push((name.clone(), Err(e)));
+                    continue;
+                }
+            };
+            let started = Instant::now();
+            let result = tokio::task::block_in_place(|| {
+                kevo_worker::sanitizer::sanitized_evaluation(
+                    &self.env.worker,
+                    self.options.worker_config(),
+                    tool,
+                    &kevo_worker::sanitizer::SanitizeRequest {
+                        task: self.task.name(),
+                        source: &self.sources[&id],
+                        sizes: &sizes,
+                        // The sanitizer slows kernels 10-100x.
+                        timeout: self.timeout * 20,
+                        log_dir: self.dir.path(),
+                    },
+                )
+            });
+            self.evaluating += started.elapsed();
+            checks.push((
+                name.clone(),
+                result.map(|e| e.outcome).map_err(|e| e.to_string()),
+            ));
+        }
+        let safety = crate::verdict::Safety::from_checks(&checks);
+        eprintln!(
+            "kevo: winner under compute-sanitizer ({tools}): {}",
+            safety.line()
+        );
+        Some(safety)
     }
 
     /// The performance analyst's recommendation about candidate `id` (a

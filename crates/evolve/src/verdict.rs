@@ -107,6 +107,79 @@ pub fn classify(
     }
 }
 
+/// The winner under compute-sanitizer (`--sanitize-winner`): "safe" when
+/// every tool ran it correctly with no error, "unsafe" when any reported
+/// one, "not checked" when a tool could not run (no CUDA, no
+/// compute-sanitizer, the sanitized run failed for another reason).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Safety {
+    /// "safe", "unsafe" or "not checked".
+    pub verdict: String,
+    /// The tools asked for, comma-separated.
+    pub tools: String,
+    /// What each tool found, "memcheck: no errors", ...
+    pub findings: Vec<String>,
+}
+
+impl Safety {
+    pub fn not_checked(tools: &str, why: String) -> Self {
+        Safety {
+            verdict: "not checked".into(),
+            tools: tools.into(),
+            findings: vec![why],
+        }
+    }
+
+    /// From each tool's outcome (or why it could not run).
+    pub fn from_checks(checks: &[(String, Result<kevo_eval::Outcome, String>)]) -> Self {
+        let mut findings = Vec::new();
+        let (mut unsafe_, mut unchecked) = (false, false);
+        for (tool, result) in checks {
+            findings.push(match result {
+                Ok(kevo_eval::Outcome::Correct { .. }) => format!("{tool}: no errors"),
+                Ok(kevo_eval::Outcome::RuntimeError { message, .. })
+                    if message.starts_with("compute-sanitizer") =>
+                {
+                    unsafe_ = true;
+                    format!("{tool}: {message}")
+                }
+                Ok(other) => {
+                    unchecked = true;
+                    format!(
+                        "{tool}: not checked (the sanitized run ended {})",
+                        other.summary()
+                    )
+                }
+                Err(e) => {
+                    unchecked = true;
+                    format!("{tool}: not checked ({e})")
+                }
+            });
+        }
+        let verdict = if unsafe_ {
+            "unsafe"
+        } else if unchecked {
+            "not checked"
+        } else {
+            "safe"
+        };
+        Safety {
+            verdict: verdict.into(),
+            tools: checks
+                .iter()
+                .map(|(t, _)| t.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+            findings,
+        }
+    }
+
+    /// "unsafe (memcheck: ...; racecheck: no errors)".
+    pub fn line(&self) -> String {
+        format!("{} ({})", self.verdict, self.findings.join("; "))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -177,6 +250,29 @@ mod tests {
             "the seed is what it is"
         );
         // The words are what users search for, in the JSON too.
+        let race = Outcome::RuntimeError {
+            size: None,
+            fault: None,
+            message: "compute-sanitizer racecheck: 2 error(s): hazard".into(),
+        };
+        let checks = |second: Result<Outcome, String>| {
+            Safety::from_checks(&[
+                ("memcheck".into(), Ok(Outcome::Correct { score: 0.5 })),
+                ("racecheck".into(), second),
+            ])
+        };
+        let s = checks(Ok(race));
+        assert_eq!(s.verdict, "unsafe");
+        assert_eq!(s.tools, "memcheck,racecheck");
+        assert!(
+            s.line()
+                .contains("memcheck: no errors; racecheck: compute-sanitizer")
+        );
+        assert_eq!(checks(Ok(Outcome::Correct { score: 0.5 })).verdict, "safe");
+        assert_eq!(
+            checks(Err("no compute-sanitizer".into())).verdict,
+            "not checked"
+        );
         assert_eq!(
             serde_json::to_value(HeldOutVerdict::HeldOutRegression).unwrap(),
             "held-out regression"

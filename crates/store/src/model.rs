@@ -246,6 +246,10 @@ pub struct RunListing {
     /// kept"); None before the run finished.
     #[serde(default)]
     pub held_out_verdict: Option<String>,
+    /// The winner under compute-sanitizer ("safe", "unsafe", "not
+    /// checked"), when the run asked (`--sanitize-winner`).
+    #[serde(default)]
+    pub winner_safety: Option<String>,
 }
 
 /// A reference to a candidate from inside an [`IterationRecord`]: either one

@@ -830,6 +830,11 @@ impl Store {
                         .as_ref()
                         .and_then(|s| s.0["held_out"]["verdict"].as_str())
                         .map(String::from),
+                    winner_safety: r
+                        .summary
+                        .as_ref()
+                        .and_then(|s| s.0["safety"]["verdict"].as_str())
+                        .map(String::from),
                 })
             })
             .collect()

@@ -95,12 +95,20 @@ pub fn parse_log(log: &str) -> Option<SanitizerReport> {
             errors = Some(errors.unwrap_or(0).max(n));
         }
     }
-    let excerpt: Vec<&str> = log
-        .lines()
-        .map(|l| l.trim_start_matches('=').trim())
-        .filter(|l| !l.is_empty() && !l.starts_with("COMPUTE-SANITIZER") && !l.contains("SUMMARY"))
-        .take(6)
-        .collect();
+    // Each distinct line once: racecheck repeats one report per hazard.
+    let mut excerpt: Vec<&str> = Vec::new();
+    for l in log.lines().map(|l| l.trim_start_matches('=').trim()) {
+        if excerpt.len() == 6 {
+            break;
+        }
+        if !l.is_empty()
+            && !l.starts_with("COMPUTE-SANITIZER")
+            && !l.contains("SUMMARY")
+            && !excerpt.contains(&l)
+        {
+            excerpt.push(l);
+        }
+    }
     errors.map(|errors| SanitizerReport {
         errors,
         excerpt: excerpt.join(" | "),

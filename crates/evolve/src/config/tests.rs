@@ -232,6 +232,10 @@ fn malformed_configs_name_the_file_line_and_key() {
             &["run.toml:2", "key `llm.models`"],
         ),
         (
+            "[device]\nsanitize_winner = [\"leakcheck\"]",
+            &["run.toml:2", "key `device.sanitize_winner`", "leakcheck"],
+        ),
+        (
             "[llm]\nanalyst = \"external\"",
             &["run.toml:2", "key `llm.analyst`", "called by kevo"],
         ),
