@@ -717,6 +717,7 @@ pub fn show(run: &str, store: StoreArgs, json: bool) -> Result<ExitCode> {
                 .collect();
             let value = serde_json::json!({
                 "run": info, "history": history, "best": best, "held_out": held_out,
+                "cross": store.cross_evaluations(&id).await?,
                 "remeasurements": remeasurements,
                 "proposals": proposals.iter().map(|p| serde_json::json!({
                     "id": p.id, "status": p.status, "asked_after": p.asked_after,
@@ -877,6 +878,17 @@ pub fn show(run: &str, store: StoreArgs, json: bool) -> Result<ExitCode> {
         }
         if let Some(v) = verdict_line(info.summary.as_ref()) {
             println!("{v}");
+        }
+        for c in store.cross_evaluations(&id).await? {
+            let e = &c.cross.evaluation;
+            println!(
+                "cross ({}, {} on {}): candidate {} {}",
+                c.cross.session,
+                c.cross.role.as_str(),
+                e.device,
+                c.cross.candidate_id.0,
+                e.outcome.summary()
+            );
         }
         Ok(ExitCode::SUCCESS)
     })

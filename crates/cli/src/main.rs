@@ -3,6 +3,7 @@
 //! a candidate that is not correct exits with code 1.
 
 mod asktell;
+mod cross;
 mod evolve;
 mod report;
 mod settings;
@@ -117,6 +118,10 @@ enum Command {
         #[arg(long, conflicts_with = "json")]
         config: bool,
     },
+    /// Evaluate a run's winner and seed together on another device or
+    /// backend (--backend, --platform, --device) and store the result
+    /// with the run.
+    Cross(Box<cross::CrossArgs>),
     /// Write a run's winning kernel source (to stdout, or --out FILE).
     Export {
         run: String,
@@ -423,6 +428,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Show {
             run, store, json, ..
         } => evolve::show(&run, store, json),
+        Command::Cross(args) => cross::cross(*args),
         Command::Export { run, out, store } => evolve::export(&run, out.as_deref(), store),
         Command::Worker {
             config,

@@ -90,6 +90,43 @@ fn a_winner_wrong_only_at_the_held_out_size_is_called_overfit() {
         shown.contains("winner under compute-sanitizer: not checked"),
         "{shown}"
     );
+    // `kevo cross` evaluates the winner and the seed together on a device
+    // (here PoCL again) and stores them with the run.
+    let crossed = kevo()
+        .env("KEVO_CACHE_DIR", dir.path().join("cache"))
+        .args(["cross", run, "--backend", "opencl", "--ceilings", "20,100"])
+        .args(["--json", "--workspace", &ws_s])
+        .output()
+        .unwrap();
+    assert!(
+        crossed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&crossed.stderr)
+    );
+    let c: serde_json::Value = serde_json::from_slice(&crossed.stdout).unwrap();
+    assert!(c["speedup"].as_f64().unwrap() > 1.5, "{c}");
+    let shown = kevo()
+        .args(["show", run, "--json", "--workspace", &ws_s])
+        .output()
+        .unwrap();
+    let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    let roles: Vec<&str> = shown["cross"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["seed", "winner"]);
+    let missing = kevo()
+        .args(["cross", "no-such-run", "--workspace", &ws_s])
+        .output()
+        .unwrap();
+    assert!(!missing.status.success());
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("no-such-run"),
+        "{}",
+        String::from_utf8_lossy(&missing.stderr)
+    );
     // The held-out size chose nothing and reached no prompt.
     for entry in std::fs::read_dir(ws.join("runs").join(run)).unwrap() {
         let path = entry.unwrap().path();

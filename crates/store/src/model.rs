@@ -666,6 +666,26 @@ pub struct NewHeldOut {
     pub speedup: Option<f64>,
 }
 
+/// A run's candidate evaluated on another device or backend (`kevo
+/// cross`); rows of one session were measured together.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewCrossEvaluation {
+    pub candidate_id: CandidateId,
+    pub role: HeldOutRole,
+    pub session: String,
+    pub evaluation: Evaluation,
+}
+
+/// A cross-device result as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredCrossEvaluation {
+    pub id: i64,
+    pub run_id: RunId,
+    #[serde(flatten)]
+    pub cross: NewCrossEvaluation,
+    pub created_at: DateTime<Utc>,
+}
+
 /// A held-out result as stored.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HeldOutResult {

@@ -437,6 +437,17 @@ struct RemeasurementRow {
     created_at: DateTime<Utc>,
 }
 
+#[derive(sqlx::FromRow)]
+struct CrossRow {
+    id: i64,
+    run_id: String,
+    candidate_id: i64,
+    role: String,
+    session: String,
+    evaluation: Json<Value>,
+    created_at: DateTime<Utc>,
+}
+
 const PROPOSAL_COLUMNS: &str = "SELECT id, run_id, asked_after, system, user_prompt, selection, \
      status, batch, iteration, reason, asked_at, closed_at FROM proposals";
 
@@ -2003,6 +2014,83 @@ impl Store {
     }
 
     /// A run's re-measurements, in the order they were made.
+    /// Stores a session of cross-device evaluations (`kevo cross`) of
+    /// `run`'s candidates, all or none.
+    pub async fn record_cross(
+        &self,
+        run: &RunId,
+        rows: &[NewCrossEvaluation],
+    ) -> Result<(), StoreError> {
+        let what = "record cross-device evaluations";
+        let at = now();
+        on_pool!(self, pool => {
+            let mut tx = pool.begin_write().await.map_err(self.db(what))?;
+            ensure_run_owns!(self, &mut *tx, run, rows.iter().map(|r| r.candidate_id), what);
+            for r in rows {
+                let evaluation = serde_json::to_value(&r.evaluation)
+                    .map_err(|cause| StoreError::Json { what: "evaluation", cause })?;
+                sqlx::query(
+                    "INSERT INTO cross_evaluations (run_id, candidate_id, role, session, backend, \
+                     device, outcome_kind, score, evaluation, created_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                )
+                .bind(&run.0)
+                .bind(r.candidate_id.0)
+                .bind(r.role.as_str())
+                .bind(clean_text(&r.session))
+                .bind(clean_text(&r.evaluation.backend))
+                .bind(clean_text(&r.evaluation.device))
+                .bind(r.evaluation.outcome.kind())
+                .bind(r.evaluation.outcome.score())
+                .bind(Json(clean_value(&evaluation).as_ref()))
+                .bind(at)
+                .execute(&mut *tx)
+                .await
+                .map_err(self.db(what))?;
+            }
+            tx.commit().await.map_err(self.db(what))?;
+        });
+        Ok(())
+    }
+
+    /// `run`'s cross-device evaluations, oldest first.
+    pub async fn cross_evaluations(
+        &self,
+        run: &RunId,
+    ) -> Result<Vec<StoredCrossEvaluation>, StoreError> {
+        let rows: Vec<CrossRow> = on_pool!(self, pool => {
+            sqlx::query_as(
+                "SELECT id, run_id, candidate_id, role, session, evaluation, created_at \
+                 FROM cross_evaluations WHERE run_id = $1 ORDER BY id",
+            )
+            .bind(&run.0)
+            .fetch_all(pool)
+            .await
+        })
+        .map_err(self.db("read cross-device evaluations"))?;
+        rows.into_iter()
+            .map(|r| {
+                let evaluation = serde_json::from_value(r.evaluation.0).map_err(|e| {
+                    StoreError::InvalidRecord(format!(
+                        "cross-device evaluation {} is unreadable: {e}",
+                        r.id
+                    ))
+                })?;
+                Ok(StoredCrossEvaluation {
+                    id: r.id,
+                    run_id: RunId(r.run_id),
+                    cross: NewCrossEvaluation {
+                        candidate_id: CandidateId(r.candidate_id),
+                        role: self.parse(&r.role)?,
+                        session: r.session,
+                        evaluation,
+                    },
+                    created_at: r.created_at,
+                })
+            })
+            .collect()
+    }
+
     pub async fn remeasurements(
         &self,
         run: &RunId,

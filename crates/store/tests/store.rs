@@ -890,6 +890,38 @@ async fn single_calls(db: &TestDb) {
     assert_eq!(store.llm_calls(&run).await.unwrap().len(), calls.len());
 }
 
+/// Cross-device evaluations are stored by session with the run's
+/// candidates, and refused for another run's.
+async fn cross_evaluations(db: &TestDb) {
+    let store = &db.store;
+    let (run, seed) = seeded_run(store, "saxpy", 0.5).await;
+    let mut on_other = correct("saxpy", 0.4);
+    on_other.device = "NVIDIA H200".into();
+    let rows = vec![
+        NewCrossEvaluation {
+            candidate_id: seed,
+            role: HeldOutRole::Seed,
+            session: "s1".into(),
+            evaluation: on_other.clone(),
+        },
+        NewCrossEvaluation {
+            candidate_id: seed,
+            role: HeldOutRole::Winner,
+            session: "s1".into(),
+            evaluation: on_other.clone(),
+        },
+    ];
+    store.record_cross(&run, &rows).await.unwrap();
+    let stored = store.cross_evaluations(&run).await.unwrap();
+    assert_eq!(stored.len(), 2);
+    assert_eq!(stored[0].cross, rows[0]);
+    assert_eq!(stored[1].cross.role, HeldOutRole::Winner);
+    let (other, _) = seeded_run(store, "saxpy", 0.5).await;
+    let err = store.record_cross(&other, &rows).await.unwrap_err();
+    assert!(err.to_string().contains("belongs to run"), "{err}");
+    assert_eq!(store.cross_evaluations(&other).await.unwrap().len(), 0);
+}
+
 /// A strategy decides on the ids the store gave the iteration's
 /// candidates, inside the transaction; what it decides is checked like any
 /// record, and a refused decision leaves nothing of the iteration behind.
@@ -1231,6 +1263,7 @@ both_backends!(
     islands_and_cells,
     heartbeats_and_abandoned_calls,
     single_calls,
+    cross_evaluations,
     decisions_on_stored_ids,
     proposals_answered_once,
     measurement_cache,
