@@ -113,16 +113,23 @@ fn seeds_are_correct_with_a_score_at_smoke_sizes(b: UnderTest) {
                 }
             }
         }
-        // The held-out size evaluates too.
-        let held = task.sizes(SizeSet::Smoke).held_out;
-        let e = ev.evaluate(task, seed, std::slice::from_ref(&held));
+        // The held-out and validation sizes evaluate too.
+        let plan = task.sizes(SizeSet::Smoke);
+        let hidden: Vec<_> = plan
+            .all()
+            .skip(plan.in_distribution.len())
+            .cloned()
+            .collect();
+        let e = ev.evaluate(task, seed, &hidden);
         assert!(
             e.outcome.is_correct(),
-            "{} held-out: {}",
+            "{} held-out and validation: {}",
             task.name(),
             e.outcome.summary()
         );
-        assert_eq!(e.sizes[0].label, held.label);
+        let labels: Vec<&str> = e.sizes.iter().map(|s| s.label.as_str()).collect();
+        let want: Vec<&str> = hidden.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(labels, want);
     }
 }
 

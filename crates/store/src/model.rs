@@ -364,6 +364,10 @@ pub struct Decided {
     /// with it.
     #[serde(default)]
     pub remeasurements: Vec<NewRemeasurement>,
+    /// Validation-gate evaluations made to decide this iteration, stored
+    /// with it.
+    #[serde(default)]
+    pub validations: Vec<NewValidation>,
     /// The pending proposal this iteration answers (ask/tell, batch): it
     /// is marked answered in the iteration's transaction, so an answer is
     /// stored once. Recording fails if it is not pending.
@@ -487,6 +491,38 @@ pub struct NewRemeasurement {
     pub wall_s: f64,
 }
 
+/// One candidate evaluated at the task's validation sizes before the
+/// search kept it (`--validate`), or the seed's baseline there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewValidation {
+    /// In an iteration's record a proposal of it may be named.
+    pub candidate: CandidateRef,
+    /// Kept; false: "rejected by validation", with `reason`.
+    pub passed: bool,
+    /// Why it was rejected (wrong, failed, or too slow at which size), or
+    /// what it was compared with.
+    pub reason: String,
+    /// The evaluation at the validation sizes.
+    pub evaluation: Evaluation,
+    pub device_s: f64,
+    pub wall_s: f64,
+}
+
+/// A stored validation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredValidation {
+    pub id: i64,
+    pub run_id: RunId,
+    pub iteration: u32,
+    pub candidate_id: CandidateId,
+    pub passed: bool,
+    pub reason: String,
+    pub evaluation: Evaluation,
+    pub device_s: f64,
+    pub wall_s: f64,
+    pub created_at: DateTime<Utc>,
+}
+
 /// A stored re-measurement.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StoredRemeasurement {
@@ -546,6 +582,7 @@ impl IterationRecord {
             decisions: self.proposals.iter().map(|p| p.decision.clone()).collect(),
             checkpoint: self.checkpoint.clone(),
             remeasurements: Vec::new(),
+            validations: Vec::new(),
             answers: None,
         };
         (proposed, decided)

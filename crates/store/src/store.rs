@@ -141,6 +141,34 @@ macro_rules! insert_remeasurement {
     }};
 }
 
+/// Insert one validation (`NewValidation`, its candidate resolved to
+/// `$candidate`) of `run` at `iteration`; evaluates to its id.
+macro_rules! insert_validation {
+    ($executor:expr, $run:expr, $iteration:expr, $candidate:expr, $v:expr, $at:expr) => {{
+        let v: &NewValidation = $v;
+        let evaluation = serde_json::to_value(&v.evaluation).map_err(|cause| StoreError::Json {
+            what: "evaluation",
+            cause,
+        })?;
+        sqlx::query_scalar::<_, i64>(
+            "INSERT INTO validations (run_id, iteration, candidate_id, passed, reason, \
+             evaluation, device_s, wall_s, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
+        )
+        .bind(&$run.0)
+        .bind($iteration)
+        .bind($candidate)
+        .bind(v.passed)
+        .bind(clean_text(&v.reason).into_owned())
+        .bind(Json(clean_value(&evaluation).into_owned()))
+        .bind(v.device_s)
+        .bind(v.wall_s)
+        .bind($at)
+        .fetch_one($executor)
+        .await
+    }};
+}
+
 /// Starting a transaction that will write. SQLite takes the write lock up
 /// front (`BEGIN IMMEDIATE`): a deferred transaction that reads first and
 /// writes later can fail outright when another connection wrote meanwhile,
@@ -432,6 +460,20 @@ struct RemeasurementRow {
     verdict: String,
     rounds: Json<Value>,
     evaluations: i64,
+    device_s: f64,
+    wall_s: f64,
+    created_at: DateTime<Utc>,
+}
+
+#[derive(sqlx::FromRow)]
+struct ValidationRow {
+    id: i64,
+    run_id: String,
+    iteration: i64,
+    candidate_id: i64,
+    passed: bool,
+    reason: String,
+    evaluation: Json<Value>,
     device_s: f64,
     wall_s: f64,
     created_at: DateTime<Utc>,
@@ -1117,6 +1159,11 @@ impl Store {
         if let Some(r) = &cp.previous {
             check_proposal_ref(proposed, r, "the checkpoint's previous candidate")?;
         }
+        for (i, v) in decided.validations.iter().enumerate() {
+            check_proposal_ref(proposed, &v.candidate, &format!("validation {i}"))?;
+            required_finite(v.device_s, "the validation's device time")?;
+            required_finite(v.wall_s, "the validation's wall time")?;
+        }
         required_finite(cp.spent.cost_usd, "the spent cost")?;
         required_finite(cp.spent.wall_s, "the spent wall time")?;
         Ok(())
@@ -1272,7 +1319,11 @@ impl Store {
                     CandidateRef::Stored(id) => Some(id),
                     CandidateRef::Proposal(_) => None,
                 })
-                .chain(decided.remeasurements.iter().flat_map(|r| r.candidates.iter().copied()));
+                .chain(decided.remeasurements.iter().flat_map(|r| r.candidates.iter().copied()))
+                .chain(decided.validations.iter().filter_map(|v| match v.candidate {
+                    CandidateRef::Stored(id) => Some(id),
+                    CandidateRef::Proposal(_) => None,
+                }));
             ensure_run_owns!(self, &mut *tx, run, stored_refs, what);
 
             let resolve = |r: &CandidateRef| -> i64 {
@@ -1349,6 +1400,10 @@ impl Store {
 
             for r in &decided.remeasurements {
                 insert_remeasurement!(&mut *tx, run, iteration, r, at)
+                    .map_err(self.db(what))?;
+            }
+            for v in &decided.validations {
+                insert_validation!(&mut *tx, run, iteration, resolve(&v.candidate), v, at)
                     .map_err(self.db(what))?;
             }
 
@@ -2000,6 +2055,66 @@ impl Store {
             tx.commit().await.map_err(self.db(what))?;
             Ok(id)
         })
+    }
+
+    /// Store a validation made outside an iteration (the seed's baseline,
+    /// at iteration 0). Its candidate must be the run's.
+    pub async fn record_validation(
+        &self,
+        run: &RunId,
+        iteration: u32,
+        validation: &NewValidation,
+    ) -> Result<i64, StoreError> {
+        let CandidateRef::Stored(candidate) = validation.candidate else {
+            return Err(StoreError::InvalidRecord(
+                "a validation outside an iteration names a stored candidate".into(),
+            ));
+        };
+        required_finite(validation.device_s, "the validation's device time")?;
+        required_finite(validation.wall_s, "the validation's wall time")?;
+        let at = now();
+        let what = "record validation";
+        on_pool!(self, pool => {
+            let mut tx = pool.begin_write().await.map_err(self.db(what))?;
+            ensure_run_owns!(self, &mut *tx, run, [candidate], what);
+            let id = insert_validation!(&mut *tx, run, i64::from(iteration), candidate.0, validation, at)
+                .map_err(self.db(what))?;
+            tx.commit().await.map_err(self.db(what))?;
+            Ok(id)
+        })
+    }
+
+    /// A run's validations, in the order they were made.
+    pub async fn validations(&self, run: &RunId) -> Result<Vec<StoredValidation>, StoreError> {
+        let rows: Vec<ValidationRow> = on_pool!(self, pool => {
+            sqlx::query_as(
+                "SELECT id, run_id, iteration, candidate_id, passed, reason, evaluation, \
+                 device_s, wall_s, created_at FROM validations WHERE run_id = $1 ORDER BY id",
+            )
+            .bind(&run.0)
+            .fetch_all(pool)
+            .await
+        })
+        .map_err(self.db("read validations"))?;
+        rows.into_iter()
+            .map(|r| {
+                let evaluation = serde_json::from_value(r.evaluation.0).map_err(|e| {
+                    StoreError::InvalidRecord(format!("validation {} is unreadable: {e}", r.id))
+                })?;
+                Ok(StoredValidation {
+                    id: r.id,
+                    run_id: RunId(r.run_id),
+                    iteration: self.iteration_of(r.iteration)?,
+                    candidate_id: CandidateId(r.candidate_id),
+                    passed: r.passed,
+                    reason: r.reason,
+                    evaluation,
+                    device_s: r.device_s,
+                    wall_s: r.wall_s,
+                    created_at: r.created_at,
+                })
+            })
+            .collect()
     }
 
     fn validate_remeasurement(r: &NewRemeasurement) -> Result<(), StoreError> {

@@ -922,6 +922,74 @@ async fn cross_evaluations(db: &TestDb) {
     assert_eq!(store.cross_evaluations(&other).await.unwrap().len(), 0);
 }
 
+/// Validations are stored with the iteration that made them (a proposal
+/// named by position) or alone (the seed's baseline), and read back in
+/// order; one naming a proposal without a candidate is refused.
+async fn validations(db: &TestDb) {
+    let store = &db.store;
+    let (run, seed) = seeded_run(store, "saxpy", 0.5).await;
+    let at_validation = correct("saxpy", 0.45);
+    let baseline = NewValidation {
+        candidate: seed.into(),
+        passed: true,
+        reason: "the seed's baseline".into(),
+        evaluation: at_validation.clone(),
+        device_s: 0.25,
+        wall_s: 1.5,
+    };
+    store.record_validation(&run, 0, &baseline).await.unwrap();
+    let (mut proposed, _) = step(1, "/* a */", correct("saxpy", 0.7), seed, false).split();
+    proposed.push(Proposed {
+        llm_calls: vec![llm_call("improve", None, Some("HTTP 500"))],
+        candidate: None,
+        evaluation: None,
+    });
+    let rejected = NewValidation {
+        candidate: CandidateRef::Proposal(0),
+        passed: false,
+        reason: "wrong at validation size `100003`".into(),
+        ..baseline.clone()
+    };
+    let decided = |validations: Vec<NewValidation>| Decided {
+        decisions: vec![
+            decision(false, seed.into(), "rejected by validation"),
+            decision(false, seed.into(), "the proposer failed"),
+        ],
+        checkpoint: checkpoint(seed.into(), None, 1),
+        remeasurements: Vec::new(),
+        validations,
+        answers: None,
+    };
+    let bad = NewValidation {
+        candidate: CandidateRef::Proposal(1),
+        ..rejected.clone()
+    };
+    let err = store
+        .record_iteration_with(&run, 1, &proposed, |_| decided(vec![bad]))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("proposal 1"), "{err}");
+    let ids = store
+        .record_iteration_with(&run, 1, &proposed, |_| decided(vec![rejected.clone()]))
+        .await
+        .unwrap();
+    let stored = store.validations(&run).await.unwrap();
+    assert_eq!(stored.len(), 2);
+    assert_eq!((stored[0].candidate_id, stored[0].iteration), (seed, 0));
+    assert!(stored[0].passed);
+    assert_eq!(stored[0].evaluation, at_validation);
+    assert_eq!(stored[1].candidate_id, ids[0].candidate.unwrap());
+    assert_eq!(stored[1].iteration, 1);
+    assert!(!stored[1].passed);
+    assert_eq!(stored[1].reason, rejected.reason);
+    let (other, _) = seeded_run(store, "saxpy", 0.5).await;
+    let err = store
+        .record_validation(&other, 0, &baseline)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("belongs to run"), "{err}");
+}
+
 /// A strategy decides on the ids the store gave the iteration's
 /// candidates, inside the transaction; what it decides is checked like any
 /// record, and a refused decision leaves nothing of the iteration behind.
@@ -943,6 +1011,7 @@ async fn decisions_on_stored_ids(db: &TestDb) {
             decisions: vec![decision(true, ids[0].unwrap().into(), "better")],
             checkpoint: checkpoint(ids[0].unwrap().into(), None, 1),
             remeasurements: Vec::new(),
+            validations: Vec::new(),
             answers: None,
         })
         .await
@@ -960,6 +1029,7 @@ async fn decisions_on_stored_ids(db: &TestDb) {
             ],
             checkpoint: checkpoint(seed.into(), None, 1),
             remeasurements: Vec::new(),
+            validations: Vec::new(),
             answers: None,
         })
         .await
@@ -986,6 +1056,7 @@ async fn decisions_on_stored_ids(db: &TestDb) {
                     RemeasurePurpose::Promotion,
                     vec![winner, seed],
                 )],
+                validations: Vec::new(),
                 answers: None,
             }
         })
@@ -1264,6 +1335,7 @@ both_backends!(
     heartbeats_and_abandoned_calls,
     single_calls,
     cross_evaluations,
+    validations,
     decisions_on_stored_ids,
     proposals_answered_once,
     measurement_cache,

@@ -961,7 +961,7 @@ impl FolderTask {
             for (set, plan) in &task.spec.sizes {
                 let mut missing = Vec::new();
                 let mut present = 0;
-                for size in plan.in_distribution.iter().chain([&plan.held_out]) {
+                for size in plan.all() {
                     for name in task.checks.keys() {
                         let file = format!("{dir}/{set}/{}/{name}.npy", size.label);
                         if task.files.contains_key(&file) {

@@ -301,9 +301,17 @@ mod tests {
                         .iter()
                         .any(|s| s.label == plan.held_out.label)
                 );
-                for s in plan.in_distribution.iter().chain([&plan.held_out]) {
+                for s in plan.all() {
                     assert!(task.work(s) > 0.0);
                 }
+            }
+            for set in [SizeSet::Smoke, SizeSet::Full, SizeSet::Large] {
+                let plan = task.sizes(set);
+                assert!(
+                    !plan.validation.is_empty(),
+                    "{} {set}: no validation size (--validate needs one)",
+                    task.name()
+                );
             }
             for d in [kevo_backend::Dialect::OpenCl, kevo_backend::Dialect::Cuda] {
                 let seed = task.seed(d).expect("seed in every GPU dialect");

@@ -114,7 +114,7 @@ impl TaskSpec {
                 return Err(invalid(&field, "has no in-distribution size".into()));
             }
             let mut labels = std::collections::BTreeSet::new();
-            for s in plan.in_distribution.iter().chain([&plan.held_out]) {
+            for s in plan.all() {
                 if !labels.insert(s.label.as_str()) {
                     return Err(invalid(
                         &field,
@@ -140,10 +140,9 @@ impl TaskSpec {
     /// The values of every dimension of `size`, defaults filled in, in
     /// the order of `dims`.
     pub fn dim_values(&self, size: &Size) -> Vec<f64> {
-        self.dims
-            .iter()
-            .enumerate()
-            .map(|(i, d)| size.dims.get(i).copied().or(d.default).unwrap_or_default() as f64)
+        dims_of(size, &self.dims)
+            .into_iter()
+            .map(|v| v as f64)
             .collect()
     }
 }
@@ -166,6 +165,14 @@ fn parse_dim(text: &str) -> Result<Dim, String> {
         name: name.to_string(),
         default,
     })
+}
+
+/// Every dimension of `size`, defaults filled in.
+fn dims_of(size: &Size, dims: &[Dim]) -> Vec<u64> {
+    dims.iter()
+        .enumerate()
+        .map(|(i, d)| size.dims.get(i).copied().or(d.default).unwrap_or_default())
+        .collect()
 }
 
 fn check_dims(size: &Size, dims: &[Dim]) -> Result<(), String> {
@@ -201,6 +208,7 @@ default_seed = 0x10
 [sizes.smoke]
 in_distribution = [{ label = "a", dims = [4] }]
 held_out = { label = "b", dims = [8, 3] }
+validation = [{ label = "c", dims = [5] }]
 [sizes.full]
 in_distribution = [{ label = "a", dims = [4] }]
 held_out = { label = "b", dims = [8] }
@@ -218,6 +226,10 @@ held_out = { label = "b", dims = [8] }
         assert_eq!(values, vec![4.0, 2.0]);
         assert_eq!(spec.work.as_ref().unwrap().eval(&values), 64.0);
         assert_eq!(spec.dim_values(&plan.held_out), vec![8.0, 3.0]);
+        assert_eq!(plan.validation, vec![crate::Size::new("c", &[5])]);
+        let hidden: Vec<&str> = plan.hidden_labels().collect();
+        assert_eq!(hidden, ["b", "c"]);
+        assert!(spec.sizes[&SizeSet::Full].validation.is_empty());
     }
 
     #[test]
@@ -238,6 +250,11 @@ held_out = { label = "b", dims = [8] }
                 "label = \"b\", dims = [8, 3]",
                 "label = \"a\", dims = [8]",
                 "`a` appears twice",
+            ),
+            (
+                "label = \"c\", dims = [5]",
+                "label = \"b\", dims = [5]",
+                "`b` appears twice",
             ),
             ("[sizes.large]", "[sizes.huge]", "unknown variant `huge`"),
             (

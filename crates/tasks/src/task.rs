@@ -66,12 +66,36 @@ impl Size {
     }
 }
 
-/// The in-distribution sizes (scored, shown to the proposer) and the
-/// held-out size (scored once at the end, never shown).
+/// The in-distribution sizes (scored, shown to the proposer), the
+/// held-out size (scored once at the end, never shown) and the validation
+/// sizes (never shown either; with `--validate`, a candidate must pass
+/// them before the search keeps it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SizePlan {
     pub in_distribution: Vec<Size>,
     pub held_out: Size,
+    /// Distinct from both other kinds, in shape where the task allows it
+    /// (non-power-of-two extents, odd step counts): what a kernel tuned to
+    /// the shown sizes is most likely to get wrong. Empty in task
+    /// definitions that declare none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub validation: Vec<Size>,
+}
+
+impl SizePlan {
+    /// Every size of the plan: in-distribution, held-out, validation.
+    pub fn all(&self) -> impl Iterator<Item = &Size> {
+        self.in_distribution
+            .iter()
+            .chain([&self.held_out])
+            .chain(&self.validation)
+    }
+
+    /// Labels the proposer must never see: the held-out and validation sizes.
+    pub fn hidden_labels(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.held_out.label.as_str())
+            .chain(self.validation.iter().map(|s| s.label.as_str()))
+    }
 }
 
 /// Which roofline a task is scored against.

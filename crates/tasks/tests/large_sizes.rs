@@ -45,13 +45,12 @@ fn working_set(task: &str, d: &[u64]) -> u64 {
     }
 }
 
-/// The large sizes of `task` (three in-distribution, then the held-out).
+/// The large sizes of `task` (three in-distribution, the held-out, then
+/// the validation ones).
 fn large_sizes(task: &Task) -> Vec<Size> {
     let plan = task.sizes(SizeSet::Large);
     assert_eq!(plan.in_distribution.len(), 3, "{}", task.name());
-    let mut v = plan.in_distribution;
-    v.push(plan.held_out);
-    v
+    plan.all().cloned().collect()
 }
 
 #[test]
@@ -199,7 +198,7 @@ fn large_sizes_are_distinct_and_memory_bound_ones_exceed_the_cache() {
             }
             for set in [SizeSet::Full, SizeSet::Smoke] {
                 let p = task.sizes(set);
-                let other: Vec<&Size> = p.in_distribution.iter().chain([&p.held_out]).collect();
+                let other: Vec<&Size> = p.all().collect();
                 assert!(
                     !other.iter().any(|s| s.label == a.label),
                     "{name}: large size {} is also a {set} size",

@@ -241,7 +241,7 @@ impl FolderCode {
             .spec
             .sizes
             .iter()
-            .filter(|(_, p)| p.in_distribution.contains(size) || p.held_out == *size)
+            .filter(|(_, p)| p.all().any(|s| s == size))
             .map(|(set, _)| set.to_string())
             .collect();
         self.checked()

@@ -50,7 +50,7 @@ impl FolderTask {
     /// numbers in range, so a folder that loads can build every problem.
     pub(super) fn check_sizes(&self) -> Result<(), FolderError> {
         for plan in self.spec.sizes.values() {
-            for size in plan.in_distribution.iter().chain([&plan.held_out]) {
+            for size in plan.all() {
                 let v = self.values(size);
                 for (i, b) in self.buffers.iter().enumerate() {
                     let n = self.count(

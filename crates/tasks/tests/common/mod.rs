@@ -6,12 +6,10 @@ pub mod models;
 
 use kevo_tasks::{Size, SizeSet, Task};
 
-/// Every size of `set`: the in-distribution ones, then the held-out one.
+/// Every size of `set`: the in-distribution ones, the held-out one, then
+/// the validation ones.
 pub fn all_sizes(task: &Task, set: SizeSet) -> Vec<Size> {
-    let plan = task.sizes(set);
-    let mut v = plan.in_distribution;
-    v.push(plan.held_out);
-    v
+    task.sizes(set).all().cloned().collect()
 }
 
 /// Little-endian f32 values of an output or input buffer.
