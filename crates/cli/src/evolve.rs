@@ -492,6 +492,12 @@ pub(crate) fn print_summary(summary: &kevo_evolve::Summary) {
             .describe()
             .unwrap_or_else(|| "none".into())
     );
+    if let Some(v) = &summary.validation {
+        println!(
+            "validation: {} candidate(s) checked before being kept, {} rejected ({:.2} s device, {:.1} s wall)",
+            v.checked, v.rejected, v.device_s, v.wall_s
+        );
+    }
     for line in &summary.suspicious {
         println!("SUSPICIOUS (never scored): {line}");
     }
@@ -719,6 +725,7 @@ pub fn show(run: &str, store: StoreArgs, json: bool) -> Result<ExitCode> {
                 "run": info, "history": history, "best": best, "held_out": held_out,
                 "cross": store.cross_evaluations(&id).await?,
                 "remeasurements": remeasurements,
+                "validations": store.validations(&id).await?,
                 "proposals": proposals.iter().map(|p| serde_json::json!({
                     "id": p.id, "status": p.status, "asked_after": p.asked_after,
                     "batch": p.batch, "iteration": p.iteration, "reason": p.reason,
@@ -888,6 +895,15 @@ pub fn show(run: &str, store: StoreArgs, json: bool) -> Result<ExitCode> {
                 e.device,
                 c.cross.candidate_id.0,
                 e.outcome.summary()
+            );
+        }
+        for v in store.validations(&id).await? {
+            println!(
+                "validation (iteration {}): candidate {} {}: {}",
+                v.iteration,
+                v.candidate_id.0,
+                if v.passed { "passed" } else { "rejected" },
+                v.reason
             );
         }
         Ok(ExitCode::SUCCESS)

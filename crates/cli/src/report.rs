@@ -32,7 +32,7 @@ pub fn print_tasks(json: bool) -> Result<()> {
         return Ok(());
     }
     println!(
-        "{:<10} {:<18} {:<9} {:<56} {}",
+        "{:<10} {:<18} {:<9} {:<56} {:<18} validation",
         "task", "regime", "ceiling", "sizes (full)", "held-out"
     );
     for t in tasks {
@@ -42,13 +42,15 @@ pub fn print_tasks(json: bool) -> Result<()> {
             .iter()
             .map(|s| s.label.as_str())
             .collect();
+        let validation: Vec<&str> = full.validation.iter().map(|s| s.label.as_str()).collect();
         println!(
-            "{:<10} {:<18} {:<9} {:<56} {}",
+            "{:<10} {:<18} {:<9} {:<56} {:<18} {}",
             t.name(),
             t.regime(),
             t.ceiling().unit(),
             labels.join(", "),
-            full.held_out.label
+            full.held_out.label,
+            validation.join(", ")
         );
     }
     Ok(())

@@ -491,6 +491,18 @@ pub struct RunFlags {
     /// best). Default 3 with noise-aware promotion, 0 with strict.
     #[arg(long, value_name = "K")]
     pub final_remeasure: Option<u32>,
+    /// Before the search keeps a candidate (promotes it, or makes it an
+    /// elite or island member), evaluate it at the task's validation
+    /// sizes, which no prompt shows: it must be correct there and not
+    /// slower than the seed by more than --validate-max-slowdown.
+    /// Rejected candidates are stored with the reason; the model is told
+    /// only "fails on unseen sizes".
+    #[arg(long)]
+    pub validate: bool,
+    /// --validate: the most a candidate may be slower than the seed at a
+    /// validation size (time ratio, default 1.5).
+    #[arg(long, value_name = "FACTOR")]
+    pub validate_max_slowdown: Option<f64>,
     /// A proposed kernel that declares tunable parameters (`// kevo: tune`)
     /// is tuned: this many configurations are evaluated and the fastest
     /// correct one is the candidate (default 8; 0: off, and the prompt
@@ -648,6 +660,18 @@ impl RunFlags {
             "promotion.final_remeasure",
             "--final-remeasure",
             |c| &mut c.promotion.final_remeasure,
+        );
+        l.set(
+            self.validate.then_some(true),
+            "promotion.validate",
+            "--validate",
+            |c| &mut c.promotion.validate,
+        );
+        l.set(
+            self.validate_max_slowdown,
+            "promotion.validate_max_slowdown",
+            "--validate-max-slowdown",
+            |c| &mut c.promotion.validate_max_slowdown,
         );
         l.set(self.tune_best_of, "tune.best_of", "--tune-best-of", |c| {
             &mut c.tune.best_of

@@ -432,7 +432,10 @@ pub fn tune(args: TuneArgs) -> Result<ExitCode> {
                 },
             ))?;
         }
+        let (verdict, verdict_reason) = kevo_evolve::verdict::classify(false, &winner, &seed);
         held_out = Some(json!({
+            "verdict": verdict,
+            "verdict_reason": verdict_reason,
             "size": size.label,
             "fraction": wf,
             "seed_fraction": sf,
@@ -553,6 +556,11 @@ pub fn tune(args: TuneArgs) -> Result<ExitCode> {
                             ),
                         }
                     );
+                    if let (Some(v), Some(why)) =
+                        (h["verdict"].as_str(), h["verdict_reason"].as_str())
+                    {
+                        println!("held-out verdict: {v} ({why})");
+                    }
                 }
                 if let Some(p) = &written {
                     println!("kernel: {}", p.display());

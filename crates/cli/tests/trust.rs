@@ -2,7 +2,9 @@
 //! held-out verdict names a winner that is wrong only at the held-out size
 //! "overfit" in the summary, `kevo show` and `kevo runs`, and no prompt
 //! names that size; `--sanitize-winner` off CUDA says the winner was not
-//! checked.
+//! checked; with `--validate`, a candidate wrong only at a validation size
+//! is never kept, and the proposer learns only that it fails on unseen
+//! sizes.
 
 mod common;
 
@@ -25,6 +27,34 @@ fn json_lines(bytes: &[u8]) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// `kevo evolve` of saxpy on PoCL from the slow start, the proposer
+/// replaying `kernels` (one per iteration), in workspace `dir/ws`; its
+/// `finished` event.
+fn evolve_from_slow_start(dir: &Path, kernels: &[&Path], extra: &[&str]) -> serde_json::Value {
+    let llm = common::replay_of(dir, kernels);
+    let out = kevo()
+        .env("KEVO_CACHE_DIR", dir.join("cache"))
+        .args(common::EVOLVE_SAXPY_SMOKE)
+        .args(["--ceilings", "20,100", "--llm", &llm])
+        .args(["--iterations", &kernels.len().to_string()])
+        .args(extra)
+        .arg("--seed-kernel")
+        .arg(root().join("examples/replay/opencl/start_slow.cl"))
+        .args(["--json", "--workspace"])
+        .arg(dir.join("ws"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json_lines(&out.stdout)
+        .into_iter()
+        .find(|e| e["event"] == "finished")
+        .unwrap()
+}
+
 #[test]
 fn a_winner_wrong_only_at_the_held_out_size_is_called_overfit() {
     if !opencl_available() {
@@ -33,25 +63,11 @@ fn a_winner_wrong_only_at_the_held_out_size_is_called_overfit() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().join("ws");
     let cheat = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/trust/wrong_at_128k.cl");
-    let llm = common::replay_of(dir.path(), &[cheat]);
-    let out = kevo()
-        .env("KEVO_CACHE_DIR", dir.path().join("cache"))
-        .args(common::EVOLVE_SAXPY_SMOKE)
-        .args(["--ceilings", "20,100", "--llm", &llm, "--iterations", "1"])
-        .args(["--sanitize-winner", "memcheck,racecheck"])
-        .arg("--seed-kernel")
-        .arg(root().join("examples/replay/opencl/start_slow.cl"))
-        .args(["--json", "--workspace"])
-        .arg(&ws)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let finished = evolve_from_slow_start(
+        dir.path(),
+        &[&cheat],
+        &["--sanitize-winner", "memcheck,racecheck"],
     );
-    let events = json_lines(&out.stdout);
-    let finished = events.iter().find(|e| e["event"] == "finished").unwrap();
     // It beat the slow start in-distribution, so it is the winner...
     assert!(finished["speedup"].as_f64().unwrap() > 1.5, "{finished}");
     // ... and the held-out size shows what it is.
@@ -135,4 +151,94 @@ fn a_winner_wrong_only_at_the_held_out_size_is_called_overfit() {
             assert!(!text.contains("128K"), "{}", path.display());
         }
     }
+}
+
+/// A kernel that drops the tail (wrong only at saxpy's smoke validation
+/// size, N = 100003) beats the slow start in-distribution: without
+/// `--validate` it wins; with it, it is rejected, never kept, and the next
+/// prompt says only that it fails on unseen sizes; a correct fast kernel
+/// after it passes the gate and wins.
+#[test]
+fn a_candidate_wrong_only_at_a_validation_size_is_never_kept() {
+    if !opencl_available() {
+        return;
+    }
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let cheat = here.join("tests/trust/drops_the_tail.cl");
+    let honest = root().join("examples/replay/opencl/4_faster.cl");
+    // Without the gate the tail-dropping kernel is the winner.
+    let plain = tempfile::tempdir().unwrap();
+    let finished = evolve_from_slow_start(plain.path(), &[&cheat], &["--promotion", "strict"]);
+    assert!(finished["speedup"].as_f64().unwrap() > 1.5, "{finished}");
+    assert!(finished.get("validation").is_none(), "{finished}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    let finished = evolve_from_slow_start(dir.path(), &[&cheat, &honest], &["--validate"]);
+    let run = finished["run"].as_str().unwrap();
+    let gate = &finished["validation"];
+    assert_eq!(gate["checked"], 2, "{gate}");
+    assert_eq!(gate["rejected"], 1, "{gate}");
+    // The honest kernel won; the cheat was never kept.
+    assert!(finished["speedup"].as_f64().unwrap() > 1.5, "{finished}");
+    assert_eq!(finished["best_iteration"], 2, "{finished}");
+    let ws_s = ws.display().to_string();
+    let shown = kevo()
+        .args(["show", run, "--json", "--workspace", &ws_s])
+        .output()
+        .unwrap();
+    let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    let history = shown["history"].as_array().unwrap();
+    let first = history.iter().find(|h| h["iteration"] == 1).unwrap();
+    assert_eq!(first["promoted"], false, "{first}");
+    assert!(
+        first["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("rejected by validation: at a validation size: wrong"),
+        "{first}"
+    );
+    let validations = shown["validations"].as_array().unwrap();
+    let verdicts: Vec<(u64, bool)> = validations
+        .iter()
+        .map(|v| {
+            (
+                v["iteration"].as_u64().unwrap(),
+                v["passed"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(verdicts, [(0, true), (1, false), (2, true)]);
+    assert!(
+        validations[1]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("100003"),
+        "{}",
+        validations[1]
+    );
+    let text = kevo()
+        .args(["show", run, "--workspace", &ws_s])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("rejected by validation"), "{text}");
+    // The proposer heard "fails on unseen sizes" and never the size.
+    let mut prompts = Vec::new();
+    for entry in std::fs::read_dir(ws.join("runs").join(run)).unwrap() {
+        let path = entry.unwrap().path();
+        if path.to_string_lossy().ends_with("_prompt.md") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            assert!(!text.contains("100003"), "{}", path.display());
+            prompts.push((path, text));
+        }
+    }
+    prompts.sort();
+    assert_eq!(prompts.len(), 2);
+    assert!(!prompts[0].1.contains("fails on unseen sizes"));
+    assert!(
+        prompts[1].1.contains("fails on unseen sizes"),
+        "{}",
+        prompts[1].1
+    );
 }

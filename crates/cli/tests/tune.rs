@@ -119,6 +119,13 @@ fn tunes_records_failures_caches_and_writes_the_best_kernel() {
     assert!(best["score"].as_f64().unwrap() > 0.0);
     assert_ne!(best["configuration"]["FLAVOUR"], 2);
     assert!(best["held_out"]["fraction"].as_f64().unwrap() > 0.0);
+    // The same words as a search's held-out gate.
+    let verdict = best["held_out"]["verdict"].as_str().unwrap();
+    assert!(
+        ["generalises", "held-out regression"].contains(&verdict),
+        "{}",
+        best["held_out"]
+    );
     let kernel = std::fs::read_to_string(dir.path().join("best.cl")).unwrap();
     assert!(
         kernel.starts_with("// kevo configuration: BLOCK="),

@@ -219,6 +219,13 @@ pub struct PromotionSection {
     /// Default 3 with noise-aware promotion, 0 with strict.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub final_remeasure: Option<u32>,
+    /// Check a candidate at the task's validation sizes before it is kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub validate: Option<bool>,
+    /// The most a kept candidate may be slower than the seed at a
+    /// validation size (default 1.5).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub validate_max_slowdown: Option<f64>,
 }
 
 /// Best-of-k tuning of proposed kernels that declare tunable parameters.
@@ -857,6 +864,16 @@ impl RunConfig {
         }
         self.promotion_rule()
             .map_err(|message| ("promotion".to_string(), message))?;
+        if let Some(f) = self.promotion.validate_max_slowdown
+            && !(f.is_finite() && f >= 1.0)
+        {
+            return Err((
+                "promotion.validate_max_slowdown".into(),
+                format!(
+                    "must be a time ratio of at least 1 (1.5 = up to 50 % slower than the seed), not {f}"
+                ),
+            ));
+        }
         match &self.strategy {
             Some(StrategyConfig::MapElites(c)) => {
                 at_least_one("strategy.islands", Some(c.islands))?;
@@ -1037,6 +1054,13 @@ impl RunConfig {
             strategy: self.tune.strategy.unwrap_or(o.tune.strategy),
         };
         (o.promotion, o.final_remeasure) = promotion;
+        o.validation = crate::ValidationOptions {
+            enabled: self.promotion.validate.unwrap_or(false),
+            max_slowdown: self
+                .promotion
+                .validate_max_slowdown
+                .unwrap_or(o.validation.max_slowdown),
+        };
         o.strategy = self.strategy.clone().unwrap_or_default();
         Ok(o)
     }
@@ -1121,6 +1145,8 @@ impl RunConfig {
                 rule: Some(rule.into()),
                 rounds,
                 final_remeasure: Some(o.final_remeasure),
+                validate: Some(o.validation.enabled),
+                validate_max_slowdown: Some(o.validation.max_slowdown),
             },
             tune: TuneSection {
                 best_of: Some(o.tune.best_of),

@@ -30,11 +30,13 @@ pub mod verdict;
 
 pub use config::{ConfigError, ConfigLayer, RunConfig};
 pub use options::{
-    DEFAULT_FINAL_REMEASURE, DEFAULT_TUNE_BEST_OF, EvolveOptions, PromptOptions, TuneOptions,
+    DEFAULT_FINAL_REMEASURE, DEFAULT_TUNE_BEST_OF, DEFAULT_VALIDATE_MAX_SLOWDOWN, EvolveOptions,
+    PromptOptions, TuneOptions, ValidationOptions,
 };
 pub use remeasure::{FinalEntry, FinalPick, Interleaved, RemeasureSpend, RoundResult, SizeTime};
 pub use session::{
-    Asked, Environment, Event, EvolveError, HeldOutSummary, InFlightCalls, Observer, Summary, ask,
-    create, finish, interrupt, is_abandoned, resume, start, stored_options, stored_strategy, tell,
+    Asked, Environment, Event, EvolveError, HeldOutSummary, InFlightCalls, Observer, Summary,
+    ValidationState, ask, create, finish, interrupt, is_abandoned, resume, start, stored_options,
+    stored_strategy, tell,
 };
 pub use verdict::HeldOutVerdict;

@@ -103,6 +103,10 @@ pub struct EvolveOptions {
     /// existed) keeps the in-run best.
     #[serde(default)]
     pub final_remeasure: u32,
+    /// `--validate`: the validation gate before anything is kept. Off in
+    /// runs stored before it existed.
+    #[serde(default)]
+    pub validation: ValidationOptions,
     /// `--concurrency K`: proposals in flight at once. Each one's prompt is
     /// built from the archive as it is when its slot frees, and each answer
     /// is evaluated and decided as soon as it arrives (in arrival order), so
@@ -125,6 +129,36 @@ pub struct EvolveOptions {
     /// How a proposed kernel that declares tunable parameters is tuned.
     #[serde(default)]
     pub tune: TuneOptions,
+}
+
+/// The validation gate: before the search keeps a candidate, it is
+/// evaluated at the task's validation sizes (never shown to the proposer)
+/// and must be correct there and at most `max_slowdown` times the seed's
+/// time at each of them.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ValidationOptions {
+    #[serde(default)]
+    pub enabled: bool,
+    #[serde(default = "default_max_slowdown")]
+    pub max_slowdown: f64,
+}
+
+/// 1.5: well outside timing noise (a few percent), well inside the
+/// collapses the gate is for (Metal-Sci's fft3d winner ran at 0.23x the
+/// seed at a size it had not seen).
+pub const DEFAULT_VALIDATE_MAX_SLOWDOWN: f64 = 1.5;
+
+fn default_max_slowdown() -> f64 {
+    DEFAULT_VALIDATE_MAX_SLOWDOWN
+}
+
+impl Default for ValidationOptions {
+    fn default() -> Self {
+        ValidationOptions {
+            enabled: false,
+            max_slowdown: DEFAULT_VALIDATE_MAX_SLOWDOWN,
+        }
+    }
 }
 
 /// Best-of-k tuning of proposed templates (`// kevo: tune` lines): the
@@ -242,6 +276,7 @@ impl EvolveOptions {
             record: None,
             batch_poll_s: default_batch_poll_s(),
             final_remeasure: DEFAULT_FINAL_REMEASURE,
+            validation: ValidationOptions::default(),
             prompt: PromptOptions::default(),
             tune: TuneOptions::default(),
         }

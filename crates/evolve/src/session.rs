@@ -19,8 +19,8 @@ use kevo_proposer::{
 use kevo_store::artifacts::RunDir;
 use kevo_store::{
     CandidateId, CandidateRef, Checkpoint, Decided, EvaluationId, HeldOutRole, NewCandidate,
-    NewDecision, NewEvaluation, NewHeldOut, NewLlmCall, NewRemeasurement, NewRun, ProposalId,
-    Proposed, RemeasurePurpose, RunId, Spent, Store, StoreError, source_sha256,
+    NewDecision, NewEvaluation, NewHeldOut, NewLlmCall, NewRemeasurement, NewRun, NewValidation,
+    ProposalId, Proposed, RemeasurePurpose, RunId, Spent, Store, StoreError, source_sha256,
 };
 use kevo_strategy::{
     Decision, Elite, Judge, Judgement, NoiseAwareJudge, OnePlusOne, Promotion, Scored, Selection,
@@ -180,6 +180,11 @@ pub enum EvolveError {
     /// The seed must be correct: there is nothing to improve on otherwise.
     #[error("the seed kernel of {task} is not correct on this device: {reason}")]
     SeedFailed { task: String, reason: String },
+    /// `--validate` on a task whose size set declares no validation size.
+    #[error(
+        "--validate needs validation sizes, and task {task} declares none in its `{set}` size set (add `validation = [...]` to `[sizes.{set}]` of its task.toml, or run without --validate)"
+    )]
+    NoValidationSizes { task: String, set: String },
     #[error("run {run} cannot be resumed: {reason}")]
     Resume { run: String, reason: String },
     #[error("--candidates-per-iteration must be at least 1")]
@@ -376,6 +381,9 @@ pub struct Summary {
     /// `speedup` are its medians, measured in one session.
     #[serde(default)]
     pub final_pick: Option<FinalPick>,
+    /// The validation gate's tally, with `--validate`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation: Option<ValidationState>,
     /// The winner under compute-sanitizer (`--sanitize-winner`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub safety: Option<crate::verdict::Safety>,
@@ -398,6 +406,26 @@ struct StrategyState {
     /// Re-measurement spent on promotions so far.
     #[serde(default)]
     remeasure: RemeasureSpend,
+    /// The validation gate's baseline and tally (`--validate`).
+    #[serde(default)]
+    validation: ValidationState,
+}
+
+/// The validation gate so far: the seed's times at the validation sizes
+/// (what a candidate may be at most `max_slowdown` times) and what the
+/// gate spent and rejected.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ValidationState {
+    /// The seed's median seconds at each validation size, by label.
+    pub seed_times: Vec<(String, f64)>,
+    /// The seed's whole evaluation time there (the gate's timeout is
+    /// derived from it).
+    pub seed_wall_s: f64,
+    /// Candidates evaluated by the gate, and those it rejected.
+    pub checked: u32,
+    pub rejected: u32,
+    pub device_s: f64,
+    pub wall_s: f64,
 }
 
 impl StrategyState {
@@ -643,6 +671,12 @@ impl<'e> Session<'e> {
         env: &'e Environment,
         existing: Option<RunId>,
     ) -> Result<Session<'e>, EvolveError> {
+        if options.validation.enabled && task.sizes(options.sizes).validation.is_empty() {
+            return Err(EvolveError::NoValidationSizes {
+                task: task.name().to_string(),
+                set: options.sizes.to_string(),
+            });
+        }
         let config = options.worker_config();
         let command = env.worker.clone();
         let worker = tokio::task::block_in_place(|| Worker::start(command, config))?;
@@ -805,18 +839,37 @@ impl<'e> Session<'e> {
         self.dir.write_seed(&source)?;
         self.dir.write_result(0, &evaluation)?;
         let Some(score) = evaluation.outcome.score() else {
-            let reason = evaluation.outcome.summary();
-            self.env
-                .store
-                .mark_failed(&self.run, &format!("seed failed: {reason}"))
-                .await?;
-            return Err(EvolveError::SeedFailed {
-                task: self.task.name().to_string(),
-                reason,
-            });
+            return Err(self.seed_failed(evaluation.outcome.summary()).await);
         };
         self.state.seed_wall_s = evaluation.wall.total_s;
         self.timeout = self.candidate_timeout();
+        let mut validations = Vec::new();
+        if self.options.validation.enabled {
+            let sizes = self.plan.validation.clone();
+            let v = self.evaluate(&source, &sizes, seed_limit);
+            if !v.outcome.is_correct() {
+                let reason = format!(
+                    "at its validation sizes, which --validate needs it to pass: {}",
+                    v.outcome.summary()
+                );
+                return Err(self.seed_failed(reason).await);
+            }
+            let gate = &mut self.state.validation;
+            gate.seed_times = v
+                .sizes
+                .iter()
+                .map(|s| (s.label.clone(), s.time.median_s))
+                .collect();
+            gate.seed_wall_s = v.wall.total_s;
+            validations.push(NewValidation {
+                candidate: CandidateRef::Proposal(0),
+                passed: true,
+                reason: "the seed: the baseline at the validation sizes".into(),
+                device_s: v.wall.device_s,
+                wall_s: v.wall.total_s,
+                evaluation: v,
+            });
+        }
         let features = Features::of(&source, self.dialect);
         let analysis = kevo_descriptors::analyse(&source, self.dialect, &features);
         let seed_cell = analysis.descriptors;
@@ -872,6 +925,7 @@ impl<'e> Session<'e> {
                         spent,
                     },
                     remeasurements: Vec::new(),
+                    validations,
                     answers: None,
                 }
             })
@@ -897,6 +951,23 @@ impl<'e> Session<'e> {
             wall_s: evaluation.wall.total_s,
         });
         Ok(())
+    }
+
+    /// The run marked failed because its seed is not correct (`reason`),
+    /// and the error that says so (or the store's, if marking failed).
+    async fn seed_failed(&self, reason: String) -> EvolveError {
+        if let Err(e) = self
+            .env
+            .store
+            .mark_failed(&self.run, &format!("seed failed: {reason}"))
+            .await
+        {
+            return e.into();
+        }
+        EvolveError::SeedFailed {
+            task: self.task.name().to_string(),
+            reason,
+        }
     }
 
     fn candidate_timeout(&self) -> Duration {
@@ -1186,6 +1257,11 @@ impl<'e> Session<'e> {
             promotion: self.options.promotion.name().into(),
             remeasure: self.state.remeasure,
             final_pick,
+            validation: self
+                .options
+                .validation
+                .enabled
+                .then(|| self.state.validation.clone()),
         };
         let value = serde_json::to_value(&summary).map_err(|source| EvolveError::Serialize {
             what: "the run's summary",
@@ -1308,7 +1384,14 @@ impl<'e> Session<'e> {
                 .map(|id| (self.sources[id].clone(), self.evaluations[id].clone()))
                 .collect()
         };
+        let previous_rejected = self.state.previous_failure.is_none()
+            && selection.previous.is_some_and(|p| {
+                self.state.history.iter().any(|h| {
+                    h.candidate == Some(p) && h.outcome == StepOutcome::RejectedByValidation
+                })
+            });
         Ok(PromptContext {
+            previous_rejected,
             incumbent,
             incumbent_profile,
             previous_profile,
@@ -1709,6 +1792,7 @@ impl<'e> Session<'e> {
             incumbent_profile: context.incumbent_profile.as_deref(),
             previous_profile: context.previous_profile.as_deref(),
             analysis: context.analysis.as_deref(),
+            previous_rejected: context.previous_rejected,
         })?;
         Ok(request)
     }
@@ -2058,8 +2142,60 @@ impl<'e> Session<'e> {
                 TriedResult::Evaluated(_) => None,
             })
             .collect();
-        let provisional = provisional_batch(&tried);
-        let judged = self.judge_batch(k, selection, &provisional, &tried).await?;
+        let mut provisional = provisional_batch(&tried);
+        // Judge the batch; with --validate, validate what the strategy
+        // would keep and judge again without what failed, until all it
+        // keeps has passed (each candidate is validated at most once, and
+        // pairs already re-measured are not measured again).
+        let mut judged = None;
+        let mut gate = Gate::default();
+        loop {
+            judged = self
+                .judge_batch(k, selection, &provisional, &tried, judged.take())
+                .await?;
+            if !self.options.validation.enabled {
+                break;
+            }
+            let fresh: Vec<i64> = self
+                .probe_kept(k, selection, &provisional, judged.as_ref())?
+                .into_iter()
+                .filter(|id| gate.checked.insert(*id))
+                .collect();
+            if fresh.is_empty() {
+                break;
+            }
+            let mut rejected_any = false;
+            for p in fresh {
+                let j = (-p - 1) as usize;
+                let source = tried[j]
+                    .candidate()
+                    .map(|c| c.source.clone())
+                    .unwrap_or_default();
+                let v = self.validate(&source);
+                let gate_state = &mut self.state.validation;
+                gate_state.checked += 1;
+                gate_state.device_s += v.device_s;
+                gate_state.wall_s += v.wall_s;
+                if !v.passed {
+                    gate_state.rejected += 1;
+                    rejected_any = true;
+                    gate.rejected.insert(j, v.reason.clone());
+                    if let Some(c) = provisional.iter_mut().find(|c| c.id == p) {
+                        c.score = None;
+                        c.outcome = StepOutcome::RejectedByValidation;
+                    }
+                }
+                gate.validations.push(NewValidation {
+                    candidate: CandidateRef::Proposal(j),
+                    ..v
+                });
+            }
+            if !rejected_any {
+                break;
+            }
+        }
+        let rejected = gate.rejected;
+        let validations = gate.validations;
         let proposed: Vec<Proposed> = tried.into_iter().map(Tried::into_proposed).collect();
         let verdicts: Vec<String> = judged
             .iter()
@@ -2089,10 +2225,14 @@ impl<'e> Session<'e> {
                     .enumerate()
                     .filter_map(|(j, ((p, id), cell))| {
                         let e = &p.evaluation.as_ref()?.evaluation;
+                        let (score, outcome) = match rejected.contains_key(&j) {
+                            true => (None, StepOutcome::RejectedByValidation),
+                            false => (e.outcome.score(), step_outcome(&e.outcome)),
+                        };
                         Some(Scored {
                             id: (*id)?.0,
-                            score: e.outcome.score(),
-                            outcome: step_outcome(&e.outcome),
+                            score,
+                            outcome,
                             descriptors: *cell,
                             duplicate_of: duplicate_of(j),
                         })
@@ -2176,8 +2316,9 @@ impl<'e> Session<'e> {
                 let mut failure_reasons = failures.iter().map(|(_, r)| r.clone());
                 let decisions = ids
                     .iter()
+                    .enumerate()
                     .map(
-                        |id| match (id, id.and_then(|i| decision.as_ref()?.placement(i.0))) {
+                        |(j, id)| match (id, id.and_then(|i| decision.as_ref()?.placement(i.0))) {
                             (Some(_), Some(p)) => NewDecision {
                                 promoted: p.kept,
                                 incumbent: Some(CandidateRef::Stored(CandidateId(
@@ -2185,7 +2326,10 @@ impl<'e> Session<'e> {
                                 ))),
                                 island: p.island.map(i64::from),
                                 cell: p.cell.map(|c| c.to_string()),
-                                reason: p.reason.clone(),
+                                reason: match rejected.get(&j) {
+                                    Some(why) => format!("rejected by validation: {why}"),
+                                    None => p.reason.clone(),
+                                },
                             },
                             _ => NewDecision {
                                 promoted: false,
@@ -2205,6 +2349,7 @@ impl<'e> Session<'e> {
                 Decided {
                     decisions,
                     remeasurements,
+                    validations,
                     answers,
                     checkpoint: Checkpoint {
                         incumbent: Some(CandidateRef::Stored(CandidateId(strategy.best().id))),
@@ -2311,6 +2456,102 @@ impl<'e> Session<'e> {
         m
     }
 
+    /// The provisional ids a copy of the strategy keeps from `batch`,
+    /// deciding as the real decision will: on `judged`'s answers under the
+    /// noise-aware rule, strictly otherwise.
+    fn probe_kept(
+        &self,
+        k: u32,
+        selection: &Selection,
+        batch: &[Scored],
+        judged: Option<&Judged>,
+    ) -> Result<Vec<i64>, EvolveError> {
+        if batch.iter().all(|c| c.score.is_none()) {
+            return Ok(Vec::new());
+        }
+        let strategy = self.strategy.as_deref().expect("seed evaluated");
+        let mut probe = kevo_strategy::restore(strategy.name(), &strategy.state())?;
+        let same = HashMap::new();
+        let decision = match judged {
+            None => probe.decide(k, selection, batch, &mut StrictJudge),
+            Some(j) => probe.decide(
+                k,
+                selection,
+                batch,
+                &mut ReplayJudge {
+                    table: &j.table,
+                    provisional_of: &same,
+                },
+            ),
+        };
+        Ok(decision
+            .placements
+            .iter()
+            .filter(|p| p.kept)
+            .map(|p| p.id)
+            .collect())
+    }
+
+    /// The validation gate on one candidate: evaluated at the validation
+    /// sizes, it passes when correct there and at most `max_slowdown`
+    /// times the seed's time at each. The caller names the candidate.
+    fn validate(&mut self, source: &str) -> NewValidation {
+        let sizes = self.plan.validation.clone();
+        let limit = kevo_worker::timeout_from_seed(
+            self.state.validation.seed_wall_s,
+            10.0,
+            Duration::from_secs(30),
+        )
+        .max(self.timeout);
+        let e = self.evaluate(source, &sizes, limit);
+        let max = self.options.validation.max_slowdown;
+        let verdict = match e.outcome.is_correct() {
+            false => Err(format!("at a validation size: {}", e.outcome.summary())),
+            true => {
+                let ratios: Vec<(&str, f64)> = e
+                    .sizes
+                    .iter()
+                    .filter_map(|s| {
+                        let (_, seed) = self
+                            .state
+                            .validation
+                            .seed_times
+                            .iter()
+                            .find(|(l, _)| *l == s.label)?;
+                        Some((s.label.as_str(), s.time.median_s / seed))
+                    })
+                    .collect();
+                let worst = ratios
+                    .iter()
+                    .copied()
+                    .max_by(|a, b| a.1.total_cmp(&b.1))
+                    .unwrap_or(("", 1.0));
+                match worst.1 > max || !worst.1.is_finite() {
+                    true => Err(format!(
+                        "{:.2}x the seed's time at validation size `{}` (at most {max}x allowed)",
+                        worst.1, worst.0
+                    )),
+                    false => Ok(format!(
+                        "correct at the validation sizes, at most {:.2}x the seed's time there",
+                        worst.1
+                    )),
+                }
+            }
+        };
+        let (passed, reason) = match verdict {
+            Ok(r) => (true, r),
+            Err(r) => (false, r),
+        };
+        NewValidation {
+            candidate: CandidateRef::Proposal(0),
+            passed,
+            reason,
+            device_s: e.wall.device_s,
+            wall_s: e.wall.total_s,
+            evaluation: e,
+        }
+    }
+
     /// Under the noise-aware rule, decide `batch` once on a copy of the
     /// strategy, re-measuring every challenger that appears better than
     /// what it would replace; the answers are replayed when the strategy
@@ -2321,15 +2562,18 @@ impl<'e> Session<'e> {
         selection: &Selection,
         batch: &[Scored],
         tried: &[Tried],
+        prior: Option<Judged>,
     ) -> Result<Option<Judged>, EvolveError> {
         let Promotion::NoiseAware { rounds } = self.options.promotion else {
             return Ok(None);
         };
+        let Judged {
+            mut table,
+            mut measured,
+        } = prior.unwrap_or_default();
+        let already = measured.len();
         if batch.iter().all(|c| c.score.is_none()) {
-            return Ok(Some(Judged {
-                table: HashMap::new(),
-                measured: Vec::new(),
-            }));
+            return Ok(Some(Judged { table, measured }));
         }
         let strategy = self.strategy.as_deref().expect("seed evaluated");
         let held: Vec<i64> = held_ids(strategy);
@@ -2337,8 +2581,6 @@ impl<'e> Session<'e> {
         for id in &held {
             self.load(CandidateId(*id)).await?;
         }
-        let mut table = HashMap::new();
-        let mut measured = Vec::new();
         {
             let mut judge = RecordingJudge {
                 inner: NoiseAwareJudge {
@@ -2368,7 +2610,7 @@ impl<'e> Session<'e> {
             };
             probe.decide(k, selection, batch, &mut judge);
         }
-        for m in &mut measured {
+        for m in &mut measured[already..] {
             m.verdict = table
                 .get(&(m.challenger, m.holder))
                 .and_then(|j| j.note.clone())
@@ -2593,6 +2835,7 @@ fn provisional_batch(tried: &[Tried]) -> Vec<Scored> {
 /// What the noise-aware rule found about an iteration's batch: every
 /// judgement the strategy asked for, by (challenger, holder) under
 /// provisional ids, and the re-measurements made for them.
+#[derive(Default)]
 struct Judged {
     table: HashMap<(i64, i64), Judgement>,
     measured: Vec<Measured>,
@@ -2645,6 +2888,16 @@ impl<J: Judge> Judge for RecordingJudge<'_, J> {
         self.table.insert(key, j.clone());
         j
     }
+}
+
+/// What the validation gate found in one iteration: the proposals it
+/// rejected (by position, with the reason), its evaluations, and the
+/// provisional ids it has checked.
+#[derive(Default)]
+struct Gate {
+    rejected: HashMap<usize, String>,
+    validations: Vec<NewValidation>,
+    checked: std::collections::HashSet<i64>,
 }
 
 /// Shown candidates as the prompt takes them.
@@ -2710,6 +2963,8 @@ struct PromptContext {
     /// evaluations.
     elites: Vec<(String, Evaluation)>,
     inspirations: Vec<(String, Evaluation)>,
+    /// The previous attempt was rejected by the validation gate.
+    previous_rejected: bool,
 }
 
 /// One proposal of an iteration after extraction and evaluation.

@@ -330,6 +330,7 @@ fn user_first_iteration() {
             incumbent_profile: None,
             previous_profile: None,
             analysis: None,
+            previous_rejected: false,
         })
         .unwrap();
     insta::assert_snapshot!(text);
@@ -372,6 +373,7 @@ fn user_after_a_compile_error() {
             incumbent_profile: None,
             previous_profile: None,
             analysis: None,
+            previous_rejected: false,
         })
         .unwrap();
     insta::assert_snapshot!(text);
@@ -441,6 +443,7 @@ fn user_with_stagnation_notice_on_a_measured_device() {
             incumbent_profile: None,
             previous_profile: None,
             analysis: None,
+            previous_rejected: false,
         })
         .unwrap();
     assert!(text.contains("## Stagnation notice"));
@@ -503,6 +506,7 @@ fn user_in_diff_mode_with_evolve_blocks_after_a_wrong_result() {
             incumbent_profile: None,
             previous_profile: None,
             analysis: None,
+            previous_rejected: false,
         })
         .unwrap();
     assert!(text.contains("EVOLVE-BLOCK-START` and `EVOLVE-BLOCK-END`"));
@@ -628,6 +632,7 @@ fn no_held_out_label_reaches_any_prompt() {
                                 incumbent_profile: None,
                                 previous_profile: None,
                                 analysis: None,
+                                previous_rejected: false,
                             })
                             .unwrap(),
                         );
@@ -652,6 +657,7 @@ fn no_held_out_label_reaches_any_prompt() {
                                     incumbent_profile: None,
                                     previous_profile: None,
                                     analysis: None,
+                                    previous_rejected: false,
                                 })
                                 .unwrap(),
                             );
@@ -695,6 +701,7 @@ fn held_out_results_are_refused() {
         incumbent_profile: None,
         previous_profile: None,
         analysis: None,
+        previous_rejected: false,
     };
     // A held-out size among the results.
     let mut e = correct(task, &dev, SizeSet::Full, [0.2, 0.3, 0.4]);
@@ -723,6 +730,26 @@ fn held_out_results_are_refused() {
     };
     e.sizes.truncate(1);
     assert!(matches!(b.user(&ctx(&e)), Err(PromptError::HeldOut { .. })));
+    // A validation size is as hidden: among the results, or in a message.
+    let validation = &plan.validation[0];
+    let mut e = correct(task, &dev, SizeSet::Full, [0.2, 0.3, 0.4]);
+    e.sizes.push(size_result(task, &dev, validation, Some(0.5)));
+    let err = b.user(&ctx(&e)).unwrap_err();
+    assert!(
+        matches!(&err, PromptError::Validation { label, .. } if *label == validation.label),
+        "{err}"
+    );
+    let mut e = wrong_at_second(task, &dev, SizeSet::Full);
+    e.outcome = Outcome::RuntimeError {
+        size: None,
+        fault: None,
+        message: format!("failed at {}", validation.label),
+    };
+    e.sizes.truncate(1);
+    assert!(matches!(
+        b.user(&ctx(&e)),
+        Err(PromptError::Validation { .. })
+    ));
     // A size of the other size set is not in distribution either.
     let smoke = kevo_tasks::by_name("saxpy").unwrap().sizes(SizeSet::Smoke);
     let mut e = correct(task, &dev, SizeSet::Full, [0.2, 0.3, 0.4]);
@@ -780,6 +807,7 @@ fn user_with_elites_inspirations_hints_and_a_budget() {
         incumbent_profile: None,
         previous_profile: None,
         analysis: None,
+        previous_rejected: false,
     };
     let builder = |budget: usize| {
         PromptBuilder::new(task, Dialect::Cuda, SizeSet::Full, dev.clone())
@@ -836,6 +864,7 @@ fn seed_context<'a>(
         incumbent_profile: profile,
         previous_profile: None,
         analysis: None,
+        previous_rejected: false,
     }
 }
 

@@ -25,10 +25,14 @@ pub enum StepOutcome {
     EditRejected,
     /// The proposer failed: no response at all.
     Skipped,
+    /// Correct at the in-distribution sizes, but the validation gate
+    /// (`--validate`) found it wrong, failing or too slow at a size never
+    /// shown: not kept, and it has no score.
+    RejectedByValidation,
 }
 
 impl StepOutcome {
-    pub const ALL: [StepOutcome; 9] = [
+    pub const ALL: [StepOutcome; 10] = [
         StepOutcome::Correct,
         StepOutcome::Suspicious,
         StepOutcome::CompileError,
@@ -38,6 +42,7 @@ impl StepOutcome {
         StepOutcome::NoCode,
         StepOutcome::EditRejected,
         StepOutcome::Skipped,
+        StepOutcome::RejectedByValidation,
     ];
 
     /// The name stored and shown: "correct", "compile_error", ...
@@ -52,6 +57,7 @@ impl StepOutcome {
             StepOutcome::NoCode => "no_code",
             StepOutcome::EditRejected => "edit_rejected",
             StepOutcome::Skipped => "skipped",
+            StepOutcome::RejectedByValidation => "rejected_by_validation",
         }
     }
 }

@@ -60,8 +60,10 @@
 //! `dir/SET/SIZE_LABEL/NAME.npy` for seed-independent inputs.
 //!
 //! Sizes (`[sizes.smoke]`, `[sizes.full]`, optional `[sizes.large]`) are
-//! written as for the built-in tasks; `regime` and `work_note` are
-//! optional.
+//! written as for the built-in tasks: `in_distribution`, `held_out` and,
+//! for `kevo evolve --validate`, `validation = [{ label, dims }, ...]`
+//! (sizes never shown, distinct from the others); `regime` and
+//! `work_note` are optional.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -12,7 +12,7 @@
 use kevo_eval::Evaluation;
 use serde::Serialize;
 
-use super::{DeviceCtx, DialectCtx, PromptBuilder, PromptError, TaskCtx, contains_token};
+use super::{DeviceCtx, DialectCtx, PromptBuilder, PromptError, TaskCtx};
 use crate::types::ChatRequest;
 
 /// The longest recommendation passed on, in characters: the analyst is
@@ -94,10 +94,11 @@ impl PromptBuilder<'_> {
     }
 
     /// An analysis as the generator's prompt may show it: `None` when it
-    /// names the held-out size (the analyst never saw it; naming it is a
-    /// guess that must not reach the generator either).
+    /// names the held-out or a validation size (the analyst never saw
+    /// them; naming one is a guess that must not reach the generator
+    /// either).
     pub fn shown_analysis(&self, analysis: &str) -> Option<String> {
-        (!contains_token(analysis, &self.plan.held_out.label)).then(|| analysis.to_string())
+        (!self.names_hidden(analysis)).then(|| analysis.to_string())
     }
 }
 

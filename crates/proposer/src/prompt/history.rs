@@ -49,6 +49,9 @@ pub fn history_line(entry: &HistoryEntry) -> String {
         StepOutcome::Timeout => "compile OK, correct False (timeout)",
         StepOutcome::NoCode => "no code in the response",
         StepOutcome::Skipped => "skipped (no response)",
+        StepOutcome::RejectedByValidation => {
+            "compile OK, correct True at the sizes shown, fails on unseen sizes (not kept)"
+        }
         other @ (StepOutcome::Suspicious | StepOutcome::EditRejected) => other.name(),
     };
     let score = entry

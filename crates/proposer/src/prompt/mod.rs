@@ -44,6 +44,10 @@ pub enum PromptError {
         "held-out size `{label}` reached the prompt builder ({context}); held-out results never go into a prompt"
     )]
     HeldOut { label: String, context: String },
+    #[error(
+        "validation size `{label}` reached the prompt builder ({context}); validation results never go into a prompt"
+    )]
+    Validation { label: String, context: String },
     #[error("size `{label}` ({context}) is not an in-distribution size of this task ({known})")]
     UnknownSize {
         label: String,
@@ -122,7 +126,17 @@ pub struct UserContext<'a> {
     /// (`--analyst`), shown before the instructions; one that names the
     /// held-out size is left out.
     pub analysis: Option<&'a str>,
+    /// The previous attempt was correct at the shown sizes but the
+    /// validation gate (`--validate`) rejected it: the prompt says it
+    /// fails on unseen sizes, never which or how.
+    pub previous_rejected: bool,
 }
+
+/// What the proposer is told about a candidate the validation gate
+/// rejected, and all it is told.
+pub const FAILS_UNSEEN: &str = "this kernel is correct at the sizes shown but fails on unseen sizes \
+(a wrong result, a failure, or far slower than the seed there); make it correct and fast for \
+every size the task allows, not only these";
 
 /// A kernel for the same task from another dialect or device (KForge's
 /// cross-platform reference: the CUDA winner while evolving OpenCL, say),
@@ -473,12 +487,7 @@ impl<'t> PromptBuilder<'t> {
             _ => None,
         };
         for label in eval.sizes.iter().map(|s| &s.label).chain(outcome_size) {
-            if *label == self.plan.held_out.label {
-                return Err(PromptError::HeldOut {
-                    label: label.clone(),
-                    context: context.to_string(),
-                });
-            }
+            self.refuse_hidden(label, label, context)?;
             if !self.plan.in_distribution.iter().any(|s| s.label == *label) {
                 return Err(PromptError::UnknownSize {
                     label: label.clone(),
@@ -496,15 +505,33 @@ impl<'t> PromptBuilder<'t> {
         Ok(())
     }
 
-    fn guard_text(&self, text: &str, context: &str) -> Result<(), PromptError> {
-        let label = &self.plan.held_out.label;
-        if contains_token(text, label) {
-            return Err(PromptError::HeldOut {
-                label: label.clone(),
-                context: context.to_string(),
-            });
+    /// An error when `text` (a label, or any text when searched for
+    /// tokens by the caller) is a hidden size's `label`.
+    fn refuse_hidden(&self, text: &str, label: &str, context: &str) -> Result<(), PromptError> {
+        if text != label {
+            return Ok(());
         }
-        Ok(())
+        let (label, context) = (label.to_string(), context.to_string());
+        Err(if label == self.plan.held_out.label {
+            PromptError::HeldOut { label, context }
+        } else if self.plan.validation.iter().any(|s| s.label == label) {
+            PromptError::Validation { label, context }
+        } else {
+            return Ok(());
+        })
+    }
+
+    /// Refuse text that names a held-out or validation size.
+    fn guard_text(&self, text: &str, context: &str) -> Result<(), PromptError> {
+        match self.plan.hidden_labels().find(|l| contains_token(text, l)) {
+            Some(label) => self.refuse_hidden(label, label, context),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether `text` names a size the proposer never sees.
+    fn names_hidden(&self, text: &str) -> bool {
+        self.plan.hidden_labels().any(|l| contains_token(text, l))
     }
 
     /// The feedback packet of one attempt, after the held-out checks.
@@ -622,6 +649,11 @@ impl<'t> PromptBuilder<'t> {
                     fb.text.push_str("\n\n");
                     fb.text.push_str(profile.trim_end());
                 }
+                if ctx.previous_rejected {
+                    fb.text.push_str(&format!("\n\nNot kept: {FAILS_UNSEEN}."));
+                    fb.summary = "fails on unseen sizes".into();
+                    fb.failed = true;
+                }
                 Some(AttemptCtx {
                     source: p.source.trim_end().to_string(),
                     feedback: fb.text,
@@ -636,14 +668,13 @@ impl<'t> PromptBuilder<'t> {
             None => None,
         };
         let start = ctx.history.len().saturating_sub(self.history_len);
-        // A note is the model's own words: one that names the held-out
-        // size (a guess, or an echo) is withheld, not an error that would
-        // end the run; anything else naming it still fails the guard.
-        let label = &self.plan.held_out.label;
+        // A note is the model's own words: one that names a hidden size
+        // (a guess, or an echo) is withheld, not an error that would end
+        // the run; anything else naming it still fails the guard.
         let history: Vec<String> = ctx.history[start..]
             .iter()
             .map(|e| match &e.note {
-                Some(note) if contains_token(note, label) => history_line(&HistoryEntry {
+                Some(note) if self.names_hidden(note) => history_line(&HistoryEntry {
                     note: Some("(description withheld: it names a size not shown)".into()),
                     ..e.clone()
                 }),
