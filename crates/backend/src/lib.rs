@@ -7,11 +7,13 @@
 
 mod handles;
 mod types;
+mod vendor;
 
 pub mod conformance;
 
 pub use handles::HandleTable;
 pub use types::*;
+pub use vendor::{VendorError, VendorKind, VendorLibrary, VendorOp};
 
 /// Alignment of view offsets: 4 KiB satisfies OpenCL's sub-buffer base
 /// alignment on every device seen (128 B to 4 KiB) and CUDA's 256 B.
@@ -155,6 +157,33 @@ pub trait Backend {
     /// writes, wait for completion and return the device-clock time from the
     /// start of the first launch to the end of the last one.
     fn run_timed(&mut self, launches: &[Launch]) -> Result<DeviceTime, BackendError>;
+
+    /// The vendor library that does `kind` of job on this device
+    /// ("cuFFT"), loading it if need be: `VendorError::Missing` when it is
+    /// not installed, `Unsupported` when this backend has none (the
+    /// default).
+    fn vendor_library(&mut self, kind: VendorKind) -> Result<VendorLibrary, VendorError> {
+        Err(VendorError::Unsupported {
+            backend: self.info().backend.clone(),
+            kind,
+        })
+    }
+
+    /// Run `op` once through its vendor library, waiting for it, and return
+    /// its device-clock time measured as [`Backend::run_timed`] measures a
+    /// launch sequence (same stream, same L2 flush and graph replay), so
+    /// the two times compare. Plans and handles are made on first use and
+    /// kept until [`Backend::release_vendor`].
+    fn run_vendor(&mut self, op: &VendorOp) -> Result<DeviceTime, VendorError> {
+        Err(VendorError::Unsupported {
+            backend: self.info().backend.clone(),
+            kind: op.kind(),
+        })
+    }
+
+    /// Free what the vendor libraries hold (cuFFT plans own a workspace as
+    /// large as the cube), so candidates evaluated next get the memory.
+    fn release_vendor(&mut self) {}
 }
 
 impl<B: Backend + ?Sized> Backend for Box<B> {
@@ -246,6 +275,15 @@ impl<B: Backend + ?Sized> Backend for Box<B> {
     }
     fn run_timed(&mut self, launches: &[Launch]) -> Result<DeviceTime, BackendError> {
         (**self).run_timed(launches)
+    }
+    fn vendor_library(&mut self, kind: VendorKind) -> Result<VendorLibrary, VendorError> {
+        (**self).vendor_library(kind)
+    }
+    fn run_vendor(&mut self, op: &VendorOp) -> Result<DeviceTime, VendorError> {
+        (**self).run_vendor(op)
+    }
+    fn release_vendor(&mut self) {
+        (**self).release_vendor()
     }
 }
 
@@ -339,6 +377,15 @@ mod tests {
         fn run_timed(&mut self, _: &[Launch]) -> Result<DeviceTime, BackendError> {
             Ok(DeviceTime(1.0))
         }
+        fn vendor_library(&mut self, _: VendorKind) -> Result<VendorLibrary, VendorError> {
+            Ok(VendorLibrary {
+                name: "answers-lib".into(),
+                version: "1.0".into(),
+            })
+        }
+        fn run_vendor(&mut self, _: &VendorOp) -> Result<DeviceTime, VendorError> {
+            Ok(DeviceTime(2.0))
+        }
     }
 
     #[test]
@@ -356,5 +403,70 @@ mod tests {
         assert!(b.copy_buffer(BufferId(3), BufferId(4), 1).is_err());
         assert!(b.fill_buffer(BufferId(3), 0, 1).is_err());
         assert!(b.is_poisoned());
+        assert_eq!(
+            b.vendor_library(VendorKind::Saxpy).unwrap().name,
+            "answers-lib"
+        );
+        let op = VendorOp::Saxpy {
+            n: 1,
+            alpha: 1.0,
+            x: BufferId(1),
+            y: BufferId(2),
+        };
+        assert_eq!(b.run_vendor(&op).unwrap(), DeviceTime(2.0));
+    }
+
+    /// A backend that overrides nothing vendor-related.
+    struct Plain(DeviceInfo);
+
+    impl Backend for Plain {
+        fn info(&self) -> &DeviceInfo {
+            &self.0
+        }
+        fn compile(&mut self, _: &str, _: &CompileOptions) -> Result<ModuleId, BackendError> {
+            unimplemented!()
+        }
+        fn kernel(&mut self, _: ModuleId, _: &str) -> Result<KernelId, BackendError> {
+            unimplemented!()
+        }
+        fn kernel_info(&self, _: KernelId) -> Result<KernelInfo, BackendError> {
+            unimplemented!()
+        }
+        fn release_module(&mut self, _: ModuleId) {}
+        fn alloc(&mut self, _: usize) -> Result<BufferId, BackendError> {
+            unimplemented!()
+        }
+        fn free(&mut self, _: BufferId) {}
+        fn upload(&mut self, _: BufferId, _: &[u8]) -> Result<(), BackendError> {
+            unimplemented!()
+        }
+        fn download(&mut self, _: BufferId, _: &mut [u8]) -> Result<(), BackendError> {
+            unimplemented!()
+        }
+        fn run_timed(&mut self, _: &[Launch]) -> Result<DeviceTime, BackendError> {
+            unimplemented!()
+        }
+    }
+
+    #[test]
+    fn a_backend_without_libraries_says_so_by_default() {
+        let mut b = Plain(DeviceInfo {
+            backend: "opencl".into(),
+            ..info()
+        });
+        let e = b.vendor_library(VendorKind::Fft3dC2c).unwrap_err();
+        assert!(
+            matches!(&e, VendorError::Unsupported { backend, kind: VendorKind::Fft3dC2c } if backend == "opencl"),
+            "{e:?}"
+        );
+        let op = VendorOp::Fft3dC2c {
+            n: 8,
+            repeats: 1,
+            buffers: [BufferId(1), BufferId(2)],
+        };
+        assert!(matches!(
+            b.run_vendor(&op),
+            Err(VendorError::Unsupported { .. })
+        ));
     }
 }

@@ -237,7 +237,11 @@ fn yes_no(b: bool) -> &'static str {
     if b { "yes" } else { "NO" }
 }
 
-pub fn print_evaluation(e: &Evaluation, ceilings: &Ceilings) {
+pub fn print_evaluation(
+    e: &Evaluation,
+    ceilings: &Ceilings,
+    vendor: Option<&kevo_eval::VendorBaseline>,
+) {
     println!("task {} on {} ({})", e.task, e.device, e.backend);
     println!(
         "ceilings: {} GB/s, {} GFLOPS — {}",
@@ -269,6 +273,9 @@ pub fn print_evaluation(e: &Evaluation, ceilings: &Ceilings) {
                 tol
             );
             println!("{:<16} {}", "", s.roofline_text());
+            if let Some(line) = vendor.and_then(|v| v.size_text(&s.label)) {
+                println!("{:<16} {line}", "");
+            }
         }
         if let Some(first) = e.sizes.first() {
             println!("work model: {}", first.work_note);
@@ -276,6 +283,9 @@ pub fn print_evaluation(e: &Evaluation, ceilings: &Ceilings) {
     }
     for line in e.kernels.iter().filter_map(|k| k.facts_line()) {
         println!("compiler: {line}");
+    }
+    if let Some(v) = vendor {
+        print_vendor_extras(e, v);
     }
     for (label, why) in e.suspicious() {
         println!("SUSPICIOUS at {label}: {why}");
@@ -303,6 +313,37 @@ pub fn print_evaluation(e: &Evaluation, ceilings: &Ceilings) {
         w.check_s,
         w.other_s()
     );
+}
+
+/// What the per-size lines of a vendor baseline leave out: that the library
+/// is missing or failed, and sizes it ran that the kernel did not reach.
+fn print_vendor_extras(e: &Evaluation, vendor: &kevo_eval::VendorBaseline) {
+    if let Some(note) = vendor.note() {
+        println!("{note}");
+    }
+    if let kevo_eval::VendorBaseline::Measured { sizes, .. } = vendor {
+        for s in sizes
+            .iter()
+            .filter(|s| !e.sizes.iter().any(|k| k.label == s.label))
+        {
+            if let Some(line) = vendor.size_text(&s.label) {
+                println!("{:<16} {line}", s.label);
+            }
+        }
+    }
+}
+
+/// After the table of `kevo eval --all`: each task's vendor comparison.
+pub fn print_vendor_summary(
+    evaluations: &[Evaluation],
+    baselines: &[Option<kevo_eval::VendorBaseline>],
+) {
+    for (e, b) in evaluations.iter().zip(baselines) {
+        let Some(b) = b else { continue };
+        if let Some(line) = b.ratios_text().or_else(|| b.note()) {
+            println!("{:<10} {line}", e.task);
+        }
+    }
 }
 
 pub fn print_summary(evaluations: &[Evaluation], ceilings: &Ceilings) {

@@ -5,11 +5,14 @@
 //! Candidates are CUDA C++ with `extern "C" __global__` entry points, compiled
 //! by NVRTC into a CUBIN for the device's own architecture (`sm_90a` on an
 //! H100) and launched with `cuLaunchKernel` on a private stream, timed with a
-//! pair of CUDA events around the launches.
+//! pair of CUDA events around the launches. cuFFT and cuBLAS, also loaded at
+//! run time, run the vendor baselines of fft3d and saxpy on the same stream,
+//! timed by the same code (`vendor` module).
 
 mod compile;
 mod error;
 mod loader;
+mod vendor;
 
 use std::collections::HashMap;
 use std::ffi::{CStr, CString, c_char, c_int, c_void};
@@ -24,7 +27,7 @@ use cudarc::driver::sys::{
 use kevo_backend::{
     Backend, BackendError, BufferId, CompileDiagnostics, CompileOptions, DeviceInfo,
     DeviceSelector, DeviceTime, Dialect, HandleTable, KernelArg, KernelId, KernelInfo, Launch,
-    ModuleId, ModuleInfo, Occupancy,
+    ModuleId, ModuleInfo, Occupancy, VendorError, VendorKind, VendorLibrary, VendorOp,
 };
 
 use crate::compile::{Image, Target};
@@ -145,6 +148,20 @@ struct Prepared {
     name: String,
 }
 
+/// Why queueing the work of a timed region failed.
+enum QueueError {
+    /// `cuLaunchKernel` of the named kernel.
+    Launch(CUresult, String),
+    /// Another driver call, described in full.
+    Driver(CUresult, String),
+    /// A vendor library call.
+    Library(VendorError),
+}
+
+/// What a timed region runs, queued on the given stream: a launch sequence
+/// or a vendor library's op. Queued directly, or once into a graph.
+type Work<'a> = &'a dyn Fn(cu::CUstream) -> Result<(), QueueError>;
+
 /// A CUDA device: its primary context, one stream and a pair of timing events.
 ///
 /// # Faults
@@ -198,6 +215,8 @@ pub struct CudaBackend {
     last_log: String,
     last_compile_time: Duration,
     resets: u64,
+    /// cuFFT plans and the cuBLAS handle, bound to the stream.
+    vendor: vendor::VendorState,
 }
 
 // SAFETY: the raw handles are plain driver object references, valid from any
@@ -528,6 +547,7 @@ impl CudaBackend {
             last_log: String::new(),
             last_compile_time: Duration::ZERO,
             resets: 0,
+            vendor: vendor::VendorState::default(),
         };
         backend.activate()?;
         Ok(backend)
@@ -649,6 +669,7 @@ impl CudaBackend {
         self.buffers.clear();
         self.graphs.clear();
         self.flush = None;
+        self.vendor.forget();
         self.live = None;
     }
 
@@ -806,13 +827,14 @@ impl CudaBackend {
         }
     }
 
-    /// The graph executable of a sequence, captured on first use.
+    /// The graph executable of some work (a launch sequence, a vendor
+    /// op), captured on first use under `key`.
     fn graph_for(
         &mut self,
         key: Vec<u64>,
-        prepared: &[Prepared],
         stream: cu::CUstream,
-    ) -> Result<cu::CUgraphExec, BackendError> {
+        work: Work<'_>,
+    ) -> Result<cu::CUgraphExec, VendorError> {
         if let Some(&exec) = self.graphs.get(&key) {
             return Ok(exec);
         }
@@ -828,28 +850,23 @@ impl CudaBackend {
             )
         };
         if let Err(r) = ok(r) {
-            return Err(self.fail(r, Op::Other, "starting a graph capture"));
+            return Err(self.fail(r, Op::Other, "starting a graph capture").into());
         }
-        let mut failed = None;
-        for p in prepared {
-            // SAFETY: live functions and stream (validated by prepare).
-            if let Err(r) = unsafe { launch(p, stream) } {
-                failed = Some((r, p.name.clone()));
-                break;
-            }
-        }
+        let failed = work(stream).err();
         let mut graph = ptr::null_mut();
         // SAFETY: ends the capture begun above, on every path.
         let ended = ok(unsafe { cu::cuStreamEndCapture(stream, &mut graph) });
-        if let Some((r, name)) = failed {
+        if let Some(e) = failed {
             if !graph.is_null() {
                 // SAFETY: the graph the capture returned.
                 unsafe { cu::cuGraphDestroy(graph) };
             }
-            return Err(self.fail(r, Op::Launch, &format!("capturing `{name}` into a graph")));
+            return Err(self.queue_failure(e, true));
         }
         if let Err(r) = ended {
-            return Err(self.fail(r, Op::Launch, "capturing the launch sequence"));
+            return Err(self
+                .fail(r, Op::Launch, "capturing the launch sequence")
+                .into());
         }
         let mut exec = ptr::null_mut();
         // SAFETY: graph from the capture; destroyed once instantiated.
@@ -859,17 +876,80 @@ impl CudaBackend {
             r
         };
         if let Err(r) = ok(r) {
-            return Err(self.fail(r, Op::Launch, "instantiating the graph"));
+            return Err(self.fail(r, Op::Launch, "instantiating the graph").into());
         }
         // Upload now so the first timed replay does not pay for it.
         // SAFETY: fresh executable, live stream.
         if let Err(r) = ok(unsafe { cu::cuGraphUpload(exec, stream) }) {
             // SAFETY: the executable created above.
             unsafe { cu::cuGraphExecDestroy(exec) };
-            return Err(self.fail(r, Op::Launch, "uploading the graph"));
+            return Err(self.fail(r, Op::Launch, "uploading the graph").into());
         }
         self.graphs.insert(key, exec);
         Ok(exec)
+    }
+
+    /// The typed error for a failure to queue work, `capturing` it into a
+    /// graph or running it.
+    fn queue_failure(&mut self, e: QueueError, capturing: bool) -> VendorError {
+        let (r, what) = match e {
+            QueueError::Library(e) => return e,
+            QueueError::Launch(r, name) if capturing => {
+                (r, format!("capturing `{name}` into a graph"))
+            }
+            QueueError::Launch(r, name) => (r, format!("launching `{name}`")),
+            QueueError::Driver(r, what) => (r, what),
+        };
+        self.fail(r, Op::Launch, &what).into()
+    }
+
+    /// Run `work` between the start and end events on the stream (replayed
+    /// as a graph captured under `key` when graphs are on, after the L2
+    /// flush when that is on) and return the device time between them:
+    /// kernels and vendor libraries are timed by this one code.
+    fn timed(
+        &mut self,
+        live: Live,
+        key: Vec<u64>,
+        names: &str,
+        work: Work<'_>,
+    ) -> Result<DeviceTime, VendorError> {
+        // Capture before queueing the flush: a capture starts on an idle stream.
+        let graph = if self.options.use_graph {
+            Some(self.graph_for(key, live.stream, work)?)
+        } else {
+            None
+        };
+        if self.options.flush_l2 {
+            self.flush_l2(live.stream)?;
+        }
+        // SAFETY: events, stream and graph belong to the current context;
+        // `work` queues on that stream only.
+        let queued = unsafe {
+            (|| -> Result<(), QueueError> {
+                ok(cu::cuEventRecord(live.start, live.stream))
+                    .map_err(|r| QueueError::Driver(r, "recording the start event".to_string()))?;
+                match graph {
+                    Some(exec) => ok(cu::cuGraphLaunch(exec, live.stream)).map_err(|r| {
+                        QueueError::Driver(r, format!("launching the graph of {names}"))
+                    })?,
+                    None => work(live.stream)?,
+                }
+                ok(cu::cuEventRecord(live.end, live.stream))
+                    .map_err(|r| QueueError::Driver(r, "recording the end event".to_string()))
+            })()
+        };
+        // A fault of an earlier launch takes precedence over a later
+        // launch's rejection: it is what broke the sequence.
+        self.sync(live.stream, &format!("running {names}"))?;
+        if let Err(e) = queued {
+            return Err(self.queue_failure(e, false));
+        }
+        let mut ms = 0f32;
+        // SAFETY: both events were recorded on the stream just synchronised.
+        let r = unsafe { cu::cuEventElapsedTime_v2(&mut ms, live.start, live.end) };
+        ok(r).map_err(|r| self.fail(r, Op::Other, "reading the event timer"))?;
+        Ok(DeviceTime(f64::from(ms) * 1e-3))
     }
 
     /// Queue the L2 flush on `stream` (see [`CudaOptions::flush_l2`]).
@@ -1419,46 +1499,74 @@ impl Backend for CudaBackend {
             .map(|l| self.prepare(l))
             .collect::<Result<Vec<_>, _>>()?;
         let names = Self::sequence_names(&prepared);
-        // Capture before queueing the flush: a capture starts on an idle stream.
-        let graph = if self.options.use_graph {
-            Some(self.graph_for(sequence_key(launches), &prepared, live.stream)?)
+        let work = |stream| {
+            for p in &prepared {
+                // SAFETY: live functions of the current context (validated
+                // by prepare); `timed` passes a live stream of it.
+                unsafe { launch(p, stream) }.map_err(|r| QueueError::Launch(r, p.name.clone()))?;
+            }
+            Ok(())
+        };
+        self.timed(live, sequence_key(launches), &names, &work)
+            .map_err(|e| match e {
+                VendorError::Backend(e) => e,
+                other => BackendError::Runtime(other.to_string()),
+            })
+    }
+
+    fn vendor_library(&mut self, kind: VendorKind) -> Result<VendorLibrary, VendorError> {
+        vendor::load(vendor::library_for(kind)).cloned()
+    }
+
+    fn run_vendor(&mut self, op: &VendorOp) -> Result<DeviceTime, VendorError> {
+        let library = vendor::library_for(op.kind());
+        vendor::load(library)?;
+        let live = self.activate()?;
+        let mut missing = None;
+        let resolved = op.map(|b| match self.buffer(b) {
+            Ok(e) => (e.ptr, e.bytes),
+            Err(e) => {
+                missing.get_or_insert(e);
+                (0, 0)
+            }
+        });
+        if let Some(e) = missing {
+            return Err(e.into());
+        }
+        vendor::check_extent(&resolved)?;
+        // SAFETY: the context is current and the stream is its own.
+        unsafe { self.vendor.prepare(&resolved, live.stream) }?;
+        // Out of `self` while `timed` borrows it; back unless a reset
+        // after a fault made its plans worthless.
+        let state = std::mem::take(&mut self.vendor);
+        let work = |_stream| {
+            // SAFETY: prepared above for this op; extents checked; the
+            // plans are bound to the stream `timed` queues on.
+            unsafe { state.enqueue(&resolved) }.map_err(QueueError::Library)
+        };
+        let epoch = self.epoch;
+        let timed = self.timed(live, vendor::graph_key(&resolved), library, &work);
+        if self.epoch == epoch && self.live.is_some() {
+            self.vendor = state;
         } else {
-            None
-        };
-        if self.options.flush_l2 {
-            self.flush_l2(live.stream)?;
+            let mut state = state;
+            state.forget();
         }
-        // SAFETY: events, stream, functions and graph belong to the current
-        // context; parameters were packed from live buffers.
-        let queued = unsafe {
-            (|| -> Result<(), (CUresult, String)> {
-                ok(cu::cuEventRecord(live.start, live.stream))
-                    .map_err(|r| (r, "recording the start event".to_string()))?;
-                match graph {
-                    Some(exec) => ok(cu::cuGraphLaunch(exec, live.stream))
-                        .map_err(|r| (r, format!("launching the graph of {names}")))?,
-                    None => {
-                        for p in &prepared {
-                            launch(p, live.stream)
-                                .map_err(|r| (r, format!("launching `{}`", p.name)))?;
-                        }
-                    }
-                }
-                ok(cu::cuEventRecord(live.end, live.stream))
-                    .map_err(|r| (r, "recording the end event".to_string()))
-            })()
-        };
-        // A fault of an earlier launch takes precedence over a later
-        // launch's rejection: it is what broke the sequence.
-        self.sync(live.stream, &format!("running {names}"))?;
-        if let Err((r, what)) = queued {
-            return Err(self.fail(r, Op::Launch, &what));
+        timed
+    }
+
+    fn release_vendor(&mut self) {
+        if self.vendor.is_empty() {
+            return;
         }
-        let mut ms = 0f32;
-        // SAFETY: both events were recorded on the stream just synchronised.
-        let r = unsafe { cu::cuEventElapsedTime_v2(&mut ms, live.start, live.end) };
-        ok(r).map_err(|r| self.fail(r, Op::Other, "reading the event timer"))?;
-        Ok(DeviceTime(f64::from(ms) * 1e-3))
+        if self.activate().is_ok() {
+            // Captured graphs use the plans' workspaces.
+            self.destroy_graphs();
+            // SAFETY: the plans were made in this context, which is current.
+            unsafe { self.vendor.release() };
+        } else {
+            self.vendor.forget();
+        }
     }
 }
 
@@ -1473,6 +1581,7 @@ impl Drop for CudaBackend {
                     for (_, exec) in self.graphs.drain() {
                         cu::cuGraphExecDestroy(exec);
                     }
+                    self.vendor.release();
                     for b in self.buffers.drain() {
                         if b.parent.is_none() {
                             cu::cuMemFree_v2(b.ptr);

@@ -97,7 +97,7 @@ pub(crate) struct Nvrtc {
 }
 
 /// Run `f`, turning a panic inside cudarc into an error message.
-fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+pub(crate) fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
         Err(payload) => {
@@ -129,7 +129,7 @@ pub(crate) fn nvrtc() -> Result<&'static Nvrtc, BackendError> {
         .map_err(|e| unavailable(e.clone()))
 }
 
-fn missing_symbols(lib: &libloading::Library, names: &[&str]) -> Vec<String> {
+pub(crate) fn missing_symbols(lib: &libloading::Library, names: &[&str]) -> Vec<String> {
     names
         .iter()
         // SAFETY: only the presence of the symbol is checked; it is not called.
@@ -202,7 +202,7 @@ fn init_driver() -> Result<(), String> {
 /// Directories where a CUDA toolkit keeps its libraries, for when NVRTC is
 /// not on the loader path (a toolkit in /usr/local/cuda without an
 /// ld.so.conf entry is the common case).
-fn toolkit_lib_dirs() -> Vec<PathBuf> {
+pub(crate) fn toolkit_lib_dirs() -> Vec<PathBuf> {
     let mut roots: Vec<PathBuf> = [
         "CUDA_HOME",
         "CUDA_PATH",
@@ -276,7 +276,7 @@ fn nvrtc_file_rank(name: &str) -> Option<u32> {
     }
 }
 
-fn find_in(dir: &Path, rank: impl Fn(&str) -> Option<u32>) -> Option<PathBuf> {
+pub(crate) fn find_in(dir: &Path, rank: impl Fn(&str) -> Option<u32>) -> Option<PathBuf> {
     let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir(dir)
         .ok()?
         .filter_map(Result::ok)

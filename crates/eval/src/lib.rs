@@ -20,12 +20,15 @@ pub mod json_f64;
 mod outcome;
 pub mod placement;
 pub mod source_rules;
+mod vendor;
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use device::{DeviceBuffers, PendingLaunch, Utility, round_up};
-use kevo_backend::{Backend, BackendError, BufferId, CompileOptions, KernelId, ModuleId};
+use kevo_backend::{
+    Backend, BackendError, BufferId, CompileOptions, KernelId, ModuleId, VendorError, VendorOp,
+};
 use kevo_roofline::Ceilings;
 use kevo_tasks::{Block, BlockDeclarations, BufferInit, Problem, Reference, Size, Task, Verdict};
 use rand::Rng;
@@ -37,6 +40,7 @@ pub use placement::{
     CACHE_LEVEL_SUSPICIOUS_FACTOR, CACHE_RESIDENT_SUSPICIOUS_FRACTION, LevelFraction,
     SUSPICIOUS_FRACTION,
 };
+pub use vendor::{VendorBaseline, VendorRun, VendorSize, ratio_text};
 
 /// How candidates are evaluated. The defaults are the Metal-Sci protocol
 /// (3 warm-ups, 10 timed runs) made unpredictable and adaptive.
@@ -63,6 +67,25 @@ pub struct EvalConfig {
     pub verify_seed_pool: usize,
     /// Memory budget for cached inputs and references.
     pub cache_bytes: usize,
+}
+
+impl EvalConfig {
+    /// Warm-up runs for one size, drawn from the configured range: a kernel
+    /// that counts its launches cannot tell the first timed run.
+    fn draw_warmups(&self) -> usize {
+        rand::rng().random_range(self.warmups_min..=self.warmups_max.max(self.warmups_min))
+    }
+
+    /// Whether `samples` (taking `timed_s` of device time) are enough: at
+    /// least the minimum, then until the spread is small, the maximum
+    /// count or the time budget.
+    fn timing_done(&self, samples: &[f64], timed_s: f64) -> bool {
+        let n = samples.len();
+        n >= self.timed_runs
+            && (n >= self.max_timed_runs
+                || timed_s >= self.timing_budget_s
+                || TimeStats::from_samples(samples.to_vec()).spread <= self.target_spread)
+    }
 }
 
 impl Default for EvalConfig {
@@ -647,9 +670,7 @@ impl<B: Backend> Evaluator<B> {
         // first one's is checked on its own as soon as it is seen.
         let timed_reference = self.reference(task, size, task.default_seed(), &timed, wall)?;
         let mut rng = rand::rng();
-        let warmups = rng.random_range(
-            self.config.warmups_min..=self.config.warmups_max.max(self.config.warmups_min),
-        );
+        let warmups = self.config.draw_warmups();
         let scrub_pattern = scrub.then(|| rng.random::<u32>());
 
         let t = Instant::now();
@@ -759,13 +780,7 @@ impl<B: Backend> Evaluator<B> {
                         }));
                     }
                 }
-                let n = samples.len();
-                if n >= self.config.timed_runs
-                    && (n >= self.config.max_timed_runs
-                        || timed_s >= self.config.timing_budget_s
-                        || TimeStats::from_samples(samples.clone()).spread
-                            <= self.config.target_spread)
-                {
+                if self.config.timing_done(&samples, timed_s) {
                     break;
                 }
             }
@@ -882,6 +897,161 @@ impl<B: Backend> Evaluator<B> {
             working_set_bytes: working_set,
             level: placement::level_fraction(achieved, kind, &self.ceilings, working_set),
         })
+    }
+
+    /// The vendor library's version of `task`'s job at each of `sizes`
+    /// (cuFFT for fft3d on CUDA), on the same device and inputs as the
+    /// kernels and timed by the same protocol: every buffer restored from
+    /// its pristine copy before each run, random warm-ups, timed runs on
+    /// the device clock until the spread is small. The output of one more
+    /// run is checked by the task's own check, so the library is shown to
+    /// do the same job (sign, normalisation, layout) before its time is.
+    pub fn vendor_baseline(&mut self, task: &Task, sizes: &[Size]) -> VendorBaseline {
+        self.vendor_baseline_observed(task, sizes, &mut |_| {})
+    }
+
+    /// [`Evaluator::vendor_baseline`], calling `on_size` before each size.
+    pub fn vendor_baseline_observed(
+        &mut self,
+        task: &Task,
+        sizes: &[Size],
+        on_size: &mut dyn FnMut(&str),
+    ) -> VendorBaseline {
+        let ops: Vec<(&Size, VendorOp<usize>)> = sizes
+            .iter()
+            .filter_map(|s| task.vendor_op(s).map(|op| (s, op)))
+            .collect();
+        let Some((_, first)) = ops.first() else {
+            return VendorBaseline::None {
+                reason: format!("no vendor library does the job of `{}`", task.name()),
+            };
+        };
+        let library = match self.backend.vendor_library(first.kind()) {
+            Ok(l) => l,
+            Err(VendorError::Missing { library, reason }) => {
+                return VendorBaseline::Missing {
+                    library: library.into(),
+                    reason,
+                };
+            }
+            Err(e @ VendorError::Unsupported { .. }) => {
+                return VendorBaseline::None {
+                    reason: e.to_string(),
+                };
+            }
+            Err(e) => {
+                return VendorBaseline::Failed {
+                    library: None,
+                    message: e.to_string(),
+                };
+            }
+        };
+        let mut results = Vec::new();
+        for (size, op) in ops {
+            on_size(&size.label);
+            let run = self
+                .vendor_size(task, size, op)
+                .unwrap_or_else(|e| VendorRun::Failed {
+                    message: e.to_string(),
+                });
+            results.push(VendorSize {
+                label: size.label.clone(),
+                op: op.describe(),
+                run,
+                kernel_over_library: None,
+            });
+            if self.backend.is_poisoned() {
+                break;
+            }
+        }
+        self.backend.release_vendor();
+        VendorBaseline::Measured {
+            library: library.name,
+            version: library.version,
+            sizes: results,
+        }
+    }
+
+    /// One size of a vendor baseline (see [`Evaluator::vendor_baseline`]).
+    fn vendor_size(
+        &mut self,
+        task: &Task,
+        size: &Size,
+        op: VendorOp<usize>,
+    ) -> Result<VendorRun, VendorError> {
+        let mut wall = WallTimes::default();
+        let seed = task.default_seed();
+        let problem = self.problem(task, size, seed, &mut wall);
+        let reference = self.reference(task, size, seed, &problem, &mut wall)?;
+        let checksum_key = self.utility()?.key;
+        let key = (task.content_hash().to_string(), size.clone(), seed);
+        let pristine = self
+            .pristine
+            .get(&mut self.backend, key, &problem, &[], checksum_key)?;
+        let mut working: Vec<BufferId> = Vec::with_capacity(problem.buffers.len());
+        let run = (|| -> Result<VendorRun, VendorError> {
+            for spec in &problem.buffers {
+                working.push(self.backend.alloc(spec.bytes.max(4))?);
+            }
+            let op = op.map(|i| working[i]);
+            let (backend, config) = (&mut self.backend, &self.config);
+            // What kernels get before every run: inputs back, outputs NaN.
+            let reset = |backend: &mut B| -> Result<(), BackendError> {
+                for ((spec, &w), p) in problem.buffers.iter().zip(&working).zip(&pristine) {
+                    match (&spec.init, p) {
+                        (BufferInit::Data(_), Some(p)) => backend.copy_buffer(*p, w, spec.bytes)?,
+                        (BufferInit::Data(d), None) => backend.upload(w, d)?,
+                        (BufferInit::Zero, _) => backend.fill_buffer(w, 0, spec.bytes)?,
+                        (BufferInit::Sentinel, _) => backend.fill_buffer(w, 0xFF, spec.bytes)?,
+                    }
+                }
+                Ok(())
+            };
+            let warmups = config.draw_warmups();
+            for _ in 0..warmups {
+                reset(backend)?;
+                backend.run_vendor(&op)?;
+            }
+            let mut samples = Vec::new();
+            let mut timed_s = 0.0;
+            while !config.timing_done(&samples, timed_s) {
+                reset(backend)?;
+                let t = backend.run_vendor(&op)?.seconds();
+                samples.push(t);
+                timed_s += t;
+            }
+            reset(backend)?;
+            backend.run_vendor(&op)?;
+            let mut outputs = Vec::with_capacity(problem.outputs.len());
+            for &i in &problem.outputs {
+                let mut out = vec![0u8; problem.buffers[i].bytes];
+                backend.download(working[i], &mut out)?;
+                outputs.push(out);
+            }
+            let verdict = task.check(size, &problem, &reference, &outputs);
+            Ok(if verdict.passed {
+                VendorRun::Correct {
+                    time: TimeStats::from_samples(samples),
+                    warmups: warmups as u32,
+                    metric: verdict.metric,
+                    error: verdict.value,
+                    tolerance: verdict.tolerance,
+                }
+            } else {
+                VendorRun::WrongResult {
+                    metric: verdict.metric,
+                    error: verdict.value,
+                    tolerance: verdict.tolerance,
+                }
+            })
+        })();
+        // The library's outputs are the answer: wiped before the memory
+        // can back a later candidate's allocation.
+        for (b, spec) in working.into_iter().zip(&problem.buffers) {
+            let _ = self.backend.fill_buffer(b, 0, spec.bytes);
+            self.backend.free(b);
+        }
+        run
     }
 
     /// How many of the pristine copies in use no longer hold what was

@@ -31,6 +31,7 @@ use std::sync::{Arc, OnceLock};
 
 pub use block::{BlockDeclarationError, BlockDeclarations};
 pub use expr::Expr;
+pub use kevo_backend::VendorOp;
 pub use spec::{Dim, TaskDefinitionError, TaskSpec};
 pub use task::*;
 pub use tasks::adi3d::Adi3d;

@@ -1,7 +1,7 @@
 use std::any::Any;
 use std::sync::Arc;
 
-use kevo_backend::Dialect;
+use kevo_backend::{Dialect, VendorOp};
 use serde::{Deserialize, Serialize};
 
 use crate::spec::{TaskDefinitionError, TaskSpec};
@@ -225,6 +225,14 @@ pub trait TaskCode: Send + Sync {
     fn work(&self, _size: &Size) -> Option<f64> {
         None
     }
+    /// The job of one run at `size` as a vendor library does it, on the
+    /// problem's buffers (indices into `Problem::buffers`) with the result
+    /// where `Problem::outputs` says: a kernel's time is then shown next to
+    /// the library's (cuFFT for fft3d, cuBLAS for saxpy). None where no
+    /// library does the same job.
+    fn vendor_op(&self, _size: &Size) -> Option<VendorOp<usize>> {
+        None
+    }
 }
 
 /// Source text of a task in each kernel dialect (absent: not ported).
@@ -397,6 +405,11 @@ impl Task {
             Some(expr) => expr.eval(&self.spec.dim_values(size)),
             None => self.code.work(size).unwrap_or(f64::NAN),
         }
+    }
+    /// The vendor library's version of one run at `size`, if any (see
+    /// [`TaskCode::vendor_op`]).
+    pub fn vendor_op(&self, size: &Size) -> Option<VendorOp<usize>> {
+        self.code.vendor_op(size)
     }
     /// How the work model counts, shown next to the achieved figure.
     pub fn work_note(&self) -> &str {

@@ -12,7 +12,7 @@
 //! and replaces the worker.
 
 use kevo_backend::{CompileOptions, DeviceInfo, DeviceSelector};
-use kevo_eval::{EvalConfig, Evaluation};
+use kevo_eval::{EvalConfig, Evaluation, VendorBaseline};
 use kevo_roofline::Ceilings;
 use kevo_tasks::Size;
 use serde::{Deserialize, Serialize};
@@ -185,6 +185,17 @@ pub enum Request {
         source: String,
         sizes: Vec<Size>,
     },
+    /// Run the vendor library's version of the task's job at `sizes`
+    /// (cuFFT for fft3d on CUDA) as a baseline for its kernels: in the
+    /// worker, so a library that crashes takes down a replaceable process.
+    Baseline {
+        id: u64,
+        nonce: String,
+        task: String,
+        #[serde(default)]
+        task_hash: Option<String>,
+        sizes: Vec<Size>,
+    },
     /// Define a task folder (or add expected outputs to one); no reply.
     /// Sent before the first evaluation of the task in this process.
     Define { package: Box<TaskPackage> },
@@ -268,6 +279,15 @@ pub enum Reply {
         id: u64,
         nonce: String,
         size: String,
+    },
+    /// The answer to a `Baseline` request.
+    Baseline {
+        id: u64,
+        nonce: String,
+        baseline: Box<VendorBaseline>,
+        /// As for `Result`: the device is unusable, the worker exits.
+        #[serde(default)]
+        restart: bool,
     },
     Result {
         id: u64,

@@ -6,7 +6,7 @@ use std::io::{BufRead, Write};
 use std::panic::AssertUnwindSafe;
 use std::time::Instant;
 
-use kevo_eval::{Evaluation, Evaluator, Outcome, Stage, WallTimes};
+use kevo_eval::{Evaluation, Evaluator, Outcome, Stage, VendorBaseline, WallTimes};
 
 use crate::limits;
 use crate::protocol::{Reply, Request, WorkerConfig};
@@ -128,6 +128,50 @@ pub fn serve(
                     refused_definitions.push(message);
                 }
             }
+            Request::Baseline {
+                id,
+                nonce,
+                task,
+                task_hash,
+                sizes,
+            } => {
+                let baseline = match task_for(&task, task_hash.as_deref()) {
+                    Err(message) => VendorBaseline::Failed {
+                        library: None,
+                        message,
+                    },
+                    Ok(task_ref) => {
+                        let mut progress = |size: &str| {
+                            let reply = Reply::Progress {
+                                id,
+                                nonce: nonce.clone(),
+                                size: size.to_string(),
+                            };
+                            let _ = send(&mut output, &reply);
+                        };
+                        std::panic::catch_unwind(AssertUnwindSafe(|| {
+                            evaluator.vendor_baseline_observed(task_ref, &sizes, &mut progress)
+                        }))
+                        .unwrap_or_else(|panic| VendorBaseline::Failed {
+                            library: None,
+                            message: format!(
+                                "internal error while running the vendor library: {}",
+                                panic_text(&*panic)
+                            ),
+                        })
+                    }
+                };
+                let restart = evaluator.backend().is_poisoned();
+                let reply = Reply::Baseline {
+                    id,
+                    nonce,
+                    baseline: Box::new(baseline),
+                    restart,
+                };
+                if !answer(&mut output, &reply, restart)? {
+                    return Ok(());
+                }
+            }
             Request::Evaluate {
                 id,
                 nonce,
@@ -173,39 +217,49 @@ pub fn serve(
                         }));
                         limits::leave_compile(&limits);
                         result.unwrap_or_else(|panic| {
-                            let message = panic
-                                .downcast_ref::<String>()
-                                .cloned()
-                                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                                .unwrap_or_else(|| "unknown panic".into());
                             failed(
                                 &task,
                                 &device,
-                                format!("internal error while evaluating: {message}"),
+                                format!("internal error while evaluating: {}", panic_text(&*panic)),
                             )
                         })
                     }
                 };
                 let restart = evaluator.backend().is_poisoned();
-                send(
-                    &mut output,
-                    &Reply::Result {
-                        id,
-                        nonce,
-                        evaluation: Box::new(evaluation),
-                        restart,
-                    },
-                )?;
-                if restart {
-                    eprintln!(
-                        "kevo worker: the device is unusable after a fault; exiting so a fresh worker takes over"
-                    );
+                let reply = Reply::Result {
+                    id,
+                    nonce,
+                    evaluation: Box::new(evaluation),
+                    restart,
+                };
+                if !answer(&mut output, &reply, restart)? {
                     return Ok(());
                 }
             }
         }
     }
     Ok(())
+}
+
+/// Send the answer to a request; false when the worker must exit after it
+/// (`restart`: the device is unusable in this process).
+fn answer(out: &mut impl Write, reply: &Reply, restart: bool) -> std::io::Result<bool> {
+    send(out, reply)?;
+    if restart {
+        eprintln!(
+            "kevo worker: the device is unusable after a fault; exiting so a fresh worker takes over"
+        );
+    }
+    Ok(!restart)
+}
+
+/// The message of a caught panic.
+fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "unknown panic".into())
 }
 
 /// Register a task folder the coordinator sent (built from its files,

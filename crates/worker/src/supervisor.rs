@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use kevo_backend::DeviceInfo;
-use kevo_eval::{Evaluation, Outcome, WallTimes};
+use kevo_eval::{Evaluation, Outcome, VendorBaseline, WallTimes};
 use kevo_roofline::Ceilings;
 use kevo_tasks::Size;
 use serde::Serialize;
@@ -111,6 +111,47 @@ struct Running {
     /// Task folders this process was sent (by hash), and the expected
     /// outputs (`hash/size/fingerprint`).
     shipped: std::collections::HashSet<String>,
+}
+
+/// The kind of answer a request waits for.
+#[derive(Debug, Clone, Copy)]
+enum Awaited {
+    Result,
+    Baseline,
+}
+
+impl Awaited {
+    /// Whether `reply` is this kind of answer to request `id`.
+    fn is_answer(self, reply: &Reply, id: u64, nonce: &str) -> bool {
+        match (self, reply) {
+            (
+                Awaited::Result,
+                Reply::Result {
+                    id: r, nonce: n, ..
+                },
+            )
+            | (
+                Awaited::Baseline,
+                Reply::Baseline {
+                    id: r, nonce: n, ..
+                },
+            ) => *r == id && n == nonce,
+            _ => false,
+        }
+    }
+}
+
+/// How waiting for a request's answer ended.
+enum Waited {
+    /// The awaited reply (`Reply::Result` or `Reply::Baseline`).
+    Answered(Reply),
+    /// The worker broke the protocol and was killed.
+    Violation(String),
+    /// No answer in time; the worker was killed. `compiling`: the compile
+    /// stage's own limit ran out.
+    Timeout { compiling: bool },
+    /// The worker died; `compiling`: while compiling.
+    Crashed { compiling: bool },
 }
 
 /// Lines of stderr kept for a crash report.
@@ -533,25 +574,7 @@ impl Worker {
         timeout: Duration,
     ) -> Evaluation {
         let started = Instant::now();
-        // A worker that exited between candidates is replaced silently: the
-        // next candidate is not to blame.
-        if let Some(r) = self.running.as_mut()
-            && !matches!(r.child.try_wait(), Ok(None))
-        {
-            let mut r = self.running.take().expect("checked");
-            kill_group(&mut r.child);
-        }
-        if self.running.is_none()
-            && let Err(e) = self.spawn()
-        {
-            return self.failure(
-                task,
-                None,
-                format!("cannot restart the evaluation worker: {e}"),
-                started,
-            );
-        }
-        if let Err(message) = self.ship_task(task, sizes) {
+        if let Err(message) = self.prepare(task, sizes) {
             return self.failure(task, None, message, started);
         }
         let id = self.next_id;
@@ -561,27 +584,70 @@ impl Worker {
             id,
             nonce: nonce.clone(),
             task: task.to_string(),
-            task_hash: kevo_tasks::by_name(task)
-                .ok()
-                .map(|t| t.content_hash().to_string()),
+            task_hash: task_hash(task),
             source: source.to_string(),
             sizes: sizes.to_vec(),
         };
-        let mut line = serde_json::to_string(&request).expect("request serialises");
-        line.push('\n');
-        let running = self.running.as_mut().expect("spawned above");
-        if running
-            .stdin
-            .write_all(line.as_bytes())
-            .and_then(|_| running.stdin.flush())
-            .is_err()
-        {
+        if !self.send(&request) {
             return self.crashed(task, None, started);
         }
-        let deadline = started + timeout;
+        let mut size: Option<String> = None;
+        match self.wait_for(id, &nonce, Awaited::Result, started + timeout, &mut size) {
+            Waited::Answered(Reply::Result { evaluation, .. }) => *evaluation,
+            Waited::Answered(_) => unreachable!("wait_for answers with the awaited kind"),
+            Waited::Violation(message) => self.failure(task, size, message, started),
+            Waited::Timeout { compiling: true } => {
+                let message = format!(
+                    "compilation ran past its {:.0} s limit (the worker was killed)",
+                    self.config.limits.compile_timeout_s.max(0.0)
+                );
+                let mut e = self.failure(task, size, String::new(), started);
+                e.outcome = Outcome::CompileError {
+                    diagnostics: kevo_backend::CompileDiagnostics::from_log(message.clone()),
+                    message,
+                };
+                e
+            }
+            Waited::Timeout { compiling: false } => {
+                let mut e = self.failure(task, size.clone(), String::new(), started);
+                e.outcome = Outcome::Timeout {
+                    size,
+                    limit_s: timeout.as_secs_f64(),
+                };
+                e
+            }
+            Waited::Crashed { compiling } => {
+                let mut e = self.crashed(task, size, started);
+                if compiling && let Outcome::RuntimeError { message, .. } = &e.outcome {
+                    let message = format!(
+                        "the compiler died ({message}); a compile may use at most {} MiB",
+                        self.config.limits.compile_memory_bytes >> 20
+                    );
+                    e.outcome = Outcome::CompileError {
+                        diagnostics: kevo_backend::CompileDiagnostics::from_log(message.clone()),
+                        message,
+                    };
+                }
+                e
+            }
+        }
+    }
+
+    /// Wait until `deadline` for the `awaited` answer to request `id`,
+    /// noting the size it reached in `size`. The compile stage has its own
+    /// shorter limit. A worker that times out or breaks the protocol is
+    /// killed here (it cannot be trusted with this request's answer or the
+    /// next one); one that died is left for the caller's crash report.
+    fn wait_for(
+        &mut self,
+        id: u64,
+        nonce: &str,
+        awaited: Awaited,
+        deadline: Instant,
+        size: &mut Option<String>,
+    ) -> Waited {
         let compile_limit = Duration::from_secs_f64(self.config.limits.compile_timeout_s.max(0.0));
         let mut compile_deadline: Option<Instant> = None;
-        let mut current_size: Option<String> = None;
         loop {
             let until = compile_deadline.map_or(deadline, |c| c.min(deadline));
             let left = until.saturating_duration_since(Instant::now());
@@ -594,89 +660,132 @@ impl Worker {
                 Ok(Ok(Reply::Progress {
                     id: rid,
                     nonce: n,
-                    size,
+                    size: at,
                 })) if rid == id && n == nonce => {
                     compile_deadline = None;
-                    current_size = Some(size);
+                    *size = Some(at);
                     continue;
                 }
-                Ok(Ok(Reply::Result {
-                    id: rid,
-                    nonce: n,
-                    evaluation,
-                    restart,
-                })) if rid == id && n == nonce => {
-                    if restart && let Some(mut r) = self.running.take() {
+                Ok(Ok(reply)) if awaited.is_answer(&reply, id, nonce) => {
+                    if let Reply::Result { restart: true, .. }
+                    | Reply::Baseline { restart: true, .. } = reply
+                        && let Some(mut r) = self.running.take()
+                    {
                         // It exits by itself; make sure, and start fresh next time.
                         kill_group(&mut r.child);
                         self.stats.restarts += 1;
                     }
-                    return *evaluation;
+                    return Waited::Answered(reply);
                 }
-                Ok(Ok(reply)) => describe_violation(&reply, id),
+                Ok(Ok(reply)) => describe_violation(&reply, id, nonce),
                 Ok(Err(line)) => format!("an unreadable reply: {line}"),
                 Err(RecvTimeoutError::Timeout) => {
                     if let Some(mut r) = self.running.take() {
                         kill_group(&mut r.child);
                     }
                     self.stats.timeouts += 1;
-                    let mut e = self.failure(task, current_size.clone(), String::new(), started);
-                    e.outcome = match compile_deadline {
-                        Some(c) if c <= deadline => {
-                            let message = format!(
-                                "compilation ran past its {:.0} s limit (the worker was killed)",
-                                compile_limit.as_secs_f64()
-                            );
-                            Outcome::CompileError {
-                                diagnostics: kevo_backend::CompileDiagnostics::from_log(
-                                    message.clone(),
-                                ),
-                                message,
-                            }
-                        }
-                        _ => Outcome::Timeout {
-                            size: current_size,
-                            limit_s: timeout.as_secs_f64(),
-                        },
+                    return Waited::Timeout {
+                        compiling: compile_deadline.is_some_and(|c| c <= deadline),
                     };
-                    return e;
                 }
                 Err(RecvTimeoutError::Disconnected) => {
-                    let mut e = self.crashed(task, current_size, started);
-                    if compile_deadline.is_some()
-                        && let Outcome::RuntimeError { message, .. } = &e.outcome
-                    {
-                        let message = format!(
-                            "the compiler died ({message}); a compile may use at most {} MiB",
-                            self.config.limits.compile_memory_bytes >> 20
-                        );
-                        e.outcome = Outcome::CompileError {
-                            diagnostics: kevo_backend::CompileDiagnostics::from_log(
-                                message.clone(),
-                            ),
-                            message,
-                        };
-                    }
-                    return e;
+                    return Waited::Crashed {
+                        compiling: compile_deadline.is_some(),
+                    };
                 }
             };
-            // A worker that breaks the protocol cannot be trusted with this
-            // candidate's result or the next one.
             if let Some(mut r) = self.running.take() {
                 kill_group(&mut r.child);
             }
             self.stats.crashes += 1;
             self.stats.protocol_violations += 1;
-            return self.failure(
-                task,
-                current_size,
-                format!("worker protocol violation: {violation}"),
-                started,
-            );
+            return Waited::Violation(format!("worker protocol violation: {violation}"));
+        }
+    }
+
+    /// A running worker that has `task` (a folder's files and expected
+    /// outputs at `sizes`): one that exited between requests is replaced
+    /// silently, the next request is not to blame.
+    fn prepare(&mut self, task: &str, sizes: &[Size]) -> Result<(), String> {
+        if let Some(r) = self.running.as_mut()
+            && !matches!(r.child.try_wait(), Ok(None))
+        {
+            let mut r = self.running.take().expect("checked");
+            kill_group(&mut r.child);
+        }
+        if self.running.is_none() {
+            self.spawn()
+                .map_err(|e| format!("cannot restart the evaluation worker: {e}"))?;
+        }
+        self.ship_task(task, sizes)
+    }
+
+    /// Write `request` to the running worker; false when it is gone.
+    fn send(&mut self, request: &Request) -> bool {
+        let mut line = serde_json::to_string(request).expect("request serialises");
+        line.push('\n');
+        let running = self.running.as_mut().expect("prepared");
+        running
+            .stdin
+            .write_all(line.as_bytes())
+            .and_then(|_| running.stdin.flush())
+            .is_ok()
+    }
+
+    /// Run the vendor library's version of `task`'s job at `sizes` in the
+    /// worker (see `kevo_eval::Evaluator::vendor_baseline`), within
+    /// `timeout`. Never fails: a library that crashes or hangs the worker
+    /// is a `VendorBaseline::Failed`, and the worker is replaced.
+    pub fn vendor_baseline(
+        &mut self,
+        task: &str,
+        sizes: &[Size],
+        timeout: Duration,
+    ) -> VendorBaseline {
+        let failed = |message: String| VendorBaseline::Failed {
+            library: None,
+            message,
+        };
+        let started = Instant::now();
+        if let Err(message) = self.prepare(task, sizes) {
+            return failed(message);
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        let nonce = fresh_nonce();
+        let request = Request::Baseline {
+            id,
+            nonce: nonce.clone(),
+            task: task.to_string(),
+            task_hash: task_hash(task),
+            sizes: sizes.to_vec(),
+        };
+        if !self.send(&request) {
+            return failed(self.crash_report());
+        }
+        let mut size: Option<String> = None;
+        let waited = self.wait_for(id, &nonce, Awaited::Baseline, started + timeout, &mut size);
+        let at = size.map(|s| format!(" at size {s}")).unwrap_or_default();
+        match waited {
+            Waited::Answered(Reply::Baseline { baseline, .. }) => *baseline,
+            Waited::Answered(_) => unreachable!("wait_for answers with the awaited kind"),
+            Waited::Violation(message) => failed(message),
+            Waited::Timeout { .. } => failed(format!(
+                "the vendor library ran past the {:.0} s limit{at} (the worker was killed)",
+                timeout.as_secs_f64()
+            )),
+            Waited::Crashed { .. } => failed(format!("{}{at}", self.crash_report())),
         }
     }
 
     fn crashed(&mut self, task: &str, size: Option<String>, started: Instant) -> Evaluation {
+        let message = self.crash_report();
+        self.failure(task, size, message, started)
+    }
+
+    /// How the running worker ended (its exit and the tail of its stderr),
+    /// once it is found gone; it is counted as a crash and reaped.
+    fn crash_report(&mut self) -> String {
         self.stats.crashes += 1;
         let (status, tail) = match self.running.take() {
             Some(mut r) => {
@@ -716,7 +825,7 @@ impl Worker {
             message.push_str("; stderr: ");
             message.push_str(&tail);
         }
-        self.failure(task, size, message, started)
+        message
     }
 
     fn failure(
@@ -771,21 +880,31 @@ impl Drop for Worker {
 }
 
 /// Why a well-formed reply does not belong to request `id`.
-fn describe_violation(reply: &Reply, id: u64) -> String {
-    let (kind, rid) = match reply {
+fn describe_violation(reply: &Reply, id: u64, nonce: &str) -> String {
+    let (kind, rid, rnonce) = match reply {
         Reply::Ready { .. } => return "a second ready message".into(),
         Reply::Fatal { message } => return format!("a fatal message mid-evaluation: {message}"),
-        Reply::Compiling { id, .. } => ("compiling", *id),
-        Reply::Progress { id, .. } => ("progress", *id),
-        Reply::Result { id, .. } => ("result", *id),
+        Reply::Compiling { id, nonce } => ("compiling", *id, nonce),
+        Reply::Progress { id, nonce, .. } => ("progress", *id, nonce),
+        Reply::Result { id, nonce, .. } => ("result", *id, nonce),
+        Reply::Baseline { id, nonce, .. } => ("baseline", *id, nonce),
     };
-    if rid == id {
+    if rid == id && rnonce == nonce {
+        format!("a {kind} reply, which request {id} does not ask for")
+    } else if rid == id {
         format!("a {kind} reply for request {id} with the wrong nonce")
     } else if rid < id {
         format!("a {kind} reply for request {rid}, which was already answered")
     } else {
         format!("a {kind} reply for unknown request {rid}")
     }
+}
+
+/// The coordinator's version of `task`, for the worker to compare with its own.
+fn task_hash(task: &str) -> Option<String> {
+    kevo_tasks::by_name(task)
+        .ok()
+        .map(|t| t.content_hash().to_string())
 }
 
 fn placeholder_device() -> DeviceInfo {

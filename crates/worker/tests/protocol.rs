@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use kevo_backend::{DeviceInfo, DeviceSelector};
-use kevo_eval::{Evaluation, Outcome, WallTimes};
+use kevo_eval::{Evaluation, Outcome, VendorBaseline, WallTimes};
 use kevo_roofline::{CeilingSource, Ceilings};
 use kevo_runtimes::BackendKind;
 use kevo_worker::{Reply, Worker, WorkerCommand, WorkerConfig};
@@ -19,6 +19,11 @@ while IFS= read -r line; do
     id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9]*\).*/\1/p')
     nonce=$(printf '%s' "$line" | sed -n 's/.*"nonce":"\([0-9a-f]*\)".*/\1/p')
     reply=${FAKE_RESULT//__ID__/$id}
+    case "$line" in
+        *'"type":"baseline"'*)
+            reply=${FAKE_BASELINE//__ID__/$id}
+            [ "$MODE" = segv ] && kill -SEGV $$ ;;
+    esac
     case "$MODE" in
         honest) printf '%s\n' "${reply//__NONCE__/$nonce}" >&3 ;;
         wrong_nonce) printf '%s\n' "${reply//__NONCE__/0123456789abcdef0123456789abcdef}" >&3 ;;
@@ -30,6 +35,10 @@ while IFS= read -r line; do
             sleep 0.2
             printf '%s\n' "${reply//__NONCE__/$nonce}" >&3 ;;
         stdout_only) printf '%s\n' "${reply//__NONCE__/$nonce}" ;;
+        segv) printf '%s\n' "${reply//__NONCE__/$nonce}" >&3 ;;
+        cross)
+            reply=${FAKE_BASELINE//__ID__/$id}
+            printf '%s\n' "${reply//__NONCE__/$nonce}" >&3 ;;
     esac
 done
 "#;
@@ -88,6 +97,15 @@ fn fake(mode: &str) -> Worker {
     let result = serde_json::to_string(&result)
         .unwrap()
         .replace("\"id\":0", "\"id\":__ID__");
+    let baseline = Reply::Baseline {
+        id: 0,
+        nonce: "__NONCE__".into(),
+        baseline: Box::new(measured()),
+        restart: false,
+    };
+    let baseline = serde_json::to_string(&baseline)
+        .unwrap()
+        .replace("\"id\":0", "\"id\":__ID__");
     let command = WorkerCommand {
         program: "bash".into(),
         args: vec!["-c".into(), FAKE.into(), "fake-worker".into()],
@@ -95,6 +113,7 @@ fn fake(mode: &str) -> Worker {
             ("MODE".into(), mode.into()),
             ("FAKE_READY".into(), serde_json::to_string(&ready).unwrap()),
             ("FAKE_RESULT".into(), result),
+            ("FAKE_BASELINE".into(), baseline),
         ],
     };
     Worker::start(
@@ -164,6 +183,65 @@ fn a_reply_printed_on_stdout_is_never_read() {
     let e = w.evaluate("saxpy", "src", &[], Duration::from_secs(1));
     assert!(
         matches!(e.outcome, Outcome::Timeout { .. }),
+        "{}",
+        e.outcome.summary()
+    );
+}
+
+/// A baseline as a worker with cuFFT would send it.
+fn measured() -> VendorBaseline {
+    VendorBaseline::Measured {
+        library: "cuFFT".into(),
+        version: "12.0.0".into(),
+        sizes: Vec::new(),
+    }
+}
+
+#[test]
+fn a_vendor_baseline_comes_back_on_the_private_channel() {
+    let mut w = fake("honest");
+    let b = w.vendor_baseline("fft3d", &[], LIMIT);
+    assert_eq!(b, measured());
+    // The same worker evaluates next.
+    let e = w.evaluate("saxpy", "src", &[], LIMIT);
+    assert_eq!(e.outcome, Outcome::Correct { score: 0.5 });
+    assert_eq!((w.stats().spawns, w.stats().protocol_violations), (1, 0));
+}
+
+#[test]
+fn a_library_that_crashes_the_worker_is_a_failed_baseline_not_kevos() {
+    let mut w = fake("segv");
+    match w.vendor_baseline("fft3d", &[], LIMIT) {
+        VendorBaseline::Failed { message, .. } => {
+            assert!(message.contains("SIGSEGV"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(w.stats().crashes, 1);
+    // A fresh worker takes the next candidate.
+    let e = w.evaluate("saxpy", "src", &[], LIMIT);
+    assert_eq!(e.outcome, Outcome::Correct { score: 0.5 });
+    assert_eq!(w.stats().spawns, 2);
+}
+
+#[test]
+fn a_library_that_hangs_is_killed_at_the_limit() {
+    let mut w = fake("stdout_only");
+    match w.vendor_baseline("fft3d", &[], Duration::from_secs(1)) {
+        VendorBaseline::Failed { message, .. } => {
+            assert!(message.contains("ran past the 1 s limit"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(w.stats().timeouts, 1);
+}
+
+#[test]
+fn a_baseline_answering_an_evaluation_is_a_violation() {
+    let mut w = fake("cross");
+    let e = w.evaluate("saxpy", "src", &[], LIMIT);
+    assert!(
+        violation(&e.outcome).contains("a baseline reply, which request 1 does not ask for"),
         "{}",
         e.outcome.summary()
     );

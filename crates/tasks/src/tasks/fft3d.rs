@@ -257,6 +257,16 @@ impl TaskCode for Fft3d {
         // Component-wise over re and im.
         max_abs_check("fft3d", r, outputs, |want| tolerance(size, want))
     }
+    /// cuFFT's 3-D C2C forward transform (unnormalised, like the task),
+    /// R times ping-ponging between A and B as the kernels do, so the
+    /// result lands in the buffer the check reads.
+    fn vendor_op(&self, size: &Size) -> Option<VendorOp<usize>> {
+        Some(VendorOp::Fft3dC2c {
+            n: n_of(size) as u32,
+            repeats: repeats(size) as u32,
+            buffers: [0, 1],
+        })
+    }
 }
 
 #[cfg(test)]
@@ -413,6 +423,41 @@ mod tests {
             crate::by_name("fft3d").unwrap().work(&size),
             2.0 * 96.0 * 512.0
         );
+    }
+
+    #[test]
+    fn the_vendor_op_does_the_host_programs_job_at_every_size() {
+        let task = crate::by_name("fft3d").unwrap();
+        let mut seen = 0;
+        for set in [SizeSet::Smoke, SizeSet::Full, SizeSet::Large] {
+            let plan = task.sizes(set);
+            for size in plan.in_distribution.iter().chain([&plan.held_out]) {
+                let op = task.vendor_op(size).unwrap();
+                let VendorOp::Fft3dC2c {
+                    n,
+                    repeats: r,
+                    buffers,
+                } = op
+                else {
+                    panic!("{op:?}")
+                };
+                assert_eq!(u64::from(n), size.dims[0], "{}", size.label);
+                assert_eq!(
+                    u64::from(r),
+                    size.dims.get(1).copied().unwrap_or(1),
+                    "{}",
+                    size.label
+                );
+                assert_eq!(buffers, [0, 1]);
+                // The checked buffer is where R ping-ponged transforms end.
+                let small = Size::new("t", &[4, u64::from(r)]);
+                let p = task.problem(&small, 1);
+                assert_eq!(p.outputs, vec![buffers[r as usize % 2]], "{}", size.label);
+                assert_eq!(p.launches.len(), 3 * r as usize);
+                seen += 1;
+            }
+        }
+        assert_eq!(seen, 12);
     }
 
     #[test]

@@ -55,4 +55,48 @@ impl TaskCode for Saxpy {
     fn check(&self, _: &Size, _: &Problem, reference: &Reference, outputs: &[Vec<u8>]) -> Verdict {
         max_abs_check("saxpy", reference, outputs, |want| tolerance(max_abs(want)))
     }
+    /// cublasSaxpy on the same buffers: x (0) read, y (1) updated in place.
+    fn vendor_op(&self, size: &Size) -> Option<VendorOp<usize>> {
+        let [n] = size.usize_dims();
+        Some(VendorOp::Saxpy {
+            n: n as u64,
+            alpha: A,
+            x: 0,
+            y: 1,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_vendor_op_updates_the_checked_buffer_in_place() {
+        let task = crate::by_name("saxpy").unwrap();
+        for set in [SizeSet::Smoke, SizeSet::Full, SizeSet::Large] {
+            let plan = task.sizes(set);
+            for size in plan.in_distribution.iter().chain([&plan.held_out]) {
+                let n = size.dims[0];
+                let op = task.vendor_op(size).unwrap();
+                assert_eq!(
+                    op,
+                    VendorOp::Saxpy {
+                        n,
+                        alpha: 2.5,
+                        x: 0,
+                        y: 1
+                    },
+                    "{}",
+                    size.label
+                );
+            }
+        }
+        // The same buffers and scalar the kernel gets, and y is what is checked.
+        let size = Size::new("t", &[1000]);
+        let p = task.problem(&size, 1);
+        assert_eq!(p.outputs, vec![1]);
+        assert_eq!(p.launches[0].args[2], Arg::F32(A));
+        assert_eq!(p.buffers[1].access, Access::ReadWrite);
+    }
 }
