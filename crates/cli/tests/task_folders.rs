@@ -205,6 +205,8 @@ fn golden_outputs_check_fixed_inputs_and_random_inputs_are_refused() {
         ("256K", 262144),
         ("1M", 1048576),
         ("128K", 131072),
+        // The validation size: a golden reference covers every size.
+        ("100003", 100003),
     ];
     let element = |n: usize, bad: Option<usize>| -> Vec<u8> {
         (0..n)

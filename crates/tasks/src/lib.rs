@@ -306,6 +306,16 @@ mod tests {
                     assert!(task.work(s) > 0.0);
                 }
             }
+            // The plausibility rule's bytes never exceed the scored ones;
+            // only fft3d counts less (its work model counts each complex
+            // element twice).
+            for s in task.sizes(SizeSet::Full).all() {
+                let (scored, physical) = (task.work(s), task.plausibility_work(s));
+                match task.name() {
+                    "fft3d" => assert_eq!(physical * 2.0, scored, "{}", s.label),
+                    _ => assert_eq!(physical, scored, "{} {}", task.name(), s.label),
+                }
+            }
             for set in [SizeSet::Smoke, SizeSet::Full, SizeSet::Large] {
                 let plan = task.sizes(set);
                 assert!(

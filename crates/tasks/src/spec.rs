@@ -45,6 +45,12 @@ pub struct TaskSpec {
     /// (it depends on the inputs or on the code's constants).
     pub work: Option<Expr>,
     pub work_note: String,
+    /// Bytes any correct kernel must move in one run, where the scored
+    /// work model counts more (fft3d scores 96 B/cell, twice the 48 B/cell
+    /// its three passes must stream): the plausibility rule checks this,
+    /// so that a kernel as fast as the hardware allows is not called
+    /// faster than it. None: the work model itself.
+    pub min_traffic: Option<Expr>,
     pub default_seed: u64,
     pub sizes: BTreeMap<SizeSet, SizePlan>,
 }
@@ -59,6 +65,8 @@ struct RawSpec {
     ceiling: CeilingKind,
     work: Option<String>,
     work_note: String,
+    #[serde(default)]
+    min_traffic: Option<String>,
     default_seed: u64,
     sizes: BTreeMap<SizeSet, SizePlan>,
 }
@@ -105,6 +113,20 @@ impl TaskSpec {
                 Expr::parse(w, &names).map_err(|m| invalid("work", m))
             })
             .transpose()?;
+        let min_traffic = raw
+            .min_traffic
+            .as_deref()
+            .map(|w| {
+                let names: Vec<&str> = dims.iter().map(|d| d.name.as_str()).collect();
+                Expr::parse(w, &names).map_err(|m| invalid("min_traffic", m))
+            })
+            .transpose()?;
+        if min_traffic.is_some() && raw.ceiling != CeilingKind::Bandwidth {
+            return Err(invalid(
+                "min_traffic",
+                "is a byte count: only bandwidth-bound tasks have one".into(),
+            ));
+        }
         for set in [SizeSet::Smoke, SizeSet::Full, SizeSet::Large] {
             let Some(plan) = raw.sizes.get(&set) else {
                 return Err(invalid("sizes", format!("has no `{set}` table")));
@@ -132,6 +154,7 @@ impl TaskSpec {
             ceiling: raw.ceiling,
             work,
             work_note: raw.work_note,
+            min_traffic,
             default_seed: raw.default_seed,
             sizes: raw.sizes,
         })
@@ -255,6 +278,11 @@ held_out = { label = "b", dims = [8] }
                 "label = \"c\", dims = [5]",
                 "label = \"b\", dims = [5]",
                 "`b` appears twice",
+            ),
+            (
+                "work_note = \"8 B/element\"",
+                "work_note = \"8 B/element\"\nmin_traffic = \"4 * M\"",
+                "`min_traffic`: unknown name `M`",
             ),
             ("[sizes.large]", "[sizes.huge]", "unknown variant `huge`"),
             (

@@ -411,6 +411,15 @@ impl Task {
     pub fn vendor_op(&self, size: &Size) -> Option<VendorOp<usize>> {
         self.code.vendor_op(size)
     }
+    /// The work of one run at `size` as the plausibility rule counts it:
+    /// the bytes any correct kernel must move (`min_traffic`), or the
+    /// scored work where the task declares no lower figure.
+    pub fn plausibility_work(&self, size: &Size) -> f64 {
+        match &self.spec.min_traffic {
+            Some(expr) => expr.eval(&self.spec.dim_values(size)),
+            None => self.work(size),
+        }
+    }
     /// How the work model counts, shown next to the achieved figure.
     pub fn work_note(&self) -> &str {
         &self.spec.work_note
