@@ -63,7 +63,9 @@
 //! written as for the built-in tasks: `in_distribution`, `held_out` and,
 //! for `kevo evolve --validate`, `validation = [{ label, dims }, ...]`
 //! (sizes never shown, distinct from the others); `regime` and
-//! `work_note` are optional.
+//! `work_note` are optional, and so is `min_traffic` (bandwidth tasks:
+//! the bytes any correct kernel must move, an expression of the dims,
+//! where `work` counts more; the plausibility rule holds kernels to it).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -379,6 +381,7 @@ const SPEC_KEYS: &[&str] = &[
     "ceiling",
     "work",
     "work_note",
+    "min_traffic",
     "default_seed",
     "sizes",
 ];

@@ -99,6 +99,13 @@ fn a_folder_parses_with_its_defaults() {
     let t = FolderTask::load(dir.path()).unwrap();
     assert_eq!(t.spec.name, "scale");
     assert_eq!(t.spec.regime, "custom");
+    assert!(t.spec.min_traffic.is_none(), "the work model by default");
+    // A lower byte count for the plausibility rule may be declared.
+    let lower = TASK.replacen("work = ", "min_traffic = \"4 * N * n_steps\"\nwork = ", 1);
+    let low = folder(&lower);
+    let l = FolderTask::load(low.path()).unwrap();
+    let values = l.spec.dim_values(&crate::Size::new("1K", &[1024]));
+    assert_eq!(l.spec.min_traffic.as_ref().unwrap().eval(&values), 8192.0);
     // `large` defaults to the full table.
     assert_eq!(
         t.spec.sizes[&crate::SizeSet::Large].held_out.label,
