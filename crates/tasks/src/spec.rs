@@ -105,22 +105,13 @@ impl TaskSpec {
         if dims.is_empty() {
             return Err(invalid("dims", "names no dimension".into()));
         }
-        let work = raw
-            .work
-            .as_deref()
-            .map(|w| {
-                let names: Vec<&str> = dims.iter().map(|d| d.name.as_str()).collect();
-                Expr::parse(w, &names).map_err(|m| invalid("work", m))
-            })
-            .transpose()?;
-        let min_traffic = raw
-            .min_traffic
-            .as_deref()
-            .map(|w| {
-                let names: Vec<&str> = dims.iter().map(|d| d.name.as_str()).collect();
-                Expr::parse(w, &names).map_err(|m| invalid("min_traffic", m))
-            })
-            .transpose()?;
+        let names: Vec<&str> = dims.iter().map(|d| d.name.as_str()).collect();
+        let expression = |field: &str, text: Option<&str>| {
+            text.map(|t| Expr::parse(t, &names).map_err(|m| invalid(field, m)))
+                .transpose()
+        };
+        let work = expression("work", raw.work.as_deref())?;
+        let min_traffic = expression("min_traffic", raw.min_traffic.as_deref())?;
         if min_traffic.is_some() && raw.ceiling != CeilingKind::Bandwidth {
             return Err(invalid(
                 "min_traffic",
