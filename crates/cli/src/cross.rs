@@ -94,18 +94,34 @@ pub fn cross(args: CrossArgs) -> Result<ExitCode> {
     )?;
     let mut worker = Worker::start(WorkerCommand::current_exe()?, settings.worker_config()?)?;
     let device = worker.device().clone();
-    if let Some(run_dialect) = dialect_of(&info.backend)
-        && run_dialect != device.dialect
-    {
-        bail!(
-            "run {} holds {run_dialect} kernels; {} on {} runs {} (pick a device with --backend {} and --platform/--device)",
+    // A CUDA run on an OpenCL device runs translations (kevo-translate);
+    // any other pairing of languages is refused.
+    let translate = match dialect_of(&info.backend) {
+        Some(run_dialect) if run_dialect == device.dialect => false,
+        Some(Dialect::Cuda) if device.dialect == Dialect::OpenCl => true,
+        Some(run_dialect) => bail!(
+            "run {} holds {run_dialect} kernels; {} on {} runs {}, and only CUDA kernels are translated (to OpenCL); pick a device with --backend {} and --platform/--device",
             args.run,
             device.backend,
             device.name,
             device.dialect,
             info.backend
-        );
-    }
+        ),
+        None => false,
+    };
+    let (seed_src, winner_src, translated) = if translate {
+        let seed = kevo_translate::cuda_to_opencl(&seed_src)
+            .with_context(|| format!("the seed of run {} cannot run through OpenCL", args.run))?;
+        let winner = kevo_translate::cuda_to_opencl(&winner_src).with_context(|| {
+            format!(
+                "the winner (candidate {}) of run {} cannot run through OpenCL",
+                winner_id.0, args.run
+            )
+        })?;
+        (seed.clone(), winner.clone(), Some((seed, winner)))
+    } else {
+        (seed_src, winner_src, None)
+    };
     let sizes = task.sizes(size_set).in_distribution;
     let timeout = std::time::Duration::from_secs_f64(args.timeout.unwrap_or(60.0));
     let seed = worker.evaluate(task.name(), &seed_src, &sizes, timeout);
@@ -121,12 +137,14 @@ pub fn cross(args: CrossArgs) -> Result<ExitCode> {
             role: HeldOutRole::Seed,
             session: session.clone(),
             evaluation: seed.clone(),
+            translated_source: translated.as_ref().map(|t| t.0.clone()),
         },
         NewCrossEvaluation {
             candidate_id: winner_id,
             role: HeldOutRole::Winner,
             session: session.clone(),
             evaluation: winner.clone(),
+            translated_source: translated.as_ref().map(|t| t.1.clone()),
         },
     ];
     runtime.block_on(store.record_cross(&id, &rows))?;
@@ -143,6 +161,7 @@ pub fn cross(args: CrossArgs) -> Result<ExitCode> {
                 "device": device.name, "backend": device.backend,
                 "seed": seed, "winner": winner,
                 "speedup": speedup, "speedup_in_run": in_run,
+                "translated_from": translated.as_ref().map(|_| info.backend.clone()),
             }))?
         );
     } else {
@@ -150,6 +169,11 @@ pub fn cross(args: CrossArgs) -> Result<ExitCode> {
             "run {} ({} on {}), winner {} and seed on {} ({}), {} sizes:",
             args.run, info.task, info.device, winner_id.0, device.name, device.backend, size_set
         );
+        if translated.is_some() {
+            println!(
+                "  both translated from CUDA to OpenCL C (the translations are stored with the results)"
+            );
+        }
         println!("  seed:   {}", seed.outcome.summary());
         println!("  winner: {}", winner.outcome.summary());
         match speedup {

@@ -889,10 +889,15 @@ pub fn show(run: &str, store: StoreArgs, json: bool) -> Result<ExitCode> {
         for c in store.cross_evaluations(&id).await? {
             let e = &c.cross.evaluation;
             println!(
-                "cross ({}, {} on {}): candidate {} {}",
+                "cross ({}, {} on {}{}): candidate {} {}",
                 c.cross.session,
                 c.cross.role.as_str(),
                 e.device,
+                if c.cross.translated_source.is_some() {
+                    ", translated to OpenCL C"
+                } else {
+                    ""
+                },
                 c.cross.candidate_id.0,
                 e.outcome.summary()
             );

@@ -122,6 +122,15 @@ enum Command {
     /// backend (--backend, --platform, --device) and store the result
     /// with the run.
     Cross(Box<cross::CrossArgs>),
+    /// Translate a CUDA kernel to OpenCL C 1.2 (what `kevo cross` runs
+    /// when a CUDA run meets an OpenCL device), to stdout or --out FILE;
+    /// refuses, naming the line, what it cannot translate faithfully.
+    Translate {
+        /// The CUDA source (.cu); `-` reads stdin.
+        kernel: PathBuf,
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Write a run's winning kernel source (to stdout, or --out FILE).
     Export {
         run: String,
@@ -165,6 +174,23 @@ enum Command {
     /// Measure the evaluation latency per candidate: the first (cold)
     /// evaluation and the median of repeated (warm) ones, split by phase.
     Bench(Box<BenchArgs>),
+}
+
+fn translate(kernel: &std::path::Path, out: Option<&std::path::Path>) -> Result<ExitCode> {
+    let source = if kernel == std::path::Path::new("-") {
+        std::io::read_to_string(std::io::stdin()).context("reading the CUDA source from stdin")?
+    } else {
+        std::fs::read_to_string(kernel)
+            .with_context(|| format!("reading the CUDA source {}", kernel.display()))?
+    };
+    let translated = kevo_translate::cuda_to_opencl(&source)
+        .with_context(|| format!("{} cannot be translated to OpenCL C", kernel.display()))?;
+    match out {
+        Some(path) => std::fs::write(path, translated)
+            .with_context(|| format!("writing {}", path.display()))?,
+        None => print!("{translated}"),
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 #[derive(Subcommand)]
@@ -436,6 +462,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             run, store, json, ..
         } => evolve::show(&run, store, json),
         Command::Cross(args) => cross::cross(*args),
+        Command::Translate { kernel, out } => translate(&kernel, out.as_deref()),
         Command::Export { run, out, store } => evolve::export(&run, out.as_deref(), store),
         Command::Worker {
             config,

@@ -31,7 +31,11 @@ fn translated_atomics_helpers_and_casts_are_correct_on_opencl(b: UnderTest) {
     assert!(translated.contains("kevo_atomic_add_float_local(slot"));
     assert!(translated.contains("kevo_atomic_add_float_global(&row[t]"));
     let e = ev.evaluate(task, &translated, &smoke(task));
-    assert!(e.outcome.is_correct(), "{}\n{translated}", e.outcome.summary());
+    assert!(
+        e.outcome.is_correct(),
+        "{}\n{translated}",
+        e.outcome.summary()
+    );
 }
 
 fn translated_cuda_kernels_are_correct_on_opencl(b: UnderTest) {

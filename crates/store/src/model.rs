@@ -711,6 +711,10 @@ pub struct NewCrossEvaluation {
     pub role: HeldOutRole,
     pub session: String,
     pub evaluation: Evaluation,
+    /// The source that ran when it is a translation of the candidate's
+    /// (a CUDA kernel measured through OpenCL); None when it ran as stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub translated_source: Option<String>,
 }
 
 /// A cross-device result as stored.

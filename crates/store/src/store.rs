@@ -487,6 +487,7 @@ struct CrossRow {
     role: String,
     session: String,
     evaluation: Json<Value>,
+    translated_source: Option<String>,
     created_at: DateTime<Utc>,
 }
 
@@ -2146,8 +2147,8 @@ impl Store {
                     .map_err(|cause| StoreError::Json { what: "evaluation", cause })?;
                 sqlx::query(
                     "INSERT INTO cross_evaluations (run_id, candidate_id, role, session, backend, \
-                     device, outcome_kind, score, evaluation, created_at) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                     device, outcome_kind, score, evaluation, translated_source, created_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
                 )
                 .bind(&run.0)
                 .bind(r.candidate_id.0)
@@ -2158,6 +2159,7 @@ impl Store {
                 .bind(r.evaluation.outcome.kind())
                 .bind(r.evaluation.outcome.score())
                 .bind(Json(clean_value(&evaluation).as_ref()))
+                .bind(r.translated_source.as_deref().map(clean_text))
                 .bind(at)
                 .execute(&mut *tx)
                 .await
@@ -2175,8 +2177,8 @@ impl Store {
     ) -> Result<Vec<StoredCrossEvaluation>, StoreError> {
         let rows: Vec<CrossRow> = on_pool!(self, pool => {
             sqlx::query_as(
-                "SELECT id, run_id, candidate_id, role, session, evaluation, created_at \
-                 FROM cross_evaluations WHERE run_id = $1 ORDER BY id",
+                "SELECT id, run_id, candidate_id, role, session, evaluation, translated_source, \
+                 created_at FROM cross_evaluations WHERE run_id = $1 ORDER BY id",
             )
             .bind(&run.0)
             .fetch_all(pool)
@@ -2199,6 +2201,7 @@ impl Store {
                         role: self.parse(&r.role)?,
                         session: r.session,
                         evaluation,
+                        translated_source: r.translated_source,
                     },
                     created_at: r.created_at,
                 })

@@ -903,19 +903,21 @@ async fn cross_evaluations(db: &TestDb) {
             role: HeldOutRole::Seed,
             session: "s1".into(),
             evaluation: on_other.clone(),
+            translated_source: None,
         },
         NewCrossEvaluation {
             candidate_id: seed,
             role: HeldOutRole::Winner,
             session: "s1".into(),
             evaluation: on_other.clone(),
+            translated_source: Some("__kernel void saxpy() {}".into()),
         },
     ];
     store.record_cross(&run, &rows).await.unwrap();
     let stored = store.cross_evaluations(&run).await.unwrap();
     assert_eq!(stored.len(), 2);
     assert_eq!(stored[0].cross, rows[0]);
-    assert_eq!(stored[1].cross.role, HeldOutRole::Winner);
+    assert_eq!(stored[1].cross, rows[1], "the translation is kept");
     let (other, _) = seeded_run(store, "saxpy", 0.5).await;
     let err = store.record_cross(&other, &rows).await.unwrap_err();
     assert!(err.to_string().contains("belongs to run"), "{err}");

@@ -24,7 +24,7 @@ pub use rewrite::cuda_to_opencl;
 /// Why a CUDA source was not translated.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TranslateError {
-    #[error("line {line}: {construct} has no OpenCL C 1.2 translation ({why})")]
+    #[error("line {line}: {construct} has no OpenCL C 1.2 translation: {why}")]
     Unsupported {
         line: u32,
         construct: String,
