@@ -155,12 +155,12 @@ pub fn cross(args: CrossArgs) -> Result<ExitCode> {
     // A search's summary has its speedup; a tuning run's, the best and the
     // seed's scores.
     let in_run = info.summary.as_ref().and_then(|s| {
-        s["speedup"]
-            .as_f64()
-            .or_else(|| match (s["best_score"].as_f64(), s["seed_score"].as_f64()) {
+        s["speedup"].as_f64().or_else(|| {
+            match (s["best_score"].as_f64(), s["seed_score"].as_f64()) {
                 (Some(b), Some(seed)) if seed > 0.0 => Some(b / seed),
                 _ => None,
-            })
+            }
+        })
     });
     if args.json {
         println!(

@@ -159,3 +159,39 @@ fn the_sizes_the_issue_names_are_cache_resident_on_an_h100() {
         );
     }
 }
+
+/// fft3d's suspicious rule divides the 48 B/cell a correct kernel must
+/// stream (its `min_traffic`), not the 96 B/cell the score counts: a kernel
+/// as fast as cuFFT at the held-out 256³ (past the caches; 152-157% of the
+/// DRAM ceiling scored, measured on an H100) is plausible, and one twice
+/// that fast is not.
+#[test]
+fn an_fft3d_kernel_as_fast_as_cufft_is_not_suspicious() {
+    let task = kevo_tasks::by_name("fft3d").unwrap();
+    let size = task.sizes(SizeSet::Full).held_out;
+    let ceilings = kevo_roofline::Ceilings {
+        bandwidth_gbs: 3350.0,
+        fp32_gflops: 67000.0,
+        source: kevo_roofline::CeilingSource::Declared,
+        hierarchy: Some(h100()),
+        launch_overhead: None,
+    };
+    let working_set = task.working_set_bytes(&size);
+    assert!(
+        ceilings
+            .hierarchy
+            .as_ref()
+            .unwrap()
+            .place(working_set)
+            .is_dram()
+    );
+    let rule = |fraction_scored: f64| {
+        let time = task.work(&size) / (fraction_scored * 3350.0 * 1e9);
+        let plausible = task.plausibility_work(&size) / time / 1e9;
+        kevo_eval::placement::suspicion(plausible, task.ceiling(), &ceilings, working_set, 50 * MIB)
+    };
+    assert_eq!(rule(1.55), None, "cuFFT's speed is plausible");
+    assert_eq!(rule(2.4), None, "1.2x DRAM at 48 B/cell is within the rule");
+    let flagged = rule(2.6).expect("1.3x DRAM at 48 B/cell is not");
+    assert!(flagged.contains("DRAM"), "{flagged}");
+}
