@@ -6,6 +6,7 @@ mod asktell;
 mod cross;
 mod evolve;
 mod report;
+mod reporting;
 mod settings;
 mod sweep;
 mod task;
@@ -122,6 +123,11 @@ enum Command {
     /// backend (--backend, --platform, --device) and store the result
     /// with the run.
     Cross(Box<cross::CrossArgs>),
+    /// Write a run's report: one self-contained HTML file (charts as SVG,
+    /// nothing fetched) with its progress, roofline bars per size, search
+    /// view, lineage, seed/winner diff, held-out table, model spend, phase
+    /// times and settings.
+    Report(Box<reporting::ReportArgs>),
     /// Translate a CUDA kernel to OpenCL C 1.2 (what `kevo cross` runs
     /// when a CUDA run meets an OpenCL device), to stdout or --out FILE;
     /// refuses, naming the line, what it cannot translate faithfully.
@@ -131,14 +137,12 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
-    /// Write a run's winning kernel source (to stdout, or --out FILE).
-    Export {
-        run: String,
-        #[arg(long)]
-        out: Option<PathBuf>,
-        #[command(flatten)]
-        store: evolve::StoreArgs,
-    },
+    /// Write a run's winning kernel source (to stdout, or --out FILE), or
+    /// with --trajectories FILE.jsonl its steps as training records.
+    Export(Box<reporting::ExportArgs>),
+    /// The results table across runs (Metal-Sci's Table 3): one row per
+    /// run, then per task, models, strategy and device with fast_p.
+    Table(Box<reporting::TableArgs>),
     /// Run a grid of runs (tasks x models x strategies x repeats, any
     /// setting as an axis) from a TOML file, each an ordinary resumable
     /// run; run it again to resume. Ends with the table comparing them.
@@ -462,8 +466,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             run, store, json, ..
         } => evolve::show(&run, store, json),
         Command::Cross(args) => cross::cross(*args),
+        Command::Report(args) => reporting::report(*args),
         Command::Translate { kernel, out } => translate(&kernel, out.as_deref()),
-        Command::Export { run, out, store } => evolve::export(&run, out.as_deref(), store),
+        Command::Export(args) => reporting::export(*args),
+        Command::Table(args) => reporting::table(*args),
         Command::Worker {
             config,
             protocol_fd,

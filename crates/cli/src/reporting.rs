@@ -1,0 +1,233 @@
+//! `kevo report RUN`: the run's self-contained HTML report, read from the
+//! store (crates/report renders it).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use kevo_report::RunData;
+use kevo_store::RunId;
+
+use crate::evolve::StoreArgs;
+
+#[derive(Args)]
+pub struct ReportArgs {
+    /// The run to report (`kevo runs` lists them).
+    pub run: String,
+    /// Where to write: a file ending in .html, or a directory to write
+    /// RUN.html into (default: the workspace's reports/ directory).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// The file a report of `run` goes to.
+fn report_path(out: Option<&Path>, workspace: &Path, run: &str) -> PathBuf {
+    let name = format!("{run}.html");
+    match out {
+        Some(p)
+            if p.extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("html")) =>
+        {
+            p.to_path_buf()
+        }
+        Some(dir) => dir.join(name),
+        None => workspace.join("reports").join(name),
+    }
+}
+
+pub fn report(args: ReportArgs) -> Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let html = runtime.block_on(async {
+        let store = args.store.open().await?;
+        let data = RunData::gather(&store, &RunId(args.run.clone()))
+            .await
+            .with_context(|| format!("reading run {}", args.run))?;
+        anyhow::Ok(kevo_report::render_report(&data))
+    })?;
+    let path = report_path(args.out.as_deref(), &args.store.workspace, &args.run);
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    std::fs::write(&path, html).with_context(|| format!("cannot write {}", path.display()))?;
+    println!("{}", path.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_report_goes_to_a_named_file_a_directory_or_the_workspace() {
+        let ws = Path::new("/w");
+        assert_eq!(report_path(None, ws, "r1"), Path::new("/w/reports/r1.html"));
+        assert_eq!(
+            report_path(Some(Path::new("out/x.HTML")), ws, "r1"),
+            Path::new("out/x.HTML")
+        );
+        assert_eq!(
+            report_path(Some(Path::new("out")), ws, "r1"),
+            Path::new("out/r1.html")
+        );
+    }
+}
+
+#[derive(Args)]
+pub struct TableArgs {
+    /// The runs to tabulate (default with --all: every run of the store).
+    pub runs: Vec<String>,
+    /// Every run of the store.
+    #[arg(long, conflicts_with = "runs")]
+    pub all: bool,
+    /// md (default), csv or json.
+    #[arg(long, default_value = "md")]
+    pub format: kevo_report::table::Format,
+    /// Only runs of this task.
+    #[arg(long)]
+    pub task: Option<String>,
+    /// Only runs where this model proposed (a substring of provider:model).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Only runs of this strategy (one_plus_one, map_elites, islands).
+    #[arg(long)]
+    pub strategy: Option<String>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// The runs named, or every run with `all`.
+async fn chosen_runs(
+    store: &kevo_store::Store,
+    runs: &[String],
+    all: bool,
+) -> Result<Vec<RunData>> {
+    let ids: Vec<String> = if all {
+        store
+            .list_runs()
+            .await?
+            .into_iter()
+            .map(|r| r.id.0)
+            .collect()
+    } else if runs.is_empty() {
+        anyhow::bail!("name the runs (kevo runs lists them) or pass --all");
+    } else {
+        runs.to_vec()
+    };
+    let mut out = Vec::with_capacity(ids.len());
+    for id in ids {
+        out.push(
+            RunData::gather(store, &RunId(id.clone()))
+                .await
+                .with_context(|| format!("reading run {id}"))?,
+        );
+    }
+    Ok(out)
+}
+
+pub fn table(args: TableArgs) -> Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let rows = runtime.block_on(async {
+        let store = args.store.open().await?;
+        anyhow::Ok(
+            chosen_runs(&store, &args.runs, args.all)
+                .await?
+                .iter()
+                .map(kevo_report::table::RunRow::of)
+                .collect::<Vec<_>>(),
+        )
+    })?;
+    let rows: Vec<_> = rows
+        .into_iter()
+        .filter(|r| args.task.as_ref().is_none_or(|t| &r.task == t))
+        .filter(|r| args.strategy.as_ref().is_none_or(|s| &r.strategy == s))
+        .filter(|r| {
+            args.model
+                .as_ref()
+                .is_none_or(|m| r.models.contains(m.as_str()))
+        })
+        .collect();
+    print!("{}", kevo_report::table::render(&rows, args.format));
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Args)]
+pub struct ExportArgs {
+    /// The run (`kevo runs` lists them); with --trajectories and --all,
+    /// every run.
+    pub run: Option<String>,
+    /// Where to write the winning kernel (default: stdout).
+    #[arg(long, conflicts_with = "trajectories")]
+    pub out: Option<PathBuf>,
+    /// Write the run's steps as JSON lines (schema kevo.trajectory/1:
+    /// prompt, response, reasoning, kernel, feedback, score and reward
+    /// fields, parent) instead of the winning kernel.
+    #[arg(long, value_name = "FILE.jsonl")]
+    pub trajectories: Option<PathBuf>,
+    /// With --trajectories: every run of the store.
+    #[arg(long, requires = "trajectories", conflicts_with = "run")]
+    pub all: bool,
+    /// With --trajectories: only steps whose kernel was correct.
+    #[arg(long, requires = "trajectories")]
+    pub correct_only: bool,
+    /// With --trajectories: only steps that were kept.
+    #[arg(long, requires = "trajectories")]
+    pub promoted_only: bool,
+    /// With --trajectories: only each run's best correct step.
+    #[arg(long, requires = "trajectories")]
+    pub best_only: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+pub fn export(args: ExportArgs) -> Result<ExitCode> {
+    let Some(path) = args.trajectories.clone() else {
+        let run = args
+            .run
+            .as_deref()
+            .context("name the run whose winner to export (kevo runs lists them)")?;
+        return crate::evolve::export(run, args.out.as_deref(), args.store);
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let runs = runtime.block_on(async {
+        let store = args.store.open().await?;
+        let named: Vec<String> = args.run.iter().cloned().collect();
+        chosen_runs(&store, &named, args.all).await
+    })?;
+    let filter = kevo_report::trajectories::Filter {
+        correct_only: args.correct_only,
+        promoted_only: args.promoted_only,
+        best_only: args.best_only,
+    };
+    // Keys from the environment and key-shaped strings are replaced, as in
+    // everything kevo stores and shows.
+    let redactor = kevo_proposer::Redactor::from_process(Vec::new());
+    let redact = |s: &str| redactor.text(s);
+    let mut text = String::new();
+    let mut count = 0;
+    for run in &runs {
+        for record in kevo_report::trajectories::trajectories(run, filter, &redact) {
+            text.push_str(&serde_json::to_string(&record)?);
+            text.push('\n');
+            count += 1;
+        }
+    }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    eprintln!(
+        "wrote {count} steps of {} run(s) to {}",
+        runs.len(),
+        path.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,623 @@
+//! The run report: one self-contained HTML page (inline CSS and SVG, no
+//! script needed, nothing fetched), a reproducible record of the run.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use kevo_descriptors::{Axis, Descriptors, LEVELS};
+use kevo_store::HeldOutRole;
+use serde_json::{Value, json};
+
+use crate::data::{Point, RunData};
+use crate::svg::{self, Along, escape, number};
+
+const STYLE: &str = include_str!("report.css");
+
+/// Options of one rendering.
+#[derive(Debug, Clone, Default)]
+pub struct RenderOptions {
+    /// Extra markup at the end of `<body>` (the dashboard's refresh script).
+    pub tail: String,
+    /// Where the page links "all runs" (the dashboard's run list).
+    pub home: Option<String>,
+}
+
+/// The whole report of one run.
+pub fn render_report(data: &RunData) -> String {
+    render_report_with(data, &RenderOptions::default())
+}
+
+pub fn render_report_with(data: &RunData, options: &RenderOptions) -> String {
+    let info = &data.info;
+    let points = data.points();
+    let mut page = String::new();
+    let _ = write!(
+        page,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>kevo run {}</title><style>{STYLE}</style></head><body>",
+        escape(&info.id.0)
+    );
+    if let Some(home) = &options.home {
+        let _ = write!(
+            page,
+            r#"<p class="nav"><a href="{}">all runs</a></p>"#,
+            escape(home)
+        );
+    }
+    let _ = write!(
+        page,
+        "<h1>{} <span class=\"muted\">{}</span></h1>",
+        escape(&info.task),
+        escape(&info.id.0)
+    );
+    page.push_str(&overview(data));
+    page.push_str(&charts_section(data, &points));
+    page.push_str(&roofline_section(data));
+    page.push_str(&strategy_section(data, &points));
+    page.push_str(&lineage_section(data));
+    page.push_str(&diff_section(data));
+    page.push_str(&held_out_section(data));
+    page.push_str(&models_section(data));
+    page.push_str(&phases_section(data));
+    page.push_str(&settings_section(data));
+    let machine = serde_json::to_string(&machine_readable(data, &points))
+        .unwrap_or_default()
+        .replace("</", "<\\/");
+    let _ = write!(
+        page,
+        r#"<script type="application/json" id="kevo-report-data">{machine}</script>"#
+    );
+    page.push_str(&options.tail);
+    page.push_str("</body></html>\n");
+    page
+}
+
+/// The numbers the page shows, for tools (and tests) that read it.
+fn machine_readable(data: &RunData, points: &[Point]) -> Value {
+    json!({
+        "run": data.info.id.0,
+        "task": data.info.task,
+        "strategy": data.info.strategy,
+        "device": data.info.device,
+        "status": data.info.status,
+        "seed": data.seed.map(|c| c.0),
+        "winner": data.winner.map(|c| c.0),
+        "points": points,
+        "speedup": data.summary_f64("speedup"),
+        "held_out": data.held_out.iter().map(|(h, _)| json!({
+            "role": h.role.as_str(), "phi": h.phi, "fraction": h.fraction,
+            "speedup": h.speedup, "outcome": h.outcome_kind,
+        })).collect::<Vec<_>>(),
+        "models": model_totals(data).into_iter().map(|(k, t)| json!({
+            "model": k, "calls": t.calls, "errors": t.errors,
+            "input_tokens": t.input, "output_tokens": t.output,
+            "reasoning_tokens": t.reasoning, "cost_usd": t.cost,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn row(cells: &[String]) -> String {
+    let mut s = String::from("<tr>");
+    for c in cells {
+        let _ = write!(s, "<td>{c}</td>");
+    }
+    s.push_str("</tr>");
+    s
+}
+
+fn header(cells: &[&str]) -> String {
+    let mut s = String::from("<tr>");
+    for c in cells {
+        let _ = write!(s, "<th>{c}</th>");
+    }
+    s.push_str("</tr>");
+    s
+}
+
+fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
+    v.map(f).unwrap_or_else(|| "–".into())
+}
+
+fn overview(data: &RunData) -> String {
+    let info = &data.info;
+    let summary = info.summary.clone().unwrap_or(Value::Null);
+    let spent = &summary["spent"];
+    let verdict = summary["held_out"]["verdict"].as_str().unwrap_or("–");
+    let mut s = String::from(r#"<section id="overview"><table class="facts">"#);
+    let facts: Vec<(&str, String)> = vec![
+        ("status", info.status.as_str().to_string()),
+        ("strategy", escape(&info.strategy)),
+        (
+            "device",
+            format!("{} ({})", escape(&info.device), escape(&info.backend)),
+        ),
+        ("sizes", escape(&info.size_set.to_string())),
+        (
+            "started",
+            info.created_at.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
+        ),
+        (
+            "speedup over the seed",
+            opt(data.summary_f64("speedup"), |v| format!("{v:.2}x")),
+        ),
+        ("best score", opt(data.summary_f64("best_score"), number)),
+        ("held-out verdict", escape(verdict)),
+        (
+            "spent",
+            format!(
+                "{} input + {} output tokens, ${:.4}, {:.0} s",
+                spent["input_tokens"].as_u64().unwrap_or(0),
+                spent["output_tokens"].as_u64().unwrap_or(0),
+                spent["cost_usd"].as_f64().unwrap_or(0.0),
+                spent["wall_s"].as_f64().unwrap_or(0.0)
+            ),
+        ),
+        (
+            "stopped",
+            escape(summary["stop_reason"].as_str().unwrap_or("–")),
+        ),
+    ];
+    for (k, v) in facts {
+        let _ = write!(
+            s,
+            "<tr><th>{k}</th><td class=\"fact\" data-fact=\"{k}\">{v}</td></tr>"
+        );
+    }
+    s.push_str("</table></section>");
+    s
+}
+
+fn legend(points: &[Point]) -> String {
+    let mut seen: Vec<&str> = Vec::new();
+    for p in points {
+        if !seen.contains(&p.outcome) {
+            seen.push(p.outcome);
+        }
+    }
+    let mut s = String::from(r#"<p class="legend">"#);
+    for o in seen {
+        let _ = write!(
+            s,
+            r#"<span><i style="background:{}"></i>{}</span>"#,
+            svg::outcome_colour(o),
+            svg::outcome_label(o)
+        );
+    }
+    s.push_str(r#"<span><i class="ring"></i>kept (promoted)</span><span><i class="line"></i>best so far</span></p>"#);
+    s
+}
+
+fn charts_section(data: &RunData, points: &[Point]) -> String {
+    let mut s = String::from(r#"<section id="progress"><h2>Progress</h2>"#);
+    if points.is_empty() {
+        s.push_str("<p>No proposals yet.</p></section>");
+        return s;
+    }
+    s.push_str(&legend(points));
+    s.push_str(&svg::progress(points, Along::Iteration));
+    s.push_str(&svg::progress(points, Along::WallTime));
+    if points.iter().any(|p| p.cost_usd > 0.0) {
+        s.push_str(&svg::progress(points, Along::Cost));
+    } else {
+        let _ = write!(
+            s,
+            "<p class=\"note\">No model cost was recorded for run {} (a replayed, local or free model), so there is no chart against cost.</p>",
+            escape(&data.info.id.0)
+        );
+    }
+    s.push_str("</section>");
+    s
+}
+
+/// The ceiling the task is scored against and where it came from.
+fn ceiling_text(data: &RunData, unit: &str) -> String {
+    let c = &data.info.config["provenance"]["ceilings"];
+    let source = match c["source"]["kind"].as_str() {
+        Some("measured") => "measured".to_string(),
+        Some("datasheet") => format!(
+            "datasheet {}",
+            c["source"]["entry"].as_str().unwrap_or_default()
+        ),
+        Some(other) => other.to_string(),
+        None => "source not recorded".into(),
+    };
+    let value = if unit == "GFLOPS" {
+        c["fp32_gflops"]
+            .as_f64()
+            .map(|v| format!("{} GFLOPS FP32", number(v)))
+    } else {
+        c["bandwidth_gbs"]
+            .as_f64()
+            .map(|v| format!("{} GB/s DRAM", number(v)))
+    };
+    format!(
+        "100% = {} ({source})",
+        value.unwrap_or_else(|| "the ceiling".into())
+    )
+}
+
+fn roofline_section(data: &RunData) -> String {
+    let mut s = String::from(r#"<section id="roofline"><h2>Roofline fraction per size</h2>"#);
+    let seed = data.seed.and_then(|c| data.evaluations.get(&c.0));
+    let winner = data.winner.and_then(|c| data.evaluations.get(&c.0));
+    let mut groups: Vec<(String, Vec<(&'static str, f64)>)> = Vec::new();
+    let mut unit = String::new();
+    if let Some(seed) = seed {
+        for size in &seed.sizes {
+            unit = size.unit.clone();
+            let mut bars = vec![("seed", size.fraction)];
+            if let Some(w) = winner.and_then(|w| w.sizes.iter().find(|x| x.label == size.label)) {
+                bars.push(("winner", w.fraction));
+            }
+            groups.push((size.label.clone(), bars));
+        }
+    }
+    let held = |role| {
+        data.held_out_of(role)
+            .and_then(|(h, e)| Some((e.as_ref()?.sizes.first()?.label.clone(), h.fraction?)))
+    };
+    if let Some((label, seed_fraction)) = held(HeldOutRole::Seed) {
+        let mut bars = vec![("seed", seed_fraction)];
+        if let Some((_, w)) = held(HeldOutRole::Winner) {
+            bars.push(("winner", w));
+        }
+        groups.push((format!("held-out {label}"), bars));
+    }
+    if groups.is_empty() {
+        s.push_str("<p>No correct evaluation of the seed is stored.</p></section>");
+        return s;
+    }
+    s.push_str(&svg::roofline_bars(&groups, &ceiling_text(data, &unit)));
+    s.push_str(r#"<p class="legend"><span><i style="background:#9e9e9e"></i>seed</span><span><i style="background:#1b9e4b"></i>winner</span></p></section>"#);
+    s
+}
+
+fn strategy_section(data: &RunData, points: &[Point]) -> String {
+    let mut s = String::from(r#"<section id="strategy"><h2>Search</h2>"#);
+    match data.info.strategy.as_str() {
+        "map_elites" => {
+            s.push_str("<p>The archive: for each pair of behavioural descriptors, the best correct score found in each cell (the third descriptor at any level).</p>");
+            let best: BTreeMap<String, f64> = points
+                .iter()
+                .filter_map(|p| Some((p.cell.clone()?, p.score?)))
+                .fold(BTreeMap::new(), |mut m, (c, v)| {
+                    let e = m.entry(c).or_insert(v);
+                    *e = e.max(v);
+                    m
+                });
+            for (x, y) in [
+                (Axis::Algorithm, Axis::Memory),
+                (Axis::Coordination, Axis::Memory),
+                (Axis::Coordination, Axis::Algorithm),
+            ] {
+                let mut cells = vec![vec![None; LEVELS as usize]; LEVELS as usize];
+                for (cell, score) in &best {
+                    let Ok(d) = cell.parse::<Descriptors>() else {
+                        continue;
+                    };
+                    let slot: &mut Option<f64> =
+                        &mut cells[d.level(y) as usize][d.level(x) as usize];
+                    *slot = Some(slot.map_or(*score, |v: f64| v.max(*score)));
+                }
+                let names = |a: Axis| -> Vec<String> {
+                    (0..LEVELS)
+                        .map(|l| format!("{l}: {}", a.level_name(l)))
+                        .collect()
+                };
+                s.push_str(&svg::heatmap(
+                    &format!("archive-{}-{}", y.name(), x.name()),
+                    (x.name(), &names(x)),
+                    (y.name(), &names(y)),
+                    &cells,
+                ));
+            }
+        }
+        "islands" => {
+            let mut by_island: BTreeMap<i64, Vec<(f64, f64)>> = BTreeMap::new();
+            let mut best: BTreeMap<i64, f64> = BTreeMap::new();
+            for p in points {
+                let (Some(island), Some(score)) = (p.island, p.score) else {
+                    continue;
+                };
+                let b = best.entry(island).or_insert(score);
+                *b = b.max(score);
+                by_island
+                    .entry(island)
+                    .or_default()
+                    .push((p.iteration as f64, *b));
+            }
+            let series: Vec<(String, Vec<(f64, f64)>)> = by_island
+                .into_iter()
+                .map(|(i, pts)| (format!("island {i}"), pts))
+                .collect();
+            s.push_str("<p>Each island's best score so far.</p>");
+            s.push_str(&svg::lines(
+                "islands",
+                "best score per island",
+                &series,
+                "best score so far",
+            ));
+        }
+        other => {
+            let _ = write!(
+                s,
+                "<p>Strategy {}: one incumbent, so there is no archive or island view.</p>",
+                escape(other)
+            );
+        }
+    }
+    s.push_str("</section>");
+    s
+}
+
+fn lineage_section(data: &RunData) -> String {
+    let mut s = String::from(r#"<section id="lineage"><h2>Lineage of the winner</h2><table>"#);
+    s.push_str(&header(&[
+        "iteration",
+        "candidate",
+        "model",
+        "score",
+        "outcome",
+    ]));
+    for c in data.lineage() {
+        let e = data.evaluations.get(&c.id.0);
+        let _ = write!(
+            s,
+            "{}",
+            row(&[
+                c.iteration.to_string(),
+                c.id.0.to_string(),
+                escape(c.model.as_deref().or(c.provider.as_deref()).unwrap_or("–")),
+                opt(e.and_then(|e| e.outcome.score()), number),
+                escape(&e.map(|e| e.outcome.kind().to_string()).unwrap_or_default()),
+            ])
+        );
+    }
+    s.push_str("</table></section>");
+    s
+}
+
+fn diff_section(data: &RunData) -> String {
+    let mut s = String::from(r#"<section id="diff"><h2>Seed and winner</h2>"#);
+    let source = |c: Option<kevo_store::CandidateId>| {
+        c.and_then(|c| data.candidates.get(&c.0))
+            .map(|c| c.source.clone())
+    };
+    let (Some(seed), Some(winner)) = (source(data.seed), source(data.winner)) else {
+        s.push_str("<p>No winner yet.</p></section>");
+        return s;
+    };
+    if data.seed == data.winner {
+        s.push_str("<p>The seed was kept: nothing beat it.</p></section>");
+        return s;
+    }
+    s.push_str(r#"<table class="diff"><tr><th>seed</th><th>winner</th></tr>"#);
+    let diff = similar::TextDiff::from_lines(&seed, &winner);
+    for op in diff.ops() {
+        for change in diff.iter_changes(op) {
+            let text = escape(change.value().trim_end_matches('\n'));
+            let (l, r) = match change.tag() {
+                similar::ChangeTag::Equal => (
+                    format!("<td class=\"same\">{text}</td>"),
+                    format!("<td class=\"same\">{text}</td>"),
+                ),
+                similar::ChangeTag::Delete => {
+                    (format!("<td class=\"del\">{text}</td>"), "<td></td>".into())
+                }
+                similar::ChangeTag::Insert => {
+                    ("<td></td>".into(), format!("<td class=\"ins\">{text}</td>"))
+                }
+            };
+            let _ = write!(s, "<tr>{l}{r}</tr>");
+        }
+    }
+    s.push_str("</table></section>");
+    s
+}
+
+fn held_out_section(data: &RunData) -> String {
+    let mut s = String::from(r#"<section id="held-out"><h2>Held-out size</h2>"#);
+    if data.held_out.is_empty() {
+        s.push_str("<p>Not measured (the run is not finished, or it was skipped).</p></section>");
+        return s;
+    }
+    s.push_str("<table>");
+    s.push_str(&header(&[
+        "role",
+        "candidate",
+        "size",
+        "Φ",
+        "fraction",
+        "speedup",
+        "outcome",
+    ]));
+    for (h, e) in &data.held_out {
+        s.push_str(&row(&[
+            h.role.as_str().to_string(),
+            h.candidate_id.0.to_string(),
+            escape(
+                &e.as_ref()
+                    .and_then(|e| e.sizes.first().map(|x| x.label.clone()))
+                    .unwrap_or_default(),
+            ),
+            opt(h.phi, number),
+            opt(h.fraction, |f| format!("{:.1}%", f * 100.0)),
+            opt(h.speedup, |v| format!("{v:.2}x")),
+            escape(&h.outcome_kind),
+        ]));
+    }
+    s.push_str("</table>");
+    if let Some(v) = data.info.summary.as_ref().map(|s| &s["held_out"])
+        && let Some(reason) = v["verdict_reason"].as_str()
+    {
+        let _ = write!(
+            s,
+            "<p>Verdict: <b>{}</b> ({})</p>",
+            escape(v["verdict"].as_str().unwrap_or("")),
+            escape(reason)
+        );
+    }
+    s.push_str("</section>");
+    s
+}
+
+#[derive(Default)]
+struct ModelTotals {
+    calls: u64,
+    errors: u64,
+    input: u64,
+    output: u64,
+    reasoning: u64,
+    cost: f64,
+    latency_s: f64,
+}
+
+fn model_totals(data: &RunData) -> BTreeMap<String, ModelTotals> {
+    let mut totals: BTreeMap<String, ModelTotals> = BTreeMap::new();
+    for c in &data.llm_calls {
+        let t = totals
+            .entry(format!("{}:{}", c.call.provider, c.call.model))
+            .or_default();
+        t.calls += 1;
+        t.errors += u64::from(c.call.error.is_some());
+        t.input += c.call.input_tokens.unwrap_or(0);
+        t.output += c.call.output_tokens.unwrap_or(0);
+        t.reasoning += c.call.reasoning_tokens.unwrap_or(0);
+        t.cost += c.call.cost_usd.unwrap_or(0.0);
+        t.latency_s += c.call.latency_s;
+    }
+    totals
+}
+
+fn models_section(data: &RunData) -> String {
+    let mut s = String::from(r#"<section id="models"><h2>Models: tokens and cost</h2><table>"#);
+    s.push_str(&header(&[
+        "model",
+        "calls",
+        "failed",
+        "input tokens",
+        "output tokens",
+        "reasoning tokens",
+        "cost (USD)",
+        "latency (s)",
+    ]));
+    for (model, t) in model_totals(data) {
+        s.push_str(&row(&[
+            escape(&model),
+            t.calls.to_string(),
+            t.errors.to_string(),
+            t.input.to_string(),
+            t.output.to_string(),
+            t.reasoning.to_string(),
+            format!("{:.4}", t.cost),
+            format!("{:.1}", t.latency_s),
+        ]));
+    }
+    s.push_str("</table></section>");
+    s
+}
+
+fn phases_section(data: &RunData) -> String {
+    let mut total = kevo_eval::WallTimes::default();
+    for e in data.evaluations.values() {
+        total.compile_s += e.wall.compile_s;
+        total.inputs_s += e.wall.inputs_s;
+        total.reference_s += e.wall.reference_s;
+        total.device_s += e.wall.device_s;
+        total.check_s += e.wall.check_s;
+        total.total_s += e.wall.total_s;
+    }
+    let mut s = format!(
+        r#"<section id="phases"><h2>Evaluation time per phase</h2><p>{} in-distribution evaluations, seconds summed.</p><table>"#,
+        data.evaluations.len()
+    );
+    s.push_str(&header(&[
+        "compile",
+        "inputs",
+        "CPU reference",
+        "device",
+        "check",
+        "total",
+    ]));
+    s.push_str(&row(&[
+        format!("{:.2}", total.compile_s),
+        format!("{:.2}", total.inputs_s),
+        format!("{:.2}", total.reference_s),
+        format!("{:.2}", total.device_s),
+        format!("{:.2}", total.check_s),
+        format!("{:.2}", total.total_s),
+    ]));
+    s.push_str("</table>");
+    if let Some(r) = data.info.summary.as_ref().map(|s| &s["remeasure"])
+        && r["evaluations"].as_u64().is_some()
+    {
+        let _ = write!(
+            s,
+            "<p>Re-measurement, apart: {} evaluations, {:.2} s on the device, {:.2} s wall.</p>",
+            r["evaluations"].as_u64().unwrap_or(0),
+            r["device_s"].as_f64().unwrap_or(0.0),
+            r["wall_s"].as_f64().unwrap_or(0.0)
+        );
+    }
+    s.push_str("</section>");
+    s
+}
+
+fn settings_section(data: &RunData) -> String {
+    let config = &data.info.config;
+    let provenance = &config["provenance"];
+    let mut s = String::from(
+        r#"<section id="settings"><h2>Settings and provenance</h2><table class="facts">"#,
+    );
+    let device = &provenance["device"];
+    let c = &provenance["ceilings"];
+    let rows = [
+        (
+            "kevo",
+            provenance["kevo"].as_str().unwrap_or("–").to_string(),
+        ),
+        (
+            "device",
+            format!(
+                "{} ({}, {})",
+                device["name"].as_str().unwrap_or(&data.info.device),
+                device["platform"].as_str().unwrap_or(&data.info.backend),
+                device["driver_version"]
+                    .as_str()
+                    .unwrap_or("driver unknown")
+            ),
+        ),
+        (
+            "ceilings",
+            format!(
+                "{} GB/s DRAM, {} GFLOPS FP32 ({})",
+                opt(c["bandwidth_gbs"].as_f64(), number),
+                opt(c["fp32_gflops"].as_f64(), number),
+                c["source"]["kind"]
+                    .as_str()
+                    .unwrap_or("source not recorded")
+            ),
+        ),
+        (
+            "task",
+            format!(
+                "{} (content hash {})",
+                provenance["task"]["name"]
+                    .as_str()
+                    .unwrap_or(&data.info.task),
+                provenance["task"]["content_hash"].as_str().unwrap_or("–")
+            ),
+        ),
+        ("models", config["llm"].to_string()),
+    ];
+    for (k, v) in rows {
+        let _ = write!(s, "<tr><th>{k}</th><td>{}</td></tr>", escape(&v));
+    }
+    s.push_str(
+        "</table><details><summary>every setting (the run's stored configuration)</summary><pre>",
+    );
+    s.push_str(&escape(
+        &serde_json::to_string_pretty(config).unwrap_or_default(),
+    ));
+    s.push_str("</pre></details></section>");
+    s
+}

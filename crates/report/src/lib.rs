@@ -1,0 +1,20 @@
+//! Reports of kevo runs, read from the store: the self-contained HTML run
+//! report (`kevo report`), the results table across runs (`kevo table`)
+//! and trajectory export for training (`kevo export --trajectories`).
+//! Rendering is pure (data in, text out), so the same pages serve the
+//! offline report and the live dashboard.
+
+mod data;
+mod html;
+mod svg;
+pub mod table;
+pub mod trajectories;
+
+pub use data::{Point, RunData};
+pub use html::{RenderOptions, render_report, render_report_with};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error(transparent)]
+    Store(#[from] kevo_store::StoreError),
+}

@@ -1,0 +1,362 @@
+//! The results table across runs, in the shape of Metal-Sci's Table 3: one
+//! row per run, then one per group (task, models, strategy, device) with
+//! fast_p, the share of the group's finished runs whose in-distribution
+//! speedup over the seed exceeds p.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use serde::Serialize;
+
+use crate::data::RunData;
+
+/// The thresholds fast_p is reported at.
+pub const FAST_P: [f64; 3] = [1.0, 1.5, 2.0];
+
+/// One run's line.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunRow {
+    pub run: String,
+    pub task: String,
+    /// Every model that proposed, `provider:model`, sorted.
+    pub models: String,
+    pub strategy: String,
+    pub device: String,
+    pub status: String,
+    /// The winner's in-distribution score over the seed's.
+    pub speedup: Option<f64>,
+    /// The winner's score: its roofline fraction (geometric mean).
+    pub best_fraction: Option<f64>,
+    pub held_out_phi: Option<f64>,
+    pub held_out_speedup: Option<f64>,
+    pub held_out_verdict: Option<String>,
+    /// Correct proposals over evaluated ones, the seed left out.
+    pub correct_rate: Option<f64>,
+    pub iterations: u32,
+    pub cost_usd: f64,
+}
+
+impl RunRow {
+    pub fn of(data: &RunData) -> RunRow {
+        let summary = data.info.summary.clone().unwrap_or_default();
+        let mut models: Vec<String> = data
+            .llm_calls
+            .iter()
+            .filter(|c| c.call.purpose == "propose" || c.call.purpose.is_empty())
+            .map(|c| format!("{}:{}", c.call.provider, c.call.model))
+            .collect();
+        if models.is_empty() {
+            models = data.info.config["llm"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|m| m.as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default();
+        }
+        models.sort();
+        models.dedup();
+        let evaluated: Vec<_> = data
+            .history
+            .iter()
+            .filter(|h| h.iteration > 0 && h.outcome_kind.is_some())
+            .collect();
+        let correct = evaluated
+            .iter()
+            .filter(|h| h.outcome_kind.as_deref() == Some("correct"))
+            .count();
+        RunRow {
+            run: data.info.id.0.clone(),
+            task: data.info.task.clone(),
+            models: models.join(" + "),
+            strategy: data.info.strategy.clone(),
+            device: data.info.device.clone(),
+            status: data.info.status.as_str().to_string(),
+            speedup: summary["speedup"].as_f64(),
+            best_fraction: summary["best_score"].as_f64(),
+            held_out_phi: summary["held_out"]["phi"].as_f64(),
+            held_out_speedup: summary["held_out"]["speedup"].as_f64(),
+            held_out_verdict: summary["held_out"]["verdict"].as_str().map(String::from),
+            correct_rate: (!evaluated.is_empty()).then(|| correct as f64 / evaluated.len() as f64),
+            iterations: data.history.iter().map(|h| h.iteration).max().unwrap_or(0),
+            cost_usd: data.llm_calls.iter().filter_map(|c| c.call.cost_usd).sum(),
+        }
+    }
+}
+
+/// One group's line: runs with the same task, models, strategy and device.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GroupRow {
+    pub task: String,
+    pub models: String,
+    pub strategy: String,
+    pub device: String,
+    pub runs: usize,
+    /// Runs with a speedup (finished).
+    pub finished: usize,
+    pub median_speedup: Option<f64>,
+    pub median_held_out_speedup: Option<f64>,
+    pub mean_correct_rate: Option<f64>,
+    /// (p, share of finished runs with speedup > p).
+    pub fast_p: Vec<(f64, f64)>,
+    pub cost_usd: f64,
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.retain(|x| x.is_finite());
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+pub fn groups(rows: &[RunRow]) -> Vec<GroupRow> {
+    let mut by: BTreeMap<(String, String, String, String), Vec<&RunRow>> = BTreeMap::new();
+    for r in rows {
+        by.entry((
+            r.task.clone(),
+            r.models.clone(),
+            r.strategy.clone(),
+            r.device.clone(),
+        ))
+        .or_default()
+        .push(r);
+    }
+    by.into_iter()
+        .map(|((task, models, strategy, device), runs)| {
+            let speedups: Vec<f64> = runs.iter().filter_map(|r| r.speedup).collect();
+            let rates: Vec<f64> = runs.iter().filter_map(|r| r.correct_rate).collect();
+            GroupRow {
+                task,
+                models,
+                strategy,
+                device,
+                runs: runs.len(),
+                finished: speedups.len(),
+                median_speedup: median(speedups.clone()),
+                median_held_out_speedup: median(
+                    runs.iter().filter_map(|r| r.held_out_speedup).collect(),
+                ),
+                mean_correct_rate: (!rates.is_empty())
+                    .then(|| rates.iter().sum::<f64>() / rates.len() as f64),
+                fast_p: FAST_P
+                    .iter()
+                    .map(|&p| {
+                        let share = if speedups.is_empty() {
+                            0.0
+                        } else {
+                            speedups.iter().filter(|s| **s > p).count() as f64
+                                / speedups.len() as f64
+                        };
+                        (p, share)
+                    })
+                    .collect(),
+                cost_usd: runs.iter().map(|r| r.cost_usd).sum(),
+            }
+        })
+        .collect()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Markdown,
+    Csv,
+    Json,
+}
+
+impl std::str::FromStr for Format {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "md" | "markdown" => Ok(Format::Markdown),
+            "csv" => Ok(Format::Csv),
+            "json" => Ok(Format::Json),
+            other => Err(format!("`{other}` is not a table format: md, csv or json")),
+        }
+    }
+}
+
+fn x(v: Option<f64>) -> String {
+    v.map(|v| format!("{v:.2}x")).unwrap_or_else(|| "–".into())
+}
+
+fn f(v: Option<f64>, digits: usize) -> String {
+    v.map(|v| format!("{v:.digits$}"))
+        .unwrap_or_else(|| "–".into())
+}
+
+fn pct(v: Option<f64>) -> String {
+    v.map(|v| format!("{:.0}%", v * 100.0))
+        .unwrap_or_else(|| "–".into())
+}
+
+/// CSV quoting: fields with a comma, quote or newline are quoted.
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+pub fn render(rows: &[RunRow], format: Format) -> String {
+    let groups = groups(rows);
+    match format {
+        Format::Json => serde_json::to_string_pretty(&serde_json::json!({
+            "runs": rows,
+            "groups": groups.iter().map(|g| {
+                let mut v = serde_json::to_value(g).unwrap_or_default();
+                v["fast_p"] = g.fast_p.iter().map(|(p, s)| (format!("fast_{p}"), serde_json::json!(s))).collect::<serde_json::Map<_, _>>().into();
+                v
+            }).collect::<Vec<_>>(),
+        }))
+        .unwrap_or_default()
+            + "\n",
+        Format::Csv => {
+            let mut out = String::from(
+                "run,task,models,strategy,device,status,speedup,best_fraction,held_out_phi,held_out_speedup,held_out_verdict,correct_rate,iterations,cost_usd\n",
+            );
+            let num = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
+            for r in rows {
+                let _ = writeln!(
+                    out,
+                    "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                    csv_field(&r.run),
+                    csv_field(&r.task),
+                    csv_field(&r.models),
+                    csv_field(&r.strategy),
+                    csv_field(&r.device),
+                    r.status,
+                    num(r.speedup),
+                    num(r.best_fraction),
+                    num(r.held_out_phi),
+                    num(r.held_out_speedup),
+                    csv_field(r.held_out_verdict.as_deref().unwrap_or("")),
+                    num(r.correct_rate),
+                    r.iterations,
+                    r.cost_usd
+                );
+            }
+            out
+        }
+        Format::Markdown => {
+            let mut out = String::from(
+                "| run | task | models | strategy | device | speedup | best fraction | held-out Φ | held-out speedup | verdict | correct | iterations | cost (USD) |\n\
+                 | --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |\n",
+            );
+            for r in rows {
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.4} |",
+                    r.run,
+                    r.task,
+                    r.models,
+                    r.strategy,
+                    r.device,
+                    x(r.speedup),
+                    f(r.best_fraction, 3),
+                    f(r.held_out_phi, 3),
+                    x(r.held_out_speedup),
+                    r.held_out_verdict.as_deref().unwrap_or("–"),
+                    pct(r.correct_rate),
+                    r.iterations,
+                    r.cost_usd
+                );
+            }
+            out.push_str("\n| task | models | strategy | device | runs | median speedup | median held-out speedup | correct | fast_1 | fast_1.5 | fast_2 | cost (USD) |\n\
+                          | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+            for g in &groups {
+                let fast: Vec<String> = g
+                    .fast_p
+                    .iter()
+                    .map(|(_, s)| format!("{:.0}%", s * 100.0))
+                    .collect();
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | {} | {} ({} finished) | {} | {} | {} | {} | {:.4} |",
+                    g.task,
+                    g.models,
+                    g.strategy,
+                    g.device,
+                    g.runs,
+                    g.finished,
+                    x(g.median_speedup),
+                    x(g.median_held_out_speedup),
+                    pct(g.mean_correct_rate),
+                    fast.join(" | "),
+                    g.cost_usd
+                );
+            }
+            out
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(task: &str, speedup: Option<f64>) -> RunRow {
+        RunRow {
+            run: format!("{task}-{speedup:?}"),
+            task: task.into(),
+            models: "openai:gpt-test".into(),
+            strategy: "one_plus_one".into(),
+            device: "GPU".into(),
+            status: "finished".into(),
+            speedup,
+            best_fraction: Some(0.5),
+            held_out_phi: None,
+            held_out_speedup: speedup.map(|s| s * 0.9),
+            held_out_verdict: None,
+            correct_rate: Some(0.5),
+            iterations: 10,
+            cost_usd: 0.25,
+        }
+    }
+
+    #[test]
+    fn fast_p_is_the_share_of_finished_runs_above_p() {
+        let rows = vec![
+            row("saxpy", Some(0.9)),
+            row("saxpy", Some(1.2)),
+            row("saxpy", Some(1.6)),
+            row("saxpy", Some(2.5)),
+            row("saxpy", None),
+            row("nbody", Some(3.0)),
+        ];
+        let g = groups(&rows);
+        assert_eq!(g.len(), 2);
+        let saxpy = g.iter().find(|g| g.task == "saxpy").unwrap();
+        assert_eq!((saxpy.runs, saxpy.finished), (5, 4));
+        assert_eq!(saxpy.fast_p, vec![(1.0, 0.75), (1.5, 0.5), (2.0, 0.25)]);
+        assert_eq!(saxpy.median_speedup, Some(1.4));
+        assert!((saxpy.cost_usd - 1.25).abs() < 1e-12);
+        let md = render(&rows, Format::Markdown);
+        assert!(
+            md.contains(
+                "| saxpy | openai:gpt-test | one_plus_one | GPU | 5 (4 finished) | 1.40x |"
+            ),
+            "{md}"
+        );
+        assert!(md.contains("| 75% | 50% | 25% |"), "{md}");
+        let csv = render(&rows, Format::Csv);
+        assert_eq!(csv.lines().count(), 7);
+        let json: serde_json::Value = serde_json::from_str(&render(&rows, Format::Json)).unwrap();
+        assert_eq!(json["groups"][1]["fast_p"]["fast_1.5"], 0.5);
+    }
+
+    #[test]
+    fn csv_fields_with_commas_are_quoted() {
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("say \"x\""), "\"say \"\"x\"\"\"");
+        assert_eq!(csv_field("plain"), "plain");
+    }
+}

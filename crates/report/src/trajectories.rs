@@ -1,0 +1,250 @@
+//! Search trajectories as training data (Kernel-Smith turns them into
+//! supervised and RL examples): one JSON record per step, schema
+//! `kevo.trajectory/1`, documented in the README. Every text field passes
+//! through the caller's redaction, so keys that leaked into a prompt or a
+//! response never reach the file.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use crate::data::RunData;
+
+pub const SCHEMA: &str = "kevo.trajectory/1";
+
+/// Which steps to write.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Filter {
+    /// Only steps whose kernel was correct.
+    pub correct_only: bool,
+    /// Only steps that were kept (promoted, or an elite).
+    pub promoted_only: bool,
+    /// Only the run's best correct step (Kernel-Smith keeps one per run).
+    pub best_only: bool,
+}
+
+/// The records of one run, in step order.
+pub fn trajectories(data: &RunData, filter: Filter, redact: &dyn Fn(&str) -> String) -> Vec<Value> {
+    let seed_score = data
+        .seed
+        .and_then(|s| data.evaluations.get(&s.0))
+        .and_then(|e| e.outcome.score());
+    // The proposing call of each candidate; calls that made no candidate
+    // by iteration.
+    let mut call_of_candidate = BTreeMap::new();
+    let mut failed_calls: BTreeMap<u32, Vec<&kevo_store::StoredLlmCall>> = BTreeMap::new();
+    for c in &data.llm_calls {
+        match c.candidate_id {
+            Some(id) => {
+                call_of_candidate.entry(id.0).or_insert(c);
+            }
+            None => failed_calls.entry(c.iteration).or_default().push(c),
+        }
+    }
+    let best = data
+        .history
+        .iter()
+        .filter(|h| h.iteration > 0 && h.outcome_kind.as_deref() == Some("correct"))
+        .filter_map(|h| Some((h.candidate_id?, h.score?)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(c, _)| c);
+    let mut out = Vec::new();
+    for h in data.history.iter().filter(|h| h.iteration > 0) {
+        let correct = h.outcome_kind.as_deref() == Some("correct");
+        if (filter.correct_only && !correct)
+            || (filter.promoted_only && !h.promoted)
+            || (filter.best_only && (h.candidate_id.is_none() || h.candidate_id != best))
+        {
+            continue;
+        }
+        let candidate = h.candidate_id.and_then(|c| data.candidates.get(&c.0));
+        let call = match h.candidate_id {
+            Some(id) => call_of_candidate.get(&id.0).copied(),
+            None => failed_calls
+                .get(&h.iteration)
+                .and_then(|v| v.first().copied()),
+        };
+        let evaluation = h.candidate_id.and_then(|c| data.evaluations.get(&c.0));
+        let parent = candidate.and_then(|c| c.parents.first()).map(|p| p.0);
+        let parent_score = parent
+            .and_then(|p| data.evaluations.get(&p))
+            .and_then(|e| e.outcome.score());
+        let score = if correct { h.score } else { None };
+        let ratio = |base: Option<f64>| match (score, base) {
+            (Some(s), Some(b)) if b > 0.0 => Some(s / b),
+            _ => None,
+        };
+        let feedback = evaluation.map(|e| {
+            let mut lines = vec![e.outcome.summary()];
+            for s in &e.sizes {
+                lines.push(format!(
+                    "{}: {}, {:.4} ms median, {:.1}% of the roofline",
+                    s.label,
+                    if s.correct { "correct" } else { "wrong" },
+                    s.time.median_s * 1e3,
+                    s.fraction * 100.0
+                ));
+            }
+            lines.join("\n")
+        });
+        let text = |s: Option<&str>| s.map(redact);
+        out.push(json!({
+            "schema": SCHEMA,
+            "run": data.info.id.0,
+            "task": data.info.task,
+            "strategy": data.info.strategy,
+            "device": data.info.device,
+            "backend": data.info.backend,
+            "iteration": h.iteration,
+            "candidate": h.candidate_id.map(|c| c.0),
+            "parent": parent,
+            "provider": call.map(|c| redact(&c.call.provider)),
+            "model": call.map(|c| redact(&c.call.model)),
+            "prompt": call.map(|c| json!({
+                "system": redact(&c.call.prompt_system),
+                "user": redact(&c.call.prompt_user),
+            })),
+            "response": text(call.and_then(|c| c.call.response.as_deref())),
+            "reasoning": text(call.and_then(|c| c.call.reasoning.as_deref())),
+            "model_error": text(call.and_then(|c| c.call.error.as_deref())),
+            "kernel": candidate.map(|c| redact(&c.source)),
+            "outcome": h.outcome_kind,
+            "feedback": feedback.as_deref().map(redact),
+            "correct": correct,
+            "score": score,
+            "parent_score": parent_score,
+            "speedup_over_parent": ratio(parent_score),
+            "speedup_over_seed": ratio(seed_score),
+            "reward": if correct { ratio(seed_score).unwrap_or(0.0) } else { 0.0 },
+            "promoted": h.promoted,
+            "decision": redact(&h.reason),
+            "best_in_run": h.candidate_id.is_some() && h.candidate_id == best,
+            "tokens": call.map(|c| json!({
+                "input": c.call.input_tokens, "output": c.call.output_tokens,
+                "reasoning": c.call.reasoning_tokens,
+            })),
+            "cost_usd": call.and_then(|c| c.call.cost_usd),
+        }));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::Utc;
+    use kevo_store::{
+        CandidateId, HistoryRow, LlmCallId, NewLlmCall, RunId, RunInfo, RunStatus, StoredCandidate,
+        StoredLlmCall,
+    };
+
+    const KEY: &str = "sk-live-0123456789abcdef";
+
+    /// A run whose step 1 carries a key in every text a record copies.
+    fn leaky_run() -> RunData {
+        let candidate = |id: i64, iteration: u32, source: &str| StoredCandidate {
+            id: CandidateId(id),
+            run_id: RunId("r".into()),
+            iteration,
+            parents: if id == 1 {
+                vec![]
+            } else {
+                vec![CandidateId(1)]
+            },
+            island: None,
+            cell: None,
+            descriptors: None,
+            source: source.into(),
+            source_sha256: String::new(),
+            provider: None,
+            model: None,
+            created_at: Utc::now(),
+        };
+        let row = |iteration: u32, id: i64, kind: &str| HistoryRow {
+            iteration,
+            candidate_id: Some(CandidateId(id)),
+            outcome_kind: Some(kind.into()),
+            score: (kind == "correct").then_some(0.5),
+            promoted: iteration == 0,
+            incumbent_id: Some(CandidateId(1)),
+            island: None,
+            cell: None,
+            reason: format!("decided ({KEY})"),
+        };
+        RunData {
+            info: RunInfo {
+                id: RunId("r".into()),
+                created_at: Utc::now(),
+                task: "saxpy".into(),
+                backend: "opencl".into(),
+                device: "GPU".into(),
+                size_set: kevo_tasks::SizeSet::Smoke,
+                strategy: "one_plus_one".into(),
+                config: json!({}),
+                status: RunStatus::Running,
+                status_reason: None,
+                rng_state: None,
+                finished_at: None,
+                summary: None,
+            },
+            history: vec![row(0, 1, "correct"), row(1, 2, "wrong_result")],
+            candidates: [
+                (1, candidate(1, 0, "seed")),
+                (2, candidate(2, 1, &format!("// {KEY}\nkernel"))),
+            ]
+            .into(),
+            evaluations: Default::default(),
+            llm_calls: vec![StoredLlmCall {
+                id: LlmCallId(1),
+                run_id: RunId("r".into()),
+                candidate_id: Some(CandidateId(2)),
+                iteration: 1,
+                call: NewLlmCall {
+                    purpose: "propose".into(),
+                    provider: "openai".into(),
+                    model: "m".into(),
+                    prompt_system: format!("system {KEY}"),
+                    prompt_user: format!("user {KEY}"),
+                    response: Some(format!("response {KEY}")),
+                    reasoning: Some(format!("thinking {KEY}")),
+                    input_tokens: Some(10),
+                    output_tokens: Some(5),
+                    reasoning_tokens: None,
+                    cost_usd: Some(0.01),
+                    latency_s: 1.0,
+                    error: None,
+                },
+                created_at: Utc::now(),
+            }],
+            held_out: Vec::new(),
+            seed: Some(CandidateId(1)),
+            winner: Some(CandidateId(1)),
+        }
+    }
+
+    #[test]
+    fn every_text_field_passes_through_the_redaction() {
+        let data = leaky_run();
+        let redact = |s: &str| s.replace(KEY, "[redacted]");
+        let records = trajectories(&data, Filter::default(), &redact);
+        assert_eq!(records.len(), 1, "the seed is not a step");
+        let text = records[0].to_string();
+        assert!(!text.contains(KEY), "{text}");
+        assert_eq!(text.matches("[redacted]").count(), 6, "{text}");
+        assert_eq!(records[0]["parent"], 1);
+        assert_eq!(records[0]["correct"], false);
+        assert_eq!(records[0]["reward"], 0.0);
+        // Without redaction the key would be there: the check above bites.
+        let raw = trajectories(&data, Filter::default(), &|s: &str| s.to_string());
+        assert!(raw[0].to_string().contains(KEY));
+        let none = trajectories(
+            &data,
+            Filter {
+                correct_only: true,
+                ..Filter::default()
+            },
+            &redact,
+        );
+        assert!(none.is_empty());
+    }
+}
