@@ -140,6 +140,10 @@ enum Command {
     /// Write a run's winning kernel source (to stdout, or --out FILE), or
     /// with --trajectories FILE.jsonl its steps as training records.
     Export(Box<reporting::ExportArgs>),
+    /// Serve the runs of a workspace (or --store) in the browser: the run
+    /// list and each run's report, updating live while a search runs.
+    /// Read-only; 127.0.0.1 only unless --bind says otherwise.
+    Serve(Box<reporting::ServeArgs>),
     /// The results table across runs (Metal-Sci's Table 3): one row per
     /// run, then per task, models, strategy and device with fast_p.
     Table(Box<reporting::TableArgs>),
@@ -470,6 +474,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Translate { kernel, out } => translate(&kernel, out.as_deref()),
         Command::Export(args) => reporting::export(*args),
         Command::Table(args) => reporting::table(*args),
+        Command::Serve(args) => reporting::serve(*args),
         Command::Worker {
             config,
             protocol_fd,

@@ -231,3 +231,41 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
     );
     Ok(ExitCode::SUCCESS)
 }
+
+#[derive(Args)]
+pub struct ServeArgs {
+    /// Address to listen on. The default is this machine only; any other
+    /// address serves every run of the store, without login, to whoever
+    /// reaches it.
+    #[arg(long, default_value = "127.0.0.1:8477")]
+    pub bind: std::net::SocketAddr,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+pub fn serve(args: ServeArgs) -> Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let store = args.store.open().await?;
+        if !args.bind.ip().is_loopback() {
+            eprintln!(
+                "warning: serving on {}: every run of this store is readable, without login, by whoever reaches this address",
+                args.bind
+            );
+        }
+        println!("serving the runs of {} at http://{}/ (Ctrl-C stops)", store_name(&args.store), args.bind);
+        kevo_report::serve::serve(store, args.bind).await?;
+        anyhow::Ok(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn store_name(store: &StoreArgs) -> String {
+    match &store.store {
+        Some(url) => kevo_store::redact_url(url),
+        None => store.workspace.display().to_string(),
+    }
+}

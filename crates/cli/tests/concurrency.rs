@@ -14,40 +14,6 @@ fn kevo() -> Command {
     Command::new(env!("CARGO_BIN_EXE_kevo"))
 }
 
-/// A proposer that appends a line to `log` per call, sleeps `sleep_s`,
-/// and answers with a saxpy that differs from every other answer (so no
-/// answer is a duplicate that skips its evaluation).
-fn agent(dir: &Path, sleep_s: f64) -> (String, std::path::PathBuf) {
-    let log = dir.join("calls.log");
-    let script = dir.join("agent.sh");
-    std::fs::write(
-        &script,
-        format!(
-            r#"#!/bin/sh
-cat >/dev/null
-echo call >> '{log}'
-sleep {sleep_s}
-n=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
-cat <<K
-Variant $n.
-\`\`\`opencl
-__kernel void saxpy(__global const float* x, __global float* y, float a, uint N) {{
-    uint i = get_global_id(0);
-    if (i >= N) return;
-    y[i] = fma(a, x[i], y[i]) + 0.0f * (float)(${{n}}u & 1u);
-}}
-\`\`\`
-K
-"#,
-            log = log.display()
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    (format!("cmd:{}", script.display()), log)
-}
-
 fn calls_made(log: &Path) -> usize {
     std::fs::read_to_string(log)
         .unwrap_or_default()
@@ -159,7 +125,7 @@ fn budgets_hold_under_concurrency() {
     // An iteration budget: exactly 6 calls although 4 may be out at once.
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().join("ws").display().to_string();
-    let (llm, log) = agent(dir.path(), 0.5);
+    let (llm, log) = common::saxpy_agent(dir.path(), 0.5);
     let out = succeed(
         args(&ws, &llm, &["--iterations", "6", "--concurrency", "4"]),
         dir.path(),
@@ -188,7 +154,7 @@ fn budgets_hold_under_concurrency() {
     // already out are waited for and stored; none is lost or abandoned.
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().join("ws").display().to_string();
-    let (llm, log) = agent(dir.path(), 1.0);
+    let (llm, log) = common::saxpy_agent(dir.path(), 1.0);
     succeed(
         args(
             &ws,
@@ -226,7 +192,7 @@ fn a_concurrent_run_killed_with_sigkill_resumes_with_nothing_lost_or_measured_tw
     }
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().join("ws").display().to_string();
-    let (llm, log) = agent(dir.path(), 0.4);
+    let (llm, log) = common::saxpy_agent(dir.path(), 0.4);
     let a = args(&ws, &llm, &["--iterations", "10", "--concurrency", "3"]);
     let run = kill_after_iteration(cache_env(kevo().args(&a), dir.path()), 3);
     let before = stored(&ws, &run);

@@ -6,6 +6,7 @@
 
 mod data;
 mod html;
+pub mod serve;
 mod svg;
 pub mod table;
 pub mod trajectories;
@@ -17,4 +18,9 @@ pub use html::{RenderOptions, render_report, render_report_with};
 pub enum ReportError {
     #[error(transparent)]
     Store(#[from] kevo_store::StoreError),
+    #[error("cannot serve on {addr}: {cause}")]
+    Bind {
+        addr: std::net::SocketAddr,
+        cause: std::io::Error,
+    },
 }

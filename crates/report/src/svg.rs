@@ -68,6 +68,8 @@ struct Scale {
     log: bool,
     px_lo: f64,
     px_hi: f64,
+    /// Ticks at whole numbers only (iterations).
+    integer: bool,
 }
 
 impl Scale {
@@ -94,7 +96,13 @@ impl Scale {
             log,
             px_lo,
             px_hi,
+            integer: false,
         }
+    }
+
+    fn whole(mut self) -> Scale {
+        self.integer = true;
+        self
     }
 
     fn map(&self, v: f64) -> f64 {
@@ -129,6 +137,11 @@ impl Scale {
                 .map(|m| m * mag)
                 .find(|s| span / s <= 6.0)
                 .unwrap_or(mag * 10.0);
+            let step = if self.integer {
+                step.max(1.0).round()
+            } else {
+                step
+            };
             let mut v = (self.lo / step).ceil() * step;
             let mut t = Vec::new();
             while v <= self.hi + step * 1e-9 {
@@ -260,6 +273,11 @@ pub fn progress(points: &[Point], along: Along) -> String {
         WIDTH - RIGHT - 10.0,
         true,
     );
+    let x = if along == Along::Iteration {
+        x.whole()
+    } else {
+        x
+    };
     let scores = points.iter().filter_map(|p| p.score);
     let y = Scale::fit(scores, bottom - 6.0, TOP + 6.0, false);
     let fmt_x: fn(f64) -> String = match along {
@@ -367,6 +385,7 @@ pub fn roofline_bars(groups: &[(String, Vec<(&'static str, f64)>)], ceiling: &st
         log: false,
         px_lo: LEFT + 8.0,
         px_hi: WIDTH - RIGHT - 8.0,
+        integer: true,
     };
     y_grid(&mut out, &y, "%");
     let slot = (x.px_hi - x.px_lo) / x.hi;
@@ -433,7 +452,7 @@ pub fn lines(id: &str, title: &str, series: &[(String, Vec<(f64, f64)>)], y_labe
     let bottom = HEIGHT - BOTTOM;
     let xs = series.iter().flat_map(|(_, p)| p.iter().map(|q| q.0));
     let ys = series.iter().flat_map(|(_, p)| p.iter().map(|q| q.1));
-    let x = Scale::fit(xs, LEFT + 10.0, WIDTH - RIGHT - 10.0, true);
+    let x = Scale::fit(xs, LEFT + 10.0, WIDTH - RIGHT - 10.0, true).whole();
     let y = Scale::fit(ys, bottom - 6.0, TOP + 6.0, false);
     axes(&mut out, &x, &y, "iteration", y_label, |v| {
         format!("{v:.0}")
@@ -568,6 +587,9 @@ mod tests {
         let lin = Scale::fit([1.0, 2.0].into_iter(), 0.0, 100.0, false);
         assert!(!lin.log);
         assert!(lin.ticks().len() >= 3);
+        // Two iterations: ticks at 0, 1 and 2 only.
+        let its = Scale::fit([0.0, 2.0].into_iter(), 0.0, 100.0, true).whole();
+        assert_eq!(its.ticks(), vec![0.0, 1.0, 2.0]);
     }
 
     #[test]

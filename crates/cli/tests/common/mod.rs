@@ -175,3 +175,38 @@ pub fn replay_of<P: AsRef<Path>>(dir: &Path, kernels: &[P]) -> String {
     assert!(status.success());
     format!("replay:{}", out.display())
 }
+
+/// A proposer that appends a line to `log` per call, sleeps `sleep_s`,
+/// and answers with a saxpy that differs from every other answer (so no
+/// answer is a duplicate that skips its evaluation).
+#[allow(dead_code)]
+pub fn saxpy_agent(dir: &Path, sleep_s: f64) -> (String, std::path::PathBuf) {
+    let log = dir.join("calls.log");
+    let script = dir.join("agent.sh");
+    std::fs::write(
+        &script,
+        format!(
+            r#"#!/bin/sh
+cat >/dev/null
+echo call >> '{log}'
+sleep {sleep_s}
+n=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+cat <<K
+Variant $n.
+\`\`\`opencl
+__kernel void saxpy(__global const float* x, __global float* y, float a, uint N) {{
+    uint i = get_global_id(0);
+    if (i >= N) return;
+    y[i] = fma(a, x[i], y[i]) + 0.0f * (float)(${{n}}u & 1u);
+}}
+\`\`\`
+K
+"#,
+            log = log.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (format!("cmd:{}", script.display()), log)
+}
