@@ -498,11 +498,12 @@ pub fn heatmap(
     y_axis: (&str, &[String]),
     cells: &[Vec<Option<f64>>],
 ) -> String {
+    // Room for the level names: rows' on the left, columns' slanted below.
     let cell = 56.0;
-    let left = 190.0;
-    let top = 24.0;
-    let height = top + cell * y_axis.1.len() as f64 + 96.0;
-    let width = left + cell * x_axis.1.len() as f64 + 20.0;
+    let left = 330.0;
+    let top = 28.0;
+    let height = top + cell * y_axis.1.len() as f64 + 210.0;
+    let width = left + cell * x_axis.1.len() as f64 + 220.0;
     let best = cells
         .iter()
         .flatten()
@@ -519,7 +520,7 @@ pub fn heatmap(
         for (c, v) in row.iter().enumerate() {
             let px = left + c as f64 * cell;
             let py = top + r as f64 * cell;
-            let (fill, text) = match v {
+            let (fill, text, ink) = match v {
                 Some(s) if best > 0.0 => {
                     let t = (s / best).clamp(0.0, 1.0);
                     let g = (235.0 - 140.0 * t) as u8;
@@ -531,14 +532,15 @@ pub fn heatmap(
                             (220.0 - 160.0 * t) as u8
                         ),
                         number(*s),
+                        if t > 0.5 { "#fff" } else { "#222" },
                     )
                 }
-                Some(s) => ("#ddd".to_string(), number(*s)),
-                None => ("#f7f7f7".to_string(), String::new()),
+                Some(s) => ("#ddd".to_string(), number(*s), "#222"),
+                None => ("#f7f7f7".to_string(), String::new(), "#222"),
             };
             let _ = write!(
                 out,
-                r##"<rect class="cell" data-row="{r}" data-column="{c}" data-score="{}" x="{px}" y="{py}" width="{}" height="{}" fill="{fill}" stroke="#fff"/><text x="{}" y="{}" text-anchor="middle" class="tick">{text}</text>"##,
+                r##"<rect class="cell" data-row="{r}" data-column="{c}" data-score="{}" x="{px}" y="{py}" width="{}" height="{}" fill="{fill}" stroke="#fff"/><text x="{}" y="{}" text-anchor="middle" class="tick" fill="{ink}">{text}</text>"##,
                 v.map(|s| s.to_string()).unwrap_or_default(),
                 cell - 1.0,
                 cell - 1.0,
@@ -565,7 +567,7 @@ pub fn heatmap(
     }
     let _ = write!(
         out,
-        r#"<text x="{left}" y="14" class="axis">{} (rows) against {} (columns): best score per cell</text></svg>"#,
+        r#"<text x="10" y="16" class="axis">{} (rows) against {} (columns): best score per cell</text></svg>"#,
         escape(y_axis.0),
         escape(x_axis.0)
     );
