@@ -621,3 +621,113 @@ fn settings_section(data: &RunData) -> String {
     s.push_str("</pre></details></section>");
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::Utc;
+    use kevo_store::{CandidateId, HistoryRow, RunId, RunInfo, RunStatus, StoredCandidate};
+
+    /// A run of `strategy` whose proposal k (k = 1..=n) is correct with
+    /// score k / 10 on island k % 2, in cell m{k%3}-a0-c0.
+    fn run(strategy: &str, n: u32) -> RunData {
+        let mut history = Vec::new();
+        let mut candidates = std::collections::BTreeMap::new();
+        for k in 0..=n {
+            let id = i64::from(k) + 1;
+            history.push(HistoryRow {
+                iteration: k,
+                candidate_id: Some(CandidateId(id)),
+                outcome_kind: Some("correct".into()),
+                score: Some(f64::from(k.max(1)) / 10.0),
+                promoted: true,
+                incumbent_id: Some(CandidateId(id)),
+                island: Some(i64::from(k % 2)),
+                cell: Some(format!("m{}-a0-c0", k % 3)),
+                reason: "kept".into(),
+            });
+            candidates.insert(
+                id,
+                StoredCandidate {
+                    id: CandidateId(id),
+                    run_id: RunId("r".into()),
+                    iteration: k,
+                    parents: if k == 0 {
+                        vec![]
+                    } else {
+                        vec![CandidateId(id - 1)]
+                    },
+                    island: Some(i64::from(k % 2)),
+                    cell: None,
+                    descriptors: None,
+                    source: format!("kernel {k}\n"),
+                    source_sha256: String::new(),
+                    provider: None,
+                    model: None,
+                    created_at: Utc::now(),
+                },
+            );
+        }
+        RunData {
+            info: RunInfo {
+                id: RunId("r".into()),
+                created_at: Utc::now(),
+                task: "saxpy".into(),
+                backend: "opencl".into(),
+                device: "GPU".into(),
+                size_set: kevo_tasks::SizeSet::Smoke,
+                strategy: strategy.into(),
+                config: json!({}),
+                status: RunStatus::Running,
+                status_reason: None,
+                rng_state: None,
+                finished_at: None,
+                summary: None,
+            },
+            history,
+            candidates,
+            evaluations: Default::default(),
+            llm_calls: Vec::new(),
+            held_out: Vec::new(),
+            seed: Some(CandidateId(1)),
+            winner: Some(CandidateId(i64::from(n) + 1)),
+        }
+    }
+
+    #[test]
+    fn island_runs_draw_one_best_so_far_line_per_island() {
+        let page = render_report(&run("islands", 6));
+        let chart = &page[page.find("id=\"islands\"").unwrap()..];
+        let chart = &chart[..chart.find("</svg>").unwrap()];
+        assert_eq!(chart.matches("class=\"series\"").count(), 2, "{chart}");
+        assert!(
+            chart.contains("data-series=\"island 0\"")
+                && chart.contains("data-series=\"island 1\"")
+        );
+        assert!(!page.contains("class=\"chart heatmap\""));
+        // The lineage runs from the winner back to the seed.
+        let lineage = &page[page.find("<section id=\"lineage\">").unwrap()..];
+        let lineage = &lineage[..lineage.find("</section>").unwrap()];
+        assert_eq!(lineage.matches("<tr>").count(), 1 + 7, "{lineage}");
+    }
+
+    #[test]
+    fn map_elites_runs_draw_the_archive_with_each_cells_best() {
+        let page = render_report(&run("map_elites", 6));
+        assert_eq!(page.matches("class=\"chart heatmap\"").count(), 3);
+        let chart = &page[page.find("id=\"archive-memory-algorithm\"").unwrap()..];
+        let chart = &chart[..chart.find("</svg>").unwrap()];
+        // Column 0 (algorithm 0): memory 0 holds iterations 0, 3, 6 (best
+        // 0.6), memory 1 holds 1, 4 (0.4), memory 2 holds 2, 5 (0.5).
+        for (row, best) in [(0, "0.6"), (1, "0.4"), (2, "0.5")] {
+            assert!(
+                chart.contains(&format!(
+                    "data-row=\"{row}\" data-column=\"0\" data-score=\"{best}\""
+                )),
+                "row {row}: {chart}"
+            );
+        }
+        assert!(chart.contains("data-row=\"3\" data-column=\"0\" data-score=\"\""));
+        assert!(!page.contains("id=\"islands\""));
+    }
+}
