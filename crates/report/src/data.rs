@@ -190,3 +190,23 @@ pub struct Point {
     pub cell: Option<String>,
     pub model: Option<String>,
 }
+
+/// A running run's facts, for tests that build a [`RunData`] by hand.
+#[cfg(test)]
+pub(crate) fn test_info(strategy: &str) -> RunInfo {
+    RunInfo {
+        id: RunId("r".into()),
+        created_at: chrono::Utc::now(),
+        task: "saxpy".into(),
+        backend: "opencl".into(),
+        device: "GPU".into(),
+        size_set: kevo_tasks::SizeSet::Smoke,
+        strategy: strategy.into(),
+        config: serde_json::json!({}),
+        status: kevo_store::RunStatus::Running,
+        status_reason: None,
+        rng_state: None,
+        finished_at: None,
+        summary: None,
+    }
+}

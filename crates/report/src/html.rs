@@ -626,7 +626,7 @@ fn settings_section(data: &RunData) -> String {
 mod tests {
     use super::*;
     use chrono::Utc;
-    use kevo_store::{CandidateId, HistoryRow, RunId, RunInfo, RunStatus, StoredCandidate};
+    use kevo_store::{CandidateId, HistoryRow, RunId, StoredCandidate};
 
     /// A run of `strategy` whose proposal k (k = 1..=n) is correct with
     /// score k / 10 on island k % 2, in cell m{k%3}-a0-c0.
@@ -669,21 +669,7 @@ mod tests {
             );
         }
         RunData {
-            info: RunInfo {
-                id: RunId("r".into()),
-                created_at: Utc::now(),
-                task: "saxpy".into(),
-                backend: "opencl".into(),
-                device: "GPU".into(),
-                size_set: kevo_tasks::SizeSet::Smoke,
-                strategy: strategy.into(),
-                config: json!({}),
-                status: RunStatus::Running,
-                status_reason: None,
-                rng_state: None,
-                finished_at: None,
-                summary: None,
-            },
+            info: crate::data::test_info(strategy),
             history,
             candidates,
             evaluations: Default::default(),

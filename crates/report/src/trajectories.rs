@@ -134,8 +134,7 @@ mod tests {
     use super::*;
     use chrono::Utc;
     use kevo_store::{
-        CandidateId, HistoryRow, LlmCallId, NewLlmCall, RunId, RunInfo, RunStatus, StoredCandidate,
-        StoredLlmCall,
+        CandidateId, HistoryRow, LlmCallId, NewLlmCall, RunId, StoredCandidate, StoredLlmCall,
     };
 
     const KEY: &str = "sk-live-0123456789abcdef";
@@ -172,21 +171,7 @@ mod tests {
             reason: format!("decided ({KEY})"),
         };
         RunData {
-            info: RunInfo {
-                id: RunId("r".into()),
-                created_at: Utc::now(),
-                task: "saxpy".into(),
-                backend: "opencl".into(),
-                device: "GPU".into(),
-                size_set: kevo_tasks::SizeSet::Smoke,
-                strategy: "one_plus_one".into(),
-                config: json!({}),
-                status: RunStatus::Running,
-                status_reason: None,
-                rng_state: None,
-                finished_at: None,
-                summary: None,
-            },
+            info: crate::data::test_info("one_plus_one"),
             history: vec![row(0, 1, "correct"), row(1, 2, "wrong_result")],
             candidates: [
                 (1, candidate(1, 0, "seed")),
