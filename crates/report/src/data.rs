@@ -148,6 +148,20 @@ impl RunData {
         self.held_out.iter().rev().find(|(h, _)| h.role == role)
     }
 
+    /// The winner's in-distribution score over the seed's: a search's
+    /// summary has it; a tuning run's has the two scores.
+    pub fn speedup(&self) -> Option<f64> {
+        self.summary_f64("speedup").or_else(|| {
+            match (
+                self.summary_f64("best_score"),
+                self.summary_f64("seed_score"),
+            ) {
+                (Some(best), Some(seed)) if seed > 0.0 => Some(best / seed),
+                _ => None,
+            }
+        })
+    }
+
     pub fn summary_f64(&self, key: &str) -> Option<f64> {
         self.info.summary.as_ref().and_then(|s| s[key].as_f64())
     }

@@ -82,7 +82,7 @@ fn machine_readable(data: &RunData, points: &[Point]) -> Value {
         "seed": data.seed.map(|c| c.0),
         "winner": data.winner.map(|c| c.0),
         "points": points,
-        "speedup": data.summary_f64("speedup"),
+        "speedup": data.speedup(),
         "held_out": data.held_out.iter().map(|(h, _)| json!({
             "role": h.role.as_str(), "phi": h.phi, "fraction": h.fraction,
             "speedup": h.speedup, "outcome": h.outcome_kind,
@@ -120,7 +120,6 @@ fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
 fn overview(data: &RunData) -> String {
     let info = &data.info;
     let summary = info.summary.clone().unwrap_or(Value::Null);
-    let spent = &summary["spent"];
     let verdict = summary["held_out"]["verdict"].as_str().unwrap_or("–");
     let mut s = String::from(r#"<section id="overview"><table class="facts">"#);
     let facts: Vec<(&str, String)> = vec![
@@ -137,20 +136,11 @@ fn overview(data: &RunData) -> String {
         ),
         (
             "speedup over the seed",
-            opt(data.summary_f64("speedup"), |v| format!("{v:.2}x")),
+            opt(data.speedup(), |v| format!("{v:.2}x")),
         ),
         ("best score", opt(data.summary_f64("best_score"), number)),
         ("held-out verdict", escape(verdict)),
-        (
-            "spent",
-            format!(
-                "{} input + {} output tokens, ${:.4}, {:.0} s",
-                spent["input_tokens"].as_u64().unwrap_or(0),
-                spent["output_tokens"].as_u64().unwrap_or(0),
-                spent["cost_usd"].as_f64().unwrap_or(0.0),
-                spent["wall_s"].as_f64().unwrap_or(0.0)
-            ),
-        ),
+        ("spent", spent_text(&summary)),
         (
             "stopped",
             escape(summary["stop_reason"].as_str().unwrap_or("–")),
@@ -164,6 +154,36 @@ fn overview(data: &RunData) -> String {
     }
     s.push_str("</table></section>");
     s
+}
+
+/// Tokens, cost and time spent, saying "not tracked" where calls reported
+/// no usage or no cost rather than showing their zeros.
+fn spent_text(summary: &Value) -> String {
+    let spent = &summary["spent"];
+    let unknown_usage = summary["unknown_usage_calls"].as_u64().unwrap_or(0);
+    let unknown_cost = summary["unknown_cost_calls"].as_u64().unwrap_or(0);
+    let tokens = if unknown_usage > 0 {
+        format!("tokens not tracked for {unknown_usage} call(s), ")
+    } else {
+        String::new()
+    };
+    let tokens = format!(
+        "{tokens}{} input + {} output tokens",
+        spent["input_tokens"].as_u64().unwrap_or(0),
+        spent["output_tokens"].as_u64().unwrap_or(0)
+    );
+    let cost = if unknown_cost > 0 {
+        format!(
+            "${:.4} (cost not known for {unknown_cost} call(s))",
+            spent["cost_usd"].as_f64().unwrap_or(0.0)
+        )
+    } else {
+        format!("${:.4}", spent["cost_usd"].as_f64().unwrap_or(0.0))
+    };
+    format!(
+        "{tokens}, {cost}, {:.0} s",
+        spent["wall_s"].as_f64().unwrap_or(0.0)
+    )
 }
 
 fn legend(points: &[Point]) -> String {
@@ -340,7 +360,7 @@ fn strategy_section(data: &RunData, points: &[Point]) -> String {
         other => {
             let _ = write!(
                 s,
-                "<p>Strategy {}: one incumbent, so there is no archive or island view.</p>",
+                "<p>Strategy {}: no archive or island view (those are drawn for map_elites and islands runs).</p>",
                 escape(other)
             );
         }
@@ -678,6 +698,21 @@ mod tests {
             seed: Some(CandidateId(1)),
             winner: Some(CandidateId(i64::from(n) + 1)),
         }
+    }
+
+    #[test]
+    fn spend_says_what_was_not_tracked() {
+        let tracked = json!({"spent": {"input_tokens": 10, "output_tokens": 5, "cost_usd": 0.5, "wall_s": 3.0}});
+        assert_eq!(
+            spent_text(&tracked),
+            "10 input + 5 output tokens, $0.5000, 3 s"
+        );
+        let untracked = json!({"spent": {"input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0, "wall_s": 12.0},
+                               "unknown_usage_calls": 16, "unknown_cost_calls": 16});
+        assert_eq!(
+            spent_text(&untracked),
+            "tokens not tracked for 16 call(s), 0 input + 0 output tokens, $0.0000 (cost not known for 16 call(s)), 12 s"
+        );
     }
 
     #[test]

@@ -73,7 +73,7 @@ impl RunRow {
             strategy: data.info.strategy.clone(),
             device: data.info.device.clone(),
             status: data.info.status.as_str().to_string(),
-            speedup: summary["speedup"].as_f64(),
+            speedup: data.speedup(),
             best_fraction: summary["best_score"].as_f64(),
             held_out_phi: summary["held_out"]["phi"].as_f64(),
             held_out_speedup: summary["held_out"]["speedup"].as_f64(),
