@@ -15,6 +15,7 @@
 //!   typed results, never silently dropped.
 
 pub mod accounting;
+pub mod bandit;
 pub mod config;
 pub mod error;
 pub mod notice;
