@@ -263,18 +263,7 @@ async fn cell_result(
         result.held_out_speedup = summary.held_out.as_ref().and_then(|h| h.speedup);
         result.cost_usd = (summary.unknown_cost_calls == 0).then_some(summary.spent.cost_usd);
     }
-    let history = store.history(&id).await?;
-    let evaluated: Vec<_> = history
-        .iter()
-        .filter(|h| h.iteration > 0 && h.outcome_kind.is_some())
-        .collect();
-    if !evaluated.is_empty() {
-        let correct = evaluated
-            .iter()
-            .filter(|h| h.outcome_kind.as_deref() == Some("correct"))
-            .count();
-        result.correct_rate = Some(correct as f64 / evaluated.len() as f64);
-    }
+    result.correct_rate = kevo_store::correct_rate(&store.history(&id).await?);
     Ok(result)
 }
 

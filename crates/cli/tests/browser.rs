@@ -188,15 +188,14 @@ impl Browser {
     /// Console entries at level SEVERE (errors) since the last call.
     fn console_errors(&self) -> Vec<String> {
         let log = self.command("POST", "se/log", Some(&json!({ "type": "browser" })));
+        // An answer that is not a list of entries (an unsupported endpoint)
+        // fails here rather than reading as "no errors".
         log.as_array()
-            .map(|entries| {
-                entries
-                    .iter()
-                    .filter(|e| e["level"] == "SEVERE")
-                    .map(|e| e["message"].to_string())
-                    .collect()
-            })
-            .unwrap_or_default()
+            .unwrap_or_else(|| panic!("no browser log: {log}"))
+            .iter()
+            .filter(|e| e["level"] == "SEVERE")
+            .map(|e| e["message"].to_string())
+            .collect()
     }
 
     fn screenshot(&self, name: &str) -> PathBuf {

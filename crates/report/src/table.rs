@@ -33,7 +33,8 @@ pub struct RunRow {
     /// Correct proposals over evaluated ones, the seed left out.
     pub correct_rate: Option<f64>,
     pub iterations: u32,
-    pub cost_usd: f64,
+    /// None when some call's cost is not known.
+    pub cost_usd: Option<f64>,
 }
 
 impl RunRow {
@@ -57,15 +58,13 @@ impl RunRow {
         }
         models.sort();
         models.dedup();
-        let evaluated: Vec<_> = data
-            .history
+        // A cost only when every call's cost is known; a sum of the known
+        // ones would pass off unpriced calls as free.
+        let cost_usd = data
+            .llm_calls
             .iter()
-            .filter(|h| h.iteration > 0 && h.outcome_kind.is_some())
-            .collect();
-        let correct = evaluated
-            .iter()
-            .filter(|h| h.outcome_kind.as_deref() == Some("correct"))
-            .count();
+            .map(|c| c.call.cost_usd)
+            .sum::<Option<f64>>();
         RunRow {
             run: data.info.id.0.clone(),
             task: data.info.task.clone(),
@@ -78,9 +77,9 @@ impl RunRow {
             held_out_phi: summary["held_out"]["phi"].as_f64(),
             held_out_speedup: summary["held_out"]["speedup"].as_f64(),
             held_out_verdict: summary["held_out"]["verdict"].as_str().map(String::from),
-            correct_rate: (!evaluated.is_empty()).then(|| correct as f64 / evaluated.len() as f64),
+            correct_rate: kevo_store::correct_rate(&data.history),
             iterations: data.history.iter().map(|h| h.iteration).max().unwrap_or(0),
-            cost_usd: data.llm_calls.iter().filter_map(|c| c.call.cost_usd).sum(),
+            cost_usd,
         }
     }
 }
@@ -100,7 +99,8 @@ pub struct GroupRow {
     pub mean_correct_rate: Option<f64>,
     /// (p, share of finished runs with speedup > p).
     pub fast_p: Vec<(f64, f64)>,
-    pub cost_usd: f64,
+    /// None when some run's cost is not known.
+    pub cost_usd: Option<f64>,
 }
 
 fn median(mut v: Vec<f64>) -> Option<f64> {
@@ -241,7 +241,7 @@ pub fn render(rows: &[RunRow], format: Format) -> String {
                     csv_field(r.held_out_verdict.as_deref().unwrap_or("")),
                     num(r.correct_rate),
                     r.iterations,
-                    r.cost_usd
+                    num(r.cost_usd)
                 );
             }
             out
@@ -254,7 +254,7 @@ pub fn render(rows: &[RunRow], format: Format) -> String {
             for r in rows {
                 let _ = writeln!(
                     out,
-                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.4} |",
+                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                     r.run,
                     r.task,
                     r.models,
@@ -267,7 +267,7 @@ pub fn render(rows: &[RunRow], format: Format) -> String {
                     r.held_out_verdict.as_deref().unwrap_or("–"),
                     pct(r.correct_rate),
                     r.iterations,
-                    r.cost_usd
+                    f(r.cost_usd, 4)
                 );
             }
             out.push_str("\n| task | models | strategy | device | runs | median speedup | median held-out speedup | correct | fast_1 | fast_1.5 | fast_2 | cost (USD) |\n\
@@ -280,7 +280,7 @@ pub fn render(rows: &[RunRow], format: Format) -> String {
                     .collect();
                 let _ = writeln!(
                     out,
-                    "| {} | {} | {} | {} | {} ({} finished) | {} | {} | {} | {} | {:.4} |",
+                    "| {} | {} | {} | {} | {} ({} finished) | {} | {} | {} | {} | {} |",
                     g.task,
                     g.models,
                     g.strategy,
@@ -291,7 +291,7 @@ pub fn render(rows: &[RunRow], format: Format) -> String {
                     x(g.median_held_out_speedup),
                     pct(g.mean_correct_rate),
                     fast.join(" | "),
-                    g.cost_usd
+                    f(g.cost_usd, 4)
                 );
             }
             out
@@ -318,7 +318,7 @@ mod tests {
             held_out_verdict: None,
             correct_rate: Some(0.5),
             iterations: 10,
-            cost_usd: 0.25,
+            cost_usd: Some(0.25),
         }
     }
 
@@ -338,7 +338,18 @@ mod tests {
         assert_eq!((saxpy.runs, saxpy.finished), (5, 4));
         assert_eq!(saxpy.fast_p, vec![(1.0, 0.75), (1.5, 0.5), (2.0, 0.25)]);
         assert_eq!(saxpy.median_speedup, Some(1.4));
-        assert!((saxpy.cost_usd - 1.25).abs() < 1e-12);
+        assert!((saxpy.cost_usd.unwrap() - 1.25).abs() < 1e-12);
+        let mut unpriced = rows.clone();
+        unpriced[0].cost_usd = None;
+        assert_eq!(
+            groups(&unpriced)
+                .iter()
+                .find(|g| g.task == "saxpy")
+                .unwrap()
+                .cost_usd,
+            None,
+            "a group with an unpriced run has no cost total"
+        );
         let md = render(&rows, Format::Markdown);
         assert!(
             md.contains(

@@ -676,6 +676,21 @@ pub struct HistoryRow {
     pub reason: String,
 }
 
+/// Correct proposals over evaluated ones, the seed left out: a run's
+/// correct rate as the sweep table and `kevo table` report it. None before
+/// anything after the seed was evaluated.
+pub fn correct_rate(history: &[HistoryRow]) -> Option<f64> {
+    let evaluated: Vec<&HistoryRow> = history
+        .iter()
+        .filter(|h| h.iteration > 0 && h.outcome_kind.is_some())
+        .collect();
+    let correct = evaluated
+        .iter()
+        .filter(|h| h.outcome_kind.as_deref() == Some("correct"))
+        .count();
+    (!evaluated.is_empty()).then(|| correct as f64 / evaluated.len() as f64)
+}
+
 /// An LLM call as stored.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StoredLlmCall {
