@@ -435,6 +435,23 @@ pub struct RunFlags {
     /// Seed of the ensemble's model choice.
     #[arg(long)]
     pub rng_seed: Option<u64>,
+    /// How an ensemble (several --llm models) picks each call's model:
+    /// `weights` (in proportion to `spec=weight`, the default), `ucb` (a
+    /// UCB1 bandit on the relative gain each model's candidates brought
+    /// over their parents) or `ucb-per-dollar` (that gain per dollar).
+    #[arg(long, value_name = "CHOICE")]
+    pub model_choice: Option<kevo_proposer::ModelChoice>,
+    /// A model that evolves the prompt: every --meta-every proposals it
+    /// reads the guidance sections of the system prompt with the recent
+    /// candidates and their outcomes, and edits the sections; each variant
+    /// is kept with the best score of the kernels it produced, and
+    /// proposals sample the variants. Its tokens and cost count in the
+    /// budget.
+    #[arg(long, value_name = "SPEC")]
+    pub meta_prompter: Option<String>,
+    /// Proposals between two meta-prompter calls (default 8).
+    #[arg(long, value_name = "N")]
+    pub meta_every: Option<u32>,
     /// Start from this kernel instead of the task's seed kernel.
     #[arg(long)]
     pub seed_kernel: Option<PathBuf>,
@@ -616,6 +633,21 @@ impl RunFlags {
             |c| &mut c.llm.edit_mode,
         );
         l.set(self.rng_seed, "llm.seed", "--rng-seed", |c| &mut c.llm.seed);
+        l.set(
+            self.model_choice,
+            "llm.model_choice",
+            "--model-choice",
+            |c| &mut c.llm.model_choice,
+        );
+        l.set(
+            self.meta_prompter.clone(),
+            "llm.meta_prompter",
+            "--meta-prompter",
+            |c| &mut c.llm.meta_prompter,
+        );
+        l.set(self.meta_every, "llm.meta_every", "--meta-every", |c| {
+            &mut c.llm.meta_every
+        });
         l.set(self.iterations, "budget.iterations", "--iterations", |c| {
             &mut c.budget.iterations
         });

@@ -175,6 +175,17 @@ pub struct LlmSection {
     /// Seed of the ensemble's model choice.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+    /// How an ensemble picks each call's model: "weights", "ucb" or
+    /// "ucb-per-dollar".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_choice: Option<kevo_proposer::ModelChoice>,
+    /// The meta-prompter's model spec: the prompt's guidance sections
+    /// evolve with the kernels.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub meta_prompter: Option<String>,
+    /// Proposals between two meta-prompter calls.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub meta_every: Option<u32>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -536,20 +547,25 @@ fn layer_parse(table: &toml::Table) -> Result<RunConfig, (Option<String>, String
 /// The analyst is one model answering at once: not an ensemble, not a
 /// batch (answers within hours), not `external` (nobody to ask).
 fn check_analyst(spec: &str) -> Result<(), String> {
+    check_helper_model(spec, "analyst")
+}
+
+/// A model kevo calls itself between proposals (`role`: the analyst, the
+/// meta-prompter) is one model that answers at once.
+pub(crate) fn check_helper_model(spec: &str, role: &str) -> Result<(), String> {
     let specs = kevo_proposer::parse_specs(spec).map_err(|e| e.to_string())?;
     match specs.as_slice() {
         [one] => match one.kind {
-            kevo_proposer::SpecKind::External => {
-                Err("`external` cannot analyse: the analyst is called by kevo".into())
-            }
-            kevo_proposer::SpecKind::Batch { .. } => Err(
-                "a `batch:` model answers within hours; the analyst must answer before the next prompt"
-                    .into(),
-            ),
+            kevo_proposer::SpecKind::External => Err(format!(
+                "`external` cannot be the {role}: the {role} is called by kevo"
+            )),
+            kevo_proposer::SpecKind::Batch { .. } => Err(format!(
+                "a `batch:` model answers within hours; the {role} must answer before the next prompt"
+            )),
             _ => Ok(()),
         },
         _ => Err(format!(
-            "names {} models; the analyst is one model",
+            "names {} models; the {role} is one model",
             specs.len()
         )),
     }
@@ -567,8 +583,10 @@ fn absolutize_replays(table: &mut toml::Table, dir: &Path) {
             absolutize_replay(model, dir);
         }
     }
-    if let Some(analyst) = llm.get_mut("analyst") {
-        absolutize_replay(analyst, dir);
+    for helper in ["analyst", "meta_prompter"] {
+        if let Some(model) = llm.get_mut(helper) {
+            absolutize_replay(model, dir);
+        }
     }
 }
 
@@ -821,6 +839,21 @@ impl RunConfig {
         if let Some(analyst) = &self.llm.analyst {
             check_analyst(analyst).map_err(|m| ("llm.analyst".to_string(), m))?;
         }
+        if let Some(m) = &self.llm.meta_prompter {
+            check_helper_model(m, "meta-prompter")
+                .map_err(|m| ("llm.meta_prompter".to_string(), m))?;
+        }
+        at_least_one("llm.meta_every", self.llm.meta_every)?;
+        if self.llm.model_choice.is_some_and(|c| c.is_bandit())
+            && let Some(models) = &self.llm.models
+            && kevo_proposer::parse_specs(&models.join(",")).is_ok_and(|s| s.len() < 2)
+        {
+            return Err((
+                "llm.model_choice".into(),
+                "a bandit chooses among several models: name at least two in llm.models (--llm a,b)"
+                    .into(),
+            ));
+        }
         positive("llm.timeout_s", self.llm.timeout_s, SECONDS)?;
         at_least_one("llm.concurrency", self.llm.concurrency)?;
         at_least_one(
@@ -1031,6 +1064,15 @@ impl RunConfig {
             _ => EditMode::FullSource,
         };
         o.rng_seed = self.llm.seed.unwrap_or(o.rng_seed);
+        o.model_choice = self.llm.model_choice.unwrap_or_default();
+        o.meta_prompt = self
+            .llm
+            .meta_prompter
+            .clone()
+            .map(|prompter| crate::MetaPromptOptions {
+                prompter,
+                every: self.llm.meta_every.unwrap_or(crate::DEFAULT_META_EVERY),
+            });
         o.max_wall_s = self.budget.max_wall_s;
         o.max_cost_usd = self.budget.max_cost_usd;
         o.target_score = self.budget.target_score;
@@ -1127,6 +1169,9 @@ impl RunConfig {
                     EditMode::FullSource => EditModeName::Full,
                 }),
                 seed: Some(o.rng_seed),
+                model_choice: Some(o.model_choice),
+                meta_prompter: o.meta_prompt.as_ref().map(|m| m.prompter.clone()),
+                meta_every: o.meta_prompt.as_ref().map(|m| m.every),
             },
             budget: BudgetSection {
                 iterations: Some(o.iterations),
@@ -1170,6 +1215,7 @@ impl RunConfig {
             ),
             ("llm.models", self.llm.models.is_none()),
             ("llm.analyst", self.llm.analyst.is_none()),
+            ("llm.meta_prompter", self.llm.meta_prompter.is_none()),
             ("llm.providers", self.llm.providers.is_none()),
             ("llm.timeout_s", self.llm.timeout_s.is_none()),
             ("llm.retries", self.llm.retries.is_none()),

@@ -30,8 +30,9 @@ pub mod verdict;
 
 pub use config::{ConfigError, ConfigLayer, RunConfig};
 pub use options::{
-    DEFAULT_FINAL_REMEASURE, DEFAULT_TUNE_BEST_OF, DEFAULT_VALIDATE_MAX_SLOWDOWN, EvolveOptions,
-    PromptOptions, TuneOptions, ValidationOptions,
+    DEFAULT_FINAL_REMEASURE, DEFAULT_META_EVERY, DEFAULT_TUNE_BEST_OF,
+    DEFAULT_VALIDATE_MAX_SLOWDOWN, EvolveOptions, MetaPromptOptions, PromptOptions, TuneOptions,
+    ValidationOptions,
 };
 pub use remeasure::{FinalEntry, FinalPick, Interleaved, RemeasureSpend, RoundResult, SizeTime};
 pub use session::{

@@ -129,7 +129,32 @@ pub struct EvolveOptions {
     /// How a proposed kernel that declares tunable parameters is tuned.
     #[serde(default)]
     pub tune: TuneOptions,
+    /// `--model-choice`: how an ensemble (several `--llm` models) picks
+    /// the model of each call: fixed weights (runs stored before there was
+    /// a choice) or a UCB1 bandit on the improvements each model brought.
+    #[serde(default)]
+    pub model_choice: kevo_proposer::ModelChoice,
+    /// `--meta-prompter SPEC --meta-every N`: the prompt's guidance
+    /// sections evolve with the kernels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta_prompt: Option<MetaPromptOptions>,
 }
+
+/// Meta-prompt evolution: every `every` proposals the `prompter` model
+/// reads the current guidance sections with the recent candidates and
+/// their outcomes and edits the sections; each variant is kept in the
+/// run's prompt archive with the best score of the kernels it produced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MetaPromptOptions {
+    /// The meta-prompter's model spec (one model).
+    pub prompter: String,
+    /// Proposals between two meta-prompter calls.
+    pub every: u32,
+}
+
+/// Proposals between meta-prompter calls when `--meta-every` is not given:
+/// enough outcomes to diagnose (KernelFoundry edits every few generations).
+pub const DEFAULT_META_EVERY: u32 = 8;
 
 /// The validation gate: before the search keeps a candidate, it is
 /// evaluated at the task's validation sizes (never shown to the proposer)
@@ -279,6 +304,8 @@ impl EvolveOptions {
             validation: ValidationOptions::default(),
             prompt: PromptOptions::default(),
             tune: TuneOptions::default(),
+            model_choice: Default::default(),
+            meta_prompt: None,
         }
     }
 

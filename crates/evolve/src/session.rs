@@ -189,6 +189,14 @@ pub enum EvolveError {
     Resume { run: String, reason: String },
     #[error("--candidates-per-iteration must be at least 1")]
     NoCandidatesPerIteration,
+    /// `--model-choice ucb` with one model: there is nothing to choose.
+    #[error(
+        "--model-choice {choice} chooses among several models, and this run names one ({model}): give --llm a list, e.g. --llm openai:gpt-5,anthropic:claude-sonnet-4-5"
+    )]
+    BanditNeedsEnsemble { choice: String, model: String },
+    /// `--meta-prompter` without a proposal interval, or a bad spec.
+    #[error("--meta-prompter: {0}")]
+    MetaPrompter(String),
     #[error("{task} has no {dialect} seed")]
     NoSeed { task: String, dialect: Dialect },
     #[error("the stored evaluation of candidate {candidate} is unreadable: {source}")]
@@ -686,7 +694,8 @@ impl<'e> Session<'e> {
             Some(p) => ProviderConfig::load(p)?,
             None => ProviderConfig::default(),
         }
-        .with_overrides(options.llm_timeout_s, options.llm_retries)?;
+        .with_overrides(options.llm_timeout_s, options.llm_retries)?
+        .with_model_choice(options.rng_seed, options.model_choice);
         let accounting = match options.max_cost_usd {
             Some(usd) => Accounting::with_budget(usd),
             None => Accounting::new(),
@@ -696,6 +705,12 @@ impl<'e> Session<'e> {
             kevo_proposer::build(&options.llm_spec(), &provider_config, &accounting)?;
         if let Some(path) = &options.record {
             provider = Arc::new(kevo_proposer::Recording::new(provider, path)?);
+        }
+        if options.model_choice.is_bandit() && provider.ensemble_state().is_none() {
+            return Err(EvolveError::BanditNeedsEnsemble {
+                choice: options.model_choice.to_string(),
+                model: provider.label(),
+            });
         }
         let batch = kevo_proposer::build_batch(&options.llm_spec(), &provider_config, &accounting)?;
         // The analyst shares the accounting: its calls count in the budget
@@ -1886,7 +1901,11 @@ impl<'e> Session<'e> {
                 }
                 Ok(c) => c,
             };
-            let call = with_answer(call, &completion);
+            let mut call = with_answer(call, &completion);
+            // An ensemble's call is stored under the member that answered.
+            if let Some(member) = &completion.member {
+                call.provider = member.clone();
+            }
             if j == 0 {
                 self.dir.write_response(k, &completion.text)?;
                 if let Some(r) = &completion.reasoning {
@@ -2196,6 +2215,7 @@ impl<'e> Session<'e> {
         }
         let rejected = gate.rejected;
         let validations = gate.validations;
+        self.reward_models(selection, &tried, &rejected);
         let proposed: Vec<Proposed> = tried.into_iter().map(Tried::into_proposed).collect();
         let verdicts: Vec<String> = judged
             .iter()
@@ -2379,6 +2399,39 @@ impl<'e> Session<'e> {
             scores,
             verdicts,
         })
+    }
+
+    /// What each answered call of this iteration earned its model, told
+    /// to the provider (an ensemble choosing by bandit learns from it):
+    /// the relative gain of its candidate over the parent it was asked to
+    /// improve; 0 for no code, rejected edits, wrong or suspicious
+    /// results, a validation rejection, or a duplicate of a kernel this
+    /// run already had. Failed calls are the ensemble's to count.
+    fn reward_models(
+        &self,
+        selection: &Selection,
+        tried: &[Tried],
+        rejected: &HashMap<usize, String>,
+    ) {
+        let parent = self
+            .evaluations
+            .get(&selection.parent)
+            .and_then(|e| e.outcome.score());
+        for (j, t) in tried.iter().enumerate() {
+            if t.call.response.is_none() {
+                continue;
+            }
+            let reward = match &t.result {
+                TriedResult::Evaluated(e)
+                    if e.duplicate.is_none() && !rejected.contains_key(&j) =>
+                {
+                    kevo_proposer::bandit::improvement(e.evaluation.outcome.score(), parent)
+                }
+                _ => 0.0,
+            };
+            self.provider
+                .reward(&t.call.provider, reward, t.call.cost_usd.unwrap_or(0.0));
+        }
     }
 
     /// Stage 6: the run directory's best kernel and history, and the

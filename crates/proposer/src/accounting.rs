@@ -238,6 +238,7 @@ mod tests {
             finish_reason: None,
             attempts,
             usage_unknown: None,
+            member: None,
         }
     }
 

@@ -122,6 +122,8 @@ pub struct ProviderConfig {
     pub thinking_budget: Option<u32>,
     /// Seed of the ensemble's member choice.
     pub ensemble_seed: u64,
+    /// How an ensemble chooses the model of each call.
+    pub model_choice: crate::providers::ModelChoice,
     /// Stop sending requests once this much has been spent.
     pub budget_usd: Option<f64>,
     /// With a budget: run on when a call's cost is unknown (no price, no
@@ -152,6 +154,7 @@ impl Default for ProviderConfig {
             reasoning_effort: None,
             thinking_budget: None,
             ensemble_seed: 0,
+            model_choice: crate::providers::ModelChoice::Weights,
             budget_usd: None,
             accept_unknown_cost: false,
             cmd_format: CmdFormat::Text,
@@ -263,6 +266,14 @@ impl ProviderConfig {
         }
         self.validate()?;
         Ok(self)
+    }
+
+    /// The run's seed and way of choosing among an ensemble's models,
+    /// which are the run's settings, over the file's.
+    pub fn with_model_choice(mut self, seed: u64, choice: crate::providers::ModelChoice) -> Self {
+        self.ensemble_seed = seed;
+        self.model_choice = choice;
+        self
     }
 
     pub fn retry_policy(&self) -> RetryPolicy {

@@ -44,8 +44,8 @@ pub use prompt::{
     attempt_note, evaluated_entry, history_line, is_stagnating, recommendation, step_outcome,
 };
 pub use providers::{
-    BATCH_PRICE_FACTOR, BatchProvider, BatchState, BoxFuture, EnsembleState, Exchange, Provider,
-    Recording, ReplayProvider, build, build_batch, build_with_env,
+    BATCH_PRICE_FACTOR, BatchProvider, BatchState, BoxFuture, EnsembleState, Exchange, ModelChoice,
+    Provider, Recording, ReplayProvider, build, build_batch, build_with_env,
 };
 pub use redact::Redactor;
 pub use secret::Secret;

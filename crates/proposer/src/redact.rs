@@ -160,6 +160,7 @@ mod tests {
             finish_reason: None,
             attempts: 1,
             usage_unknown: None,
+            member: None,
         });
         assert!(!format!("{c:?}").contains("canary"), "{c:?}");
         let e = r.error(ProviderError::GaveUp {

@@ -98,6 +98,11 @@ pub struct Completion {
     /// figures no call can have): the cost is then unknown, never 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage_unknown: Option<String>,
+    /// The ensemble member that answered (its label), set by an ensemble:
+    /// what a model-choice bandit is rewarded by and the run stores as the
+    /// call's provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub member: Option<String>,
 }
 
 fn one() -> u32 {
@@ -169,6 +174,7 @@ mod tests {
             finish_reason: Some("length".into()),
             attempts: 2,
             usage_unknown: None,
+            member: None,
         };
         let j = serde_json::to_value(&c).unwrap();
         assert_eq!(j["latency_ms"], 1500.0);

@@ -290,6 +290,7 @@ impl Session<'_> {
             usage_unknown: Some(
                 "an answer brought by `kevo tell`: its tokens are not known".into(),
             ),
+            member: None,
         };
         self.accounting.record_success("external", &completion);
         self.answer(proposal, Ok(completion), observer).await

@@ -12,7 +12,9 @@
 
 pub mod analyst;
 pub mod feedback;
+pub mod guidance;
 pub mod history;
+pub mod meta;
 pub mod templates;
 
 use kevo_backend::{DeviceInfo, DeviceKind, Dialect};
@@ -226,6 +228,26 @@ struct SystemCtx {
     /// Configurations kevo evaluates of a kernel that declares tunable
     /// parameters; 0: tuning is off and the prompt does not offer it.
     tune_best_of: u32,
+    /// The guidance sections as shown ([`guidance::Guidance::rendered`]).
+    guidance: String,
+}
+
+/// The guidance of `guidance_<dialect>.j2` rendered with `ctx` and parsed.
+fn starting_guidance(
+    templates: &Templates,
+    ctx: &SystemCtx,
+    dialect: Dialect,
+) -> Result<guidance::Guidance, PromptError> {
+    let name = match dialect {
+        Dialect::Cuda => "guidance_cuda.j2",
+        Dialect::OpenCl => "guidance_opencl.j2",
+        Dialect::Metal => "guidance_metal.j2",
+    };
+    let text = templates.render(name, ctx)?;
+    guidance::Guidance::parse(&text).map_err(|e| PromptError::Template {
+        name: name.to_string(),
+        message: e.to_string(),
+    })
 }
 
 fn kind_name(kind: Option<DeviceKind>) -> &'static str {
@@ -446,6 +468,29 @@ impl<'t> PromptBuilder<'t> {
         )
     }
 
+    fn system_ctx(&self, guidance: String) -> SystemCtx {
+        SystemCtx {
+            dialect: dialect_ctx(self.dialect),
+            edit_mode: mode_name(self.edit_mode),
+            fast_math: self.fast_math,
+            device_kind: kind_name(self.device_kind()),
+            tune_best_of: self.tune_best_of,
+            guidance,
+        }
+    }
+
+    /// The system prompt with `guidance` (a prompt variant) in place of
+    /// the starting guidance.
+    pub fn system_with(&self, guidance: &guidance::Guidance) -> Result<String, PromptError> {
+        let name = match self.dialect {
+            Dialect::Cuda => "system_cuda.j2",
+            Dialect::OpenCl => "system_opencl.j2",
+            Dialect::Metal => "system_metal.j2",
+        };
+        self.templates
+            .render(name, &self.system_ctx(guidance.rendered()))
+    }
+
     fn device_kind(&self) -> Option<DeviceKind> {
         self.device.info.as_ref().map(DeviceInfo::kind)
     }
@@ -467,16 +512,16 @@ impl<'t> PromptBuilder<'t> {
             Dialect::OpenCl => "system_opencl.j2",
             Dialect::Metal => "system_metal.j2",
         };
-        templates.render(
-            name,
-            &SystemCtx {
-                dialect: dialect_ctx(dialect),
-                edit_mode: mode_name(mode),
-                fast_math,
-                device_kind: kind_name(kind),
-                tune_best_of,
-            },
-        )
+        let mut ctx = SystemCtx {
+            dialect: dialect_ctx(dialect),
+            edit_mode: mode_name(mode),
+            fast_math,
+            device_kind: kind_name(kind),
+            tune_best_of,
+            guidance: String::new(),
+        };
+        ctx.guidance = starting_guidance(templates, &ctx, dialect)?.rendered();
+        templates.render(name, &ctx)
     }
 
     /// Refuse an evaluation that mentions any size outside the in-distribution list.
@@ -774,6 +819,19 @@ impl<'t> PromptBuilder<'t> {
     /// System and user prompt as one request.
     pub fn request(&self, ctx: &UserContext<'_>) -> Result<ChatRequest, PromptError> {
         Ok(ChatRequest::new(self.system()?, self.user(ctx)?))
+    }
+
+    /// [`Self::request`] with a prompt variant's guidance, when given.
+    pub fn request_with(
+        &self,
+        ctx: &UserContext<'_>,
+        guidance: Option<&guidance::Guidance>,
+    ) -> Result<ChatRequest, PromptError> {
+        let system = match guidance {
+            Some(g) => self.system_with(g)?,
+            None => self.system()?,
+        };
+        Ok(ChatRequest::new(system, self.user(ctx)?))
     }
 }
 

@@ -51,6 +51,23 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "analyst_user.j2",
         include_str!("../../templates/analyst_user.j2"),
     ),
+    (
+        "guidance_cuda.j2",
+        include_str!("../../templates/guidance_cuda.j2"),
+    ),
+    (
+        "guidance_opencl.j2",
+        include_str!("../../templates/guidance_opencl.j2"),
+    ),
+    (
+        "guidance_metal.j2",
+        include_str!("../../templates/guidance_metal.j2"),
+    ),
+    (
+        "meta_system.j2",
+        include_str!("../../templates/meta_system.j2"),
+    ),
+    ("meta_user.j2", include_str!("../../templates/meta_user.j2")),
 ];
 
 pub struct Templates {

@@ -128,6 +128,7 @@ impl AnthropicProvider {
                 .map(str::to_string),
             attempts: 1,
             usage_unknown: usage_problem(&u, &["input_tokens"], &["output_tokens"]),
+            member: None,
         })
     }
 

@@ -295,6 +295,7 @@ impl CmdProvider {
             finish_reason: None,
             attempts: 1,
             usage_unknown: Some("the command reported no usage".into()),
+            member: None,
         };
         if self.format == CmdFormat::Json
             && let Ok(Value::Object(o)) = serde_json::from_str::<Value>(stdout.trim())

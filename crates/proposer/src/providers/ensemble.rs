@@ -1,8 +1,12 @@
-//! A weighted ensemble: each call goes to one member, chosen with
-//! probability proportional to its weight by a seeded RNG. The RNG is a
-//! SplitMix64 whose whole state is one `u64`, so a checkpoint can store it
-//! and a resumed run makes the same choices as an uninterrupted one.
+//! An ensemble: each call goes to one member, chosen either with
+//! probability proportional to its weight by a seeded RNG
+//! ([`ModelChoice::Weights`]) or by a UCB1 bandit over the improvements
+//! each member's candidates brought ([`ModelChoice::Ucb`], rewarded through
+//! [`Provider::reward`]). The RNG is a SplitMix64 whose whole state is one
+//! `u64`, and the bandit is plain data, so a checkpoint can store both and
+//! a resumed run makes the same choices as an uninterrupted one.
 //!
+//! Each answer carries the member that gave it (`Completion::member`).
 //! A failing member's error is returned as is; the ensemble does not fall
 //! back to another member, because that would change which model the
 //! strategy believes produced the candidate.
@@ -14,6 +18,7 @@ use rand::distr::weighted::WeightedIndex;
 use serde::{Deserialize, Serialize};
 
 use super::{BoxFuture, Provider};
+use crate::bandit::ModelBandit;
 use crate::error::ProviderError;
 use crate::types::{ChatRequest, Completion};
 
@@ -43,22 +48,91 @@ impl rand::RngCore for SplitMix64 {
     }
 }
 
+/// How an ensemble chooses the member of each call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ModelChoice {
+    /// In proportion to the spec's weights, by the seeded RNG.
+    #[default]
+    Weights,
+    /// UCB1 on each member's mean improvement per call.
+    Ucb,
+    /// UCB1 on each member's improvement per dollar spent.
+    UcbPerDollar,
+}
+
+impl ModelChoice {
+    pub fn name(self) -> &'static str {
+        match self {
+            ModelChoice::Weights => "weights",
+            ModelChoice::Ucb => "ucb",
+            ModelChoice::UcbPerDollar => "ucb-per-dollar",
+        }
+    }
+
+    pub fn is_bandit(self) -> bool {
+        self != ModelChoice::Weights
+    }
+}
+
+impl std::fmt::Display for ModelChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for ModelChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "weights" => Ok(ModelChoice::Weights),
+            "ucb" => Ok(ModelChoice::Ucb),
+            "ucb-per-dollar" => Ok(ModelChoice::UcbPerDollar),
+            other => Err(format!(
+                "`{other}` is not a model choice (weights, ucb, ucb-per-dollar)"
+            )),
+        }
+    }
+}
+
 /// What a checkpoint stores to resume an ensemble exactly.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EnsembleState {
     pub rng: u64,
     /// Calls routed to each member so far, in spec order.
     pub picks: Vec<u64>,
+    /// The member labels, in spec order (absent in runs checkpointed
+    /// before they were stored).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<String>,
+    /// The bandit's arms, with `--model-choice ucb`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bandit: Option<ModelBandit>,
+}
+
+struct Choosing {
+    rng: SplitMix64,
+    picks: Vec<u64>,
+    bandit: Option<ModelBandit>,
 }
 
 pub struct Ensemble {
     members: Vec<(f64, Arc<dyn Provider>)>,
+    labels: Vec<String>,
     dist: WeightedIndex<f64>,
-    state: Mutex<(SplitMix64, Vec<u64>)>,
+    state: Mutex<Choosing>,
 }
 
 impl Ensemble {
     pub fn new(members: Vec<(f64, Arc<dyn Provider>)>, seed: u64) -> Result<Self, ProviderError> {
+        Self::with_choice(members, seed, ModelChoice::Weights)
+    }
+
+    pub fn with_choice(
+        members: Vec<(f64, Arc<dyn Provider>)>,
+        seed: u64,
+        choice: ModelChoice,
+    ) -> Result<Self, ProviderError> {
         if members.is_empty() {
             return Err(ProviderError::Config(
                 "an ensemble needs at least one member".into(),
@@ -71,19 +145,50 @@ impl Ensemble {
             ))
         })?;
         let n = members.len();
+        let labels: Vec<String> = members.iter().map(|(_, p)| p.label()).collect();
+        if let Some(l) = labels
+            .iter()
+            .enumerate()
+            .find_map(|(i, l)| labels[..i].contains(l).then_some(l))
+        {
+            return Err(ProviderError::Config(format!(
+                "the ensemble names `{l}` twice: each member must be a different model"
+            )));
+        }
         Ok(Ensemble {
             members,
+            labels,
             dist,
-            state: Mutex::new((SplitMix64(seed), vec![0; n])),
+            state: Mutex::new(Choosing {
+                rng: SplitMix64(seed),
+                picks: vec![0; n],
+                bandit: choice
+                    .is_bandit()
+                    .then(|| ModelBandit::new(n, choice == ModelChoice::UcbPerDollar)),
+            }),
         })
     }
 
-    /// The member the next call goes to (advances the RNG).
+    /// The member the next call goes to (advances the RNG, or counts a
+    /// pull of the bandit).
     pub fn pick(&self) -> usize {
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let i = self.dist.sample(&mut s.0);
-        s.1[i] += 1;
+        let i = match &mut s.bandit {
+            Some(b) => b.choose(),
+            None => self.dist.sample(&mut s.rng),
+        };
+        s.picks[i] += 1;
         i
+    }
+
+    /// A call that was chosen and never made (a budget stop before it
+    /// left): the bandit forgets the pull instead of counting it a failure.
+    fn unpick(&self, i: usize) {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        s.picks[i] = s.picks[i].saturating_sub(1);
+        if let Some(b) = &mut s.bandit {
+            b.arms[i].pulls = b.arms[i].pulls.saturating_sub(1).max(b.arms[i].rewarded);
+        }
     }
 
     pub fn members(&self) -> impl Iterator<Item = (f64, String)> + '_ {
@@ -119,14 +224,43 @@ impl Provider for Ensemble {
         req: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<Completion, ProviderError>> {
         let i = self.pick();
-        self.members[i].1.complete(req)
+        Box::pin(async move {
+            match self.members[i].1.complete(req).await {
+                Ok(mut c) => {
+                    c.member = Some(self.labels[i].clone());
+                    Ok(c)
+                }
+                Err(e) if e.is_budget_stop() => {
+                    self.unpick(i);
+                    Err(e)
+                }
+                Err(e) => {
+                    // A failed call brought nothing: rewarded 0 here, as
+                    // the caller cannot tell whose it was.
+                    self.reward(&self.labels[i], 0.0, 0.0);
+                    Err(e)
+                }
+            }
+        })
+    }
+
+    fn reward(&self, member: &str, reward: f64, cost_usd: f64) {
+        let Some(i) = self.labels.iter().position(|l| l == member) else {
+            return;
+        };
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(b) = &mut s.bandit {
+            b.reward(i, reward, cost_usd);
+        }
     }
 
     fn ensemble_state(&self) -> Option<EnsembleState> {
         let s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         Some(EnsembleState {
-            rng: s.0.0,
-            picks: s.1.clone(),
+            rng: s.rng.0,
+            picks: s.picks.clone(),
+            labels: self.labels.clone(),
+            bandit: s.bandit.clone(),
         })
     }
 
@@ -138,8 +272,29 @@ impl Provider for Ensemble {
                 self.members.len()
             )));
         }
+        if !state.labels.is_empty() && state.labels != self.labels {
+            return Err(ProviderError::Config(format!(
+                "the checkpoint's ensemble is {}, this one {}",
+                state.labels.join(","),
+                self.labels.join(",")
+            )));
+        }
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        *s = (SplitMix64(state.rng), state.picks.clone());
+        if s.bandit.is_some() != state.bandit.is_some() {
+            return Err(ProviderError::Config(
+                "the checkpoint's ensemble chose its models another way (weights or ucb)".into(),
+            ));
+        }
+        s.rng = SplitMix64(state.rng);
+        s.picks = state.picks.clone();
+        s.bandit = state.bandit.clone().map(|mut b| {
+            // Calls in flight at the checkpoint are made again by the
+            // resumed run, which chooses their models anew.
+            for a in &mut b.arms {
+                a.pulls = a.rewarded;
+            }
+            b
+        });
         Ok(())
     }
 }
@@ -172,6 +327,7 @@ mod tests {
                     finish_reason: None,
                     attempts: 1,
                     usage_unknown: None,
+                    member: None,
                 })
             })
         }
@@ -244,7 +400,9 @@ mod tests {
             resumed
                 .restore_ensemble_state(&EnsembleState {
                     rng: 0,
-                    picks: vec![0]
+                    picks: vec![0],
+                    labels: Vec::new(),
+                    bandit: None,
                 })
                 .is_err()
         );

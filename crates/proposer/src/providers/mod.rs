@@ -30,7 +30,7 @@ use std::sync::Arc;
 pub use anthropic::AnthropicProvider;
 pub use batch::{BATCH_PRICE_FACTOR, BatchProvider, BatchState};
 pub use cmd::CmdProvider;
-pub use ensemble::{Ensemble, EnsembleState};
+pub use ensemble::{Ensemble, EnsembleState, ModelChoice};
 pub use managed::{CostPolicy, Managed};
 pub use openai::{OpenAiProvider, is_reasoning_model};
 pub use record::{Exchange, Recording};
@@ -61,6 +61,13 @@ pub trait Provider: Send + Sync {
     /// The ensemble's RNG state, for checkpoints; `None` for single models.
     fn ensemble_state(&self) -> Option<EnsembleState> {
         None
+    }
+
+    /// What the candidate of a call answered by `member` (its
+    /// `Completion::member`) earned: an ensemble choosing by bandit learns
+    /// from it; everything else ignores it.
+    fn reward(&self, member: &str, reward: f64, cost_usd: f64) {
+        let _ = (member, reward, cost_usd);
     }
 
     /// Skip what a resumed run already consumed: `served` holds the label of
@@ -95,6 +102,9 @@ impl<P: Provider + ?Sized> Provider for Arc<P> {
     }
     fn ensemble_state(&self) -> Option<EnsembleState> {
         (**self).ensemble_state()
+    }
+    fn reward(&self, member: &str, reward: f64, cost_usd: f64) {
+        (**self).reward(member, reward, cost_usd)
     }
     fn restore_ensemble_state(&self, state: &EnsembleState) -> Result<(), ProviderError> {
         (**self).restore_ensemble_state(state)
@@ -204,7 +214,11 @@ pub fn build_with_env(
     if members.len() == 1 {
         return Ok(members.pop().expect("one member").1);
     }
-    Ok(Arc::new(Ensemble::new(members, config.ensemble_seed)?))
+    Ok(Arc::new(Ensemble::with_choice(
+        members,
+        config.ensemble_seed,
+        config.model_choice,
+    )?))
 }
 
 /// One member, wrapped in [`Managed`].

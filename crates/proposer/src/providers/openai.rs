@@ -147,6 +147,7 @@ impl OpenAiProvider {
                 .map(str::to_string),
             attempts: 1,
             usage_unknown,
+            member: None,
         })
     }
 

@@ -142,6 +142,10 @@ impl Provider for Recording {
         })
     }
 
+    fn reward(&self, member: &str, reward: f64, cost_usd: f64) {
+        self.inner.reward(member, reward, cost_usd)
+    }
+
     fn ensemble_state(&self) -> Option<EnsembleState> {
         self.inner.ensemble_state()
     }

@@ -211,6 +211,7 @@ mod tests {
             finish_reason: Some("stop".into()),
             attempts: 2,
             usage_unknown: None,
+            member: None,
         };
         serde_json::to_string(&Exchange::new(&req, &c)).unwrap()
     }
