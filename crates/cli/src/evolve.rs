@@ -265,6 +265,9 @@ impl kevo_evolve::Observer for Progress {
                 queued,
                 evaluating_s,
                 session_s,
+                models,
+                prompt_variant,
+                arms,
                 ..
             } => {
                 let last = outcomes
@@ -298,8 +301,42 @@ impl kevo_evolve::Observer for Progress {
                 } else {
                     String::new()
                 };
+                // Which model answered and which prompt variant asked, and
+                // the bandit's tally: "model b (ucb: a 3 calls mean 0.00,
+                // b 9 calls mean 0.21)".
+                let mut who = Vec::new();
+                if !models.is_empty() {
+                    who.push(format!("model {}", models.join(", ")));
+                }
+                if let Some(v) = prompt_variant {
+                    who.push(format!("prompt v{v}"));
+                }
+                if !arms.is_empty() {
+                    who.push(format!(
+                        "ucb: {}",
+                        arms.iter()
+                            .map(|a| format!(
+                                "{} {} calls mean {:.3}{}",
+                                a.model,
+                                a.calls,
+                                a.mean_reward,
+                                if a.cost_usd > 0.0 {
+                                    format!(" ${:.2}", a.cost_usd)
+                                } else {
+                                    String::new()
+                                }
+                            ))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                }
+                let who = if who.is_empty() {
+                    String::new()
+                } else {
+                    format!(" | {}", who.join(" | "))
+                };
                 let msg = format!(
-                    "best {best_score:.4} ({speedup:.2}x seed) | last: {last}{mark} | tokens {input_tokens}+{output_tokens}{} | {}{pace}",
+                    "best {best_score:.4} ({speedup:.2}x seed) | last: {last}{mark}{who} | tokens {input_tokens}+{output_tokens}{} | {}{pace}",
                     match unknown_usage_calls {
                         0 => String::new(),
                         n => format!(" + unknown ({n} call(s) without usable counts)"),
@@ -318,6 +355,39 @@ impl kevo_evolve::Observer for Progress {
                         self.line(format!("iteration {iteration}: {msg}"))
                     }
                     None => self.line(format!("iteration {iteration}/{}: {msg}", self.iterations)),
+                }
+            }
+            Event::MetaPrompt {
+                iteration,
+                parent,
+                variant,
+                applied,
+                rejected,
+                diagnosis,
+                failed,
+            } => {
+                let what = match (variant, failed) {
+                    (_, Some(why)) => format!("no answer ({why}); the prompt stays as it is"),
+                    (Some(v), None) => {
+                        format!("variant {v} from {parent}, edited {}", applied.join(", "))
+                    }
+                    (None, None) => format!("no edit applied to variant {parent}"),
+                };
+                let mut text = format!("meta-prompter before proposal {iteration}: {what}");
+                if !rejected.is_empty() {
+                    text.push_str(&format!(
+                        "; {} edit(s) rejected: {}",
+                        rejected.len(),
+                        rejected.join("; ")
+                    ));
+                }
+                if !diagnosis.is_empty() {
+                    let short: String = diagnosis.chars().take(200).collect();
+                    text.push_str(&format!("\n  diagnosis: {}", short.replace('\n', " ")));
+                }
+                match &self.bar {
+                    Some(bar) => bar.println(text),
+                    None => self.line(text),
                 }
             }
             Event::HeldOut(h) => self.line(format!(
@@ -685,10 +755,38 @@ pub fn show(run: &str, store: StoreArgs, json: bool) -> Result<ExitCode> {
             .into_iter()
             .filter(kevo_evolve::is_abandoned)
             .collect();
-        let strategy = match store.last_checkpoint(&id).await? {
-            Some(cp) => kevo_evolve::stored_strategy(&info.strategy, &cp)?,
+        let checkpoint = store.last_checkpoint(&id).await?;
+        let strategy = match &checkpoint {
+            Some(cp) => kevo_evolve::stored_strategy(&info.strategy, cp)?,
             None => None,
         };
+        // The ensemble's choices (with a bandit, its arms) and the prompt
+        // variants, as the last checkpoint holds them.
+        let ensemble = checkpoint.as_ref().and_then(kevo_evolve::stored_ensemble);
+        let arms = ensemble
+            .as_ref()
+            .map(kevo_evolve::arm_stats)
+            .unwrap_or_default();
+        let prompt_archive = checkpoint
+            .as_ref()
+            .and_then(kevo_evolve::stored_prompt_archive);
+        let variant_of: HashMap<i64, u32> = prompt_archive
+            .iter()
+            .flat_map(|a| &a.variants)
+            .flat_map(|v| v.candidates.iter().map(move |c| (*c, v.id)))
+            .collect();
+        // Which ensemble member answered each iteration's proposals.
+        let mut answered_by: HashMap<u32, Vec<String>> = HashMap::new();
+        if ensemble.is_some() {
+            for c in store.llm_calls(&id).await? {
+                if c.call.purpose == "propose" && c.call.response.is_some() {
+                    answered_by
+                        .entry(c.iteration)
+                        .or_default()
+                        .push(c.call.provider.clone());
+                }
+            }
+        }
         // Every iteration's per-size numbers (its first in-distribution
         // evaluation), the last iteration's included: no prompt shows it.
         let mut measured: HashMap<i64, kevo_eval::Evaluation> = HashMap::new();
@@ -734,6 +832,9 @@ pub fn show(run: &str, store: StoreArgs, json: bool) -> Result<ExitCode> {
                 "abandoned_calls": abandoned,
                 "archive": strategy.as_ref().map(|s| s.archive()),
                 "strategy_state": strategy.as_ref().map(|s| s.state()),
+                "model_choice": info.config["model_choice"],
+                "models": arms,
+                "prompt_archive": prompt_archive,
             });
             println!("{}", serde_json::to_string_pretty(&value)?);
             return Ok(ExitCode::SUCCESS);
@@ -768,8 +869,22 @@ pub fn show(run: &str, store: StoreArgs, json: bool) -> Result<ExitCode> {
             "reason"
         );
         for h in &history {
+            let mut by = Vec::new();
+            if h.iteration > 0
+                && let Some(models) = answered_by.get(&h.iteration)
+            {
+                by.push(format!("model {}", models.join(", ")));
+            }
+            if let Some(v) = h.candidate_id.and_then(|c| variant_of.get(&c.0)) {
+                by.push(format!("prompt v{v}"));
+            }
+            let by = if by.is_empty() {
+                String::new()
+            } else {
+                format!(" [{}]", by.join(", "))
+            };
             println!(
-                "{:>9} {:<15} {:>8} {:>8}  {}",
+                "{:>9} {:<15} {:>8} {:>8}  {}{by}",
                 h.iteration,
                 h.outcome_kind.as_deref().unwrap_or("skipped"),
                 score(h.score),
@@ -784,6 +899,12 @@ pub fn show(run: &str, store: StoreArgs, json: bool) -> Result<ExitCode> {
         }
         if let Some(s) = &strategy {
             print_archive(&s.archive());
+        }
+        if !arms.is_empty() {
+            print_arms(info.config["model_choice"].as_str().unwrap_or("ucb"), &arms);
+        }
+        if let Some(a) = &prompt_archive {
+            print_prompt_archive(a, info.config["meta_prompt"]["every"].as_u64());
         }
         // Prompts handed out (ask/tell, batches) and not answered.
         for p in proposals
@@ -1023,6 +1144,75 @@ fn print_archive(archive: &Archive) {
 }
 
 /// A level name cut to fit a grid column.
+/// The model bandit's arms: calls, rewards and cost per model.
+fn print_arms(choice: &str, arms: &[kevo_evolve::ArmStat]) {
+    println!("models chosen by {choice} (reward: relative gain over the parent, 0 for a failure):");
+    let width = arms.iter().map(|a| a.model.len()).max().unwrap_or(5).max(5);
+    println!(
+        "  {:<width$} {:>6} {:>9} {:>12} {:>9}",
+        "model", "calls", "rewarded", "mean reward", "cost"
+    );
+    for a in arms {
+        println!(
+            "  {:<width$} {:>6} {:>9} {:>12.4} {:>9}",
+            a.model,
+            a.calls,
+            a.rewarded,
+            a.mean_reward,
+            format!("${:.4}", a.cost_usd)
+        );
+    }
+}
+
+/// The prompt variants: lineage, use, fitness and the candidates each
+/// produced, with the meta-prompter's diagnosis.
+fn print_prompt_archive(archive: &kevo_proposer::prompt::meta::PromptArchive, every: Option<u64>) {
+    println!(
+        "prompt variants ({} meta-prompter call(s){}; fitness: best score of the kernels a variant produced):",
+        archive.meta_calls,
+        every
+            .map(|n| format!(", every {n} proposals"))
+            .unwrap_or_default()
+    );
+    for v in &archive.variants {
+        let origin = match v.parent {
+            None => "the starting guidance".to_string(),
+            Some(p) => format!(
+                "from v{p} before proposal {}, edited {}",
+                v.created_at,
+                v.edited.join(", ")
+            ),
+        };
+        let best = match (v.fitness, v.best_candidate) {
+            (Some(f), Some(c)) => format!("best {f:.4} (candidate {c})"),
+            _ => "no correct kernel".to_string(),
+        };
+        let candidates = if v.candidates.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; candidates {}",
+                v.candidates
+                    .iter()
+                    .map(|c| c.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        println!(
+            "  v{} ({origin}): {} proposal(s), {best}{candidates}",
+            v.id, v.uses
+        );
+        if !v.diagnosis.is_empty() {
+            let short: String = v.diagnosis.chars().take(300).collect();
+            println!("     diagnosis: {}", short.replace('\n', " "));
+        }
+    }
+    for r in &archive.rejected {
+        println!("  last call's rejected edit: {r}");
+    }
+}
+
 fn short(name: &str) -> String {
     name.chars().take(16).collect()
 }

@@ -36,8 +36,8 @@ pub use options::{
 };
 pub use remeasure::{FinalEntry, FinalPick, Interleaved, RemeasureSpend, RoundResult, SizeTime};
 pub use session::{
-    Asked, Environment, Event, EvolveError, HeldOutSummary, InFlightCalls, Observer, Summary,
-    ValidationState, ask, create, finish, interrupt, is_abandoned, resume, start, stored_options,
-    stored_strategy, tell,
+    ArmStat, Asked, Environment, Event, EvolveError, HeldOutSummary, InFlightCalls, META_PURPOSE,
+    Observer, Summary, ValidationState, arm_stats, ask, create, finish, interrupt, is_abandoned,
+    resume, start, stored_ensemble, stored_options, stored_prompt_archive, stored_strategy, tell,
 };
 pub use verdict::HeldOutVerdict;

@@ -336,6 +336,19 @@ impl EvolveOptions {
         Some(path.with_file_name(name))
     }
 
+    /// Where the meta-prompter's exchanges are recorded with `--record
+    /// FILE`: beside it as `STEM.meta.EXT`.
+    pub fn meta_record(&self) -> Option<PathBuf> {
+        let path = self.record.as_ref()?;
+        self.meta_prompt.as_ref()?;
+        let stem = path.file_stem()?.to_string_lossy();
+        let name = match path.extension() {
+            Some(ext) => format!("{stem}.meta.{}", ext.to_string_lossy()),
+            None => format!("{stem}.meta"),
+        };
+        Some(path.with_file_name(name))
+    }
+
     /// The ensemble spec string the proposer parses.
     pub fn llm_spec(&self) -> String {
         self.llm.join(",")

@@ -110,6 +110,13 @@ fn with_answer(mut call: NewLlmCall, completion: &Completion) -> NewLlmCall {
     call
 }
 
+/// The purpose under which meta-prompter calls are stored.
+pub const META_PURPOSE: &str = "meta-prompt";
+
+/// Failed attempts whose feedback the meta-prompter sees (the latest):
+/// each is up to 800 characters of compile log or mismatch.
+const META_FAILURES_SHOWN: usize = 3;
+
 /// Analyst failures in a row after which a run stops asking it: a
 /// misconfigured endpoint would otherwise cost every prompt its retries.
 const ANALYST_GIVE_UP: u32 = 3;
@@ -309,9 +316,79 @@ pub enum Event {
         /// Wall seconds of this session so far.
         #[serde(default)]
         session_s: f64,
+        /// The models that answered this iteration (ensemble members).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        models: Vec<String>,
+        /// The prompt variant its prompt used (`--meta-prompter`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prompt_variant: Option<u32>,
+        /// The model bandit's arms after it (`--model-choice ucb`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        arms: Vec<ArmStat>,
+    },
+    /// The meta-prompter edited the prompt before proposal `iteration`.
+    MetaPrompt {
+        iteration: u32,
+        parent: u32,
+        /// The new variant, None when no edit applied.
+        variant: Option<u32>,
+        applied: Vec<String>,
+        rejected: Vec<String>,
+        diagnosis: String,
+        /// Why there was no answer (the call failed).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        failed: Option<String>,
     },
     HeldOut(HeldOutSummary),
     Finished(Box<Summary>),
+}
+
+/// One model of a bandit-choosing ensemble, as progress and `kevo show`
+/// report it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArmStat {
+    pub model: String,
+    /// Calls chosen for it (in flight included).
+    pub calls: u64,
+    pub rewarded: u64,
+    /// Mean reward (relative gain over the parent) per rewarded call.
+    pub mean_reward: f64,
+    pub cost_usd: f64,
+}
+
+/// The arms of an ensemble state, empty without a bandit.
+pub fn arm_stats(state: &EnsembleState) -> Vec<ArmStat> {
+    let Some(b) = &state.bandit else {
+        return Vec::new();
+    };
+    b.arms
+        .iter()
+        .enumerate()
+        .map(|(i, a)| ArmStat {
+            model: state
+                .labels
+                .get(i)
+                .cloned()
+                .unwrap_or_else(|| format!("model {i}")),
+            calls: a.pulls,
+            rewarded: a.rewarded,
+            mean_reward: a.mean(false),
+            cost_usd: a.cost_usd,
+        })
+        .collect()
+}
+
+/// The ensemble state a checkpoint stored (None for one model).
+pub fn stored_ensemble(checkpoint: &kevo_store::StoredCheckpoint) -> Option<EnsembleState> {
+    serde_json::from_value(checkpoint.rng_state.clone()?).ok()
+}
+
+/// The prompt archive a checkpoint stored (`--meta-prompter` runs).
+pub fn stored_prompt_archive(
+    checkpoint: &kevo_store::StoredCheckpoint,
+) -> Option<kevo_proposer::prompt::meta::PromptArchive> {
+    let state: StrategyState = serde_json::from_value(checkpoint.strategy_state.clone()?).ok()?;
+    state.prompts
 }
 
 pub trait Observer {
@@ -417,6 +494,9 @@ struct StrategyState {
     /// The validation gate's baseline and tally (`--validate`).
     #[serde(default)]
     validation: ValidationState,
+    /// The prompt variants and their sampling (`--meta-prompter`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    prompts: Option<kevo_proposer::prompt::meta::PromptArchive>,
 }
 
 /// The validation gate so far: the seed's times at the validation sizes
@@ -577,6 +657,17 @@ struct Session<'e> {
     analyses: HashMap<i64, String>,
     /// Its failures in a row (see [`ANALYST_GIVE_UP`]).
     analyst_failures: u32,
+    /// The meta-prompter (`--meta-prompter`).
+    meta_prompter: Option<Arc<dyn Provider>>,
+    /// Meta-prompter answers stored after the checkpoint a resumed run
+    /// started from (None: the call failed): used in order instead of
+    /// asking again.
+    meta_answers: std::collections::VecDeque<Option<String>>,
+    /// A failed meta-prompter call was reported (once per session).
+    meta_failed_said: bool,
+    /// Events raised while building a prompt, published with the next
+    /// iteration's.
+    pending_events: Vec<Event>,
     /// The last completed iteration.
     iteration: u32,
     /// Wall time spent evaluating in this session (candidates,
@@ -725,6 +816,26 @@ impl<'e> Session<'e> {
             }
             None => None,
         };
+        let meta_prompter = match &options.meta_prompt {
+            Some(meta) => {
+                if provider.label() == "external" || batch.is_some() {
+                    return Err(EvolveError::MetaPrompter(
+                        "a run whose answers come from outside (external, batch:) is not meta-prompted: its prompts leave before their variant's outcome is known".into(),
+                    ));
+                }
+                if meta.every == 0 {
+                    return Err(EvolveError::MetaPrompter(
+                        "--meta-every must be at least 1".into(),
+                    ));
+                }
+                let mut m = kevo_proposer::build(&meta.prompter, &provider_config, &accounting)?;
+                if let Some(path) = options.meta_record() {
+                    m = Arc::new(kevo_proposer::Recording::new(m, &path)?);
+                }
+                Some(m)
+            }
+            None => None,
+        };
         let brief = DeviceBrief {
             name: device.name.clone(),
             ceilings: worker.ceilings().clone(),
@@ -788,6 +899,10 @@ impl<'e> Session<'e> {
             analyst,
             analyses: HashMap::new(),
             analyst_failures: 0,
+            meta_prompter,
+            meta_answers: Default::default(),
+            meta_failed_said: false,
+            pending_events: Vec::new(),
             iteration: 0,
             evaluating: Duration::ZERO,
             in_flight: 0,
@@ -858,6 +973,13 @@ impl<'e> Session<'e> {
         };
         self.state.seed_wall_s = evaluation.wall.total_s;
         self.timeout = self.candidate_timeout();
+        if self.meta_prompter.is_some() {
+            let start = self.prompts.default_guidance()?;
+            self.state.prompts = Some(kevo_proposer::prompt::meta::PromptArchive::new(
+                &start,
+                self.options.rng_seed,
+            ));
+        }
         let mut validations = Vec::new();
         if self.options.validation.enabled {
             let sizes = self.plan.validation.clone();
@@ -1099,10 +1221,13 @@ impl<'e> Session<'e> {
             .into_iter()
             .filter(|c| !is_abandoned(c))
             .collect();
-        let served = |analysis: bool| -> Vec<(String, ChatRequest)> {
+        let served = |purpose: &str| -> Vec<(String, ChatRequest)> {
             ended
                 .iter()
-                .filter(|c| (c.call.purpose == "analysis") == analysis)
+                .filter(|c| match purpose {
+                    "analysis" | META_PURPOSE => c.call.purpose == purpose,
+                    _ => c.call.purpose != "analysis" && c.call.purpose != META_PURPOSE,
+                })
                 .map(|c| {
                     (
                         c.call.provider.clone(),
@@ -1111,11 +1236,27 @@ impl<'e> Session<'e> {
                 })
                 .collect()
         };
-        self.provider.fast_forward(&served(false))?;
+        self.provider.fast_forward(&served("propose"))?;
         if let Some(analyst) = &self.analyst {
-            analyst.fast_forward(&served(true))?;
+            analyst.fast_forward(&served("analysis"))?;
         }
-        for c in ended.iter().filter(|c| c.call.purpose == "analysis") {
+        if let Some(prompter) = &self.meta_prompter {
+            prompter.fast_forward(&served(META_PURPOSE))?;
+        }
+        // Meta-prompter calls stored after the checkpoint's archive was
+        // written are answers paid for and not applied: the resumed run
+        // applies them in order instead of asking again.
+        let applied = self.state.prompts.as_ref().map_or(0, |a| a.meta_calls) as usize;
+        self.meta_answers = ended
+            .iter()
+            .filter(|c| c.call.purpose == META_PURPOSE)
+            .skip(applied)
+            .map(|c| c.call.response.clone())
+            .collect();
+        for c in ended
+            .iter()
+            .filter(|c| c.call.purpose == "analysis" || c.call.purpose == META_PURPOSE)
+        {
             // Recommendations already paid for are not asked again.
             if let (Some(id), Some(answer)) = (c.candidate_id, &c.call.response)
                 && let Some(r) = kevo_proposer::recommendation(answer)
@@ -1419,6 +1560,7 @@ impl<'e> Session<'e> {
             incumbent_score: (incumbent == best).then_some(best_score),
             elites: shown(&selection.elites),
             inspirations: shown(&selection.inspirations),
+            prompt_variant: None,
         })
     }
 
@@ -1465,7 +1607,7 @@ impl<'e> Session<'e> {
                     stop = Some(reason);
                     break;
                 }
-                let (selection, context, request) = self.next_prompt().await?;
+                let (selection, context, request) = self.next_prompt(next).await?;
                 let calls = self.issue(next, &request);
                 let id = next_flight;
                 next_flight += 1;
@@ -1510,25 +1652,204 @@ impl<'e> Session<'e> {
         k: u32,
         observer: &mut dyn Observer,
     ) -> Result<(), EvolveError> {
-        let (selection, context, request) = self.next_prompt().await?;
+        let (selection, context, request) = self.next_prompt(k).await?;
         self.dir.write_prompt(k, &request.system, &request.user)?;
         let completions = self.issue(k, &request).await?;
         self.conclude(k, &request, &context, &selection, completions, observer)
             .await
     }
 
-    /// Stage 1: the strategy's selection, its context and the request.
+    /// Stage 1: the strategy's selection, its context and the request of
+    /// proposal `k` (with `--meta-prompter`, after the meta-prompter's
+    /// turn when one is due, with a sampled prompt variant).
     async fn next_prompt(
         &mut self,
+        k: u32,
     ) -> Result<(Selection, PromptContext, ChatRequest), EvolveError> {
+        self.meta_step(k).await?;
         let selection = self
             .strategy
             .as_deref_mut()
             .expect("seed evaluated")
             .select();
-        let context = self.prompt_context(&selection).await?;
+        let mut context = self.prompt_context(&selection).await?;
+        context.prompt_variant = self.state.prompts.as_mut().map(|a| a.sample());
         let request = self.request(&context, &selection)?;
         Ok((selection, context, request))
+    }
+
+    /// The meta-prompter's turn before proposal `k`, every `every`
+    /// proposals: it is shown the fittest variant's guidance, the archive,
+    /// and the last `every` proposals with their variants and failures,
+    /// and its edits make a new variant. A failed call leaves the archive
+    /// as it is (said once); a budget stop is the generator's to report.
+    /// The call is stored (purpose "meta-prompt"); after a resume, answers
+    /// stored after the checkpoint are used instead of asking again.
+    async fn meta_step(&mut self, k: u32) -> Result<(), EvolveError> {
+        let (Some(meta), Some(prompter)) = (&self.options.meta_prompt, self.meta_prompter.clone())
+        else {
+            return Ok(());
+        };
+        let every = meta.every.max(1);
+        if k <= 1 || !(k - 1).is_multiple_of(every) {
+            return Ok(());
+        }
+        let Some(archive) = &self.state.prompts else {
+            return Ok(());
+        };
+        if archive.meta_calls >= (k - 1) / every {
+            return Ok(());
+        }
+        let parent = archive.best().id;
+        let variant_of: HashMap<i64, u32> = archive
+            .variants
+            .iter()
+            .flat_map(|v| v.candidates.iter().map(move |c| (*c, v.id)))
+            .collect();
+        let proposals: Vec<&HistoryEntry> = self
+            .state
+            .history
+            .iter()
+            .filter(|h| h.iteration > 0)
+            .collect();
+        let entries: Vec<HistoryEntry> = proposals
+            [proposals.len().saturating_sub(every as usize)..]
+            .iter()
+            .map(|h| (*h).clone())
+            .collect();
+        let mut recent = Vec::with_capacity(entries.len());
+        let mut failures_shown = 0;
+        for e in entries.iter().rev() {
+            let mut feedback = None;
+            if let Some(c) = e.candidate
+                && e.outcome != StepOutcome::Correct
+                && failures_shown < META_FAILURES_SHOWN
+            {
+                self.load(CandidateId(c)).await?;
+                feedback = self.prompts.meta_feedback(&self.evaluations[&c])?;
+                failures_shown += usize::from(feedback.is_some());
+            }
+            recent.push(kevo_proposer::prompt::meta::MetaAttempt {
+                line: kevo_proposer::history_line(e),
+                variant: e.candidate.and_then(|c| variant_of.get(&c).copied()),
+                feedback,
+            });
+        }
+        recent.reverse();
+        let strategy = self.strategy.as_deref().expect("seed evaluated");
+        let archive = self.state.prompts.as_ref().expect("checked above");
+        let request = self
+            .prompts
+            .meta_request(&kevo_proposer::prompt::meta::MetaContext {
+                archive,
+                parent,
+                recent: &recent,
+                seed_score: strategy.seed().score,
+                best_score: strategy.best().score,
+            })?;
+        let answer = match self.meta_answers.pop_front() {
+            Some(stored) => stored.ok_or_else(|| "the stored call had failed".to_string()),
+            None => match self.ask_meta_prompter(&prompter, &request).await? {
+                Some(answer) => answer,
+                // A budget stop: no call was made, and the generator's
+                // next call stops the run with the same reason.
+                None => return Ok(()),
+            },
+        };
+        let archive = self.state.prompts.as_mut().expect("checked above");
+        let event = match answer {
+            Ok(text) => {
+                let (variant, rejected) = archive.add_edited(parent, k, &text).map_err(|e| {
+                    EvolveError::MetaPrompter(format!("variant {parent} is unreadable: {e}"))
+                })?;
+                let new = variant.and_then(|v| archive.get(v));
+                Event::MetaPrompt {
+                    iteration: k,
+                    parent,
+                    variant,
+                    applied: new.map(|v| v.edited.clone()).unwrap_or_default(),
+                    rejected: rejected.iter().map(|r| r.to_string()).collect(),
+                    diagnosis: new.map(|v| v.diagnosis.clone()).unwrap_or_default(),
+                    failed: None,
+                }
+            }
+            Err(reason) => {
+                archive.add_failed();
+                Event::MetaPrompt {
+                    iteration: k,
+                    parent,
+                    variant: None,
+                    applied: Vec::new(),
+                    rejected: Vec::new(),
+                    diagnosis: String::new(),
+                    failed: Some(reason),
+                }
+            }
+        };
+        self.pending_events.push(event);
+        Ok(())
+    }
+
+    /// One meta-prompter call, registered while in flight and stored as it
+    /// returns; the answer, or why there is none; None when a budget
+    /// stopped it before it was made.
+    async fn ask_meta_prompter(
+        &mut self,
+        prompter: &Arc<dyn Provider>,
+        request: &ChatRequest,
+    ) -> Result<Option<Result<String, String>>, EvolveError> {
+        static TOKENS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let token = (u64::MAX >> 1) - TOKENS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let sent = Instant::now();
+        self.env.in_flight.lock().push(InFlightCall {
+            token,
+            purpose: META_PURPOSE,
+            run: self.run.clone(),
+            iteration: self.iteration,
+            provider: prompter.label(),
+            system: request.system.clone(),
+            user: request.user.clone(),
+            sent,
+        });
+        let result = prompter.complete(request).await;
+        self.env.in_flight.lock().retain(|c| c.token != token);
+        let asked = NewLlmCall {
+            purpose: META_PURPOSE.into(),
+            ..proposal_call(
+                prompter.label(),
+                &request.system,
+                &request.user,
+                sent.elapsed().as_secs_f64(),
+            )
+        };
+        let (call, answer) = match result {
+            Ok(c) => (with_answer(asked, &c), Ok(c.text)),
+            Err(e) => {
+                if e.is_budget_stop() {
+                    return Ok(None);
+                }
+                (
+                    NewLlmCall {
+                        error: Some(e.to_string()),
+                        ..asked
+                    },
+                    Err(e.to_string()),
+                )
+            }
+        };
+        self.env
+            .store
+            .record_llm_call(&self.run, None, self.iteration, &call)
+            .await?;
+        if let Err(reason) = &answer
+            && !self.meta_failed_said
+        {
+            eprintln!(
+                "kevo: the meta-prompter gave no answer ({reason}); the prompt stays as it is"
+            );
+            self.meta_failed_said = true;
+        }
+        Ok(Some(answer))
     }
 
     /// Stages 3 to 6 for iteration `k`'s answers.
@@ -1777,38 +2098,55 @@ impl<'e> Session<'e> {
         Ok(self.analyses.get(&id).cloned())
     }
 
-    /// The request for a selection and its context.
+    /// The request for a selection and its context, with its prompt
+    /// variant's guidance.
     fn request(
         &self,
         context: &PromptContext,
         selection: &Selection,
     ) -> Result<ChatRequest, EvolveError> {
+        let guidance = match (context.prompt_variant, &self.state.prompts) {
+            (Some(v), Some(archive)) => {
+                let variant = archive.get(v).ok_or_else(|| {
+                    EvolveError::MetaPrompter(format!("the archive has no variant {v}"))
+                })?;
+                Some(
+                    kevo_proposer::prompt::guidance::Guidance::parse(&variant.guidance).map_err(
+                        |e| EvolveError::MetaPrompter(format!("variant {v} is unreadable: {e}")),
+                    )?,
+                )
+            }
+            _ => None,
+        };
         let hints: Vec<String> = selection
             .hints
             .iter()
             .map(|h| hint_text(h, self.dialect))
             .collect();
-        let request = self.prompts.request(&UserContext {
-            previous: context
-                .previous
-                .as_ref()
-                .map(|(source, evaluation)| Attempt { source, evaluation }),
-            incumbent: Attempt {
-                source: &context.incumbent_source,
-                evaluation: &context.incumbent_evaluation,
+        let request = self.prompts.request_with(
+            &UserContext {
+                previous: context
+                    .previous
+                    .as_ref()
+                    .map(|(source, evaluation)| Attempt { source, evaluation }),
+                incumbent: Attempt {
+                    source: &context.incumbent_source,
+                    evaluation: &context.incumbent_evaluation,
+                },
+                incumbent_is_seed: context.incumbent_is_seed,
+                incumbent_is_best: context.incumbent_is_best,
+                incumbent_score: context.incumbent_score,
+                history: &self.state.history,
+                elites: &attempts(&context.elites),
+                inspirations: &attempts(&context.inspirations),
+                hints: &hints,
+                incumbent_profile: context.incumbent_profile.as_deref(),
+                previous_profile: context.previous_profile.as_deref(),
+                analysis: context.analysis.as_deref(),
+                previous_rejected: context.previous_rejected,
             },
-            incumbent_is_seed: context.incumbent_is_seed,
-            incumbent_is_best: context.incumbent_is_best,
-            incumbent_score: context.incumbent_score,
-            history: &self.state.history,
-            elites: &attempts(&context.elites),
-            inspirations: &attempts(&context.inspirations),
-            hints: &hints,
-            incumbent_profile: context.incumbent_profile.as_deref(),
-            previous_profile: context.previous_profile.as_deref(),
-            analysis: context.analysis.as_deref(),
-            previous_rejected: context.previous_rejected,
-        })?;
+            guidance.as_ref(),
+        )?;
         Ok(request)
     }
 
@@ -2216,6 +2554,14 @@ impl<'e> Session<'e> {
         let rejected = gate.rejected;
         let validations = gate.validations;
         self.reward_models(selection, &tried, &rejected);
+        let models: Vec<String> = match self.provider.ensemble_state() {
+            Some(_) => tried
+                .iter()
+                .filter(|t| t.call.response.is_some())
+                .map(|t| t.call.provider.clone())
+                .collect(),
+            None => Vec::new(),
+        };
         let proposed: Vec<Proposed> = tried.into_iter().map(Tried::into_proposed).collect();
         let verdicts: Vec<String> = judged
             .iter()
@@ -2329,6 +2675,14 @@ impl<'e> Session<'e> {
                     });
                 }
                 state.previous_failure = if any_candidate { None } else { failure };
+                if let (Some(archive), Some(v)) = (&mut state.prompts, context.prompt_variant) {
+                    // A duplicate is the variant's answer, not a new kernel
+                    // of its: listed, with no fitness.
+                    for s in &batch {
+                        let fresh = s.duplicate_of.is_none();
+                        archive.credit(v, s.id, s.score.filter(|_| fresh));
+                    }
+                }
                 if decision.as_ref().is_some_and(|d| d.improved) {
                     state.best_iteration = k;
                 }
@@ -2394,6 +2748,8 @@ impl<'e> Session<'e> {
             }
         }
         Ok(DecidedIteration {
+            models,
+            prompt_variant: context.prompt_variant,
             promoted: decision.is_some_and(|d| d.improved),
             outcomes,
             scores,
@@ -2455,7 +2811,18 @@ impl<'e> Session<'e> {
             .arrived
             .load(std::sync::atomic::Ordering::Relaxed)
             .min(self.in_flight);
+        for event in std::mem::take(&mut self.pending_events) {
+            observer.on(&event);
+        }
+        let arms = self
+            .provider
+            .ensemble_state()
+            .map(|s| arm_stats(&s))
+            .unwrap_or_default();
         observer.on(&Event::Iteration {
+            models: decided.models,
+            prompt_variant: decided.prompt_variant,
+            arms,
             iteration: k,
             outcomes: decided.outcomes,
             scores: decided.scores,
@@ -3018,6 +3385,8 @@ struct PromptContext {
     inspirations: Vec<(String, Evaluation)>,
     /// The previous attempt was rejected by the validation gate.
     previous_rejected: bool,
+    /// The prompt variant of the request (`--meta-prompter`).
+    prompt_variant: Option<u32>,
 }
 
 /// One proposal of an iteration after extraction and evaluation.
@@ -3115,6 +3484,9 @@ impl Tried {
 /// What an iteration's event reports of its decision.
 struct DecidedIteration {
     promoted: bool,
+    /// The ensemble members that answered, in proposal order.
+    models: Vec<String>,
+    prompt_variant: Option<u32>,
     /// Per proposal, in order.
     outcomes: Vec<String>,
     scores: Vec<Option<f64>>,

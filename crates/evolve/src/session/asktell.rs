@@ -201,7 +201,8 @@ impl Session<'_> {
                 }
                 break;
             }
-            let (selection, _, request) = self.next_prompt().await?;
+            let (selection, _, request) =
+                self.next_prompt(self.iteration + pending + i + 1).await?;
             asked.push((selection, request));
         }
         let proposals = asked

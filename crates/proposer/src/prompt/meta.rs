@@ -205,8 +205,6 @@ pub struct MetaAttempt {
     pub line: String,
     /// The prompt variant it was made with.
     pub variant: Option<u32>,
-    /// The model that answered.
-    pub model: String,
     /// Its feedback packet when it failed (compile log, mismatch), cut.
     pub feedback: Option<String>,
 }
