@@ -216,6 +216,25 @@ fn show_json(ws: &Path) -> serde_json::Value {
     serde_json::from_str(&show(ws, true)).unwrap()
 }
 
+/// `kevo report` of the run: the HTML page's text.
+fn report(ws: &Path) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_kevo"))
+        .arg("report")
+        .arg(run_id(ws))
+        .arg("--workspace")
+        .arg(ws)
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let path = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .unwrap()
+        .trim()
+        .to_string();
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
 fn calls(ws: &Path) -> Vec<kevo_store::StoredLlmCall> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -349,6 +368,15 @@ fn meta_prompter_edits_stay_inside_the_sections_and_the_better_variant_is_sample
         text.contains("[prompt v1]") && text.contains("[prompt v0]"),
         "{text}"
     );
+    // The report has the archive too.
+    let page = report(&ws);
+    let section = &page[page
+        .find(r#"id="prompt-variants""#)
+        .expect("a prompt variants section")..];
+    assert!(
+        section.contains("<td>v1</td><td>v0</td><td>5</td><td>strategies</td>"),
+        "{section}"
+    );
 }
 
 #[test]
@@ -401,6 +429,14 @@ fn the_bandit_converges_on_the_model_that_improves_kernels() {
     let text = show(&ws, false);
     assert!(text.contains("models chosen by ucb"), "{text}");
     assert!(text.contains(&format!("[model {improving}]")), "{text}");
+    let page = report(&ws);
+    let section = &page[page
+        .find(r#"id="model-choice""#)
+        .expect("a model choice section")..];
+    assert!(
+        section.contains(&format!("<td>{improving}</td><td>{}</td>", calls_of(1))),
+        "{section}"
+    );
 }
 
 /// The arms' rewarded calls and the archive's variants, from the run's

@@ -24,6 +24,9 @@ pub struct RunData {
     pub held_out: Vec<(HeldOutResult, Option<Evaluation>)>,
     pub seed: Option<CandidateId>,
     pub winner: Option<CandidateId>,
+    /// The run's last checkpoint: the ensemble's model choice (with a
+    /// bandit, its arms) and the prompt archive of a meta-prompted run.
+    pub checkpoint: Option<kevo_store::StoredCheckpoint>,
 }
 
 impl RunData {
@@ -74,6 +77,7 @@ impl RunData {
             None => store.best_candidate(run).await?.map(|b| b.candidate.id),
         };
         Ok(RunData {
+            checkpoint: store.last_checkpoint(run).await?,
             info,
             llm_calls: store.llm_calls(run).await?,
             history,

@@ -57,6 +57,8 @@ pub fn render_report_with(data: &RunData, options: &RenderOptions) -> String {
     page.push_str(&diff_section(data));
     page.push_str(&held_out_section(data));
     page.push_str(&models_section(data));
+    page.push_str(&model_choice_section(data));
+    page.push_str(&prompt_variants_section(data));
     page.push_str(&phases_section(data));
     page.push_str(&settings_section(data));
     let machine = serde_json::to_string(&machine_readable(data, &points))
@@ -536,6 +538,104 @@ fn models_section(data: &RunData) -> String {
     s
 }
 
+/// The model bandit's arms (`--model-choice ucb`), from the checkpoint's
+/// ensemble state; nothing for other runs.
+fn model_choice_section(data: &RunData) -> String {
+    let Some(state) = data.checkpoint.as_ref().and_then(|c| c.rng_state.as_ref()) else {
+        return String::new();
+    };
+    let Some(arms) = state["bandit"]["arms"].as_array() else {
+        return String::new();
+    };
+    let choice = data.info.config["model_choice"].as_str().unwrap_or("ucb");
+    let mut s = format!(
+        r#"<section id="model-choice"><h2>Model choice ({})</h2><p>Each call's reward is the relative gain of its candidate over the parent it improved (0 for a failure, a wrong kernel or a duplicate), at most 1; the bandit chose each call's model by UCB1 on these rewards.</p><table>"#,
+        escape(choice)
+    );
+    s.push_str(&header(&[
+        "model",
+        "calls",
+        "rewarded",
+        "mean reward",
+        "cost (USD)",
+    ]));
+    for (i, a) in arms.iter().enumerate() {
+        let label = state["labels"][i]
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("model {i}"));
+        let rewarded = a["rewarded"].as_u64().unwrap_or(0);
+        let mean = match rewarded {
+            0 => 0.0,
+            n => a["reward_sum"].as_f64().unwrap_or(0.0) / n as f64,
+        };
+        s.push_str(&row(&[
+            escape(&label),
+            a["pulls"].as_u64().unwrap_or(0).to_string(),
+            rewarded.to_string(),
+            format!("{mean:.4}"),
+            format!("{:.4}", a["cost_usd"].as_f64().unwrap_or(0.0)),
+        ]));
+    }
+    s.push_str("</table></section>");
+    s
+}
+
+/// The prompt archive of a meta-prompted run (`--meta-prompter`): each
+/// variant's origin, use and fitness, and the meta-prompter's diagnosis.
+fn prompt_variants_section(data: &RunData) -> String {
+    let Some(archive) = data
+        .checkpoint
+        .as_ref()
+        .and_then(|c| c.strategy_state.as_ref())
+        .map(|s| &s["prompts"])
+        .filter(|a| a.is_object())
+    else {
+        return String::new();
+    };
+    let mut s = format!(
+        r#"<section id="prompt-variants"><h2>Prompt variants</h2><p>{} meta-prompter call(s). A variant's fitness is the best score of the kernels generated with it; proposals sampled the variants, new ones first, then mostly the fittest.</p><table>"#,
+        archive["meta_calls"].as_u64().unwrap_or(0)
+    );
+    s.push_str(&header(&[
+        "variant",
+        "from",
+        "made before proposal",
+        "edited",
+        "proposals",
+        "kernels",
+        "fitness",
+        "diagnosis",
+    ]));
+    for v in archive["variants"].as_array().into_iter().flatten() {
+        let edited: Vec<&str> = v["edited"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.as_str())
+            .collect();
+        s.push_str(&row(&[
+            format!("v{}", v["id"].as_u64().unwrap_or(0)),
+            v["parent"]
+                .as_u64()
+                .map_or_else(|| "start".to_string(), |p| format!("v{p}")),
+            v["created_at"].as_u64().unwrap_or(0).to_string(),
+            escape(&edited.join(", ")),
+            v["uses"].as_u64().unwrap_or(0).to_string(),
+            v["candidates"]
+                .as_array()
+                .map_or(0, |c| c.len())
+                .to_string(),
+            v["fitness"]
+                .as_f64()
+                .map_or_else(|| "–".to_string(), |f| format!("{f:.4}")),
+            escape(v["diagnosis"].as_str().unwrap_or("")),
+        ]));
+    }
+    s.push_str("</table></section>");
+    s
+}
+
 fn phases_section(data: &RunData) -> String {
     let mut total = kevo_eval::WallTimes::default();
     for e in data.evaluations.values() {
@@ -689,6 +789,7 @@ mod tests {
             );
         }
         RunData {
+            checkpoint: None,
             info: crate::data::test_info(strategy),
             history,
             candidates,

@@ -33,7 +33,13 @@ pub fn trajectories(data: &RunData, filter: Filter, redact: &dyn Fn(&str) -> Str
     // by iteration.
     let mut call_of_candidate = BTreeMap::new();
     let mut failed_calls: BTreeMap<u32, Vec<&kevo_store::StoredLlmCall>> = BTreeMap::new();
-    for c in &data.llm_calls {
+    // Only the generator's calls: an analyst's or a meta-prompter's call
+    // is not a step's proposal.
+    for c in data
+        .llm_calls
+        .iter()
+        .filter(|c| c.call.purpose == "propose" || c.call.purpose.is_empty())
+    {
         match c.candidate_id {
             Some(id) => {
                 call_of_candidate.entry(id.0).or_insert(c);
@@ -48,6 +54,23 @@ pub fn trajectories(data: &RunData, filter: Filter, redact: &dyn Fn(&str) -> Str
         .filter_map(|h| Some((h.candidate_id?, h.score?)))
         .max_by(|a, b| a.1.total_cmp(&b.1))
         .map(|(c, _)| c);
+    // The prompt variant each candidate was asked with (`--meta-prompter`).
+    let variant_of: BTreeMap<i64, u64> = data
+        .checkpoint
+        .as_ref()
+        .and_then(|c| c.strategy_state.as_ref())
+        .and_then(|s| s["prompts"]["variants"].as_array())
+        .into_iter()
+        .flatten()
+        .flat_map(|v| {
+            let id = v["id"].as_u64().unwrap_or(0);
+            v["candidates"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(move |c| Some((c.as_i64()?, id)))
+        })
+        .collect();
     let mut out = Vec::new();
     for h in data.history.iter().filter(|h| h.iteration > 0) {
         let correct = h.outcome_kind.as_deref() == Some("correct");
@@ -100,6 +123,7 @@ pub fn trajectories(data: &RunData, filter: Filter, redact: &dyn Fn(&str) -> Str
             "parent": parent,
             "provider": call.map(|c| redact(&c.call.provider)),
             "model": call.map(|c| redact(&c.call.model)),
+            "prompt_variant": h.candidate_id.and_then(|c| variant_of.get(&c.0)),
             "prompt": call.map(|c| json!({
                 "system": redact(&c.call.prompt_system),
                 "user": redact(&c.call.prompt_user),
@@ -171,6 +195,7 @@ mod tests {
             reason: format!("decided ({KEY})"),
         };
         RunData {
+            checkpoint: None,
             info: crate::data::test_info("one_plus_one"),
             history: vec![row(0, 1, "correct"), row(1, 2, "wrong_result")],
             candidates: [
