@@ -1,16 +1,15 @@
 #!/bin/sh
 # A stand-in model for the model-bandit example (`--llm
-# cmd:examples/agents/saxpy-opencl-improving.sh`): each call answers an
-# OpenCL saxpy that burns half as many dependent FMAs per element as its
-# previous answer (128, 64, ... down to none), so its candidates keep
-# improving on their parents until the loop no longer dominates. Its call
-# count lives in $KEVO_EXAMPLE_STATE (default /tmp) as improving.count.
-cat >/dev/null
-state="${KEVO_EXAMPLE_STATE:-/tmp}/improving.count"
-c=$(cat "$state" 2>/dev/null || echo 0)
-echo $((c + 1)) > "$state"
-loops=$((128 >> c))
-echo "Halving the busy loop to ${loops} FMAs per element."
+# cmd:examples/agents/saxpy-opencl-improving.sh`): it reads the prompt,
+# finds the smallest busy loop among the kernels it is shown (the
+# incumbent's, `k < N;`), and answers the same OpenCL saxpy with half as
+# many dependent FMAs per element, so its candidates keep improving on
+# their parents until the loop no longer dominates.
+prompt=$(cat)
+n=$(printf '%s\n' "$prompt" | grep -o 'k < [0-9]*;' | grep -o '[0-9][0-9]*' | sort -n | head -n 1)
+[ -z "$n" ] && n=256
+loops=$((n / 2))
+echo "Halving the busy loop from ${n} to ${loops} FMAs per element."
 echo '```opencl'
 cat <<K
 __kernel void saxpy(__global const float* x, __global float* y, float a, uint N) {
