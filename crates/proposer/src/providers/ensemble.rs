@@ -408,6 +408,86 @@ mod tests {
         );
     }
 
+    /// Fails every call, as a broken endpoint would.
+    struct Failing;
+
+    impl Provider for Failing {
+        fn label(&self) -> String {
+            "failing".into()
+        }
+        fn complete<'a>(
+            &'a self,
+            _req: &'a ChatRequest,
+        ) -> BoxFuture<'a, Result<Completion, ProviderError>> {
+            Box::pin(async { Err(ProviderError::Config("down".into())) })
+        }
+    }
+
+    /// With a bandit, answers name their member, rewards go to the member
+    /// named, a failed call is counted as earning nothing, and choices
+    /// follow the rewards; the state round-trips, calls in flight dropped.
+    #[tokio::test]
+    async fn ucb_learns_from_rewards_by_member_and_resumes() {
+        let build = || {
+            Ensemble::with_choice(
+                vec![
+                    (1.0, Arc::new(Failing) as Arc<dyn Provider>),
+                    (1.0, Arc::new(Fixed("good"))),
+                ],
+                5,
+                ModelChoice::Ucb,
+            )
+            .unwrap()
+        };
+        let e = build();
+        let req = ChatRequest::default();
+        let mut good = 0;
+        for _ in 0..30 {
+            if let Ok(c) = e.complete(&req).await {
+                assert_eq!(c.member.as_deref(), Some("good"));
+                good += 1;
+                e.reward("good", 0.2, 0.0);
+            }
+        }
+        assert!(good >= 24, "{good} of 30 went to the model that improves");
+        let state = e.ensemble_state().unwrap();
+        let bandit = state.bandit.clone().unwrap();
+        assert_eq!(
+            bandit.arms[0].rewarded, bandit.arms[0].pulls,
+            "failures rewarded 0"
+        );
+        assert_eq!(state.labels, ["failing", "good"]);
+        // A call chosen and not yet rewarded when the checkpoint was taken
+        // is made again by the resumed run: its pull is dropped.
+        e.pick();
+        let mut with_pending = e.ensemble_state().unwrap();
+        let json = serde_json::to_string(&with_pending).unwrap();
+        let resumed = build();
+        resumed
+            .restore_ensemble_state(&serde_json::from_str(&json).unwrap())
+            .unwrap();
+        let restored = resumed.ensemble_state().unwrap().bandit.unwrap();
+        for a in &restored.arms {
+            assert_eq!(a.pulls, a.rewarded);
+        }
+        // A checkpoint of another ensemble, or of fixed weights, is refused.
+        with_pending.labels = vec!["a".into(), "b".into()];
+        assert!(resumed.restore_ensemble_state(&with_pending).is_err());
+        assert!(ensemble(1).restore_ensemble_state(&state).is_err());
+    }
+
+    #[test]
+    fn a_member_named_twice_is_refused() {
+        let e = Ensemble::new(
+            vec![
+                (1.0, Arc::new(Fixed("a")) as Arc<dyn Provider>),
+                (1.0, Arc::new(Fixed("a"))),
+            ],
+            0,
+        );
+        assert!(e.err().unwrap().to_string().contains("twice"));
+    }
+
     #[test]
     fn bad_weights_are_refused() {
         let e = Ensemble::new(vec![(0.0, Arc::new(Fixed("a")) as Arc<dyn Provider>)], 0);
