@@ -1069,3 +1069,92 @@ fn a_previous_attempts_profile_is_shown_with_its_result_and_guarded() {
         Err(PromptError::HeldOut { .. })
     ));
 }
+
+/// The meta-prompter's prompt: the marked sections of the variant it
+/// edits, the archive, recent attempts with a failure's feedback, and its
+/// rejected edits; a held-out size in any of it is refused.
+#[test]
+fn meta_prompter_prompt_shows_sections_attempts_and_rejections_and_no_held_out_size() {
+    use kevo_proposer::prompt::meta::{MetaAttempt, MetaContext, PromptArchive};
+    let task: &Task = demo();
+    let dev = h100();
+    let b = PromptBuilder::new(task, Dialect::Cuda, SizeSet::Full, dev.clone()).unwrap();
+    let start = b.default_guidance().unwrap();
+    let mut archive = PromptArchive::new(&start, 3);
+    archive
+        .add_edited(
+            0,
+            4,
+            "Diagnosis.\n<<<<<<< SEARCH\n<!-- kevo:end pitfalls -->\n=======\nx\n>>>>>>> REPLACE\n",
+        )
+        .unwrap();
+    let failure = b.meta_feedback(&compile_error(task, &dev)).unwrap();
+    assert!(
+        failure.as_deref().is_some_and(|f| f.contains("COMPILE")),
+        "{failure:?}"
+    );
+    assert_eq!(
+        b.meta_feedback(&correct(task, &dev, SizeSet::Full, [0.3, 0.7, 0.85]))
+            .unwrap(),
+        None,
+        "a correct attempt's packet is not repeated"
+    );
+    let recent = vec![
+        MetaAttempt {
+            line: "iter  3: compile FAIL, correct False, score N/A".into(),
+            variant: Some(0),
+            feedback: failure,
+        },
+        MetaAttempt {
+            line: "iter  4: compile OK, correct True, score 0.4100 (new best)".into(),
+            variant: Some(0),
+            feedback: None,
+        },
+    ];
+    let ctx = MetaContext {
+        archive: &archive,
+        parent: 0,
+        recent: &recent,
+        seed_score: 0.2,
+        best_score: 0.41,
+    };
+    let request = b.meta_request(&ctx).unwrap();
+    assert_eq!(
+        request.max_tokens,
+        Some(kevo_proposer::prompt::meta::META_MAX_TOKENS)
+    );
+    for part in [
+        "<!-- kevo:evolve philosophy -->",
+        "<!-- kevo:end analysis -->",
+        "variant 0: 0 proposals",
+        "iter  3: compile FAIL",
+        "COMPILE",
+        "outside the evolvable sections",
+    ] {
+        assert!(
+            request.user.contains(part),
+            "{part} missing:\n{}",
+            request.user
+        );
+    }
+    insta::assert_snapshot!(
+        "meta_prompter",
+        format!(
+            "=== system ===\n{}\n=== user ===\n{}",
+            request.system, request.user
+        )
+    );
+    let held = task.sizes(SizeSet::Full).held_out.label;
+    let leaking = vec![MetaAttempt {
+        line: format!("iter  5: tried a tile tuned for {held}"),
+        variant: Some(0),
+        feedback: None,
+    }];
+    assert!(matches!(
+        b.meta_request(&MetaContext {
+            recent: &leaking,
+            ..ctx
+        }),
+        Err(PromptError::HeldOut { .. })
+    ));
+}
