@@ -5,6 +5,7 @@
 mod asktell;
 mod cross;
 mod evolve;
+mod queue_worker;
 mod report;
 mod reporting;
 mod settings;
@@ -170,14 +171,19 @@ enum Command {
         #[command(subcommand)]
         command: LlmCommand,
     },
-    /// Run an evaluation worker on stdin/stdout (started by kevo itself).
-    #[command(hide = true)]
+    /// Serve evaluation jobs from NATS JetStream on this host's device
+    /// (`--nats URL`): runs started with `kevo evolve --nats URL` anywhere
+    /// evaluate their candidates here. (kevo also starts this command
+    /// itself, with --config and --protocol-fd, as a run's local worker.)
     Worker {
-        #[arg(long)]
-        config: String,
-        /// The descriptor kevo reads replies from.
-        #[arg(long)]
-        protocol_fd: i32,
+        /// The local worker's settings (set by kevo).
+        #[arg(long, hide = true, conflicts_with = "nats")]
+        config: Option<String>,
+        /// The descriptor kevo reads replies from (set by kevo).
+        #[arg(long, hide = true, requires = "config")]
+        protocol_fd: Option<i32>,
+        #[command(flatten)]
+        queue: queue_worker::QueueWorkerArgs,
     },
     /// Measure the evaluation latency per candidate: the first (cold)
     /// evaluation and the median of repeated (warm) ones, split by phase.
@@ -476,8 +482,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Table(args) => reporting::table(*args),
         Command::Serve(args) => reporting::serve(*args),
         Command::Worker {
-            config,
-            protocol_fd,
+            config: Some(config),
+            protocol_fd: Some(protocol_fd),
+            ..
         } => {
             kevo_worker::worker_main(&[
                 "--config".to_string(),
@@ -487,6 +494,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             ])?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Worker { queue, .. } => queue_worker::serve(queue),
     }
 }
 

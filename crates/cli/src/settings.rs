@@ -435,6 +435,14 @@ pub struct RunFlags {
     /// Seed of the ensemble's model choice.
     #[arg(long)]
     pub rng_seed: Option<u64>,
+    /// Evaluate on the workers serving this NATS JetStream server (`kevo
+    /// worker --nats URL` on each GPU host) instead of this host's device;
+    /// the run scores against their device model's ceilings.
+    #[arg(long, value_name = "URL")]
+    pub nats: Option<String>,
+    /// The namespace of the queues on that server (default kevo).
+    #[arg(long, value_name = "NAME")]
+    pub nats_namespace: Option<String>,
     /// How an ensemble (several --llm models) picks each call's model:
     /// `weights` (in proportion to `spec=weight`, the default), `ucb` (a
     /// UCB1 bandit on the relative gain each model's candidates brought
@@ -633,6 +641,15 @@ impl RunFlags {
             |c| &mut c.llm.edit_mode,
         );
         l.set(self.rng_seed, "llm.seed", "--rng-seed", |c| &mut c.llm.seed);
+        l.set(self.nats.clone(), "device.nats", "--nats", |c| {
+            &mut c.device.nats
+        });
+        l.set(
+            self.nats_namespace.clone(),
+            "device.nats_namespace",
+            "--nats-namespace",
+            |c| &mut c.device.nats_namespace,
+        );
         l.set(
             self.model_choice,
             "llm.model_choice",

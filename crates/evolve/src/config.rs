@@ -80,6 +80,13 @@ pub struct DeviceSection {
     /// compute-sanitizer tools the winner runs under at the end (CUDA).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sanitize_winner: Option<Vec<String>>,
+    /// Evaluate on the workers serving this NATS JetStream server
+    /// (`kevo worker --nats URL` on the GPU hosts) instead of here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nats: Option<String>,
+    /// The queues' namespace on that server (default "kevo").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nats_namespace: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -1013,6 +1020,14 @@ impl RunConfig {
             fp32_gflops: c.fp32_gflops,
         });
         o.fast_math = self.device.fast_math.unwrap_or(true);
+        o.nats = self.device.nats.clone().map(|url| crate::NatsOptions {
+            url,
+            namespace: self
+                .device
+                .nats_namespace
+                .clone()
+                .unwrap_or_else(|| "kevo".into()),
+        });
         o.profile = self.device.profile.unwrap_or(false);
         o.profile_every = self.device.profile_every.unwrap_or(false);
         o.sanitize_winner = self.device.sanitize_winner.clone().unwrap_or_default();
@@ -1133,6 +1148,8 @@ impl RunConfig {
                 profile: Some(o.profile),
                 profile_every: Some(o.profile_every),
                 sanitize_winner: Some(o.sanitize_winner.clone()),
+                nats: o.nats.as_ref().map(|n| n.url.clone()),
+                nats_namespace: o.nats.as_ref().map(|n| n.namespace.clone()),
             },
             timing: TimingSection {
                 cuda_graph: Some(o.timing.cuda_graph),
@@ -1209,6 +1226,7 @@ impl RunConfig {
             ("device.platform", self.device.platform.is_none()),
             ("device.device", self.device.device.is_none()),
             ("device.ceilings", self.device.ceilings.is_none()),
+            ("device.nats", self.device.nats.is_none()),
             (
                 "limits.candidate_timeout_s",
                 self.limits.candidate_timeout_s.is_none(),

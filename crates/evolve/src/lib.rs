@@ -31,8 +31,8 @@ pub mod verdict;
 pub use config::{ConfigError, ConfigLayer, RunConfig};
 pub use options::{
     DEFAULT_FINAL_REMEASURE, DEFAULT_META_EVERY, DEFAULT_TUNE_BEST_OF,
-    DEFAULT_VALIDATE_MAX_SLOWDOWN, EvolveOptions, MetaPromptOptions, PromptOptions, TuneOptions,
-    ValidationOptions,
+    DEFAULT_VALIDATE_MAX_SLOWDOWN, EvolveOptions, MetaPromptOptions, NatsOptions, PromptOptions,
+    TuneOptions, ValidationOptions,
 };
 pub use remeasure::{FinalEntry, FinalPick, Interleaved, RemeasureSpend, RoundResult, SizeTime};
 pub use session::{

@@ -138,6 +138,18 @@ pub struct EvolveOptions {
     /// sections evolve with the kernels.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub meta_prompt: Option<MetaPromptOptions>,
+    /// `--nats URL`: evaluate on the workers serving that NATS JetStream
+    /// queue instead of this host's device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nats: Option<NatsOptions>,
+}
+
+/// The evaluation queue of a distributed run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NatsOptions {
+    pub url: String,
+    /// Queues and buckets are named under this (`kevo` by default).
+    pub namespace: String,
 }
 
 /// Meta-prompt evolution: every `every` proposals the `prompter` model
@@ -306,6 +318,7 @@ impl EvolveOptions {
             tune: TuneOptions::default(),
             model_choice: Default::default(),
             meta_prompt: None,
+            nats: None,
         }
     }
 

@@ -201,6 +201,9 @@ pub enum EvolveError {
         "--model-choice {choice} chooses among several models, and this run names one ({model}): give --llm a list, e.g. --llm openai:gpt-5,anthropic:claude-sonnet-4-5"
     )]
     BanditNeedsEnsemble { choice: String, model: String },
+    /// The NATS queue of `--nats` could not be used.
+    #[error("--nats: {0}")]
+    Dispatch(String),
     /// `--meta-prompter` without a proposal interval, or a bad spec.
     #[error("--meta-prompter: {0}")]
     MetaPrompter(String),
@@ -474,6 +477,116 @@ pub struct Summary {
     pub safety: Option<crate::verdict::Safety>,
 }
 
+/// Where a run's candidates are evaluated: its own isolated worker, or the
+/// workers serving a NATS JetStream queue (`--nats`), which evaluate with
+/// the run's settings on their device.
+enum Evaluator {
+    Local(Box<Worker>),
+    Remote(Box<RemoteRun>),
+}
+
+struct RemoteRun {
+    remote: kevo_dispatch::RemoteEvaluator,
+    /// What the run scores against: its declared ceilings, else the
+    /// workers' own.
+    ceilings: kevo_roofline::Ceilings,
+    settings: serde_json::Value,
+}
+
+impl Evaluator {
+    async fn remote(
+        options: &EvolveOptions,
+        nats: &crate::NatsOptions,
+    ) -> Result<Evaluator, EvolveError> {
+        if options.profile || options.profile_every || !options.sanitize_winner.is_empty() {
+            return Err(EvolveError::Dispatch(
+                "--profile, --profile-every and --sanitize-winner need the device on this host; a run with --nats evaluates on remote workers".into(),
+            ));
+        }
+        let namespace =
+            kevo_dispatch::Namespace::new(&nats.namespace).map_err(EvolveError::Dispatch)?;
+        let backend = match options.backend {
+            kevo_runtimes::BackendKind::Auto => None,
+            b => Some(b.to_string()),
+        };
+        let remote = kevo_dispatch::RemoteEvaluator::connect(
+            &nats.url,
+            &namespace,
+            backend.as_deref(),
+            options.selector.device.as_deref(),
+        )
+        .await
+        .map_err(|e| EvolveError::Dispatch(e.to_string()))?;
+        let ceilings = match options.declared_ceilings {
+            Some(d) => d.ceilings(),
+            None => remote.worker().ceilings.clone(),
+        };
+        let settings = serde_json::to_value(options.worker_config()).map_err(|source| {
+            EvolveError::Serialize {
+                what: "the evaluation settings",
+                source,
+            }
+        })?;
+        Ok(Evaluator::Remote(Box::new(RemoteRun {
+            remote,
+            ceilings,
+            settings,
+        })))
+    }
+
+    fn device(&self) -> &kevo_backend::DeviceInfo {
+        match self {
+            Evaluator::Local(w) => w.device(),
+            Evaluator::Remote(r) => &r.remote.worker().device,
+        }
+    }
+
+    fn ceilings(&self) -> &kevo_roofline::Ceilings {
+        match self {
+            Evaluator::Local(w) => w.ceilings(),
+            Evaluator::Remote(r) => &r.ceilings,
+        }
+    }
+
+    fn sandbox(&self) -> &kevo_worker::kevo_sandbox::Status {
+        match self {
+            Evaluator::Local(w) => w.sandbox(),
+            Evaluator::Remote(r) => &r.remote.worker().sandbox,
+        }
+    }
+
+    /// One evaluation; an error only when the queue cannot be reached
+    /// (a failing candidate is an outcome, never an error).
+    fn evaluate(
+        &mut self,
+        task: &Task,
+        source: &str,
+        sizes: &[kevo_tasks::Size],
+        timeout: Duration,
+    ) -> Result<Evaluation, EvolveError> {
+        match self {
+            Evaluator::Local(w) => Ok(tokio::task::block_in_place(|| {
+                w.evaluate(task.name(), source, sizes, timeout)
+            })),
+            Evaluator::Remote(r) => tokio::task::block_in_place(|| {
+                let (remote, settings) = (&r.remote, &r.settings);
+                tokio::runtime::Handle::current().block_on(remote.evaluate(
+                    &kevo_dispatch::Request {
+                        task: task.name(),
+                        task_hash: task.content_hash(),
+                        source,
+                        sizes,
+                        timeout,
+                        settings,
+                    },
+                    &mut |line| eprintln!("kevo: {line}"),
+                ))
+            })
+            .map_err(|e| EvolveError::Dispatch(e.to_string())),
+        }
+    }
+}
+
 /// What a checkpoint needs beyond the store's own columns.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct StrategyState {
@@ -626,7 +739,7 @@ struct Session<'e> {
     env: &'e Environment,
     run: RunId,
     dir: RunDir,
-    worker: Worker,
+    worker: Evaluator,
     dialect: Dialect,
     provider: Arc<dyn Provider>,
     /// The batch endpoint of a `batch:` model.
@@ -727,7 +840,7 @@ fn start_heartbeat(store: &kevo_store::Store, run: &RunId) -> tokio::task::Abort
 fn run_config(
     options: &EvolveOptions,
     task: &Task,
-    worker: &Worker,
+    worker: &Evaluator,
 ) -> Result<serde_json::Value, EvolveError> {
     let mut config = serde_json::to_value(options).map_err(|source| EvolveError::Serialize {
         what: "the run's settings",
@@ -776,9 +889,16 @@ impl<'e> Session<'e> {
                 set: options.sizes.to_string(),
             });
         }
-        let config = options.worker_config();
-        let command = env.worker.clone();
-        let worker = tokio::task::block_in_place(|| Worker::start(command, config))?;
+        let worker = match &options.nats {
+            None => {
+                let config = options.worker_config();
+                let command = env.worker.clone();
+                Evaluator::Local(Box::new(tokio::task::block_in_place(|| {
+                    Worker::start(command, config)
+                })?))
+            }
+            Some(nats) => Evaluator::remote(&options, nats).await?,
+        };
         let device = worker.device().clone();
         let dialect = device.dialect;
         let provider_config = match &options.llm_config {
@@ -921,10 +1041,9 @@ impl<'e> Session<'e> {
         source: &str,
         sizes: &[kevo_tasks::Size],
         timeout: Duration,
-    ) -> Evaluation {
-        let task = self.task.name();
+    ) -> Result<Evaluation, EvolveError> {
         let started = Instant::now();
-        let e = tokio::task::block_in_place(|| self.worker.evaluate(task, source, sizes, timeout));
+        let e = self.worker.evaluate(self.task, source, sizes, timeout);
         self.evaluating += started.elapsed();
         e
     }
@@ -965,7 +1084,7 @@ impl<'e> Session<'e> {
         // The seed gets a generous limit; candidates get one derived from it.
         let seed_limit =
             Duration::from_secs_f64(self.options.timeout_s.unwrap_or(600.0).max(600.0));
-        let evaluation = self.evaluate(&source, &sizes, seed_limit);
+        let evaluation = self.evaluate(&source, &sizes, seed_limit)?;
         self.dir.write_seed(&source)?;
         self.dir.write_result(0, &evaluation)?;
         let Some(score) = evaluation.outcome.score() else {
@@ -983,7 +1102,7 @@ impl<'e> Session<'e> {
         let mut validations = Vec::new();
         if self.options.validation.enabled {
             let sizes = self.plan.validation.clone();
-            let v = self.evaluate(&source, &sizes, seed_limit);
+            let v = self.evaluate(&source, &sizes, seed_limit)?;
             if !v.outcome.is_correct() {
                 let reason = format!(
                     "at its validation sizes, which --validate needs it to pass: {}",
@@ -2442,7 +2561,7 @@ impl<'e> Session<'e> {
         Ok(match earlier {
             Some((e, j)) => (e, None, Some(Duplicate::InBatch(j))),
             None => (
-                self.evaluate(source, &self.sizes(), self.timeout),
+                self.evaluate(source, &self.sizes(), self.timeout)?,
                 None,
                 None,
             ),
@@ -2528,7 +2647,7 @@ impl<'e> Session<'e> {
                     .candidate()
                     .map(|c| c.source.clone())
                     .unwrap_or_default();
-                let v = self.validate(&source);
+                let v = self.validate(&source)?;
                 let gate_state = &mut self.state.validation;
                 gate_state.checked += 1;
                 gate_state.device_s += v.device_s;
@@ -2851,7 +2970,7 @@ impl<'e> Session<'e> {
     /// Evaluate `sources` together over `rounds` interleaved rounds at the
     /// in-distribution sizes, with the full protocol (checks included); a
     /// candidate that fails a round is not run again.
-    fn remeasure(&mut self, sources: &[&str], rounds: u32) -> Interleaved {
+    fn remeasure(&mut self, sources: &[&str], rounds: u32) -> Result<Interleaved, EvolveError> {
         let sizes = self.sizes();
         let started = Instant::now();
         let mut m = Interleaved::default();
@@ -2862,7 +2981,7 @@ impl<'e> Session<'e> {
                 if failed[i] {
                     continue;
                 }
-                let e = self.evaluate(sources[i], &sizes, self.timeout);
+                let e = self.evaluate(sources[i], &sizes, self.timeout)?;
                 m.spend.evaluations += 1;
                 m.spend.device_s += e.wall.device_s;
                 let result = crate::remeasure::RoundResult::of(&e);
@@ -2873,7 +2992,7 @@ impl<'e> Session<'e> {
         }
         m.spend.remeasurements = 1;
         m.spend.wall_s = started.elapsed().as_secs_f64();
-        m
+        Ok(m)
     }
 
     /// The provisional ids a copy of the strategy keeps from `batch`,
@@ -2915,7 +3034,7 @@ impl<'e> Session<'e> {
     /// The validation gate on one candidate: evaluated at the validation
     /// sizes, it passes when correct there and at most `max_slowdown`
     /// times the seed's time at each. The caller names the candidate.
-    fn validate(&mut self, source: &str) -> NewValidation {
+    fn validate(&mut self, source: &str) -> Result<NewValidation, EvolveError> {
         let sizes = self.plan.validation.clone();
         let limit = kevo_worker::timeout_from_seed(
             self.state.validation.seed_wall_s,
@@ -2923,7 +3042,7 @@ impl<'e> Session<'e> {
             Duration::from_secs(30),
         )
         .max(self.timeout);
-        let e = self.evaluate(source, &sizes, limit);
+        let e = self.evaluate(source, &sizes, limit)?;
         let max = self.options.validation.max_slowdown;
         let verdict = match e.outcome.is_correct() {
             false => Err(format!("at a validation size: {}", e.outcome.summary())),
@@ -2962,14 +3081,14 @@ impl<'e> Session<'e> {
             Ok(r) => (true, r),
             Err(r) => (false, r),
         };
-        NewValidation {
+        Ok(NewValidation {
             candidate: CandidateRef::Proposal(0),
             passed,
             reason,
             device_s: e.wall.device_s,
             wall_s: e.wall.total_s,
             evaluation: e,
-        }
+        })
     }
 
     /// Under the noise-aware rule, decide `batch` once on a copy of the
@@ -3001,6 +3120,9 @@ impl<'e> Session<'e> {
         for id in &held {
             self.load(CandidateId(*id)).await?;
         }
+        // The queue of a distributed run failing mid-judgement: the
+        // decision is abandoned and the error returned.
+        let mut unreachable: Option<EvolveError> = None;
         {
             let mut judge = RecordingJudge {
                 inner: NoiseAwareJudge {
@@ -3015,7 +3137,13 @@ impl<'e> Session<'e> {
                             id => s.sources[&id].clone(),
                         };
                         let (a, b) = (source(self, c.id), source(self, h.id));
-                        let m = self.remeasure(&[&a, &b], rounds);
+                        let m = match self.remeasure(&[&a, &b], rounds) {
+                            Ok(m) => m,
+                            Err(e) => {
+                                unreachable.get_or_insert(e);
+                                return Interleaved::default().pair([c.id, h.id]);
+                            }
+                        };
                         let pair = m.pair([c.id, h.id]);
                         measured.push(Measured {
                             challenger: c.id,
@@ -3029,6 +3157,9 @@ impl<'e> Session<'e> {
                 table: &mut table,
             };
             probe.decide(k, selection, batch, &mut judge);
+        }
+        if let Some(e) = unreachable {
+            return Err(e);
         }
         for m in &mut measured[already..] {
             m.verdict = table
@@ -3097,7 +3228,7 @@ impl<'e> Session<'e> {
         };
         let sources: Vec<String> = ranked.iter().map(|r| self.sources[&r.0].clone()).collect();
         let refs: Vec<&str> = sources.iter().map(String::as_str).collect();
-        let m = self.remeasure(&refs, rounds);
+        let m = self.remeasure(&refs, rounds)?;
         let candidates: Vec<FinalEntry> = ranked
             .iter()
             .enumerate()
@@ -3166,8 +3297,8 @@ impl<'e> Session<'e> {
         let limit = self.timeout.max(Duration::from_secs(60));
         let winner_src = self.sources[&winner_id].clone();
         let seed_src = self.sources[&seed_id].clone();
-        let winner = self.evaluate(&winner_src, std::slice::from_ref(&size), limit);
-        let seed = self.evaluate(&seed_src, std::slice::from_ref(&size), limit);
+        let winner = self.evaluate(&winner_src, std::slice::from_ref(&size), limit)?;
+        let seed = self.evaluate(&seed_src, std::slice::from_ref(&size), limit)?;
         let fraction = |e: &Evaluation| {
             e.outcome
                 .is_correct()

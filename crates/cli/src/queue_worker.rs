@@ -1,0 +1,186 @@
+//! `kevo worker --nats URL`: serve evaluation jobs from NATS JetStream on
+//! this host's device, with the same isolated worker a local run uses.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use kevo_dispatch::{Job, JobWorker, Namespace, WorkerInfo, WorkerOptions};
+use kevo_eval::{Evaluation, Outcome, WallTimes};
+use kevo_runtimes::BackendKind;
+use kevo_worker::{Worker, WorkerCommand, WorkerConfig};
+
+/// `kevo worker --nats URL ...`.
+#[derive(Debug, clap::Args)]
+pub struct QueueWorkerArgs {
+    /// Serve evaluation jobs from this NATS server (JetStream enabled),
+    /// e.g. nats://127.0.0.1:4222.
+    #[arg(long, value_name = "URL")]
+    pub nats: Option<String>,
+    /// Queues and buckets are named under this (runs use the same
+    /// `--nats-namespace`).
+    #[arg(long, default_value = "kevo")]
+    pub nats_namespace: String,
+    /// Which GPU runtime to serve: auto (default), opencl or cuda.
+    #[arg(long)]
+    pub backend: Option<BackendKind>,
+    /// OpenCL platform, by index or name substring.
+    #[arg(long)]
+    pub platform: Option<String>,
+    /// Device, by index or name substring (one worker per device).
+    #[arg(long)]
+    pub device: Option<String>,
+    /// Evaluations a job may end its worker in (killed, crashed, lost)
+    /// before it is stored as failed instead of run again.
+    #[arg(long, default_value_t = kevo_dispatch::DEFAULT_ATTEMPTS)]
+    pub attempts: u32,
+    /// Seconds a job may go without a sign of life from its worker before
+    /// another worker gets it (a live worker signals every third of it).
+    #[arg(long, default_value_t = kevo_dispatch::DEFAULT_ACK_WAIT_S)]
+    pub ack_wait_s: f64,
+}
+
+/// The local isolated worker, restarted when a job's settings differ from
+/// those it was started with.
+struct Local {
+    command: WorkerCommand,
+    /// The worker's own device choice, kept over every job's settings.
+    base: WorkerConfig,
+    running: Option<(String, Worker)>,
+}
+
+impl Local {
+    /// The job's settings with this host's backend and device.
+    fn config_for(&self, job: &Job) -> Result<WorkerConfig, String> {
+        let mut config: WorkerConfig = serde_json::from_value(job.settings.clone())
+            .map_err(|e| format!("the job's evaluation settings are unreadable: {e}"))?;
+        config.backend = self.base.backend;
+        config.selector = self.base.selector.clone();
+        config.known_measurements = Default::default();
+        Ok(config)
+    }
+
+    fn evaluate(&mut self, job: &Job) -> Evaluation {
+        let config = match self.config_for(job) {
+            Ok(c) => c,
+            Err(message) => return failure(job, message),
+        };
+        let key = serde_json::to_string(&config).unwrap_or_default();
+        if self.running.as_ref().is_none_or(|(k, _)| *k != key) {
+            if let Some((_, old)) = self.running.take() {
+                old.shutdown(Duration::from_secs(2));
+            }
+            match Worker::start(self.command.clone(), config) {
+                Ok(w) => self.running = Some((key, w)),
+                Err(e) => return failure(job, format!("the worker cannot start: {e}")),
+            }
+        }
+        let (_, worker) = self.running.as_mut().expect("started above");
+        worker.evaluate(
+            &job.task,
+            &job.source,
+            &job.sizes,
+            Duration::from_secs_f64(job.timeout_s.max(1.0)),
+        )
+    }
+}
+
+fn failure(job: &Job, message: String) -> Evaluation {
+    Evaluation::without_sizes(
+        &job.task,
+        "",
+        "",
+        Outcome::RuntimeError {
+            size: None,
+            fault: None,
+            message,
+        },
+        WallTimes::default(),
+    )
+}
+
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+pub fn serve(args: QueueWorkerArgs) -> Result<ExitCode> {
+    let url = args.nats.clone().context("--nats URL is required")?;
+    let namespace = Namespace::new(&args.nats_namespace).map_err(anyhow::Error::msg)?;
+    anyhow::ensure!(
+        args.ack_wait_s.is_finite() && args.ack_wait_s >= 1.0,
+        "--ack-wait-s must be at least 1 second, not {}",
+        args.ack_wait_s
+    );
+    anyhow::ensure!(args.attempts >= 1, "--attempts must be at least 1");
+    let base = WorkerConfig::new(
+        args.backend.unwrap_or(BackendKind::Auto),
+        kevo_backend::DeviceSelector {
+            platform: args.platform.clone(),
+            device: args.device.clone(),
+        },
+    );
+    let command = WorkerCommand::current_exe()?;
+    let first =
+        Worker::start(command.clone(), base.clone()).context("cannot open this host's device")?;
+    let info = WorkerInfo {
+        id: kevo_dispatch::device_key(&format!("{}-{}", host_name(), std::process::id())),
+        host: host_name(),
+        kevo: kevo_evolve::VERSION.to_string(),
+        backend: first.device().backend.clone(),
+        device: first.device().clone(),
+        ceilings: first.ceilings().clone(),
+        sandbox: first.sandbox().clone(),
+        seen_at: 0,
+    };
+    let key = serde_json::to_string(&base).unwrap_or_default();
+    let mut local = Local {
+        command,
+        base,
+        running: Some((key, first)),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let stop = Arc::new(AtomicBool::new(false));
+    runtime.block_on(async {
+        let worker = JobWorker::join(
+            &url,
+            &namespace,
+            info,
+            WorkerOptions {
+                attempts: args.attempts,
+                ack_wait: Duration::from_secs_f64(args.ack_wait_s),
+            },
+        )
+        .await?;
+        let i = worker.info();
+        println!(
+            "worker {} serves {} {} (ceilings {:.1} GB/s, {:.0} GFLOP/s) on {url}, namespace {}",
+            i.id,
+            i.backend,
+            i.device.name,
+            i.ceilings.bandwidth_gbs,
+            i.ceilings.fp32_gflops,
+            namespace.name()
+        );
+        {
+            let stop = stop.clone();
+            tokio::spawn(async move {
+                let _ = tokio::signal::ctrl_c().await;
+                stop.store(true, Ordering::Relaxed);
+            });
+        }
+        let mut evaluate = |job: &Job| local.evaluate(job);
+        let mut log = |line: String| println!("{line}");
+        worker.serve(&mut evaluate, stop.clone(), &mut log).await?;
+        println!("worker {} stopped", worker.info().id);
+        anyhow::Ok(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
