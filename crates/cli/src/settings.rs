@@ -443,6 +443,11 @@ pub struct RunFlags {
     /// The namespace of the queues on that server (default kevo).
     #[arg(long, value_name = "NAME")]
     pub nats_namespace: Option<String>,
+    /// One evaluation worker per local device: `all`, or devices by index
+    /// or name substring (`0,1`), all of one model. The answers of an
+    /// iteration (--candidates-per-iteration) are evaluated on them at once.
+    #[arg(long, value_name = "DEVICES", value_delimiter = ',')]
+    pub devices: Option<Vec<String>>,
     /// How an ensemble (several --llm models) picks each call's model:
     /// `weights` (in proportion to `spec=weight`, the default), `ucb` (a
     /// UCB1 bandit on the relative gain each model's candidates brought
@@ -641,6 +646,9 @@ impl RunFlags {
             |c| &mut c.llm.edit_mode,
         );
         l.set(self.rng_seed, "llm.seed", "--rng-seed", |c| &mut c.llm.seed);
+        l.set(self.devices.clone(), "device.devices", "--devices", |c| {
+            &mut c.device.devices
+        });
         l.set(self.nats.clone(), "device.nats", "--nats", |c| {
             &mut c.device.nats
         });

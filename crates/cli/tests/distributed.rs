@@ -377,3 +377,37 @@ fn a_candidate_that_keeps_killing_workers_ends_as_failed() {
     let per = evaluations_per_candidate(&pg);
     assert!(per.iter().all(|(_, n)| *n == 1), "{per:?}");
 }
+
+/// An iteration's answers (`--candidates-per-iteration 4`) are published
+/// at once, and both workers take some of them.
+#[test]
+fn an_iterations_answers_are_spread_over_the_workers() {
+    if !servers_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ns = unique("t");
+    let pg = postgres_store();
+    let mut workers = [
+        WorkerProcess::start(&ns, &[], dir.path()),
+        WorkerProcess::start(&ns, &[], dir.path()),
+    ];
+    let (agent, _) = common::saxpy_agent(dir.path(), 0.0);
+    let out = evolve(dir.path(), &ns, &pg, &agent, 2)
+        .args(["--candidates-per-iteration", "4"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for w in &mut workers {
+        w.drain();
+        let jobs = w.seen.iter().filter(|l| l.contains("started")).count();
+        assert!(jobs >= 1, "each worker took jobs: {:?}", w.seen);
+    }
+    let per = evaluations_per_candidate(&pg);
+    assert_eq!(per.len(), 9, "{per:?}");
+    assert!(per.iter().all(|(_, n)| *n == 1), "{per:?}");
+}

@@ -87,6 +87,10 @@ pub struct DeviceSection {
     /// The queues' namespace on that server (default "kevo").
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nats_namespace: Option<String>,
+    /// One evaluation worker per local device ("all", or indices or name
+    /// substrings), all of one model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub devices: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -1020,6 +1024,7 @@ impl RunConfig {
             fp32_gflops: c.fp32_gflops,
         });
         o.fast_math = self.device.fast_math.unwrap_or(true);
+        o.devices = self.device.devices.clone().unwrap_or_default();
         o.nats = self.device.nats.clone().map(|url| crate::NatsOptions {
             url,
             namespace: self
@@ -1150,6 +1155,7 @@ impl RunConfig {
                 sanitize_winner: Some(o.sanitize_winner.clone()),
                 nats: o.nats.as_ref().map(|n| n.url.clone()),
                 nats_namespace: o.nats.as_ref().map(|n| n.namespace.clone()),
+                devices: (!o.devices.is_empty()).then(|| o.devices.clone()),
             },
             timing: TimingSection {
                 cuda_graph: Some(o.timing.cuda_graph),

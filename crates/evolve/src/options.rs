@@ -142,6 +142,11 @@ pub struct EvolveOptions {
     /// queue instead of this host's device.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nats: Option<NatsOptions>,
+    /// `--devices 0,1,...`: one evaluation worker per local device (by
+    /// index or name substring), all of one model; an iteration's answers
+    /// are evaluated on them at once. Empty: the one device of `selector`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<String>,
 }
 
 /// The evaluation queue of a distributed run.
@@ -319,6 +324,7 @@ impl EvolveOptions {
             model_choice: Default::default(),
             meta_prompt: None,
             nats: None,
+            devices: Vec::new(),
         }
     }
 

@@ -204,6 +204,9 @@ pub enum EvolveError {
     /// The NATS queue of `--nats` could not be used.
     #[error("--nats: {0}")]
     Dispatch(String),
+    /// The local devices of `--devices` cannot serve one run.
+    #[error("--devices: {0}")]
+    Devices(String),
     /// `--meta-prompter` without a proposal interval, or a bad spec.
     #[error("--meta-prompter: {0}")]
     MetaPrompter(String),
@@ -481,7 +484,8 @@ pub struct Summary {
 /// workers serving a NATS JetStream queue (`--nats`), which evaluate with
 /// the run's settings on their device.
 enum Evaluator {
-    Local(Box<Worker>),
+    /// One worker per local device (`--devices`), all of one device model.
+    Local(Vec<Worker>),
     Remote(Box<RemoteRun>),
 }
 
@@ -494,6 +498,66 @@ struct RemoteRun {
 }
 
 impl Evaluator {
+    /// The run's local workers: one, or one per device of `--devices`, all
+    /// of one device model (scores of different models do not compare).
+    fn local(options: &EvolveOptions, env: &Environment) -> Result<Evaluator, EvolveError> {
+        let selectors: Vec<kevo_backend::DeviceSelector> = match options.devices.as_slice() {
+            [] => vec![options.selector.clone()],
+            [all] if all == "all" => {
+                let kind = match options.backend {
+                    kevo_runtimes::BackendKind::Auto => {
+                        return Err(EvolveError::Devices(
+                            "`all` needs --backend cuda or --backend opencl".into(),
+                        ));
+                    }
+                    k => k,
+                };
+                let listed = kevo_runtimes::list()
+                    .into_iter()
+                    .find(|(k, _)| *k == kind)
+                    .map(|(_, l)| l)
+                    .unwrap_or_else(|| Err(format!("{kind} is not built in")))
+                    .map_err(|e| EvolveError::Devices(format!("all: {e}")))?;
+                listed
+                    .into_iter()
+                    .map(|(selector, _)| selector)
+                    .filter(|s| {
+                        options.selector.platform.is_none()
+                            || s.platform == options.selector.platform
+                    })
+                    .collect()
+            }
+            some => some
+                .iter()
+                .map(|d| kevo_backend::DeviceSelector {
+                    platform: options.selector.platform.clone(),
+                    device: Some(d.clone()),
+                })
+                .collect(),
+        };
+        if selectors.is_empty() {
+            return Err(EvolveError::Devices("`all` found no device".into()));
+        }
+        let mut workers: Vec<Worker> = Vec::with_capacity(selectors.len());
+        for selector in selectors {
+            let mut config = options.worker_config();
+            config.selector = selector;
+            let command = env.worker.clone();
+            let worker = tokio::task::block_in_place(|| Worker::start(command, config))?;
+            if let Some(first) = workers.first()
+                && first.device().name != worker.device().name
+            {
+                return Err(EvolveError::Devices(format!(
+                    "they are devices of different models ({} and {}); scores of different devices do not compare, so a run uses one model",
+                    first.device().name,
+                    worker.device().name
+                )));
+            }
+            workers.push(worker);
+        }
+        Ok(Evaluator::Local(workers))
+    }
+
     async fn remote(
         options: &EvolveOptions,
         nats: &crate::NatsOptions,
@@ -536,22 +600,97 @@ impl Evaluator {
 
     fn device(&self) -> &kevo_backend::DeviceInfo {
         match self {
-            Evaluator::Local(w) => w.device(),
+            Evaluator::Local(w) => w[0].device(),
             Evaluator::Remote(r) => &r.remote.worker().device,
         }
     }
 
     fn ceilings(&self) -> &kevo_roofline::Ceilings {
         match self {
-            Evaluator::Local(w) => w.ceilings(),
+            Evaluator::Local(w) => w[0].ceilings(),
             Evaluator::Remote(r) => &r.ceilings,
         }
     }
 
     fn sandbox(&self) -> &kevo_worker::kevo_sandbox::Status {
         match self {
-            Evaluator::Local(w) => w.sandbox(),
+            Evaluator::Local(w) => w[0].sandbox(),
             Evaluator::Remote(r) => &r.remote.worker().sandbox,
+        }
+    }
+
+    /// Evaluations that can run at once: the local workers, or (remote)
+    /// as many as the queue's workers take.
+    fn parallel(&self) -> usize {
+        match self {
+            Evaluator::Local(w) => w.len(),
+            Evaluator::Remote(_) => usize::MAX,
+        }
+    }
+
+    /// Several sources evaluated at once, each on the next free worker;
+    /// the results in `sources` order.
+    fn evaluate_many(
+        &mut self,
+        task: &Task,
+        sources: &[String],
+        sizes: &[kevo_tasks::Size],
+        timeout: Duration,
+    ) -> Result<Vec<Evaluation>, EvolveError> {
+        match self {
+            Evaluator::Local(workers) => Ok(tokio::task::block_in_place(|| {
+                let next = std::sync::atomic::AtomicUsize::new(0);
+                let results: Vec<std::sync::Mutex<Option<Evaluation>>> = sources
+                    .iter()
+                    .map(|_| std::sync::Mutex::new(None))
+                    .collect();
+                std::thread::scope(|scope| {
+                    for w in workers.iter_mut() {
+                        let (next, results) = (&next, &results);
+                        scope.spawn(move || {
+                            loop {
+                                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                                let Some(source) = sources.get(i) else { break };
+                                let e = w.evaluate(task.name(), source, sizes, timeout);
+                                *results[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                            }
+                        });
+                    }
+                });
+                results
+                    .into_iter()
+                    .map(|r| {
+                        r.into_inner()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .expect("every source was taken by a worker")
+                    })
+                    .collect()
+            })),
+            Evaluator::Remote(r) => tokio::task::block_in_place(|| {
+                let (remote, settings) = (&r.remote, &r.settings);
+                tokio::runtime::Handle::current().block_on(async {
+                    let jobs = sources.iter().map(|source| async move {
+                        remote
+                            .evaluate(
+                                &kevo_dispatch::Request {
+                                    task: task.name(),
+                                    task_hash: task.content_hash(),
+                                    source,
+                                    sizes,
+                                    timeout,
+                                    settings,
+                                },
+                                &mut |line| eprintln!("kevo: {line}"),
+                            )
+                            .await
+                    });
+                    futures::future::join_all(jobs)
+                        .await
+                        .into_iter()
+                        .collect::<Result<Vec<_>, _>>()
+                })
+            })
+            .map_err(|e| EvolveError::Dispatch(e.to_string())),
         }
     }
 
@@ -566,7 +705,7 @@ impl Evaluator {
     ) -> Result<Evaluation, EvolveError> {
         match self {
             Evaluator::Local(w) => Ok(tokio::task::block_in_place(|| {
-                w.evaluate(task.name(), source, sizes, timeout)
+                w[0].evaluate(task.name(), source, sizes, timeout)
             })),
             Evaluator::Remote(r) => tokio::task::block_in_place(|| {
                 let (remote, settings) = (&r.remote, &r.settings);
@@ -776,6 +915,9 @@ struct Session<'e> {
     /// started from (None: the call failed): used in order instead of
     /// asking again.
     meta_answers: std::collections::VecDeque<Option<String>>,
+    /// Evaluations of this iteration's sources made at once, by source
+    /// SHA-256 ([`Session::prefetch`]).
+    prefetched: HashMap<String, Evaluation>,
     /// A failed meta-prompter call was reported (once per session).
     meta_failed_said: bool,
     /// Events raised while building a prompt, published with the next
@@ -890,13 +1032,7 @@ impl<'e> Session<'e> {
             });
         }
         let worker = match &options.nats {
-            None => {
-                let config = options.worker_config();
-                let command = env.worker.clone();
-                Evaluator::Local(Box::new(tokio::task::block_in_place(|| {
-                    Worker::start(command, config)
-                })?))
-            }
+            None => Evaluator::local(&options, env)?,
             Some(nats) => Evaluator::remote(&options, nats).await?,
         };
         let device = worker.device().clone();
@@ -1022,6 +1158,7 @@ impl<'e> Session<'e> {
             meta_prompter,
             meta_answers: Default::default(),
             meta_failed_said: false,
+            prefetched: HashMap::new(),
             pending_events: Vec::new(),
             iteration: 0,
             evaluating: Duration::ZERO,
@@ -2327,6 +2464,65 @@ impl<'e> Session<'e> {
         }
     }
 
+    /// With several workers (`--devices`, or remote ones), the new sources
+    /// of an iteration's answers are evaluated at once, before the answers
+    /// are taken one by one (which then find their evaluation here): the
+    /// same sources, checks and limits, in parallel. Templates, and
+    /// sources this run has measured, are left to the sequential path.
+    async fn prefetch(
+        &mut self,
+        context: &PromptContext,
+        completions: &[(Result<Completion, ProviderError>, f64)],
+    ) -> Result<(), EvolveError> {
+        self.prefetched.clear();
+        if self.worker.parallel() < 2 || completions.len() < 2 {
+            return Ok(());
+        }
+        let mut fresh: Vec<String> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for (result, _) in completions {
+            let Ok(completion) = result else { continue };
+            let Extraction::Code { source, .. } = kevo_proposer::extract(
+                &completion.text,
+                &self
+                    .prompts
+                    .extract_options(Some(&context.incumbent_source)),
+            ) else {
+                continue;
+            };
+            if kevo_tune::is_template(&source) {
+                continue;
+            }
+            let normalised = normalised_sha(&source);
+            if self.normalised.contains_key(&normalised) || !seen.insert(normalised) {
+                continue;
+            }
+            if self
+                .env
+                .store
+                .find_evaluation(&self.run, &source_sha256(&source))
+                .await?
+                .is_some()
+            {
+                continue;
+            }
+            fresh.push(source);
+        }
+        if fresh.len() < 2 {
+            return Ok(());
+        }
+        let started = Instant::now();
+        let sizes = self.sizes();
+        let evaluations = self
+            .worker
+            .evaluate_many(self.task, &fresh, &sizes, self.timeout)?;
+        self.evaluating += started.elapsed();
+        for (source, e) in fresh.into_iter().zip(evaluations) {
+            self.prefetched.insert(source_sha256(&source), e);
+        }
+        Ok(())
+    }
+
     /// Stage 3: each response's call record, its source extracted, and the
     /// source evaluated unless this run already measured it. The first
     /// proposal's response, source and result go to the run directory.
@@ -2338,6 +2534,7 @@ impl<'e> Session<'e> {
         selection: &Selection,
         completions: Vec<(Result<Completion, ProviderError>, f64)>,
     ) -> Result<Vec<Tried>, EvolveError> {
+        self.prefetch(context, &completions).await?;
         let mut tried: Vec<Tried> = Vec::with_capacity(completions.len());
         for (j, (result, latency)) in completions.into_iter().enumerate() {
             let mut call = proposal_call(
@@ -2560,11 +2757,14 @@ impl<'e> Session<'e> {
         });
         Ok(match earlier {
             Some((e, j)) => (e, None, Some(Duplicate::InBatch(j))),
-            None => (
-                self.evaluate(source, &self.sizes(), self.timeout)?,
-                None,
-                None,
-            ),
+            None => match self.prefetched.remove(&sha) {
+                Some(e) => (e, None, None),
+                None => (
+                    self.evaluate(source, &self.sizes(), self.timeout)?,
+                    None,
+                    None,
+                ),
+            },
         })
     }
 
