@@ -4,6 +4,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream::message::PublishMessage;
+use futures::StreamExt;
 use kevo_eval::Evaluation;
 use kevo_tasks::Size;
 
@@ -128,6 +129,15 @@ impl RemoteEvaluator {
             settings: request.settings.clone(),
             kevo: self.worker.kevo.clone(),
         };
+        // Subscribed before the job leaves, so the result is heard the
+        // moment a worker stores it.
+        let mut stored = self
+            .opened
+            .js
+            .client()
+            .subscribe(self.opened.results.subject(&id))
+            .await
+            .map_err(|e| jetstream_error("subscribe to a result", e))?;
         self.opened
             .js
             .send_publish(
@@ -140,17 +150,25 @@ impl RemoteEvaluator {
             .map_err(|e| jetstream_error("publish a job", e))?
             .await
             .map_err(|e| jetstream_error("publish a job", e))?;
-        // Polled: every 20 ms at first (a smoke-size evaluation takes tens
-        // of milliseconds on a GPU), backing off to 1 s.
-        let mut pause = Duration::from_millis(20);
+        // The stored result is also read every second, in case the
+        // subscription missed it (a reconnection).
         let mut last_check = Instant::now();
         loop {
             if let Some(value) = self.opened.results.get(&id).await? {
                 let result: JobResult = serde_json::from_slice(&value)?;
                 return Ok(result.evaluation);
             }
-            tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(Duration::from_secs(1));
+            match tokio::time::timeout(Duration::from_secs(1), stored.next()).await {
+                Ok(Some(message)) => {
+                    if let Ok(result) = serde_json::from_slice::<JobResult>(&message.payload) {
+                        return Ok(result.evaluation);
+                    }
+                }
+                // The subscription ended: reading the store every second
+                // is what is left.
+                Ok(None) => tokio::time::sleep(Duration::from_secs(1)).await,
+                Err(_) => {}
+            }
             if last_check.elapsed() >= Duration::from_secs(60) {
                 last_check = Instant::now();
                 let alive = live_workers(&self.opened)

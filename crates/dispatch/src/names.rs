@@ -179,7 +179,9 @@ impl Keyed {
         })
     }
 
-    fn subject(&self, key: &str) -> String {
+    /// The subject a value of `key` is published on: a core subscription
+    /// to it hears the value as it is stored.
+    pub fn subject(&self, key: &str) -> String {
         format!("{}.{key}", self.prefix)
     }
 
