@@ -59,6 +59,10 @@ impl Local {
         config.backend = self.base.backend;
         config.selector = self.base.selector.clone();
         config.known_measurements = Default::default();
+        // The host's confinement is the host's: a job could otherwise turn
+        // the sandbox off, or (the test hook) make the worker read files.
+        config.sandbox = self.base.sandbox.clone();
+        config.self_test_reads = Vec::new();
         Ok(config)
     }
 
@@ -183,4 +187,57 @@ pub fn serve(args: QueueWorkerArgs) -> Result<ExitCode> {
         anyhow::Ok(())
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A job brings the run's evaluation settings; the host keeps its own
+    /// device choice and confinement whatever the job says.
+    #[test]
+    fn a_job_cannot_change_the_hosts_device_or_sandbox() {
+        let mut base = WorkerConfig::new(
+            BackendKind::Opencl,
+            kevo_backend::DeviceSelector {
+                platform: None,
+                device: Some("1".into()),
+            },
+        );
+        base.sandbox.required = true;
+        let local = Local {
+            command: WorkerCommand::current_exe().unwrap(),
+            base: base.clone(),
+            running: None,
+        };
+        let mut asked = WorkerConfig::new(BackendKind::Cuda, Default::default());
+        asked.sandbox.enabled = false;
+        asked.sandbox.required = false;
+        asked.self_test_reads = vec!["/etc/shadow".into()];
+        asked.timing.flush_l2 = true;
+        let job = Job {
+            id: "j".into(),
+            task: "saxpy".into(),
+            task_hash: String::new(),
+            source: String::new(),
+            sizes: Vec::new(),
+            timeout_s: 1.0,
+            settings: serde_json::to_value(&asked).unwrap(),
+            kevo: String::new(),
+        };
+        let config = local.config_for(&job).unwrap();
+        assert_eq!(config.backend, BackendKind::Opencl);
+        assert_eq!(config.selector.device.as_deref(), Some("1"));
+        assert_eq!(
+            serde_json::to_value(&config.sandbox).unwrap(),
+            serde_json::to_value(&base.sandbox).unwrap()
+        );
+        assert!(config.self_test_reads.is_empty());
+        assert!(config.timing.flush_l2, "the run's timing settings apply");
+        let broken = Job {
+            settings: serde_json::json!({"backend": 7}),
+            ..job
+        };
+        assert!(local.config_for(&broken).is_err());
+    }
 }

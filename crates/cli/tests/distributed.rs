@@ -205,6 +205,16 @@ fn evaluations_per_candidate(store_url: &str) -> Vec<(i64, usize)> {
     })
 }
 
+/// Every candidate of the run has exactly one in-distribution
+/// evaluation (and there are `candidates` of them, when given).
+fn assert_one_evaluation_each(store_url: &str, candidates: Option<usize>) {
+    let per = evaluations_per_candidate(store_url);
+    if let Some(n) = candidates {
+        assert_eq!(per.len(), n, "{per:?}");
+    }
+    assert!(per.iter().all(|(_, n)| *n == 1), "{per:?}");
+}
+
 fn replay() -> String {
     format!(
         "replay:{}/../../examples/replay/saxpy-opencl.jsonl",
@@ -269,9 +279,7 @@ fn two_workers_serve_a_run_and_a_killed_workers_job_is_finished_by_the_other() {
         survivor.seen
     );
     // Exactly one stored evaluation per candidate, the seed's included.
-    let per = evaluations_per_candidate(&pg);
-    assert_eq!(per.len(), 5, "{per:?}");
-    assert!(per.iter().all(|(_, n)| *n == 1), "{per:?}");
+    assert_one_evaluation_each(&pg, Some(5));
 }
 
 #[test]
@@ -297,9 +305,7 @@ fn a_run_killed_with_a_job_out_resumes_and_finishes() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let per = evaluations_per_candidate(&pg);
-    assert_eq!(per.len(), 5, "{per:?}");
-    assert!(per.iter().all(|(_, n)| *n == 1), "{per:?}");
+    assert_one_evaluation_each(&pg, Some(5));
 }
 
 #[test]
@@ -374,8 +380,7 @@ fn a_candidate_that_keeps_killing_workers_ends_as_failed() {
     };
     let poisoned = history.iter().find(|h| h.iteration == 1).unwrap();
     assert_eq!(poisoned.outcome_kind.as_deref(), Some("runtime_error"));
-    let per = evaluations_per_candidate(&pg);
-    assert!(per.iter().all(|(_, n)| *n == 1), "{per:?}");
+    assert_one_evaluation_each(&pg, None);
 }
 
 /// An iteration's answers (`--candidates-per-iteration 4`) are published
@@ -407,7 +412,5 @@ fn an_iterations_answers_are_spread_over_the_workers() {
         let jobs = w.seen.iter().filter(|l| l.contains("started")).count();
         assert!(jobs >= 1, "each worker took jobs: {:?}", w.seen);
     }
-    let per = evaluations_per_candidate(&pg);
-    assert_eq!(per.len(), 9, "{per:?}");
-    assert!(per.iter().all(|(_, n)| *n == 1), "{per:?}");
+    assert_one_evaluation_each(&pg, Some(9));
 }

@@ -707,21 +707,10 @@ impl Evaluator {
             Evaluator::Local(w) => Ok(tokio::task::block_in_place(|| {
                 w[0].evaluate(task.name(), source, sizes, timeout)
             })),
-            Evaluator::Remote(r) => tokio::task::block_in_place(|| {
-                let (remote, settings) = (&r.remote, &r.settings);
-                tokio::runtime::Handle::current().block_on(remote.evaluate(
-                    &kevo_dispatch::Request {
-                        task: task.name(),
-                        task_hash: task.content_hash(),
-                        source,
-                        sizes,
-                        timeout,
-                        settings,
-                    },
-                    &mut |line| eprintln!("kevo: {line}"),
-                ))
-            })
-            .map_err(|e| EvolveError::Dispatch(e.to_string())),
+            Evaluator::Remote(_) => {
+                let mut one = self.evaluate_many(task, &[source.to_string()], sizes, timeout)?;
+                Ok(one.pop().expect("one source, one evaluation"))
+            }
         }
     }
 }
