@@ -29,9 +29,14 @@ pub struct QueueWorkerArgs {
     /// OpenCL platform, by index or name substring.
     #[arg(long)]
     pub platform: Option<String>,
-    /// Device, by index or name substring (one worker per device).
-    #[arg(long)]
+    /// Device, by index or name substring.
+    #[arg(long, conflicts_with = "devices")]
     pub device: Option<String>,
+    /// Serve several devices of this host: `all` (with --backend), or
+    /// indices or name substrings (`0,1`). Each device is a worker of its
+    /// own, with its own isolated process, in the queue of its model.
+    #[arg(long, value_name = "DEVICES", value_delimiter = ',')]
+    pub devices: Option<Vec<String>>,
     /// Evaluations a job may end its worker in (killed, crashed, lost)
     /// before it is stored as failed instead of run again.
     #[arg(long, default_value_t = kevo_dispatch::DEFAULT_ATTEMPTS)]
@@ -122,57 +127,60 @@ pub fn serve(args: QueueWorkerArgs) -> Result<ExitCode> {
         args.ack_wait_s
     );
     anyhow::ensure!(args.attempts >= 1, "--attempts must be at least 1");
-    let base = WorkerConfig::new(
-        args.backend.unwrap_or(BackendKind::Auto),
-        kevo_backend::DeviceSelector {
+    let backend = args.backend.unwrap_or(BackendKind::Auto);
+    let selectors = kevo_evolve::device_selectors(
+        backend,
+        &kevo_backend::DeviceSelector {
             platform: args.platform.clone(),
             device: args.device.clone(),
         },
-    );
+        args.devices.as_deref().unwrap_or_default(),
+    )
+    .map_err(|e| anyhow::anyhow!("--devices: {e}"))?;
+    let several = selectors.len() > 1;
     let command = WorkerCommand::current_exe()?;
-    let first =
-        Worker::start(command.clone(), base.clone()).context("cannot open this host's device")?;
-    let info = WorkerInfo {
-        id: kevo_dispatch::device_key(&format!("{}-{}", host_name(), std::process::id())),
-        host: host_name(),
-        kevo: kevo_evolve::VERSION.to_string(),
-        backend: first.device().backend.clone(),
-        device: first.device().clone(),
-        ceilings: first.ceilings().clone(),
-        sandbox: first.sandbox().clone(),
-        seen_at: 0,
-    };
-    let key = serde_json::to_string(&base).unwrap_or_default();
-    let mut local = Local {
-        command,
-        base,
-        running: Some((key, first)),
+    let host = host_name();
+    let mut locals = Vec::with_capacity(selectors.len());
+    for (k, selector) in selectors.into_iter().enumerate() {
+        let base = WorkerConfig::new(backend, selector.clone());
+        let first = Worker::start(command.clone(), base.clone()).with_context(|| {
+            format!(
+                "cannot open this host's device {}",
+                selector.device.as_deref().unwrap_or("(the default)")
+            )
+        })?;
+        let id = if several {
+            format!("{host}-{}-{k}", std::process::id())
+        } else {
+            format!("{host}-{}", std::process::id())
+        };
+        let info = WorkerInfo {
+            id: kevo_dispatch::device_key(&id),
+            host: host.clone(),
+            kevo: kevo_evolve::VERSION.to_string(),
+            backend: first.device().backend.clone(),
+            device: first.device().clone(),
+            ceilings: first.ceilings().clone(),
+            sandbox: first.sandbox().clone(),
+            seen_at: 0,
+        };
+        let key = serde_json::to_string(&base).unwrap_or_default();
+        let local = Local {
+            command: command.clone(),
+            base,
+            running: Some((key, first)),
+        };
+        locals.push((info, local));
+    }
+    let options = WorkerOptions {
+        attempts: args.attempts,
+        ack_wait: Duration::from_secs_f64(args.ack_wait_s),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     let stop = Arc::new(AtomicBool::new(false));
     runtime.block_on(async {
-        let worker = JobWorker::join(
-            &url,
-            &namespace,
-            info,
-            WorkerOptions {
-                attempts: args.attempts,
-                ack_wait: Duration::from_secs_f64(args.ack_wait_s),
-            },
-        )
-        .await?;
-        let i = worker.info();
-        println!(
-            "worker {} serves {} {} (ceilings {:.1} GB/s, {:.0} GFLOP/s) on {url}, namespace {}",
-            i.id,
-            i.backend,
-            i.device.name,
-            i.ceilings.bandwidth_gbs,
-            i.ceilings.fp32_gflops,
-            namespace.name()
-        );
         {
             let stop = stop.clone();
             tokio::spawn(async move {
@@ -180,11 +188,55 @@ pub fn serve(args: QueueWorkerArgs) -> Result<ExitCode> {
                 stop.store(true, Ordering::Relaxed);
             });
         }
-        let mut evaluate = |job: &Job| local.evaluate(job);
-        let mut log = |line: String| println!("{line}");
-        worker.serve(&mut evaluate, stop.clone(), &mut log).await?;
-        println!("worker {} stopped", worker.info().id);
-        anyhow::Ok(())
+        let mut serving = Vec::new();
+        for (k, (info, mut local)) in locals.into_iter().enumerate() {
+            let worker = match JobWorker::join(&url, &namespace, info, options.clone()).await {
+                Ok(w) => w,
+                Err(e) => {
+                    stop.store(true, Ordering::Relaxed);
+                    return Err(e.into());
+                }
+            };
+            // With several devices, each line says which one it is about.
+            let prefix = if several {
+                format!("[device {k}] ")
+            } else {
+                String::new()
+            };
+            let i = worker.info();
+            println!(
+                "{prefix}worker {} serves {} {} (ceilings {:.1} GB/s, {:.0} GFLOP/s) on {url}, namespace {}",
+                i.id,
+                i.backend,
+                i.device.name,
+                i.ceilings.bandwidth_gbs,
+                i.ceilings.fp32_gflops,
+                namespace.name()
+            );
+            let stop = stop.clone();
+            serving.push(tokio::spawn(async move {
+                let mut evaluate = |job: &Job| local.evaluate(job);
+                let mut log = |line: String| println!("{prefix}{line}");
+                let served = worker.serve(&mut evaluate, stop.clone(), &mut log).await;
+                // One device's failure (its server gone) stops the others.
+                stop.store(true, Ordering::Relaxed);
+                println!("{prefix}worker {} stopped", worker.info().id);
+                served
+            }));
+        }
+        let mut first_error = None;
+        for s in serving {
+            match s.await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    first_error.get_or_insert(anyhow::Error::from(e));
+                }
+                Err(e) => {
+                    first_error.get_or_insert(anyhow::anyhow!("a device's worker failed: {e}"));
+                }
+            }
+        }
+        first_error.map_or(Ok(()), Err)
     })?;
     Ok(ExitCode::SUCCESS)
 }

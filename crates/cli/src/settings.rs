@@ -448,6 +448,11 @@ pub struct RunFlags {
     /// iteration (--candidates-per-iteration) are evaluated on them at once.
     #[arg(long, value_name = "DEVICES", value_delimiter = ',')]
     pub devices: Option<Vec<String>>,
+    /// Let --devices name devices of different models (refused otherwise):
+    /// each evaluation is scored against its own device's ceilings, so
+    /// fractions compare across them and times do not.
+    #[arg(long)]
+    pub mixed_devices: bool,
     /// How an ensemble (several --llm models) picks each call's model:
     /// `weights` (in proportion to `spec=weight`, the default), `ucb` (a
     /// UCB1 bandit on the relative gain each model's candidates brought
@@ -649,6 +654,12 @@ impl RunFlags {
         l.set(self.devices.clone(), "device.devices", "--devices", |c| {
             &mut c.device.devices
         });
+        l.set(
+            self.mixed_devices.then_some(true),
+            "device.mixed_devices",
+            "--mixed-devices",
+            |c| &mut c.device.mixed_devices,
+        );
         l.set(self.nats.clone(), "device.nats", "--nats", |c| {
             &mut c.device.nats
         });

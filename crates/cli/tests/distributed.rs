@@ -7,7 +7,8 @@
 //!   stored evaluation;
 //! - a run killed with SIGKILL while its job is out resumes and finishes;
 //! - a candidate whose evaluation keeps killing workers ends as failed
-//!   after the workers' `--attempts`.
+//!   after the workers' `--attempts`;
+//! - one worker process serving two devices is shared by two coordinators.
 //!
 //! Each test uses its own queue namespace and database schema.
 
@@ -32,6 +33,35 @@ fn servers_available() -> bool {
         panic!("NATS (4222) and PostgreSQL (5432) must be running in CI");
     }
     ok && opencl_available()
+}
+
+/// A queue namespace for one test, its streams removed from the server
+/// when the test ends (pass or fail).
+struct TestNamespace(String);
+
+impl TestNamespace {
+    fn new() -> TestNamespace {
+        TestNamespace(unique("t"))
+    }
+}
+
+impl std::ops::Deref for TestNamespace {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Drop for TestNamespace {
+    fn drop(&mut self) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        if let Ok(ns) = kevo_dispatch::Namespace::new(&self.0) {
+            let _ = rt.block_on(ns.remove(NATS));
+        }
+    }
 }
 
 fn unique(prefix: &str) -> String {
@@ -228,7 +258,7 @@ fn two_workers_serve_a_run_and_a_killed_workers_job_is_finished_by_the_other() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let ns = unique("t");
+    let ns = TestNamespace::new();
     let pg = postgres_store();
     let mut workers = [
         WorkerProcess::start(&ns, &[], dir.path()),
@@ -288,7 +318,7 @@ fn a_run_killed_with_a_job_out_resumes_and_finishes() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let ns = unique("t");
+    let ns = TestNamespace::new();
     let pg = postgres_store();
     let _w = WorkerProcess::start(&ns, &[], dir.path());
     let mut cmd = evolve(dir.path(), &ns, &pg, &replay(), 4);
@@ -314,7 +344,7 @@ fn a_candidate_that_keeps_killing_workers_ends_as_failed() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let ns = unique("t");
+    let ns = TestNamespace::new();
     let pg = postgres_store();
     // The proposer answers one kernel, marked so this test can tell its
     // job: every worker that starts it is killed, as a kernel that takes
@@ -391,7 +421,7 @@ fn an_iterations_answers_are_spread_over_the_workers() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let ns = unique("t");
+    let ns = TestNamespace::new();
     let pg = postgres_store();
     let mut workers = [
         WorkerProcess::start(&ns, &[], dir.path()),
@@ -413,4 +443,64 @@ fn an_iterations_answers_are_spread_over_the_workers() {
         assert!(jobs >= 1, "each worker took jobs: {:?}", w.seen);
     }
     assert_one_evaluation_each(&pg, Some(9));
+}
+
+/// One `kevo worker --devices 0,0` (two workers in one process, PoCL's
+/// one device twice) serves two runs of two coordinators at once, each
+/// with its own store; every candidate of both is evaluated once.
+#[test]
+fn two_coordinators_share_the_workers_of_one_host() {
+    if !servers_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ns = TestNamespace::new();
+    let mut worker = WorkerProcess::start(&ns, &["--devices", "0,0"], dir.path());
+    let runs: Vec<(String, std::path::PathBuf)> = (0..2)
+        .map(|k| {
+            let d = dir.path().join(format!("run{k}"));
+            std::fs::create_dir_all(&d).unwrap();
+            (postgres_store(), d)
+        })
+        .collect();
+    let children: Vec<Child> = runs
+        .iter()
+        .map(|(pg, d)| {
+            let (agent, _) = common::saxpy_agent(d, 0.0);
+            evolve(d, &ns, pg, &agent, 2)
+                .args(["--candidates-per-iteration", "4"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    for (pg, _) in &runs {
+        assert_one_evaluation_each(pg, Some(9));
+    }
+    worker.drain();
+    assert!(
+        worker
+            .seen
+            .iter()
+            .any(|l| l.starts_with("[device 1] worker ")),
+        "each device joined as a worker of its own: {:?}",
+        worker.seen
+    );
+    for device in 0..2 {
+        let jobs = worker
+            .seen
+            .iter()
+            .filter(|l| l.starts_with(&format!("[device {device}] job ")) && l.contains("started"))
+            .count();
+        assert!(jobs >= 1, "device {device} took jobs: {:?}", worker.seen);
+    }
 }

@@ -90,18 +90,29 @@ impl Namespace {
         format!("{}-{}", device_key(backend), device_key(device))
     }
 
+    /// Delete the namespace's streams (its queued jobs, results and
+    /// worker entries) from the server: for a namespace made for one test
+    /// or experiment. Streams already gone are not an error.
+    pub async fn remove(&self, url: &str) -> Result<(), DispatchError> {
+        let js = connect(url).await?;
+        for name in [
+            self.jobs_stream(),
+            self.results_bucket(),
+            self.workers_bucket(),
+        ] {
+            if let Err(e) = js.delete_stream(&name).await
+                && !e.to_string().contains("not found")
+            {
+                return Err(jetstream_error(&format!("delete stream {name}"), e));
+            }
+        }
+        Ok(())
+    }
+
     /// Connect and make sure the streams exist (creating them is
     /// idempotent, so workers and coordinators may start in any order).
     pub async fn open(&self, url: &str) -> Result<Opened, DispatchError> {
-        let client = async_nats::ConnectOptions::new()
-            .connection_timeout(Duration::from_secs(5))
-            .connect(url)
-            .await
-            .map_err(|e| DispatchError::Connect {
-                url: url.to_string(),
-                message: e.to_string(),
-            })?;
-        let js = jetstream::new(client);
+        let js = connect(url).await?;
         let jobs = js
             .get_or_create_stream(stream::Config {
                 name: self.jobs_stream(),
@@ -135,6 +146,19 @@ impl Namespace {
             workers,
         })
     }
+}
+
+/// A JetStream context on the server at `url`.
+async fn connect(url: &str) -> Result<jetstream::Context, DispatchError> {
+    let client = async_nats::ConnectOptions::new()
+        .connection_timeout(Duration::from_secs(5))
+        .connect(url)
+        .await
+        .map_err(|e| DispatchError::Connect {
+            url: url.to_string(),
+            message: e.to_string(),
+        })?;
+    Ok(jetstream::new(client))
 }
 
 /// A connection with the namespace's streams.
@@ -194,6 +218,32 @@ impl Keyed {
             .await
             .map_err(|e| jetstream_error("publish", e))?;
         Ok(())
+    }
+
+    /// Store `value` under `key` unless a value is there already: the
+    /// server checks (its last sequence for the key must be 0), so of two
+    /// writers racing, exactly one stores. Whether this one did.
+    pub async fn put_once(&self, key: &str, value: Vec<u8>) -> Result<bool, DispatchError> {
+        let sent = self
+            .js
+            .send_publish(
+                self.subject(key),
+                async_nats::jetstream::message::PublishMessage::build()
+                    .payload(value.into())
+                    .expected_last_subject_sequence(0),
+            )
+            .await
+            .map_err(|e| jetstream_error("publish", e))?;
+        match sent.await {
+            Ok(_) => Ok(true),
+            Err(e)
+                if e.kind()
+                    == async_nats::jetstream::context::PublishErrorKind::WrongLastSequence =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(jetstream_error("publish", e)),
+        }
     }
 
     /// The value under `key`, if any.

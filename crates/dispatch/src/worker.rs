@@ -212,11 +212,21 @@ impl JobWorker {
                 delivery,
                 evaluation,
             };
-            // Written once: a result stored meanwhile (a redelivery raced
-            // this one) is kept, and the coordinator has taken the first.
-            if !matches!(self.opened.results.get(&job.id).await, Ok(Some(_))) {
-                let bytes = serde_json::to_vec(&result)?;
-                if let Err(e) = self.opened.results.put(&job.id, bytes).await {
+            // Written once, checked by the server: a result stored
+            // meanwhile (a redelivery raced this one) is kept, and that is
+            // the one the coordinator takes.
+            match self
+                .opened
+                .results
+                .put_once(&job.id, serde_json::to_vec(&result)?)
+                .await
+            {
+                Ok(true) => {}
+                Ok(false) => log(format!(
+                    "job {}: another delivery stored its result first; this one is dropped",
+                    job.id
+                )),
+                Err(e) => {
                     // Not stored: left unacknowledged, to be redelivered.
                     log(format!("job {}: result not stored ({e})", job.id));
                     continue;

@@ -91,6 +91,9 @@ pub struct DeviceSection {
     /// substrings), all of one model.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub devices: Option<Vec<String>>,
+    /// Whether `devices` may be of different models.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mixed_devices: Option<bool>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -1025,6 +1028,7 @@ impl RunConfig {
         });
         o.fast_math = self.device.fast_math.unwrap_or(true);
         o.devices = self.device.devices.clone().unwrap_or_default();
+        o.mixed_devices = self.device.mixed_devices.unwrap_or(false);
         o.nats = self.device.nats.clone().map(|url| crate::NatsOptions {
             url,
             namespace: self
@@ -1156,6 +1160,7 @@ impl RunConfig {
                 nats: o.nats.as_ref().map(|n| n.url.clone()),
                 nats_namespace: o.nats.as_ref().map(|n| n.namespace.clone()),
                 devices: (!o.devices.is_empty()).then(|| o.devices.clone()),
+                mixed_devices: o.mixed_devices.then_some(true),
             },
             timing: TimingSection {
                 cuda_graph: Some(o.timing.cuda_graph),

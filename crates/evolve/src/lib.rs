@@ -37,7 +37,8 @@ pub use options::{
 pub use remeasure::{FinalEntry, FinalPick, Interleaved, RemeasureSpend, RoundResult, SizeTime};
 pub use session::{
     ArmStat, Asked, Environment, Event, EvolveError, HeldOutSummary, InFlightCalls, META_PURPOSE,
-    Observer, Summary, ValidationState, arm_stats, ask, create, finish, interrupt, is_abandoned,
-    resume, start, stored_ensemble, stored_options, stored_prompt_archive, stored_strategy, tell,
+    Observer, Summary, ValidationState, arm_stats, ask, create, device_selectors, finish,
+    interrupt, is_abandoned, one_model, resume, start, stored_ensemble, stored_options,
+    stored_prompt_archive, stored_strategy, tell,
 };
 pub use verdict::HeldOutVerdict;

@@ -147,6 +147,11 @@ pub struct EvolveOptions {
     /// are evaluated on them at once. Empty: the one device of `selector`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub devices: Vec<String>,
+    /// `--mixed-devices`: let `--devices` name devices of different
+    /// models. Each evaluation is then scored against its own device's
+    /// ceilings, so fractions compare but times do not.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mixed_devices: bool,
 }
 
 /// The evaluation queue of a distributed run.
@@ -325,6 +330,7 @@ impl EvolveOptions {
             meta_prompt: None,
             nats: None,
             devices: Vec::new(),
+            mixed_devices: false,
         }
     }
 

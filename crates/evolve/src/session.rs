@@ -497,63 +497,93 @@ struct RemoteRun {
     settings: serde_json::Value,
 }
 
+/// The devices of `--devices` (`all`, or indices or name substrings) as
+/// selectors on `base`'s platform; empty `devices` is `base` itself.
+/// `all` lists the devices of `backend`, which must be named.
+pub fn device_selectors(
+    backend: kevo_runtimes::BackendKind,
+    base: &kevo_backend::DeviceSelector,
+    devices: &[String],
+) -> Result<Vec<kevo_backend::DeviceSelector>, String> {
+    let selectors: Vec<kevo_backend::DeviceSelector> = match devices {
+        [] => vec![base.clone()],
+        [all] if all == "all" => {
+            let kind = match backend {
+                kevo_runtimes::BackendKind::Auto => {
+                    return Err("`all` needs --backend cuda or --backend opencl".into());
+                }
+                k => k,
+            };
+            let listed = kevo_runtimes::list()
+                .into_iter()
+                .find(|(k, _)| *k == kind)
+                .map(|(_, l)| l)
+                .unwrap_or_else(|| Err(format!("{kind} is not built in")))
+                .map_err(|e| format!("all: {e}"))?;
+            listed
+                .into_iter()
+                .map(|(selector, _)| selector)
+                .filter(|s| base.platform.is_none() || s.platform == base.platform)
+                .collect()
+        }
+        some => some
+            .iter()
+            .map(|d| kevo_backend::DeviceSelector {
+                platform: base.platform.clone(),
+                device: Some(d.clone()),
+            })
+            .collect(),
+    };
+    if selectors.is_empty() {
+        return Err("`all` found no device".into());
+    }
+    Ok(selectors)
+}
+
+/// Whether workers on devices of these `models` may serve one run: an
+/// error when they differ and `mixed` was not asked for (times and scores
+/// of different models do not compare), else a note to print when they
+/// differ.
+pub fn one_model(models: &[&str], mixed: bool) -> Result<Option<String>, String> {
+    let mut distinct: Vec<&str> = Vec::new();
+    for m in models {
+        if !distinct.contains(m) {
+            distinct.push(m);
+        }
+    }
+    match (distinct.len(), mixed) {
+        (0 | 1, _) => Ok(None),
+        (_, false) => Err(format!(
+            "they are devices of different models ({}); scores of different devices do not compare, so a run uses one model (--mixed-devices allows it)",
+            distinct.join(", ")
+        )),
+        (_, true) => Ok(Some(format!(
+            "--mixed-devices: this run evaluates on {}; each evaluation is scored against its own device's ceilings, so its fractions compare and its times do not",
+            distinct.join(", ")
+        ))),
+    }
+}
+
 impl Evaluator {
     /// The run's local workers: one, or one per device of `--devices`, all
-    /// of one device model (scores of different models do not compare).
+    /// of one device model (scores of different models do not compare)
+    /// unless `--mixed-devices`.
     fn local(options: &EvolveOptions, env: &Environment) -> Result<Evaluator, EvolveError> {
-        let selectors: Vec<kevo_backend::DeviceSelector> = match options.devices.as_slice() {
-            [] => vec![options.selector.clone()],
-            [all] if all == "all" => {
-                let kind = match options.backend {
-                    kevo_runtimes::BackendKind::Auto => {
-                        return Err(EvolveError::Devices(
-                            "`all` needs --backend cuda or --backend opencl".into(),
-                        ));
-                    }
-                    k => k,
-                };
-                let listed = kevo_runtimes::list()
-                    .into_iter()
-                    .find(|(k, _)| *k == kind)
-                    .map(|(_, l)| l)
-                    .unwrap_or_else(|| Err(format!("{kind} is not built in")))
-                    .map_err(|e| EvolveError::Devices(format!("all: {e}")))?;
-                listed
-                    .into_iter()
-                    .map(|(selector, _)| selector)
-                    .filter(|s| {
-                        options.selector.platform.is_none()
-                            || s.platform == options.selector.platform
-                    })
-                    .collect()
-            }
-            some => some
-                .iter()
-                .map(|d| kevo_backend::DeviceSelector {
-                    platform: options.selector.platform.clone(),
-                    device: Some(d.clone()),
-                })
-                .collect(),
-        };
-        if selectors.is_empty() {
-            return Err(EvolveError::Devices("`all` found no device".into()));
-        }
+        let selectors = device_selectors(options.backend, &options.selector, &options.devices)
+            .map_err(EvolveError::Devices)?;
         let mut workers: Vec<Worker> = Vec::with_capacity(selectors.len());
         for selector in selectors {
             let mut config = options.worker_config();
             config.selector = selector;
             let command = env.worker.clone();
             let worker = tokio::task::block_in_place(|| Worker::start(command, config))?;
-            if let Some(first) = workers.first()
-                && first.device().name != worker.device().name
-            {
-                return Err(EvolveError::Devices(format!(
-                    "they are devices of different models ({} and {}); scores of different devices do not compare, so a run uses one model",
-                    first.device().name,
-                    worker.device().name
-                )));
-            }
             workers.push(worker);
+        }
+        let models: Vec<&str> = workers.iter().map(|w| w.device().name.as_str()).collect();
+        if let Some(mixed) =
+            one_model(&models, options.mixed_devices).map_err(EvolveError::Devices)?
+        {
+            eprintln!("kevo: {mixed}");
         }
         Ok(Evaluator::Local(workers))
     }
@@ -3812,4 +3842,40 @@ struct DecidedIteration {
     scores: Vec<Option<f64>>,
     /// Re-measurement verdicts, in the order they were measured.
     verdicts: Vec<String>,
+}
+
+#[cfg(test)]
+mod device_tests {
+    use super::*;
+
+    #[test]
+    fn devices_of_one_model_serve_a_run_and_of_several_only_when_asked() {
+        assert_eq!(one_model(&["H100", "H100"], false), Ok(None));
+        let refused = one_model(&["H100", "A100", "H100"], false).unwrap_err();
+        assert!(refused.contains("H100, A100"), "{refused}");
+        assert!(refused.contains("--mixed-devices"), "{refused}");
+        let note = one_model(&["H100", "A100"], true).unwrap().unwrap();
+        assert!(note.contains("own device's ceilings"), "{note}");
+    }
+
+    #[test]
+    fn devices_name_selectors_on_the_runs_platform() {
+        let base = kevo_backend::DeviceSelector {
+            platform: Some("Portable".into()),
+            device: Some("7".into()),
+        };
+        let none = device_selectors(kevo_runtimes::BackendKind::Opencl, &base, &[]).unwrap();
+        assert_eq!(none, vec![base.clone()]);
+        let two = device_selectors(
+            kevo_runtimes::BackendKind::Opencl,
+            &base,
+            &["0".into(), "1".into()],
+        )
+        .unwrap();
+        assert_eq!(two.len(), 2);
+        assert_eq!(two[1].device.as_deref(), Some("1"));
+        assert_eq!(two[1].platform.as_deref(), Some("Portable"));
+        let auto = device_selectors(kevo_runtimes::BackendKind::Auto, &base, &["all".into()]);
+        assert!(auto.unwrap_err().contains("--backend"));
+    }
 }
