@@ -5,6 +5,7 @@
 mod asktell;
 mod cross;
 mod evolve;
+mod kernelbench;
 mod queue_worker;
 mod report;
 mod reporting;
@@ -165,6 +166,13 @@ enum Command {
     Config {
         #[command(subcommand)]
         command: ConfigCommand,
+    },
+    /// KernelBench as an external suite: `kevo kernelbench import` turns
+    /// its PyTorch problems into task folders, screened and with their
+    /// eager baselines.
+    Kernelbench {
+        #[command(subcommand)]
+        command: kernelbench::KernelBenchCommand,
     },
     /// Language-model utilities.
     Llm {
@@ -436,6 +444,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Eval(args) => eval(*args),
         Command::Task { command } => task::task(*command),
+        Command::Kernelbench { command } => kernelbench::kernelbench(command),
         Command::Bench(args) => bench(*args),
         Command::Llm { command } => llm(command),
         Command::Config { command } => config(command),

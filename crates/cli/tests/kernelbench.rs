@@ -1,0 +1,264 @@
+//! `kevo kernelbench import` on problems written for these tests in
+//! KernelBench's format (crates/kernelbench/tests/problems: ReLU, a sum
+//! over one dimension, a matmul, a tiny scaling a zero kernel passes, and
+//! a Level 2 linear + ReLU + bias), probed and referenced by real PyTorch
+//! on the CPU (Debian's python3-torch in CI, installed by scripts/setup
+//! --torch), with the folders evaluated on PoCL.
+
+mod common;
+
+use common::opencl_available;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// An interpreter with torch and numpy: $KEVO_TEST_PYTHON, python3 or
+/// /usr/bin/python3. CI must have one.
+fn torch_python() -> Option<String> {
+    let candidates = std::env::var("KEVO_TEST_PYTHON")
+        .ok()
+        .into_iter()
+        .chain(["python3".to_string(), "/usr/bin/python3".to_string()]);
+    for python in candidates {
+        let ok = Command::new(&python)
+            .args(["-c", "import torch, numpy"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if ok {
+            return Some(python);
+        }
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!("CI needs a python3 with torch and numpy (scripts/setup --torch)");
+    }
+    None
+}
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernelbench/tests")
+}
+
+fn kevo(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kevo"))
+        .args(args)
+        .env("KEVO_CACHE_DIR", dir.join("cache"))
+        .output()
+        .unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn import(python: &str, level: &str, out: &Path, extra: &[&str]) -> Output {
+    let problems = fixtures().join("problems");
+    let seeds = fixtures().join("seeds");
+    let mut args = vec![
+        "kernelbench",
+        "import",
+        problems.to_str().unwrap(),
+        "--level",
+        level,
+        "--out",
+        out.to_str().unwrap(),
+        "--python",
+        python,
+        "--seeds",
+        seeds.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    kevo(&args, out)
+}
+
+fn eval_json(task: &Path, kernel: Option<&Path>, dir: &Path) -> serde_json::Value {
+    let mut args = vec![
+        "eval",
+        "--task",
+        task.to_str().unwrap(),
+        "--backend",
+        "opencl",
+        "--sizes",
+        "smoke",
+        "--json",
+    ];
+    if let Some(k) = kernel {
+        args.extend(["--kernel", k.to_str().unwrap()]);
+    }
+    let out = kevo(&args, dir);
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)))
+}
+
+/// The fixtures of `level` imported with their seeds into a new folder;
+/// None where torch or OpenCL is missing outside CI.
+fn imported(level: &str) -> Option<(tempfile::TempDir, Output)> {
+    let python = torch_python()?;
+    if !opencl_available() {
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = import(&python, level, dir.path(), &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    Some((dir, out))
+}
+
+#[test]
+fn level1_problems_are_screened_and_written_as_folders_kevo_checks() {
+    let Some((dir, out)) = imported("1") else {
+        return;
+    };
+    let printed = text(&out);
+    assert!(
+        printed.contains("4 problems: 3 written, 1 dropped"),
+        "{printed}"
+    );
+    // The tiny scaling passes KernelBench's check with all zeros: dropped,
+    // with the reasons, in the printout and in screen.json.
+    assert!(
+        printed.contains("an all-zero output passes KernelBench's check"),
+        "{printed}"
+    );
+    let screen: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("screen.json")).unwrap())
+            .unwrap();
+    let tiny = screen["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["problem"] == "4_Tiny_scale")
+        .unwrap();
+    assert_eq!(tiny["status"], "dropped");
+    assert!(!dir.path().join("kb-l1-4-tiny-scale").exists());
+    // The matmul's folder passes kevo's own checks: the reference (the
+    // module, through torch) at every size, null candidates rejected, the
+    // seed correct.
+    let matmul = dir.path().join("kb-l1-3-matmul");
+    let checked = kevo(
+        &[
+            "task",
+            "check",
+            matmul.to_str().unwrap(),
+            "--backend",
+            "opencl",
+        ],
+        dir.path(),
+    );
+    assert!(checked.status.success(), "{}", text(&checked));
+    assert!(
+        text(&checked).contains("the folder defines a usable task"),
+        "{}",
+        text(&checked)
+    );
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(matmul.join("kernelbench.json")).unwrap())
+            .unwrap();
+    assert_eq!(meta["problem"], "3_Matmul");
+    // M is the batch-like constant of the matmul: the held-out size has
+    // another M.
+    let toml = std::fs::read_to_string(matmul.join("task.toml")).unwrap();
+    assert!(toml.contains("held_out = { label = \"M48\""), "{toml}");
+    // A sum over the wrong axis is rejected by the imported check.
+    let sum = dir.path().join("kb-l1-2-sum-reduction-over-a-dimension");
+    let wrong = dir.path().join("wrong_axis.cl");
+    std::fs::write(
+        &wrong,
+        "__kernel void forward(__global const float* x, __global float* out, int k_batch_size, int k_dim1, int k_dim2, int k_reduce_dim) {
+    int j = get_global_id(0), b = get_global_id(2);
+    if (j >= k_dim2 || b >= k_batch_size) return;
+    float s = 0.0f;
+    for (int i = 0; i < k_dim2; ++i) s += x[(b * k_dim1 + j) * k_dim2 + i];
+    out[b * k_dim2 + j] = s;
+}
+",
+    )
+    .unwrap();
+    let e = eval_json(&sum, Some(&wrong), dir.path());
+    assert_eq!(e["outcome"]["status"], "wrong_result", "{e}");
+    let e = eval_json(&sum, None, dir.path());
+    assert_eq!(e["outcome"]["status"], "correct", "{e}");
+}
+
+/// A Level 2 module with weights: the kernel gets the weights kevo drew,
+/// and the reference loads the same ones into the module, so the seed is
+/// correct and a kernel that leaves out one weight is not.
+#[test]
+fn level2_weights_reach_the_kernel_and_the_reference_alike() {
+    let Some((dir, _)) = imported("2") else {
+        return;
+    };
+    let task = dir.path().join("kb-l2-1-linear-relu-biasadd");
+    let signature = std::fs::read_to_string(task.join("signature.cl")).unwrap();
+    assert!(
+        signature.contains("__global const float* w_linear_weight"),
+        "{signature}"
+    );
+    let e = eval_json(&task, None, dir.path());
+    assert_eq!(e["outcome"]["status"], "correct", "{e}");
+    let seed = std::fs::read_to_string(task.join("seed.cl")).unwrap();
+    let no_bias = dir.path().join("no_bias.cl");
+    std::fs::write(&no_bias, seed.replace(" + w_bias[o]", "")).unwrap();
+    let e = eval_json(&task, Some(&no_bias), dir.path());
+    assert_eq!(e["outcome"]["status"], "wrong_result", "{e}");
+}
+
+#[test]
+fn problems_without_a_seed_or_that_fail_are_reported_not_written() {
+    let Some(python) = torch_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let problems = dir.path().join("problems").join("level1");
+    std::fs::create_dir_all(&problems).unwrap();
+    std::fs::copy(
+        fixtures().join("problems/level1/1_ReLU.py"),
+        problems.join("1_ReLU.py"),
+    )
+    .unwrap();
+    std::fs::write(
+        problems.join("2_Broken.py"),
+        "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x\ndef get_inputs():\n    raise ValueError('no inputs for you')\ndef get_init_inputs():\n    return []\n",
+    )
+    .unwrap();
+    let out_dir = dir.path().join("out");
+    let import = |extra: &[&str], python: &str| {
+        let mut args = vec![
+            "kernelbench",
+            "import",
+            problems.to_str().unwrap(),
+            "--level",
+            "1",
+            "--out",
+            out_dir.to_str().unwrap(),
+            "--python",
+            python,
+        ];
+        args.extend_from_slice(extra);
+        kevo(&args, dir.path())
+    };
+    let out = import(&[], &python);
+    let printed = text(&out);
+    assert!(!out.status.success(), "nothing was written: {printed}");
+    assert!(printed.contains("no seed kernel"), "{printed}");
+    assert!(
+        printed.contains("ValueError: no inputs for you"),
+        "{printed}"
+    );
+    assert!(
+        printed.contains("2 problems: 0 written, 0 dropped"),
+        "{printed}"
+    );
+    let missing = import(&["--problems", "7"], &python);
+    assert!(!missing.status.success());
+    assert!(
+        text(&missing).contains("level 1 has no problem 7"),
+        "{}",
+        text(&missing)
+    );
+    let no_python = import(&[], "/nonexistent/python");
+    assert!(!no_python.status.success());
+    assert!(
+        text(&no_python).contains("name an interpreter that has torch"),
+        "{}",
+        text(&no_python)
+    );
+}

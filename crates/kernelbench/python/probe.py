@@ -1,0 +1,329 @@
+"""Probe one KernelBench problem for `kevo kernelbench import`.
+
+Usage: python3 probe.py PROBLEM.py [--device cpu|cuda] [--time] [--seeds K]
+
+A problem file defines `Model` (a torch.nn.Module), `get_inputs()` and
+`get_init_inputs()`, with its sizes as module-level constants. This script
+imports it, runs the reference, and prints one JSON object on stdout:
+
+- globals: the module-level int, float and bool constants, in order (the
+  problem's dimensions and parameters, which kevo passes to kernels);
+- forward: the names of forward()'s arguments;
+- sizes: for "full" (the problem as written) and, where the problem has a
+  batch-like constant that only changes the batch, "held_out" and "smoke":
+  the constants' values and every tensor's shape;
+- tensors: each input and each entry of the module's state (parameters and
+  buffers) with its dtype and the distribution it was drawn from
+  (constant, integers, uniform or normal, fitted to the values; `fit` says
+  how well), and each output with its statistics;
+- screen: what a null candidate would get away with (zeros, a constant,
+  an input copy), whether the output depends on the input and the
+  weights, whether two runs agree, and flat output axes;
+- flops: counted by torch's flop counter where this torch has one;
+- eager_ms, compile_ms (with --time): median, min and max of timed runs on
+  the device, or the error that stopped them.
+
+Nothing here is kevo's evaluation: it only describes the problem.
+"""
+
+import argparse
+import importlib.util
+import inspect
+import json
+import math
+import sys
+import time
+
+
+def load(path, name="kb_problem"):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for required in ("Model", "get_inputs", "get_init_inputs"):
+        if not hasattr(module, required):
+            raise SystemExit(f"{path}: defines no `{required}`")
+    return module
+
+
+def constants(module):
+    out = {}
+    for key, value in vars(module).items():
+        if key.startswith("_") or inspect.ismodule(value) or callable(value):
+            continue
+        if isinstance(value, bool):
+            out[key] = value
+        elif isinstance(value, (int, float)):
+            out[key] = value
+    return out
+
+
+def tensors_of(values):
+    import torch
+
+    out = []
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            out.append(v)
+        elif isinstance(v, (int, float, bool)):
+            out.append(v)
+        else:
+            raise SystemExit(f"an input is neither a tensor nor a number: {type(v).__name__}")
+    return out
+
+
+def fit(t):
+    """The distribution family `t`'s values look drawn from."""
+    import torch
+
+    x = t.detach().double().flatten().cpu()
+    n = x.numel()
+    if n == 0:
+        return {"kind": "constant", "value": 0.0, "fit": 1.0}
+    lo, hi = float(x.min()), float(x.max())
+    if lo == hi:
+        return {"kind": "constant", "value": lo, "fit": 1.0}
+    if not t.is_floating_point() or bool(torch.all(x == torch.round(x))) and n > 8 and hi - lo < 1e6:
+        return {"kind": "integers", "low": int(lo), "high": int(hi), "fit": 1.0}
+    mean, std = float(x.mean()), float(x.std()) if n > 1 else 0.0
+    # Uniform on [lo, hi]: std is (hi - lo) / sqrt(12). Normal: about 99.7%
+    # within three standard deviations, and tails well past two.
+    uniform_std = (hi - lo) / math.sqrt(12.0)
+    uniform_fit = 1.0 - min(1.0, abs(std - uniform_std) / max(uniform_std, 1e-30))
+    z = (x - mean) / max(std, 1e-30)
+    within2 = float((z.abs() <= 2.0).double().mean())
+    normal_fit = 1.0 - min(1.0, abs(within2 - 0.9545) / 0.0455) if n > 50 else 0.0
+    if normal_fit > uniform_fit and n > 50:
+        return {"kind": "normal", "mean": mean, "std": std, "fit": round(normal_fit, 3)}
+    return {"kind": "uniform", "low": lo, "high": hi, "fit": round(uniform_fit, 3)}
+
+
+def dtype_name(t):
+    return str(t.dtype).replace("torch.", "")
+
+
+def run(module, device, seed, overrides=None, state=None):
+    """Build the model and inputs with `overrides` of the constants, seeded,
+    and run forward once: (model, inputs, outputs)."""
+    import torch
+
+    for key, value in (overrides or {}).items():
+        setattr(module, key, value)
+    torch.manual_seed(seed)
+    init = module.get_init_inputs()
+    model = module.Model(*init).to(device)
+    if state is not None:
+        model.load_state_dict(state)
+    torch.manual_seed(seed + 1)
+    inputs = [v.to(device) if hasattr(v, "to") else v for v in tensors_of(module.get_inputs())]
+    with torch.no_grad():
+        out = model(*inputs)
+    outputs = list(out) if isinstance(out, (tuple, list)) else [out]
+    return model, inputs, outputs
+
+
+def close(a, b, tol):
+    import torch
+
+    if a.shape != b.shape:
+        return False
+    return bool(torch.allclose(a.double(), b.double(), atol=tol, rtol=tol))
+
+
+def screen(module, device, base, model, inputs, outputs):
+    import torch
+
+    out = outputs[0].detach()
+    result = {}
+    if out.is_floating_point():
+        result["zero"] = close(torch.zeros_like(out), out, 1e-4)
+        result["const"] = close(torch.full_like(out, float(out.double().mean())), out, 1e-4)
+    else:
+        result["zero"] = bool(torch.all(out == 0))
+        result["const"] = bool(torch.all(out == out.flatten()[0]))
+    result["ident"] = any(
+        isinstance(i, torch.Tensor) and i.shape == out.shape and close(i, out, 1e-4) for i in inputs
+    )
+    _, _, again = run(module, device, base, state=model.state_dict())
+    result["det"] = close(again[0], out, 1e-4) if out.is_floating_point() else bool(torch.equal(again[0], out))
+    # Other inputs, same weights; then other weights, same inputs.
+    import copy
+
+    state = copy.deepcopy(model.state_dict())
+    torch.manual_seed(base + 101)
+    other_inputs = [v.to(device) if hasattr(v, "to") else v for v in tensors_of(module.get_inputs())]
+    with torch.no_grad():
+        o2 = model(*other_inputs)
+    o2 = (list(o2) if isinstance(o2, (tuple, list)) else [o2])[0]
+    result["inpindep"] = close(o2, out, 1e-4) if out.is_floating_point() else bool(torch.equal(o2, out))
+    if len(state) > 0:
+        torch.manual_seed(base + 202)
+        other = module.Model(*module.get_init_inputs()).to(device)
+        with torch.no_grad():
+            o3 = other(*inputs)
+        o3 = (list(o3) if isinstance(o3, (tuple, list)) else [o3])[0]
+        result["wtindep"] = close(o3, out, 1e-4) if out.is_floating_point() else bool(torch.equal(o3, out))
+        model.load_state_dict(state)
+    flat = []
+    if out.is_floating_point() and out.dim() > 0:
+        for axis in range(out.dim()):
+            if out.shape[axis] > 1 and float(out.double().std(dim=axis).max()) < 1e-4:
+                flat.append(axis)
+    result["flat_axes"] = flat
+    return result
+
+
+def stats(t):
+    x = t.detach().double().flatten().cpu()
+    if x.numel() == 0:
+        return {"absmax": 0.0, "absmean": 0.0, "std": 0.0}
+    return {
+        "absmax": float(x.abs().max()),
+        "absmean": float(x.abs().mean()),
+        "std": float(x.std()) if x.numel() > 1 else 0.0,
+    }
+
+
+def count_flops(model, inputs):
+    try:
+        from torch.utils.flop_counter import FlopCounterMode
+    except ImportError:
+        return None
+    import torch
+
+    counter = FlopCounterMode(display=False)
+    with counter, torch.no_grad():
+        model(*inputs)
+    return int(counter.get_total_flops())
+
+
+def time_forward(fn, inputs, device, runs=20):
+    import torch
+
+    with torch.no_grad():
+        for _ in range(3):
+            fn(*inputs)
+        times = []
+        for _ in range(runs):
+            if device == "cuda":
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                fn(*inputs)
+                end.record()
+                torch.cuda.synchronize()
+                times.append(start.elapsed_time(end))
+            else:
+                t0 = time.perf_counter()
+                fn(*inputs)
+                times.append((time.perf_counter() - t0) * 1e3)
+    times.sort()
+    return {"median": times[len(times) // 2], "min": times[0], "max": times[-1], "runs": runs}
+
+
+def batch_constant(module, consts, first_input_shape):
+    """A constant that sets the leading dimension of the first input."""
+    if not first_input_shape:
+        return None
+    candidates = [
+        key
+        for key, value in consts.items()
+        if not isinstance(value, bool) and isinstance(value, int) and value >= 2 and value == first_input_shape[0]
+    ]
+    candidates.sort(key=lambda k: "batch" not in k.lower())
+    return candidates[0] if candidates else None
+
+
+def shapes(inputs, outputs, model):
+    import torch
+
+    try:
+        flops = count_flops(model, inputs)
+    except Exception:
+        flops = None
+    return {
+        "flops": flops,
+        "inputs": [list(i.shape) if isinstance(i, torch.Tensor) else [] for i in inputs],
+        "state": {k: list(v.shape) for k, v in model.state_dict().items()},
+        "outputs": [list(o.shape) for o in outputs],
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("problem")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--time", action="store_true")
+    parser.add_argument("--seed", type=int, default=42)
+    args = parser.parse_args()
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    device = args.device
+    module = load(args.problem)
+    consts = constants(module)
+    model, inputs, outputs = run(module, device, args.seed)
+    forward = [p for p in inspect.signature(module.Model.forward).parameters if p != "self"]
+    report = {
+        "torch": torch.__version__,
+        "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
+        # In the file's order, which is the order of the kernel's arguments.
+        "globals": [[k, v] for k, v in consts.items()],
+        "forward": forward[: len(inputs)],
+        "inputs": [],
+        "state": [],
+        "outputs": [],
+    }
+    for name, value in zip(report["forward"], inputs):
+        if isinstance(value, torch.Tensor):
+            report["inputs"].append({"name": name, "dtype": dtype_name(value), "shape": list(value.shape), "dist": fit(value)})
+        else:
+            report["inputs"].append({"name": name, "scalar": value})
+    for name, value in model.state_dict().items():
+        report["state"].append({"name": name, "dtype": dtype_name(value), "shape": list(value.shape), "dist": fit(value)})
+    for k, value in enumerate(outputs):
+        entry = {"dtype": dtype_name(value), "shape": list(value.shape)}
+        if value.is_floating_point():
+            entry.update(stats(value))
+        report["outputs"].append(entry)
+    sizes = {"full": {"globals": dict(consts), **shapes(inputs, outputs, model)}}
+    first = next((i for i in inputs if isinstance(i, torch.Tensor)), None)
+    batch = batch_constant(module, consts, list(first.shape) if first is not None else [])
+    if batch is not None:
+        full = consts[batch]
+        smoke = max(1, min(2, full // 2))
+        variants = (("held_out", max(1, full * 3 // 4)), ("smoke", smoke), ("smoke_held_out", 1 if smoke > 1 else 3))
+        for label, value in variants:
+            if value == full:
+                continue
+            try:
+                m2, i2, o2 = run(module, device, args.seed, {batch: value})
+                variant = {"globals": {**consts, batch: value}, **shapes(i2, o2, m2)}
+                # Only the batch may change: the weights stay as they are.
+                if variant["state"] != sizes["full"]["state"]:
+                    raise ValueError(f"`{batch}` changes the module's weights too")
+                sizes[label] = variant
+            except Exception as e:  # a problem whose batch cannot change
+                sizes[label] = {"error": f"{type(e).__name__}: {e}"}
+        setattr(module, batch, full)
+        model, inputs, outputs = run(module, device, args.seed)
+    report["batch"] = batch
+    report["sizes"] = sizes
+    report["screen"] = screen(module, device, args.seed, model, inputs, outputs)
+    try:
+        report["flops"] = count_flops(model, inputs)
+    except Exception as e:
+        report["flops"] = None
+        report["flops_error"] = f"{type(e).__name__}: {e}"
+    if args.time:
+        report["eager_ms"] = time_forward(model, inputs, device)
+        try:
+            compiled = torch.compile(model)
+            report["compile_ms"] = time_forward(compiled, inputs, device)
+        except Exception as e:
+            report["compile_ms"] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
+    json.dump(report, sys.stdout)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()

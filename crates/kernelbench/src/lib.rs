@@ -1,0 +1,66 @@
+//! KernelBench problems as kevo task folders.
+//!
+//! KernelBench's problems are PyTorch modules (`Model`, `get_inputs`,
+//! `get_init_inputs`, sizes as module-level constants). `kevo kernelbench
+//! import` turns each into a task folder that kevo's own evaluator runs:
+//!
+//! - a probe (python/probe.py, run by an interpreter with torch) builds the
+//!   module, reads every input's and weight's shape and distribution, the
+//!   output's shape and statistics, sizes where the batch changes, a screen
+//!   against null candidates, torch's flop count, and (on the device) the
+//!   eager and torch.compile times that are the speedup's baselines;
+//! - the folder ([`write_folder`]) declares the inputs and weights as
+//!   buffers that kevo fills itself from the fitted distributions with a
+//!   new seed for every verification (KernelBench reuses one input), the
+//!   output with KernelFoundry's stricter check (99% of elements within a
+//!   relative tolerance, and a cosine floor) in place of KernelBench's
+//!   absolute 1e-2, and the PyTorch module itself as the reference
+//!   command (python/reference.py), which loads the same weights;
+//! - the screen ([`Screen`]) drops problems that a null candidate passes,
+//!   whose output does not depend on the input or is nearly constant, that
+//!   are not deterministic, or whose eager time is under 10 µs, where
+//!   launch overhead dominates.
+//!
+//! The problems themselves are read from the user's checkout or package;
+//! none is part of kevo.
+
+mod discover;
+mod folder;
+mod probe;
+mod screen;
+
+pub use discover::{Problem, discover, parse_selection};
+pub use folder::{FolderOptions, KernelBenchMeta, Written, write_folder};
+pub use probe::{
+    Constant, Distribution, PROBE_PY, Probe, ProbeOptions, ProbedInput, ProbedOutput, ProbedScreen,
+    ProbedSize, ProbedState, Timing, probe,
+};
+pub use screen::{Flag, Screen, screen};
+
+/// The reference command's source, written into every imported folder.
+pub const REFERENCE_PY: &str = include_str!("../python/reference.py");
+
+/// Eager times under this are dominated by launch overhead (10 µs).
+pub const MIN_BASELINE_MS: f64 = 0.010;
+
+#[derive(Debug, thiserror::Error)]
+pub enum KernelBenchError {
+    #[error("{path}: {message}")]
+    Io {
+        path: std::path::PathBuf,
+        message: String,
+    },
+    #[error(
+        "cannot run `{python}` ({message}); name an interpreter that has torch and numpy with --python"
+    )]
+    Python { python: String, message: String },
+    #[error("probing {problem} failed:\n{message}")]
+    Probe {
+        problem: std::path::PathBuf,
+        message: String,
+    },
+    #[error("{0}")]
+    Source(String),
+    #[error("{problem}: {message}")]
+    Unsupported { problem: String, message: String },
+}

@@ -1,0 +1,276 @@
+//! What the Python probe (python/probe.py) reports about one problem.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use serde::{Deserialize, Serialize};
+
+use crate::KernelBenchError;
+
+/// The probe's source, written to a scratch file and run by the problem's
+/// interpreter: kevo itself needs no Python for anything else.
+pub const PROBE_PY: &str = include_str!("../python/probe.py");
+
+/// How the probe is run.
+#[derive(Debug, Clone)]
+pub struct ProbeOptions {
+    /// The interpreter with torch (and numpy), e.g. `python3`.
+    pub python: String,
+    /// Where the reference runs while probing: `cpu` or `cuda`.
+    pub device: String,
+    /// Time the eager module and torch.compile on `device`.
+    pub time: bool,
+}
+
+/// A module-level constant of the problem.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Constant {
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+}
+
+/// The distribution a tensor's values were drawn from, as fitted; `fit`
+/// in [0, 1] says how well (1 for exact kinds).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Distribution {
+    Constant { value: f64, fit: f64 },
+    Integers { low: i64, high: i64, fit: f64 },
+    Uniform { low: f64, high: f64, fit: f64 },
+    Normal { mean: f64, std: f64, fit: f64 },
+}
+
+impl Distribution {
+    pub fn fit(&self) -> f64 {
+        match self {
+            Distribution::Constant { fit, .. }
+            | Distribution::Integers { fit, .. }
+            | Distribution::Uniform { fit, .. }
+            | Distribution::Normal { fit, .. } => *fit,
+        }
+    }
+}
+
+/// An input of forward(): a tensor, or a number passed as is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbedInput {
+    pub name: String,
+    #[serde(default)]
+    pub dtype: Option<String>,
+    #[serde(default)]
+    pub shape: Option<Vec<u64>>,
+    #[serde(default)]
+    pub dist: Option<Distribution>,
+    #[serde(default)]
+    pub scalar: Option<serde_json::Value>,
+}
+
+/// A parameter or buffer of the module.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbedState {
+    pub name: String,
+    pub dtype: String,
+    pub shape: Vec<u64>,
+    pub dist: Distribution,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbedOutput {
+    pub dtype: String,
+    pub shape: Vec<u64>,
+    #[serde(default)]
+    pub absmax: Option<f64>,
+    #[serde(default)]
+    pub absmean: Option<f64>,
+    #[serde(default)]
+    pub std: Option<f64>,
+}
+
+/// The constants and shapes of one size of the problem.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbedSize {
+    #[serde(default)]
+    pub globals: BTreeMap<String, Constant>,
+    #[serde(default)]
+    pub inputs: Vec<Vec<u64>>,
+    #[serde(default)]
+    pub state: BTreeMap<String, Vec<u64>>,
+    #[serde(default)]
+    pub outputs: Vec<Vec<u64>>,
+    /// torch's flop count of this size, where it has a counter.
+    #[serde(default)]
+    pub flops: Option<u64>,
+    /// Why this size could not be made (its batch cannot change).
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+/// What a null candidate would get away with, and how the output depends
+/// on its inputs (measured by the probe with KernelBench's 1e-4).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbedScreen {
+    /// All zeros passes.
+    pub zero: bool,
+    /// The output's mean everywhere passes.
+    #[serde(rename = "const")]
+    pub constant: bool,
+    /// An input of the output's shape passes.
+    pub ident: bool,
+    /// Two runs agree.
+    pub det: bool,
+    /// The output for other inputs is the same.
+    pub inpindep: bool,
+    /// The output with other weights is the same (modules with weights).
+    #[serde(default)]
+    pub wtindep: Option<bool>,
+    /// Output axes along which it is constant.
+    #[serde(default)]
+    pub flat_axes: Vec<usize>,
+}
+
+/// Timed runs of a forward, in milliseconds, or why they failed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Timing {
+    Ran {
+        median: f64,
+        min: f64,
+        max: f64,
+        runs: u32,
+    },
+    Failed {
+        error: String,
+    },
+}
+
+impl Timing {
+    pub fn median_ms(&self) -> Option<f64> {
+        match self {
+            Timing::Ran { median, .. } => Some(*median),
+            Timing::Failed { .. } => None,
+        }
+    }
+}
+
+/// The probe's report on one problem.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Probe {
+    pub torch: String,
+    pub device: String,
+    /// Module-level constants in the order the file defines them.
+    pub globals: Vec<(String, Constant)>,
+    pub forward: Vec<String>,
+    pub inputs: Vec<ProbedInput>,
+    pub state: Vec<ProbedState>,
+    pub outputs: Vec<ProbedOutput>,
+    /// The constant that sets the batch, if one was found.
+    #[serde(default)]
+    pub batch: Option<String>,
+    /// "full", and where the batch can change "held_out", "smoke" and
+    /// "smoke_held_out".
+    pub sizes: BTreeMap<String, ProbedSize>,
+    pub screen: ProbedScreen,
+    #[serde(default)]
+    pub flops: Option<u64>,
+    #[serde(default)]
+    pub eager_ms: Option<Timing>,
+    #[serde(default)]
+    pub compile_ms: Option<Timing>,
+}
+
+/// Run the probe on `problem` with `options.python` and read its report.
+/// `scratch` holds the probe's source.
+pub fn probe(
+    problem: &Path,
+    options: &ProbeOptions,
+    scratch: &Path,
+) -> Result<Probe, KernelBenchError> {
+    let script = scratch.join("kevo_kernelbench_probe.py");
+    if !script.exists() {
+        std::fs::write(&script, PROBE_PY).map_err(|e| KernelBenchError::Io {
+            path: script.clone(),
+            message: e.to_string(),
+        })?;
+    }
+    let mut command = Command::new(&options.python);
+    command
+        .arg(&script)
+        .arg(problem)
+        .args(["--device", &options.device]);
+    if options.time {
+        command.arg("--time");
+    }
+    let output = command
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| KernelBenchError::Python {
+            python: options.python.clone(),
+            message: e.to_string(),
+        })?;
+    if !output.status.success() {
+        return Err(KernelBenchError::Probe {
+            problem: problem.to_path_buf(),
+            message: trimmed_tail(&String::from_utf8_lossy(&output.stderr)),
+        });
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let line = stdout
+        .lines()
+        .rev()
+        .find(|l| l.trim_start().starts_with('{'))
+        .unwrap_or_default();
+    serde_json::from_str(line).map_err(|e| KernelBenchError::Probe {
+        problem: problem.to_path_buf(),
+        message: format!("the probe's report is unreadable ({e})"),
+    })
+}
+
+/// The last lines of a Python error, which name what went wrong.
+fn trimmed_tail(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    let tail = &lines[lines.len().saturating_sub(6)..];
+    tail.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_reads_with_every_kind_of_distribution_and_timing() {
+        let text = r#"{"torch": "2.4", "device": "cpu", "globals": [["batch_size", 16], ["eps", 1e-5], ["flag", true]],
+            "forward": ["x"], "inputs": [{"name": "x", "dtype": "float32", "shape": [16, 8],
+            "dist": {"kind": "normal", "mean": 0.0, "std": 1.0, "fit": 0.98}}],
+            "state": [{"name": "bn.num_batches_tracked", "dtype": "int64", "shape": [], "dist": {"kind": "constant", "value": 0.0, "fit": 1.0}},
+                      {"name": "w", "dtype": "float32", "shape": [8], "dist": {"kind": "uniform", "low": -0.3, "high": 0.3, "fit": 0.9}},
+                      {"name": "t", "dtype": "int64", "shape": [4], "dist": {"kind": "integers", "low": 0, "high": 10, "fit": 1.0}}],
+            "outputs": [{"dtype": "float32", "shape": [16, 8], "absmax": 3.0, "absmean": 0.8, "std": 1.0}],
+            "batch": "batch_size",
+            "sizes": {"full": {"globals": {"batch_size": 16}, "inputs": [[16, 8]], "state": {"w": [8]}, "outputs": [[16, 8]]},
+                      "held_out": {"error": "ValueError: no"}},
+            "screen": {"zero": false, "const": false, "ident": false, "det": true, "inpindep": false, "flat_axes": []},
+            "flops": null, "eager_ms": {"median": 0.5, "min": 0.4, "max": 0.9, "runs": 20},
+            "compile_ms": {"error": "AttributeError: module 'torch' has no attribute 'compile'"}}"#;
+        let p: Probe = serde_json::from_str(text).unwrap();
+        assert_eq!(p.state.len(), 3);
+        assert!(matches!(
+            p.state[2].dist,
+            Distribution::Integers { high: 10, .. }
+        ));
+        assert_eq!(p.eager_ms.as_ref().and_then(Timing::median_ms), Some(0.5));
+        assert!(matches!(p.compile_ms, Some(Timing::Failed { .. })));
+        assert!(p.sizes["held_out"].error.is_some());
+        assert_eq!(
+            p.globals,
+            vec![
+                ("batch_size".to_string(), Constant::Int(16)),
+                ("eps".to_string(), Constant::Float(1e-5)),
+                ("flag".to_string(), Constant::Bool(true)),
+            ],
+            "the file's order is kept"
+        );
+    }
+}

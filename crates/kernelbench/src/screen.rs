@@ -1,0 +1,144 @@
+//! Which imported problems measure something: KernelBench's own check
+//! passes a null candidate on about 15% of its fp32 problems, and some
+//! outputs do not depend on the input at all.
+
+use serde::{Deserialize, Serialize};
+
+use crate::MIN_BASELINE_MS;
+use crate::probe::{Probe, Timing};
+
+/// One finding of the screen.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "flag", rename_all = "snake_case")]
+pub enum Flag {
+    /// All zeros passes KernelBench's check (1e-4).
+    ZeroPasses,
+    /// The output's mean everywhere passes it.
+    ConstantPasses,
+    /// A copy of an input passes it.
+    InputCopyPasses,
+    /// Other inputs give the same output.
+    InputIndependent,
+    /// Two runs of the reference disagree.
+    NotDeterministic,
+    /// The eager baseline is under 10 µs: launch overhead dominates.
+    FastBaseline { eager_ms: f64 },
+    /// Other weights give the same output (a kernel may ignore them).
+    WeightIndependent,
+    /// The output is constant along these axes.
+    FlatAxes { axes: Vec<usize> },
+    /// These inputs' values fit none of kevo's generators well; kevo
+    /// draws them from the closest one.
+    ApproximateInputs { tensors: Vec<String> },
+    /// No constant sets the batch alone: the held-out size is the
+    /// problem's own size with other inputs.
+    NoHeldOutSize,
+}
+
+impl Flag {
+    /// Whether the problem is left out of an import unless asked for.
+    pub fn drops(&self) -> bool {
+        matches!(
+            self,
+            Flag::ZeroPasses
+                | Flag::ConstantPasses
+                | Flag::InputCopyPasses
+                | Flag::InputIndependent
+                | Flag::NotDeterministic
+                | Flag::FastBaseline { .. }
+        )
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            Flag::ZeroPasses => "an all-zero output passes KernelBench's check".into(),
+            Flag::ConstantPasses => "a constant output passes KernelBench's check".into(),
+            Flag::InputCopyPasses => "a copy of an input passes KernelBench's check".into(),
+            Flag::InputIndependent => "the output does not depend on the input".into(),
+            Flag::NotDeterministic => "two runs of the reference disagree".into(),
+            Flag::FastBaseline { eager_ms } => format!(
+                "the eager baseline takes {:.1} µs, under 10 µs: launch overhead dominates",
+                eager_ms * 1e3
+            ),
+            Flag::WeightIndependent => "the output does not depend on the weights".into(),
+            Flag::FlatAxes { axes } => format!("the output is constant along axes {axes:?}"),
+            Flag::ApproximateInputs { tensors } => format!(
+                "{} drawn from the closest of kevo's generators",
+                tensors.join(", ")
+            ),
+            Flag::NoHeldOutSize => {
+                "no constant sets the batch alone: held out on other inputs only".into()
+            }
+        }
+    }
+}
+
+/// The screen of one problem.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Screen {
+    pub flags: Vec<Flag>,
+}
+
+impl Screen {
+    pub fn dropped(&self) -> bool {
+        self.flags.iter().any(Flag::drops)
+    }
+}
+
+/// A fit below this is reported as an approximation.
+const GOOD_FIT: f64 = 0.8;
+
+/// Screen a probed problem.
+pub fn screen(probe: &Probe) -> Screen {
+    let s = &probe.screen;
+    let mut flags = Vec::new();
+    if s.zero {
+        flags.push(Flag::ZeroPasses);
+    }
+    if s.constant {
+        flags.push(Flag::ConstantPasses);
+    }
+    if s.ident {
+        flags.push(Flag::InputCopyPasses);
+    }
+    if s.inpindep {
+        flags.push(Flag::InputIndependent);
+    }
+    if !s.det {
+        flags.push(Flag::NotDeterministic);
+    }
+    if let Some(ms) = probe.eager_ms.as_ref().and_then(Timing::median_ms)
+        && ms < MIN_BASELINE_MS
+    {
+        flags.push(Flag::FastBaseline { eager_ms: ms });
+    }
+    if s.wtindep == Some(true) {
+        flags.push(Flag::WeightIndependent);
+    }
+    if !s.flat_axes.is_empty() {
+        flags.push(Flag::FlatAxes {
+            axes: s.flat_axes.clone(),
+        });
+    }
+    let approximate: Vec<String> = probe
+        .inputs
+        .iter()
+        .filter_map(|i| i.dist.as_ref().map(|d| (i.name.clone(), d.fit())))
+        .chain(probe.state.iter().map(|s| (s.name.clone(), s.dist.fit())))
+        .filter(|(_, fit)| *fit < GOOD_FIT)
+        .map(|(name, _)| name)
+        .collect();
+    if !approximate.is_empty() {
+        flags.push(Flag::ApproximateInputs {
+            tensors: approximate,
+        });
+    }
+    if probe
+        .sizes
+        .get("held_out")
+        .is_none_or(|s| s.error.is_some())
+    {
+        flags.push(Flag::NoHeldOutSize);
+    }
+    Screen { flags }
+}

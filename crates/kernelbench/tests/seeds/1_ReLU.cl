@@ -1,0 +1,7 @@
+// Naive seed: one work-item per output element.
+__kernel void forward(__global const float* x, __global float* out, int k_batch_size, int k_dim) {
+    int i = get_global_id(0), b = get_global_id(1);
+    if (i >= k_dim || b >= k_batch_size) return;
+    float v = x[b * k_dim + i];
+    out[b * k_dim + i] = v > 0.0f ? v : 0.0f;
+}

@@ -1,0 +1,9 @@
+// Naive seed: one work-item per output element sums its column of dim1.
+__kernel void forward(__global const float* x, __global float* out, int k_batch_size, int k_dim1,
+                      int k_dim2, int k_reduce_dim) {
+    int j = get_global_id(0), b = get_global_id(2);
+    if (j >= k_dim2 || b >= k_batch_size) return;
+    float s = 0.0f;
+    for (int i = 0; i < k_dim1; ++i) s += x[(b * k_dim1 + i) * k_dim2 + j];
+    out[b * k_dim2 + j] = s;
+}
