@@ -7,13 +7,35 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use kevo_kernelbench as kb;
 
-#[derive(Debug, clap::Subcommand)]
+#[derive(clap::Subcommand)]
 pub enum KernelBenchCommand {
     /// Convert KernelBench problems into task folders: each problem's
     /// module is probed through Python (torch), screened against null
     /// candidates, timed eagerly and with torch.compile (--time), and
     /// written as a folder whose reference is the module itself.
     Import(ImportArgs),
+    /// Evaluate each imported problem's seed (or --kernels DIR/<task>.cu)
+    /// at the full size and report correct rate, speedup over the eager
+    /// and torch.compile baselines the import timed, fast_p (p = 0, 1,
+    /// 1.5, 2) and kevo's roofline fraction.
+    Eval(EvalArgs),
+}
+
+#[derive(clap::Args)]
+pub struct EvalArgs {
+    /// The folder `kevo kernelbench import --out` wrote.
+    pub dir: PathBuf,
+    /// Kernels to evaluate instead of the seeds: DIR/<task>.cu or .cl.
+    #[arg(long)]
+    pub kernels: Option<PathBuf>,
+    #[command(flatten)]
+    pub device: crate::settings::DeviceArgs,
+    /// Size set: full (the problem's own size, the default) or smoke.
+    #[arg(long)]
+    pub sizes: Option<kevo_tasks::SizeSet>,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -67,6 +89,7 @@ pub struct ImportArgs {
 pub fn kernelbench(command: KernelBenchCommand) -> Result<ExitCode> {
     match command {
         KernelBenchCommand::Import(args) => import(args),
+        KernelBenchCommand::Eval(args) => eval(args),
     }
 }
 
@@ -228,4 +251,186 @@ fn report(line: &Line, json: bool) {
             println!("    {l}");
         }
     }
+}
+
+/// One evaluated problem, with how long kevo took over it.
+#[derive(Debug, serde::Serialize)]
+struct Evaluated {
+    task: String,
+    #[serde(flatten)]
+    result: kb::ProblemResult,
+    outcome: String,
+    /// Wall seconds of the whole evaluation (compile, inputs, reference,
+    /// device, check) and of the compilation alone.
+    evaluation_s: f64,
+    compile_s: f64,
+}
+
+fn eval(args: EvalArgs) -> Result<ExitCode> {
+    let mut folders: Vec<PathBuf> = std::fs::read_dir(&args.dir)
+        .with_context(|| format!("cannot read {}", args.dir.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("kernelbench.json").is_file() && p.join("task.toml").is_file())
+        .collect();
+    folders.sort();
+    anyhow::ensure!(
+        !folders.is_empty(),
+        "{} holds no imported problems (folders with kernelbench.json); run `kevo kernelbench import --out {}` first",
+        args.dir.display(),
+        args.dir.display()
+    );
+    let size_set = args.sizes.unwrap_or(kevo_tasks::SizeSet::Full);
+    let settings = crate::settings::evaluation_settings(
+        &crate::settings::ConfigFileArg::default(),
+        None,
+        Some(size_set),
+        None,
+        false,
+        &args.device,
+    )?;
+    let config = settings.worker_config()?;
+    let mut worker =
+        kevo_worker::Worker::start(kevo_worker::WorkerCommand::current_exe()?, config)?;
+    let dialect = worker.device().dialect;
+    let ext = match dialect {
+        kevo_backend::Dialect::Cuda => "cu",
+        kevo_backend::Dialect::OpenCl => "cl",
+        kevo_backend::Dialect::Metal => "metal",
+    };
+    if !args.json {
+        println!(
+            "{} on {} ({} sizes)",
+            args.dir.display(),
+            worker.device().name,
+            size_set
+        );
+    }
+    let mut rows = Vec::new();
+    let mut skipped_baselines = Vec::new();
+    for folder in &folders {
+        let meta: kb::KernelBenchMeta =
+            serde_json::from_str(&std::fs::read_to_string(folder.join("kernelbench.json"))?)
+                .with_context(|| format!("{}: kernelbench.json is unreadable", folder.display()))?;
+        let task = kevo_tasks::resolve(&folder.display().to_string())?;
+        let kernel = match &args.kernels {
+            Some(dir) => {
+                let path = dir.join(format!("{}.{ext}", task.name()));
+                Some(std::fs::read_to_string(&path).with_context(|| {
+                    format!("no kernel for {} at {}", task.name(), path.display())
+                })?)
+            }
+            None => None,
+        };
+        // A speedup compares one size on one device: the baselines were
+        // timed at the full size on the import's --device.
+        let comparable =
+            size_set == kevo_tasks::SizeSet::Full && meta.device == worker.device().name;
+        if !comparable && (meta.eager_ms.is_some() || meta.compile_ms.is_some()) {
+            skipped_baselines.push(format!(
+                "{}: baselines timed on {} at the full size, the kernel ran on {} at the {size_set} size",
+                task.name(),
+                meta.device,
+                worker.device().name
+            ));
+        }
+        let source = crate::source_for(task, &kernel, dialect)?;
+        let plan = task.sizes(size_set);
+        let timeout =
+            crate::default_timeout(task, size_set, &plan.in_distribution, worker.ceilings());
+        let e = worker.evaluate(task.name(), &source, &plan.in_distribution, timeout);
+        let correct = e.outcome.score().is_some();
+        let last = e.sizes.last();
+        let row = Evaluated {
+            task: task.name().to_string(),
+            result: kb::ProblemResult {
+                problem: meta.problem.clone(),
+                correct,
+                kernel_ms: last.filter(|_| correct).map(|s| s.time.median_s * 1e3),
+                eager_ms: meta
+                    .eager_ms
+                    .as_ref()
+                    .and_then(kb::Timing::median_ms)
+                    .filter(|_| comparable),
+                compile_ms: meta
+                    .compile_ms
+                    .as_ref()
+                    .and_then(kb::Timing::median_ms)
+                    .filter(|_| comparable),
+                fraction: e.outcome.score(),
+            },
+            outcome: e.outcome.summary(),
+            evaluation_s: e.wall.total_s,
+            compile_s: e.wall.compile_s,
+        };
+        if !args.json {
+            let ms = |v: Option<f64>| v.map(|m| format!("{m:.4}")).unwrap_or_else(|| "-".into());
+            let x = |v: Option<f64>| v.map(|m| format!("{m:.2}x")).unwrap_or_else(|| "-".into());
+            println!(
+                "{:<40} {:<8} kernel {:>9} ms  eager {:>9} ms ({:>7})  compile {:>9} ms ({:>7})  fraction {:>6}  evaluated in {:.2} s (compile {:.2} s)",
+                row.task,
+                if correct { "correct" } else { "wrong" },
+                ms(row.result.kernel_ms),
+                ms(row.result.eager_ms),
+                x(row.result.speedup()),
+                ms(row.result.compile_ms),
+                x(row.result.speedup_over_compile()),
+                row.result
+                    .fraction
+                    .map(|f| format!("{f:.3}"))
+                    .unwrap_or_else(|| "-".into()),
+                row.evaluation_s,
+                row.compile_s,
+            );
+            if !correct {
+                println!("    {}", row.outcome);
+            }
+        }
+        rows.push(row);
+    }
+    let results: Vec<kb::ProblemResult> = rows.iter().map(|r| r.result.clone()).collect();
+    let summary = kb::summarize(&results);
+    let latencies: Vec<f64> = rows.iter().map(|r| r.evaluation_s).collect();
+    let mean_latency = latencies.iter().sum::<f64>() / latencies.len().max(1) as f64;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "device": worker.device().name,
+                "sizes": size_set.to_string(),
+                "problems": rows,
+                "summary": summary,
+                "mean_evaluation_s": mean_latency,
+                "baselines_not_compared": skipped_baselines,
+            }))?
+        );
+    } else {
+        let fast = |v: &[(f64, f64)]| {
+            v.iter()
+                .map(|(p, f)| format!("fast_{p} {:.0}%", f * 100.0))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        println!(
+            "{} problems: correct {:.0}%; over eager: {}; geomean speedup {}; over torch.compile: {}; mean evaluation {:.2} s",
+            summary.problems,
+            summary.correct_rate * 100.0,
+            fast(&summary.fast_p),
+            summary
+                .geomean_speedup
+                .map(|g| format!("{g:.2}x"))
+                .unwrap_or_else(|| "-".into()),
+            fast(&summary.fast_p_compile),
+            mean_latency
+        );
+        for s in &skipped_baselines {
+            println!("no speedup for {s}");
+        }
+        if results.iter().all(|r| r.eager_ms.is_none()) {
+            println!(
+                "no baselines: import with --time --device cuda on the machine the kernels run on, and evaluate at the full size, for speedups and fast_p"
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -532,7 +532,7 @@ fn tasks_of(settings: &kevo_evolve::RunConfig) -> Result<Vec<&'static Task>> {
 /// 14 runs (3 warm-up, 10 timed, 1 verification) of every size at 0.1% of
 /// the roofline, and never less than 60 s: a seed is at 0.3% (hmc d32 on
 /// the M1 Pro) or better in the Metal-Sci results.
-fn default_timeout(
+pub(crate) fn default_timeout(
     task: &Task,
     set: SizeSet,
     sizes: &[kevo_tasks::Size],
@@ -572,7 +572,7 @@ fn read_candidate(path: &Option<PathBuf>) -> Result<Option<std::result::Result<S
     })))
 }
 
-fn source_for(
+pub(crate) fn source_for(
     task: &Task,
     kernel: &Option<String>,
     dialect: kevo_backend::Dialect,

@@ -178,6 +178,44 @@ fn level1_problems_are_screened_and_written_as_folders_kevo_checks() {
     assert_eq!(e["outcome"]["status"], "wrong_result", "{e}");
     let e = eval_json(&sum, None, dir.path());
     assert_eq!(e["outcome"]["status"], "correct", "{e}");
+    // The suite's report: every seed correct; then the wrong kernel in
+    // place of one seed brings the correct rate to 2 of 3.
+    let report = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec![
+            "kernelbench",
+            "eval",
+            dir.path().to_str().unwrap(),
+            "--backend",
+            "opencl",
+            "--sizes",
+            "smoke",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let out = kevo(&args, dir.path());
+        assert!(out.status.success(), "{}", text(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let seeds = report(&[]);
+    assert_eq!(seeds["summary"]["problems"], 3, "{seeds}");
+    assert_eq!(seeds["summary"]["correct_rate"], 1.0, "{seeds}");
+    let kernels = dir.path().join("kernels");
+    std::fs::create_dir_all(&kernels).unwrap();
+    for task in ["kb-l1-1-relu", "kb-l1-3-matmul"] {
+        std::fs::copy(
+            dir.path().join(task).join("seed.cl"),
+            kernels.join(format!("{task}.cl")),
+        )
+        .unwrap();
+    }
+    std::fs::copy(
+        &wrong,
+        kernels.join("kb-l1-2-sum-reduction-over-a-dimension.cl"),
+    )
+    .unwrap();
+    let mixed = report(&["--kernels", kernels.to_str().unwrap()]);
+    let rate = mixed["summary"]["correct_rate"].as_f64().unwrap();
+    assert!((rate - 2.0 / 3.0).abs() < 1e-9, "{mixed}");
 }
 
 /// A Level 2 module with weights: the kernel gets the weights kevo drew,

@@ -28,6 +28,7 @@ mod discover;
 mod folder;
 mod probe;
 mod screen;
+mod summary;
 
 pub use discover::{Problem, discover, parse_selection};
 pub use folder::{FolderOptions, KernelBenchMeta, Written, write_folder};
@@ -36,6 +37,7 @@ pub use probe::{
     ProbedSize, ProbedState, Timing, probe,
 };
 pub use screen::{Flag, Screen, screen};
+pub use summary::{FAST_P, ProblemResult, Summary, summarize};
 
 /// The reference command's source, written into every imported folder.
 pub const REFERENCE_PY: &str = include_str!("../python/reference.py");

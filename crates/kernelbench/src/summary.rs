@@ -1,0 +1,128 @@
+//! The literature's KernelBench metrics over a set of problems: correct
+//! rate, speedup over the PyTorch baseline, and fast_p, the fraction of
+//! problems whose kernel is correct and more than p times faster.
+
+use serde::{Deserialize, Serialize};
+
+/// The p values the seed systems report (fast_0 is the correct rate).
+pub const FAST_P: [f64; 4] = [0.0, 1.0, 1.5, 2.0];
+
+/// One problem's evaluated kernel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProblemResult {
+    pub problem: String,
+    pub correct: bool,
+    /// The kernel's median time at the full size, when it was correct.
+    pub kernel_ms: Option<f64>,
+    /// PyTorch eager and torch.compile medians, as the import timed them.
+    pub eager_ms: Option<f64>,
+    pub compile_ms: Option<f64>,
+    /// kevo's roofline fraction at the full size.
+    pub fraction: Option<f64>,
+}
+
+impl ProblemResult {
+    /// Eager time over kernel time, for a correct kernel with both times.
+    pub fn speedup(&self) -> Option<f64> {
+        ratio(self.eager_ms, self.kernel_ms, self.correct)
+    }
+
+    pub fn speedup_over_compile(&self) -> Option<f64> {
+        ratio(self.compile_ms, self.kernel_ms, self.correct)
+    }
+}
+
+fn ratio(baseline: Option<f64>, kernel: Option<f64>, correct: bool) -> Option<f64> {
+    match (baseline, kernel) {
+        (Some(b), Some(k)) if correct && b > 0.0 && k > 0.0 => Some(b / k),
+        _ => None,
+    }
+}
+
+/// The metrics over all problems, each over every problem given (an
+/// incorrect or unevaluated problem counts against every fast_p).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub problems: usize,
+    pub correct_rate: f64,
+    /// (p, fraction of problems correct and faster than p x eager).
+    pub fast_p: Vec<(f64, f64)>,
+    /// The same against torch.compile, over the problems it timed.
+    pub fast_p_compile: Vec<(f64, f64)>,
+    /// Geometric mean of the speedups of the correct kernels.
+    pub geomean_speedup: Option<f64>,
+}
+
+pub fn summarize(results: &[ProblemResult]) -> Summary {
+    let n = results.len().max(1) as f64;
+    let fast = |speedup: &dyn Fn(&ProblemResult) -> Option<f64>| -> Vec<(f64, f64)> {
+        FAST_P
+            .iter()
+            .map(|&p| {
+                let count = results
+                    .iter()
+                    .filter(|r| r.correct && speedup(r).is_some_and(|s| s > p))
+                    .count();
+                (p, count as f64 / n)
+            })
+            .collect()
+    };
+    let speedups: Vec<f64> = results.iter().filter_map(ProblemResult::speedup).collect();
+    Summary {
+        problems: results.len(),
+        correct_rate: results.iter().filter(|r| r.correct).count() as f64 / n,
+        fast_p: fast(&ProblemResult::speedup),
+        fast_p_compile: fast(&ProblemResult::speedup_over_compile),
+        geomean_speedup: (!speedups.is_empty())
+            .then(|| (speedups.iter().map(|s| s.ln()).sum::<f64>() / speedups.len() as f64).exp()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(correct: bool, kernel_ms: Option<f64>, eager_ms: f64) -> ProblemResult {
+        ProblemResult {
+            problem: "p".into(),
+            correct,
+            kernel_ms,
+            eager_ms: Some(eager_ms),
+            compile_ms: None,
+            fraction: None,
+        }
+    }
+
+    #[test]
+    fn fast_p_counts_correct_kernels_faster_than_p_over_every_problem() {
+        let results = [
+            result(true, Some(1.0), 3.0),   // 3x
+            result(true, Some(2.0), 3.0),   // 1.5x: not > 1.5
+            result(true, Some(4.0), 2.0),   // 0.5x
+            result(false, Some(0.1), 10.0), // wrong: counts for nothing
+        ];
+        let s = summarize(&results);
+        assert_eq!(s.problems, 4);
+        assert_eq!(s.correct_rate, 0.75);
+        assert_eq!(
+            s.fast_p,
+            vec![(0.0, 0.75), (1.0, 0.5), (1.5, 0.25), (2.0, 0.25)]
+        );
+        assert!(
+            s.fast_p_compile.iter().all(|(_, f)| *f == 0.0),
+            "no compile times"
+        );
+        let g = s.geomean_speedup.unwrap();
+        assert!((g - (3.0f64 * 1.5 * 0.5).cbrt()).abs() < 1e-12, "{g}");
+        assert_eq!(results[3].speedup(), None);
+    }
+
+    #[test]
+    fn no_problems_and_no_times_give_zero_rates_not_nan() {
+        let s = summarize(&[]);
+        assert_eq!(s.correct_rate, 0.0);
+        assert_eq!(s.geomean_speedup, None);
+        let untimed = [result(true, None, 1.0)];
+        assert_eq!(summarize(&untimed).fast_p[0], (0.0, 0.0));
+    }
+}
