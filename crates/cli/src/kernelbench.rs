@@ -68,6 +68,11 @@ pub struct ImportArgs {
     /// written.
     #[arg(long)]
     pub seeds: Option<PathBuf>,
+    /// A published screen to add to the probe's (JSON lines keyed by
+    /// `p`, e.g. `level1/19_ReLU.py`, with zero4, const4, ident4,
+    /// inpindep4 and det4), such as an H200 survey of every problem.
+    #[arg(long)]
+    pub survey: Option<PathBuf>,
     /// Write problems the screen would drop too (their flags are kept in
     /// kernelbench.json).
     #[arg(long)]
@@ -115,6 +120,14 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
         "--device is cpu or cuda, not {}",
         args.device
     );
+    let survey = match &args.survey {
+        Some(path) => kb::read_survey(
+            &std::fs::read_to_string(path)
+                .with_context(|| format!("--survey: cannot read {}", path.display()))?,
+        )
+        .map_err(|e| anyhow::anyhow!("--survey {}: {e}", path.display()))?,
+        None => Default::default(),
+    };
     let wanted = kb::parse_selection(&args.problems)?;
     let mut problems = kb::discover(&args.source, args.level, &args.python)?;
     if !wanted.is_empty() {
@@ -161,7 +174,11 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
                 continue;
             }
         };
-        let screen = kb::screen(&probe);
+        let mut screen = kb::screen(&probe);
+        if let Some(entry) = survey.get(&format!("level{}/{}.py", problem.level, problem.stem)) {
+            let added = kb::survey_flags(&screen, entry);
+            screen.flags.extend(added);
+        }
         line.eager_ms = probe.eager_ms.as_ref().and_then(kb::Timing::median_ms);
         line.compile_ms = probe.compile_ms.as_ref().and_then(kb::Timing::median_ms);
         line.flags = screen.flags.iter().map(kb::Flag::describe).collect();

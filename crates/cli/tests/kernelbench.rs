@@ -292,6 +292,21 @@ fn problems_without_a_seed_or_that_fail_are_reported_not_written() {
         "{}",
         text(&missing)
     );
+    // A published screen's findings are added to the probe's: the survey
+    // says a copy of the input passes ReLU (it does, at KernelBench's
+    // 1e-4, for inputs in [0, 1)), so the problem is dropped.
+    let survey = dir.path().join("survey.jsonl");
+    std::fs::write(&survey, "{\"p\": \"level1/1_ReLU.py\", \"ident4\": true}\n").unwrap();
+    let surveyed = import(
+        &["--survey", survey.to_str().unwrap(), "--problems", "1"],
+        &python,
+    );
+    assert!(
+        text(&surveyed).contains("the survey: a copy of an input passes"),
+        "{}",
+        text(&surveyed)
+    );
+    assert!(text(&surveyed).contains("1 problems: 0 written, 1 dropped"));
     let no_python = import(&[], "/nonexistent/python");
     assert!(!no_python.status.success());
     assert!(

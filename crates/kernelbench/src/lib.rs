@@ -36,7 +36,7 @@ pub use probe::{
     Constant, Distribution, PROBE_PY, Probe, ProbeOptions, ProbedInput, ProbedOutput, ProbedScreen,
     ProbedSize, ProbedState, Timing, probe,
 };
-pub use screen::{Flag, Screen, screen};
+pub use screen::{Flag, Screen, SurveyEntry, read_survey, screen, survey_flags};
 pub use summary::{FAST_P, ProblemResult, Summary, summarize};
 
 /// The reference command's source, written into every imported folder.

@@ -33,6 +33,9 @@ pub enum Flag {
     /// No constant sets the batch alone: the held-out size is the
     /// problem's own size with other inputs.
     NoHeldOutSize,
+    /// A published screen (`--survey`, measured elsewhere) finds what this
+    /// probe did not.
+    Survey { finding: String, drops: bool },
 }
 
 impl Flag {
@@ -46,6 +49,7 @@ impl Flag {
                 | Flag::InputIndependent
                 | Flag::NotDeterministic
                 | Flag::FastBaseline { .. }
+                | Flag::Survey { drops: true, .. }
         )
     }
 
@@ -69,6 +73,7 @@ impl Flag {
             Flag::NoHeldOutSize => {
                 "no constant sets the batch alone: held out on other inputs only".into()
             }
+            Flag::Survey { finding, .. } => format!("the survey: {finding}"),
         }
     }
 }
@@ -83,6 +88,87 @@ impl Screen {
     pub fn dropped(&self) -> bool {
         self.flags.iter().any(Flag::drops)
     }
+}
+
+/// One problem of a published screen (one JSON object per line, as in
+/// the H200 survey of every Level 1 and 2 problem): what a null candidate
+/// passes at KernelBench's 1e-4, and the eager time there.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SurveyEntry {
+    /// `level1/19_ReLU.py`.
+    pub p: String,
+    #[serde(default)]
+    pub zero4: bool,
+    #[serde(default)]
+    pub const4: bool,
+    #[serde(default)]
+    pub ident4: bool,
+    #[serde(default)]
+    pub inpindep4: bool,
+    #[serde(default = "yes")]
+    pub det4: bool,
+    #[serde(default)]
+    pub ms: Option<f64>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// A survey file's entries by problem (`level1/19_ReLU.py`); a line that
+/// is not an entry is an error naming it.
+pub fn read_survey(text: &str) -> Result<std::collections::BTreeMap<String, SurveyEntry>, String> {
+    let mut out = std::collections::BTreeMap::new();
+    for (n, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let e: SurveyEntry =
+            serde_json::from_str(line).map_err(|e| format!("line {}: {e}", n + 1))?;
+        out.insert(e.p.clone(), e);
+    }
+    Ok(out)
+}
+
+/// The survey's findings that the probe's screen lacks.
+pub fn survey_flags(screen: &Screen, entry: &SurveyEntry) -> Vec<Flag> {
+    let has = |f: &Flag| screen.flags.contains(f);
+    let mut out = Vec::new();
+    let mut add = |found: bool, probe: Flag, finding: &str| {
+        if found && !has(&probe) {
+            out.push(Flag::Survey {
+                finding: finding.to_string(),
+                drops: true,
+            });
+        }
+    };
+    add(
+        entry.zero4,
+        Flag::ZeroPasses,
+        "an all-zero output passes KernelBench's check",
+    );
+    add(
+        entry.const4,
+        Flag::ConstantPasses,
+        "a constant output passes KernelBench's check",
+    );
+    add(
+        entry.ident4,
+        Flag::InputCopyPasses,
+        "a copy of an input passes KernelBench's check",
+    );
+    add(
+        entry.inpindep4,
+        Flag::InputIndependent,
+        "the output does not depend on the input",
+    );
+    add(
+        !entry.det4,
+        Flag::NotDeterministic,
+        "two runs of the reference disagree",
+    );
+    out
 }
 
 /// A fit below this is reported as an approximation.
@@ -141,4 +227,27 @@ pub fn screen(probe: &Probe) -> Screen {
         flags.push(Flag::NoHeldOutSize);
     }
     Screen { flags }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_survey_adds_what_the_probe_missed_and_nothing_twice() {
+        let survey = read_survey(
+            "{\"p\": \"level1/19_ReLU.py\", \"ident4\": true, \"zero4\": true, \"ms\": 3.0}\n\n{\"p\": \"level1/21_Sigmoid.py\"}\n",
+        )
+        .unwrap();
+        assert_eq!(survey.len(), 2);
+        let probed = Screen {
+            flags: vec![Flag::ZeroPasses],
+        };
+        let added = survey_flags(&probed, &survey["level1/19_ReLU.py"]);
+        assert_eq!(added.len(), 1, "{added:?}");
+        assert!(added[0].drops());
+        assert!(added[0].describe().contains("copy of an input"));
+        assert!(survey_flags(&probed, &survey["level1/21_Sigmoid.py"]).is_empty());
+        assert!(read_survey("{\"p\": 3}").unwrap_err().starts_with("line 1"));
+    }
 }
