@@ -59,10 +59,14 @@ pub struct ImportArgs {
     /// Where the probe runs the module: cpu or cuda.
     #[arg(long, default_value = "cpu")]
     pub device: String,
-    /// Time the eager module and torch.compile (the speedup's baselines)
-    /// on --device; problems under 10 µs eager are then dropped.
+    /// Time the eager module (the speedup's baseline) on --device;
+    /// problems under 10 µs eager are then dropped.
     #[arg(long)]
     pub time: bool,
+    /// With --time, time torch.compile's module as a second baseline
+    /// (tens of seconds of compilation per problem).
+    #[arg(long, requires = "time")]
+    pub compile: bool,
     /// Seed kernels: DIR/<problem>.cu (CUDA) and DIR/<problem>.cl
     /// (OpenCL), e.g. DIR/19_ReLU.cu. A problem without one is not
     /// written.
@@ -151,6 +155,7 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
         python: args.python.clone(),
         device: args.device.clone(),
         time: args.time,
+        compile: args.compile,
     };
     let mut lines = Vec::new();
     let mut screens = BTreeMap::new();

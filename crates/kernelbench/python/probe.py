@@ -1,6 +1,6 @@
 """Probe one KernelBench problem for `kevo kernelbench import`.
 
-Usage: python3 probe.py PROBLEM.py [--device cpu|cuda] [--time] [--seeds K]
+Usage: python3 probe.py PROBLEM.py [--device cpu|cuda] [--time [--compile]]
 
 A problem file defines `Model` (a torch.nn.Module), `get_inputs()` and
 `get_init_inputs()`, with its sizes as module-level constants. This script
@@ -20,8 +20,8 @@ imports it, runs the reference, and prints one JSON object on stdout:
   an input copy), whether the output depends on the input and the
   weights, whether two runs agree, and flat output axes;
 - flops: counted by torch's flop counter where this torch has one;
-- eager_ms, compile_ms (with --time): median, min and max of timed runs on
-  the device, or the error that stopped them.
+- eager_ms (with --time) and compile_ms (with --time --compile): median,
+  min and max of timed runs on the device, or the error that stopped them.
 
 Nothing here is kevo's evaluation: it only describes the problem.
 """
@@ -252,6 +252,7 @@ def main():
     parser.add_argument("problem")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--time", action="store_true")
+    parser.add_argument("--compile", action="store_true")
     parser.add_argument("--seed", type=int, default=42)
     args = parser.parse_args()
     import torch
@@ -316,6 +317,7 @@ def main():
         report["flops_error"] = f"{type(e).__name__}: {e}"
     if args.time:
         report["eager_ms"] = time_forward(model, inputs, device)
+    if args.time and args.compile:
         try:
             compiled = torch.compile(model)
             report["compile_ms"] = time_forward(compiled, inputs, device)

@@ -19,8 +19,11 @@ pub struct ProbeOptions {
     pub python: String,
     /// Where the reference runs while probing: `cpu` or `cuda`.
     pub device: String,
-    /// Time the eager module and torch.compile on `device`.
+    /// Time the eager module on `device`.
     pub time: bool,
+    /// Time torch.compile's module too (its compilation takes tens of
+    /// seconds per problem).
+    pub compile: bool,
 }
 
 /// A module-level constant of the problem.
@@ -202,6 +205,9 @@ pub fn probe(
         .args(["--device", &options.device]);
     if options.time {
         command.arg("--time");
+        if options.compile {
+            command.arg("--compile");
+        }
     }
     let output = command
         .stdin(std::process::Stdio::null())

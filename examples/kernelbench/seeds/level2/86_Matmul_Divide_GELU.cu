@@ -1,0 +1,17 @@
+// Naive seed: one thread per output element: the linear layer's dot
+// product (x times the weight's row, plus its bias), then the epilogue.
+__device__ __forceinline__ float softplus_(float v) { return v > 20.0f ? v : log1pf(expf(v)); }
+__device__ __forceinline__ float mish_(float v) { return v * tanhf(softplus_(v)); }
+__device__ __forceinline__ float gelu_(float v) { return 0.5f * v * (1.0f + erff(v * 0.7071067811865476f)); }
+__device__ __forceinline__ float sigmoid_(float v) { return 1.0f / (1.0f + expf(-v)); }
+extern "C" __global__ void forward(const float* x, const float* w_linear_weight, const float* w_linear_bias, float* out, int k_batch_size, int k_input_size, int k_output_size, float k_divisor) {
+    int o = blockIdx.x * blockDim.x + threadIdx.x;
+    int b = blockIdx.y * blockDim.y + threadIdx.y;
+    if (o >= k_output_size || b >= k_batch_size) return;
+    const float* xr = x + (long long)b * k_input_size;
+    const float* wr = w_linear_weight + (long long)o * k_input_size;
+    float v = w_linear_bias[o];
+    for (int i = 0; i < k_input_size; ++i) v += xr[i] * wr[i];
+    v = gelu_(v / k_divisor);
+    out[(long long)b * k_output_size + o] = v;
+}
