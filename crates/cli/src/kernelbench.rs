@@ -1,6 +1,5 @@
 //! `kevo kernelbench import`: KernelBench problems as task folders.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -116,8 +115,12 @@ struct Line {
 
 fn import(args: ImportArgs) -> Result<ExitCode> {
     anyhow::ensure!(
-        args.rtol > 0.0 && args.within > 0.0 && args.within <= 1.0 && args.cosine <= 1.0,
-        "--rtol must be positive, --within in (0, 1] and --cosine at most 1"
+        args.rtol > 0.0
+            && args.within > 0.0
+            && args.within <= 1.0
+            && args.cosine > 0.0
+            && args.cosine <= 1.0,
+        "--rtol must be positive, and --within and --cosine in (0, 1]"
     );
     anyhow::ensure!(
         matches!(args.device.as_str(), "cpu" | "cuda"),
@@ -158,7 +161,6 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
         compile: args.compile,
     };
     let mut lines = Vec::new();
-    let mut screens = BTreeMap::new();
     for problem in &problems {
         let mut line = Line {
             problem: problem.stem.clone(),
@@ -187,10 +189,6 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
         line.eager_ms = probe.eager_ms.as_ref().and_then(kb::Timing::median_ms);
         line.compile_ms = probe.compile_ms.as_ref().and_then(kb::Timing::median_ms);
         line.flags = screen.flags.iter().map(kb::Flag::describe).collect();
-        screens.insert(
-            problem.stem.clone(),
-            (screen.clone(), probe.eager_ms.clone()),
-        );
         if screen.dropped() && !args.keep_flagged {
             line.status = "dropped";
             report(&line, args.json);
@@ -204,8 +202,12 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
         if let Some(dir) = &args.seeds {
             for (dialect, ext) in [("cuda", "cu"), ("opencl", "cl")] {
                 let path = dir.join(format!("{}.{ext}", problem.stem));
-                if let Ok(text) = std::fs::read_to_string(&path) {
-                    options.seeds.insert(dialect.to_string(), text);
+                match std::fs::read_to_string(&path) {
+                    Ok(text) => {
+                        options.seeds.insert(dialect.to_string(), text);
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => anyhow::bail!("--seeds: cannot read {}: {e}", path.display()),
                 }
             }
         }
@@ -331,60 +333,89 @@ fn eval(args: EvalArgs) -> Result<ExitCode> {
     let mut rows = Vec::new();
     let mut skipped_baselines = Vec::new();
     for folder in &folders {
-        let meta: kb::KernelBenchMeta =
-            serde_json::from_str(&std::fs::read_to_string(folder.join("kernelbench.json"))?)
-                .with_context(|| format!("{}: kernelbench.json is unreadable", folder.display()))?;
-        let task = kevo_tasks::resolve(&folder.display().to_string())?;
-        let kernel = match &args.kernels {
-            Some(dir) => {
-                let path = dir.join(format!("{}.{ext}", task.name()));
-                Some(std::fs::read_to_string(&path).with_context(|| {
-                    format!("no kernel for {} at {}", task.name(), path.display())
-                })?)
-            }
-            None => None,
-        };
-        // A speedup compares one size on one device: the baselines were
-        // timed at the full size on the import's --device.
-        let comparable =
-            size_set == kevo_tasks::SizeSet::Full && meta.device == worker.device().name;
-        if !comparable && (meta.eager_ms.is_some() || meta.compile_ms.is_some()) {
-            skipped_baselines.push(format!(
+        // A folder that cannot be evaluated (no seed for this device's
+        // dialect, a missing --kernels file) is a failed row, not the end
+        // of the report.
+        let mut attempt = || -> Result<Evaluated> {
+            let meta: kb::KernelBenchMeta =
+                serde_json::from_str(&std::fs::read_to_string(folder.join("kernelbench.json"))?)
+                    .with_context(|| {
+                        format!("{}: kernelbench.json is unreadable", folder.display())
+                    })?;
+            let task = kevo_tasks::resolve(&folder.display().to_string())?;
+            let kernel = match &args.kernels {
+                Some(dir) => {
+                    let path = dir.join(format!("{}.{ext}", task.name()));
+                    Some(std::fs::read_to_string(&path).with_context(|| {
+                        format!("no kernel for {} at {}", task.name(), path.display())
+                    })?)
+                }
+                None => None,
+            };
+            // A speedup compares one size on one device: the baselines were
+            // timed at the full size on the import's --device.
+            let comparable =
+                size_set == kevo_tasks::SizeSet::Full && meta.device == worker.device().name;
+            if !comparable && (meta.eager_ms.is_some() || meta.compile_ms.is_some()) {
+                skipped_baselines.push(format!(
                 "{}: baselines timed on {} at the full size, the kernel ran on {} at the {size_set} size",
                 task.name(),
                 meta.device,
                 worker.device().name
             ));
-        }
-        let source = crate::source_for(task, &kernel, dialect)?;
-        let plan = task.sizes(size_set);
-        let timeout =
-            crate::default_timeout(task, size_set, &plan.in_distribution, worker.ceilings());
-        let e = worker.evaluate(task.name(), &source, &plan.in_distribution, timeout);
-        let correct = e.outcome.score().is_some();
-        let last = e.sizes.last();
-        let row = Evaluated {
-            task: task.name().to_string(),
-            result: kb::ProblemResult {
-                problem: meta.problem.clone(),
-                correct,
-                kernel_ms: last.filter(|_| correct).map(|s| s.time.median_s * 1e3),
-                eager_ms: meta
-                    .eager_ms
-                    .as_ref()
-                    .and_then(kb::Timing::median_ms)
-                    .filter(|_| comparable),
-                compile_ms: meta
-                    .compile_ms
-                    .as_ref()
-                    .and_then(kb::Timing::median_ms)
-                    .filter(|_| comparable),
-                fraction: e.outcome.score(),
-            },
-            outcome: e.outcome.summary(),
-            evaluation_s: e.wall.total_s,
-            compile_s: e.wall.compile_s,
+            }
+            let source = crate::source_for(task, &kernel, dialect)?;
+            let plan = task.sizes(size_set);
+            let timeout =
+                crate::default_timeout(task, size_set, &plan.in_distribution, worker.ceilings());
+            let e = worker.evaluate(task.name(), &source, &plan.in_distribution, timeout);
+            let correct = e.outcome.score().is_some();
+            let last = e.sizes.last();
+            let row = Evaluated {
+                task: task.name().to_string(),
+                result: kb::ProblemResult {
+                    problem: meta.problem.clone(),
+                    correct,
+                    kernel_ms: last.filter(|_| correct).map(|s| s.time.median_s * 1e3),
+                    eager_ms: meta
+                        .eager_ms
+                        .as_ref()
+                        .and_then(kb::Timing::median_ms)
+                        .filter(|_| comparable),
+                    compile_ms: meta
+                        .compile_ms
+                        .as_ref()
+                        .and_then(kb::Timing::median_ms)
+                        .filter(|_| comparable),
+                    fraction: e.outcome.score(),
+                },
+                outcome: e.outcome.summary(),
+                evaluation_s: e.wall.total_s,
+                compile_s: e.wall.compile_s,
+            };
+            Ok(row)
         };
+        let row = attempt().unwrap_or_else(|e| {
+            let name = folder
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            Evaluated {
+                task: name.clone(),
+                result: kb::ProblemResult {
+                    problem: name,
+                    correct: false,
+                    kernel_ms: None,
+                    eager_ms: None,
+                    compile_ms: None,
+                    fraction: None,
+                },
+                outcome: format!("not evaluated: {e:#}"),
+                evaluation_s: 0.0,
+                compile_s: 0.0,
+            }
+        });
+        let correct = row.result.correct;
         if !args.json {
             let ms = |v: Option<f64>| v.map(|m| format!("{m:.4}")).unwrap_or_else(|| "-".into());
             let x = |v: Option<f64>| v.map(|m| format!("{m:.2}x")).unwrap_or_else(|| "-".into());

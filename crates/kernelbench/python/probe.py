@@ -101,9 +101,10 @@ def dtype_name(t):
     return str(t.dtype).replace("torch.", "")
 
 
-def run(module, device, seed, overrides=None, state=None):
+def run(module, device, seed, overrides=None, state=None, forward_seed=None):
     """Build the model and inputs with `overrides` of the constants, seeded,
-    and run forward once: (model, inputs, outputs)."""
+    and run forward once (with the random state at `forward_seed` when
+    given): (model, inputs, outputs)."""
     import torch
 
     for key, value in (overrides or {}).items():
@@ -115,9 +116,14 @@ def run(module, device, seed, overrides=None, state=None):
         model.load_state_dict(state)
     torch.manual_seed(seed + 1)
     inputs = [v.to(device) if hasattr(v, "to") else v for v in tensors_of(module.get_inputs())]
+    if forward_seed is not None:
+        torch.manual_seed(forward_seed)
     with torch.no_grad():
         out = model(*inputs)
     outputs = list(out) if isinstance(out, (tuple, list)) else [out]
+    for o in outputs:
+        if not isinstance(o, torch.Tensor):
+            raise SystemExit(f"forward() returns a {type(o).__name__}, not tensors")
     return model, inputs, outputs
 
 
@@ -143,7 +149,9 @@ def screen(module, device, base, model, inputs, outputs):
     result["ident"] = any(
         isinstance(i, torch.Tensor) and i.shape == out.shape and close(i, out, 1e-4) for i in inputs
     )
-    _, _, again = run(module, device, base, state=model.state_dict())
+    # The same inputs and weights with another random state at forward():
+    # a module that draws random numbers (dropout) is not deterministic.
+    _, _, again = run(module, device, base, state=model.state_dict(), forward_seed=base + 303)
     result["det"] = close(again[0], out, 1e-4) if out.is_floating_point() else bool(torch.equal(again[0], out))
     # Other inputs, same weights; then other weights, same inputs.
     import copy
@@ -263,7 +271,16 @@ def main():
     module = load(args.problem)
     consts = constants(module)
     model, inputs, outputs = run(module, device, args.seed)
-    forward = [p for p in inspect.signature(module.Model.forward).parameters if p != "self"]
+    params = inspect.signature(module.Model.forward).parameters
+    forward = [p for p in params if p != "self"]
+    if any(p.kind == inspect.Parameter.VAR_POSITIONAL for p in params.values()) or len(forward) < len(inputs):
+        raise SystemExit(
+            f"forward() names {len(forward)} arguments for the {len(inputs)} inputs of get_inputs(); kevo needs one named argument per input"
+        )
+    persistent = set(model.state_dict())
+    hidden = [n for n, _ in model.named_buffers() if n not in persistent]
+    if hidden:
+        raise SystemExit(f"the module has buffers outside its state_dict ({', '.join(hidden)}), which a kernel would not get")
     report = {
         "torch": torch.__version__,
         "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",

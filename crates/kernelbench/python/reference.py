@@ -60,4 +60,6 @@ results = list(result) if isinstance(result, (tuple, list)) else [result]
 if len(results) != len(meta["outputs"]):
     raise SystemExit(f"the module returned {len(results)} outputs, the folder has {len(meta['outputs'])}")
 for buffer, value in zip(meta["outputs"], results):
+    if value.dtype == torch.bool:
+        value = value.to(torch.uint8)  # kevo holds booleans as u8
     np.save(f"{outputs}/{buffer}.npy", value.detach().contiguous().cpu().numpy().reshape(-1))

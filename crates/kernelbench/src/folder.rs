@@ -143,6 +143,33 @@ fn snap(x: f64, scale: f64) -> f64 {
     }
 }
 
+/// How kevo draws a tensor fitted as `d`. A float tensor that was
+/// constant (a norm's weight of 1 and bias of 0, a single element) is drawn
+/// around its value instead, so that a kernel cannot hard-code it or skip
+/// the step that uses it. A normal fit of values that were never negative
+/// is drawn uniformly over the values seen, so a positive-only input (a
+/// log's argument) stays positive.
+fn drawn(d: &Distribution, float: bool) -> Distribution {
+    match d.clone() {
+        Distribution::Constant { value, fit } if float => {
+            let half = value.abs().max(1.0) * 0.5;
+            Distribution::Uniform {
+                low: value - half,
+                high: value + half,
+                fit,
+            }
+        }
+        Distribution::Normal { mean, std, fit } if mean - 3.0 * std >= 0.0 => {
+            Distribution::Uniform {
+                low: (mean - 3.0 * std).max(0.0),
+                high: mean + 3.0 * std,
+                fit,
+            }
+        }
+        other => other,
+    }
+}
+
 fn init_toml(d: &Distribution) -> String {
     let d = &match d.clone() {
         Distribution::Uniform { low, high, fit } => Distribution::Uniform {
@@ -199,7 +226,7 @@ fn buffers(probe: &Probe) -> Result<Vec<Buffer>, String> {
             name,
             ty: element_type(dtype, &format!("input `{}`", input.name))?,
             role: "input",
-            init: Some(init_toml(dist)),
+            init: Some(init_toml(&drawn(dist, dtype.starts_with("float")))),
             shape: ShapeOf::Input(k),
         });
     }
@@ -208,7 +235,10 @@ fn buffers(probe: &Probe) -> Result<Vec<Buffer>, String> {
             name: format!("w_{}", identifier(&state.name)),
             ty: element_type(&state.dtype, &format!("weight `{}`", state.name))?,
             role: "input",
-            init: Some(init_toml(&state.dist)),
+            init: Some(init_toml(&drawn(
+                &state.dist,
+                state.dtype.starts_with("float"),
+            ))),
             shape: ShapeOf::State(state.name.clone()),
         });
     }
@@ -469,10 +499,12 @@ pub fn write_folder(
     for (name, value) in &probe.globals {
         let scalar = format!("k_{}", identifier(name));
         let (ty, expr) = match value {
-            Constant::Int(i) if *i >= 0 && dims.contains(name) => (
-                if *i > i32::MAX as i64 { "i64" } else { "i32" },
-                name.clone(),
-            ),
+            Constant::Int(i) if *i > i32::MAX as i64 => {
+                return Err(unsupported(format!(
+                    "the constant `{name}` = {i} does not fit a kernel's int"
+                )));
+            }
+            Constant::Int(i) if *i >= 0 && dims.contains(name) => ("i32", name.clone()),
             Constant::Int(i) => ("i32", i.to_string()),
             Constant::Float(f) => ("f32", format!("{f:?}")),
             Constant::Bool(b) => ("i32", if *b { "1".into() } else { "0".into() }),
@@ -486,11 +518,10 @@ pub fn write_folder(
     for input in probe.inputs.iter().filter(|i| i.scalar.is_some()) {
         let scalar = format!("a_{}", identifier(&input.name));
         let value = input.scalar.clone().unwrap_or_default();
-        let ty = if value.is_i64() { "i32" } else { "f32" };
+        let (ty, text) = scalar_argument(&value);
         let _ = writeln!(
             toml,
-            "[[scalars]]\nname = {scalar:?}\ntype = {ty:?}\nvalue = {:?}\n",
-            value.to_string()
+            "[[scalars]]\nname = {scalar:?}\ntype = {ty:?}\nvalue = {text:?}\n"
         );
         args.push(scalar);
     }
@@ -648,8 +679,10 @@ fn signature(probe: &Probe, buffers: &[Buffer], cuda: bool) -> String {
         ));
     }
     for input in probe.inputs.iter().filter(|i| i.scalar.is_some()) {
+        let (ty, _) = scalar_argument(input.scalar.as_ref().expect("filtered"));
+        let c = if ty == "i32" { "int" } else { "float" };
         params.push((
-            format!("float a_{}", identifier(&input.name)),
+            format!("{c} a_{}", identifier(&input.name)),
             "forward() argument".into(),
         ));
     }
@@ -668,6 +701,16 @@ fn signature(probe: &Probe, buffers: &[Buffer], cuda: bool) -> String {
     }
     s.push_str("\n// Launch: one thread per output element by default: grid = the output's\n// shape, innermost axis first (x), leading axes folded into z.\n");
     s
+}
+
+/// A number forward() takes as is: its scalar type and value expression
+/// (booleans as 1 and 0), the same in task.toml and the signature.
+fn scalar_argument(value: &serde_json::Value) -> (&'static str, String) {
+    match value {
+        serde_json::Value::Bool(b) => ("i32", if *b { "1".into() } else { "0".into() }),
+        v if v.is_i64() => ("i32", v.to_string()),
+        v => ("f32", v.to_string()),
+    }
 }
 
 fn constant_text(c: &Constant) -> String {
@@ -775,6 +818,53 @@ mod tests {
             fit: 0.97,
         };
         assert_eq!(init_toml(&weights), "{ uniform = [-0.0884, 0.0883] }");
+    }
+
+    #[test]
+    fn constant_weights_and_positive_inputs_are_drawn_so_no_kernel_can_skip_them() {
+        let ones = Distribution::Constant {
+            value: 1.0,
+            fit: 1.0,
+        };
+        assert_eq!(init_toml(&drawn(&ones, true)), "{ uniform = [0.5, 1.5] }");
+        let zeros = Distribution::Constant {
+            value: 0.0,
+            fit: 1.0,
+        };
+        assert_eq!(init_toml(&drawn(&zeros, true)), "{ uniform = [-0.5, 0.5] }");
+        // An integer counter (num_batches_tracked) stays what it was.
+        assert_eq!(init_toml(&drawn(&zeros, false)), "{ constant = 0.0 }");
+        let positive = Distribution::Normal {
+            mean: 10.0,
+            std: 1.0,
+            fit: 0.9,
+        };
+        assert_eq!(
+            init_toml(&drawn(&positive, true)),
+            "{ uniform = [7.0, 13.0] }"
+        );
+        let signed = Distribution::Normal {
+            mean: 0.0,
+            std: 1.0,
+            fit: 0.9,
+        };
+        assert_eq!(drawn(&signed, true), signed);
+    }
+
+    #[test]
+    fn scalar_arguments_have_one_type_in_the_folder_and_the_signature() {
+        assert_eq!(
+            scalar_argument(&serde_json::json!(3)),
+            ("i32", "3".to_string())
+        );
+        assert_eq!(
+            scalar_argument(&serde_json::json!(true)),
+            ("i32", "1".to_string())
+        );
+        assert_eq!(
+            scalar_argument(&serde_json::json!(0.5)),
+            ("f32", "0.5".to_string())
+        );
     }
 
     #[test]

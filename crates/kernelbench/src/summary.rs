@@ -4,7 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The p values the seed systems report (fast_0 is the correct rate).
+/// The p values the seed systems report. fast_0 counts the correct
+/// kernels that have a speedup, which is the correct rate where every
+/// problem has a baseline.
 pub const FAST_P: [f64; 4] = [0.0, 1.0, 1.5, 2.0];
 
 /// One problem's evaluated kernel.
@@ -39,15 +41,17 @@ fn ratio(baseline: Option<f64>, kernel: Option<f64>, correct: bool) -> Option<f6
     }
 }
 
-/// The metrics over all problems, each over every problem given (an
-/// incorrect or unevaluated problem counts against every fast_p).
+/// The metrics over the problems given, each over all of them (an
+/// incorrect, unevaluated or untimed problem counts against every fast_p;
+/// problems the import's screen dropped are not among them).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     pub problems: usize,
     pub correct_rate: f64,
     /// (p, fraction of problems correct and faster than p x eager).
     pub fast_p: Vec<(f64, f64)>,
-    /// The same against torch.compile, over the problems it timed.
+    /// The same against torch.compile, over all problems (one without a
+    /// torch.compile time counts against it).
     pub fast_p_compile: Vec<(f64, f64)>,
     /// Geometric mean of the speedups of the correct kernels.
     pub geomean_speedup: Option<f64>,
