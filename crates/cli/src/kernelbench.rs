@@ -176,6 +176,7 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
             Err(e @ kb::KernelBenchError::Python { .. }) => return Err(e.into()),
             Err(e) => {
                 line.error = Some(e.to_string());
+                remove_stale(&args.out, problem, &mut line);
                 report(&line, args.json);
                 lines.push(line);
                 continue;
@@ -191,6 +192,7 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
         line.flags = screen.flags.iter().map(kb::Flag::describe).collect();
         if screen.dropped() && !args.keep_flagged {
             line.status = "dropped";
+            remove_stale(&args.out, problem, &mut line);
             report(&line, args.json);
             lines.push(line);
             continue;
@@ -220,20 +222,45 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
                 };
                 line.task = Some(w.dir.display().to_string());
             }
-            Err(e) => line.error = Some(e.to_string()),
+            Err(e) => {
+                line.error = Some(e.to_string());
+                remove_stale(&args.out, problem, &mut line);
+            }
         }
         report(&line, args.json);
         lines.push(line);
     }
+    // Problems imported into this folder before, and not this time, keep
+    // their lines.
+    let screen_path = args.out.join("screen.json");
+    let mut merged: Vec<serde_json::Value> = std::fs::read_to_string(&screen_path)
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .filter(|v| v["level"] == args.level)
+        .and_then(|v| v["problems"].as_array().cloned())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|old| !lines.iter().any(|l| old["problem"] == l.problem.as_str()))
+        .collect();
+    merged.extend(
+        lines
+            .iter()
+            .map(|l| serde_json::to_value(l).unwrap_or_default()),
+    );
+    let id = |v: &serde_json::Value| {
+        v["problem"]
+            .as_str()
+            .and_then(|p| p.split('_').next())
+            .and_then(|n| n.parse::<u32>().ok())
+            .unwrap_or(u32::MAX)
+    };
+    merged.sort_by_key(id);
     let summary = serde_json::json!({
         "level": args.level,
         "source": args.source,
-        "problems": lines,
+        "problems": merged,
     });
-    std::fs::write(
-        args.out.join("screen.json"),
-        serde_json::to_string_pretty(&summary)?,
-    )?;
+    std::fs::write(&screen_path, serde_json::to_string_pretty(&summary)?)?;
     let written = lines.iter().filter(|l| l.task.is_some()).count();
     let dropped = lines.iter().filter(|l| l.status == "dropped").count();
     let failed = lines.len() - written - dropped;
@@ -249,6 +276,25 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// Remove the folder an earlier import wrote for `problem` (one holding
+/// kernelbench.json), now that this import did not write it: `kevo
+/// kernelbench eval` would otherwise still evaluate it.
+fn remove_stale(out: &std::path::Path, problem: &kb::Problem, line: &mut Line) {
+    let dir = out.join(problem.task_name());
+    if dir.join("kernelbench.json").is_file() {
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => line.flags.push(format!(
+                "removed {}, an earlier import's folder",
+                dir.display()
+            )),
+            Err(e) => line.flags.push(format!(
+                "could not remove {} of an earlier import: {e}",
+                dir.display()
+            )),
+        }
+    }
 }
 
 fn report(line: &Line, json: bool) {

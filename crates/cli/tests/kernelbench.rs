@@ -297,10 +297,27 @@ fn problems_without_a_seed_or_that_fail_are_reported_not_written() {
     // 1e-4, for inputs in [0, 1)), so the problem is dropped.
     let survey = dir.path().join("survey.jsonl");
     std::fs::write(&survey, "{\"p\": \"level1/1_ReLU.py\", \"ident4\": true}\n").unwrap();
+    // First written (with its seed), then dropped by the survey: the
+    // earlier folder goes, and screen.json keeps the other problem's line.
+    let seeds = fixtures().join("seeds");
+    let written = import(
+        &["--seeds", seeds.to_str().unwrap(), "--problems", "1"],
+        &python,
+    );
+    assert!(written.status.success(), "{}", text(&written));
+    assert!(out_dir.join("kb-l1-1-relu").join("task.toml").is_file());
     let surveyed = import(
         &["--survey", survey.to_str().unwrap(), "--problems", "1"],
         &python,
     );
+    assert!(
+        text(&surveyed).contains("an earlier import's folder"),
+        "{}",
+        text(&surveyed)
+    );
+    assert!(!out_dir.join("kb-l1-1-relu").exists());
+    let screen = std::fs::read_to_string(out_dir.join("screen.json")).unwrap();
+    assert!(screen.contains("2_Broken"), "{screen}");
     assert!(
         text(&surveyed).contains("the survey: a copy of an input passes"),
         "{}",
