@@ -315,7 +315,7 @@ fn size_plan(probe: &Probe) -> Vec<(&'static str, &'static str, String, ProbedSi
     let mut plan = vec![("full", "in", label(&full, "full"), full.clone())];
     match ok("held_out") {
         Some(h) => plan.push(("full", "held", label(&h, "held-out"), h)),
-        None => plan.push(("full", "held", "other-inputs".into(), full.clone())),
+        None => plan.push(("full", "held", "same-size".into(), full.clone())),
     }
     match (ok("smoke"), ok("smoke_held_out")) {
         (Some(s), Some(h)) => {
@@ -324,7 +324,7 @@ fn size_plan(probe: &Probe) -> Vec<(&'static str, &'static str, String, ProbedSi
         }
         _ => {
             plan.push(("smoke", "in", label(&full, "full"), full.clone()));
-            plan.push(("smoke", "held", "other-inputs".into(), full));
+            plan.push(("smoke", "held", "same-size".into(), full));
         }
     }
     plan
@@ -765,15 +765,16 @@ fn brief(
             constant_text(value)
         );
     }
-    let _ = writeln!(
-        s,
-        "\nThe held-out size changes {}; a kernel must read shapes from these arguments, not assume them.",
-        probe
-            .batch
-            .as_deref()
-            .map(|b| format!("`{b}`"))
-            .unwrap_or_else(|| "only the inputs".into())
-    );
+    let _ = match probe.batch.as_deref() {
+        Some(b) => writeln!(
+            s,
+            "\nThe held-out size changes `{b}`; a kernel must read shapes from these arguments, not assume them."
+        ),
+        None => writeln!(
+            s,
+            "\nNo constant changes the batch alone, so the held-out size is the problem's own size. Read shapes from these arguments all the same."
+        ),
+    };
     let _ = writeln!(
         s,
         "\n## How it is checked and scored\n\n- Inputs and weights are drawn anew for every verification seed, from distributions fitted to the problem's own generators (weights that start constant, such as a norm's scale of 1, are drawn around that value, so no step can be skipped), and the reference is the module itself, run on them in float32 (TF32 off).\n- At least 99% of output elements must be within the relative tolerance, and the cosine similarity of output and reference must clear its floor (task.toml's [check]).\n- {}",

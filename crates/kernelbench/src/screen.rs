@@ -31,7 +31,8 @@ pub enum Flag {
     /// draws them from the closest one.
     ApproximateInputs { tensors: Vec<String> },
     /// No constant sets the batch alone: the held-out size is the
-    /// problem's own size with other inputs.
+    /// problem's own size (label `same-size`), so the held-out score shows
+    /// nothing the in-distribution one does not.
     NoHeldOutSize,
     /// A published screen (`--survey`, measured elsewhere) finds what this
     /// probe did not.
@@ -71,7 +72,7 @@ impl Flag {
                 tensors.join(", ")
             ),
             Flag::NoHeldOutSize => {
-                "no constant sets the batch alone: held out on other inputs only".into()
+                "no constant sets the batch alone: the held-out size is the problem's own size, so nothing is held out".into()
             }
             Flag::Survey { finding, .. } => format!("the survey: {finding}"),
         }
