@@ -59,6 +59,11 @@ fn two_local_workers_evaluate_an_iterations_answers() {
             assert_eq!(e.len(), 1, "candidate {}", c.0);
             assert!(e[0].evaluation().unwrap().outcome.score().is_some());
         }
+        // The provenance names every worker's device and ceilings.
+        let info = store.run(&runs[0].id).await.unwrap();
+        let workers = info.config["provenance"]["workers"].as_array().unwrap();
+        assert_eq!(workers.len(), 2, "{}", info.config["provenance"]);
+        assert!(workers[1]["ceilings"]["bandwidth_gbs"].as_f64().unwrap() > 0.0);
     });
     // The stored settings name the devices, so a resume uses them too.
     let config = Command::new(env!("CARGO_BIN_EXE_kevo"))

@@ -628,6 +628,16 @@ impl Evaluator {
         })))
     }
 
+    /// Each local worker's device name and ceilings; the remote worker's
+    /// for a run over NATS.
+    fn devices(&self) -> Vec<serde_json::Value> {
+        let entry = |d: &kevo_backend::DeviceInfo, c: &kevo_roofline::Ceilings| serde_json::json!({"name": d.name, "ceilings": c});
+        match self {
+            Evaluator::Local(w) => w.iter().map(|w| entry(w.device(), w.ceilings())).collect(),
+            Evaluator::Remote(r) => vec![entry(&r.remote.worker().device, &r.ceilings)],
+        }
+    }
+
     fn device(&self) -> &kevo_backend::DeviceInfo {
         match self {
             Evaluator::Local(w) => w[0].device(),
@@ -1022,6 +1032,9 @@ fn run_config(
                 "task": {"name": task.name(), "content_hash": task.content_hash()},
                 "device": worker.device(),
                 "ceilings": worker.ceilings(),
+                // Every local worker's device and ceilings (several with
+                // --devices; of different models with --mixed-devices).
+                "workers": worker.devices(),
                 "seeds": {
                     "inputs": task.default_seed(),
                     "ensemble": options.rng_seed,

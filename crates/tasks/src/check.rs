@@ -53,29 +53,8 @@ pub fn max_abs_diff(got: &[f32], want: &[f32]) -> f64 {
     }
     got.par_chunks(PAR_CHUNK)
         .zip(want.par_chunks(PAR_CHUNK))
-        .map(|(g, w)| {
-            let mut worst = 0f64;
-            for (&g, &w) in g.iter().zip(w) {
-                if !g.is_finite() {
-                    return f64::NAN;
-                }
-                let d = (g as f64 - w as f64).abs();
-                if d > worst {
-                    worst = d;
-                }
-            }
-            worst
-        })
-        .reduce(
-            || 0.0,
-            |a, b| {
-                if a.is_nan() || b.is_nan() {
-                    f64::NAN
-                } else {
-                    a.max(b)
-                }
-            },
-        )
+        .map(|(g, w)| chunk_worst(g.iter().copied(), w))
+        .reduce(|| 0.0, nan_max)
 }
 
 /// [`max_abs_diff`] on a downloaded output as it is (little-endian f32
@@ -89,29 +68,34 @@ pub fn max_abs_diff_bytes(got: &[u8], want: &[f32]) -> f64 {
     got.par_chunks(PAR_CHUNK * 4)
         .zip(want.par_chunks(PAR_CHUNK))
         .map(|(g, w)| {
-            let mut worst = 0f64;
-            for (c, &w) in g.chunks_exact(4).zip(w) {
-                let g = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
-                if !g.is_finite() {
-                    return f64::NAN;
-                }
-                let d = (g as f64 - w as f64).abs();
-                if d > worst {
-                    worst = d;
-                }
-            }
-            worst
+            let values = g
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]));
+            chunk_worst(values, w)
         })
-        .reduce(
-            || 0.0,
-            |a, b| {
-                if a.is_nan() || b.is_nan() {
-                    f64::NAN
-                } else {
-                    a.max(b)
-                }
-            },
-        )
+        .reduce(|| 0.0, nan_max)
+}
+
+/// The largest |got - want| of one chunk, NaN at the first value of `got`
+/// that is not finite.
+fn chunk_worst(got: impl Iterator<Item = f32>, want: &[f32]) -> f64 {
+    let mut worst = 0f64;
+    for (g, &w) in got.zip(want) {
+        if !g.is_finite() {
+            return f64::NAN;
+        }
+        worst = worst.max((g as f64 - w as f64).abs());
+    }
+    worst
+}
+
+/// The larger of two chunk results, NaN if either is.
+fn nan_max(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else {
+        a.max(b)
+    }
 }
 
 pub fn max_abs(v: &[f32]) -> f64 {
