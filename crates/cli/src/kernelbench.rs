@@ -89,6 +89,11 @@ pub struct ImportArgs {
     /// Floor on the output's cosine similarity with the reference.
     #[arg(long, default_value_t = 0.999)]
     pub cosine: f64,
+    /// Kernels in sequence per problem (`stage1`..`stageN`, sharing a
+    /// scratch buffer). Default: 2 where forward() reduces over a matrix
+    /// product or convolution (a GEMM then a norm or softmax), else 1.
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=8))]
+    pub stages: Option<u8>,
     /// Print the screen as JSON lines instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -111,6 +116,8 @@ struct Line {
     compile_ms: Option<f64>,
     flags: Vec<String>,
     error: Option<String>,
+    /// Kernels in sequence, for a written problem.
+    stages: Option<usize>,
 }
 
 fn import(args: ImportArgs) -> Result<ExitCode> {
@@ -159,6 +166,9 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
         device: args.device.clone(),
         time: args.time,
         compile: args.compile,
+        rtol: args.rtol,
+        within: args.within,
+        cosine: args.cosine,
     };
     let mut lines = Vec::new();
     for problem in &problems {
@@ -170,6 +180,7 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
             compile_ms: None,
             flags: Vec::new(),
             error: None,
+            stages: None,
         };
         let probe = match kb::probe(&problem.path, &probe_options, scratch.path()) {
             Ok(p) => p,
@@ -201,6 +212,7 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
         options.rtol = args.rtol;
         options.within = args.within;
         options.cosine = args.cosine;
+        options.stages = args.stages.map(usize::from);
         if let Some(dir) = &args.seeds {
             for (dialect, ext) in [("cuda", "cu"), ("opencl", "cl")] {
                 let path = dir.join(format!("{}.{ext}", problem.stem));
@@ -221,6 +233,7 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
                     "written"
                 };
                 line.task = Some(w.dir.display().to_string());
+                line.stages = Some(w.stages);
             }
             Err(e) => {
                 line.error = Some(e.to_string());
@@ -313,6 +326,11 @@ fn report(line: &Line, json: bool) {
         ms(line.eager_ms),
         ms(line.compile_ms)
     );
+    if let Some(n) = line.stages.filter(|n| *n > 1) {
+        println!(
+            "    {n} kernels in sequence (stage1..stage{n}): forward() reduces over a contraction"
+        );
+    }
     for f in &line.flags {
         println!("    {f}");
     }

@@ -1,7 +1,9 @@
 //! `kevo kernelbench import` on problems written for these tests in
 //! KernelBench's format (crates/kernelbench/tests/problems: ReLU, a sum
-//! over one dimension, a matmul, a tiny scaling a zero kernel passes, and
-//! a Level 2 linear + ReLU + bias), probed and referenced by real PyTorch
+//! over one dimension, a matmul, a tiny scaling a zero kernel passes, a
+//! large offset a constant passes under a loose relative tolerance; at
+//! Level 2 a linear + ReLU + bias and a linear + batch norm that needs two
+//! kernels), probed and referenced by real PyTorch
 //! on the CPU (Debian's python3-torch in CI, installed by scripts/setup
 //! --torch), with the folders evaluated on PoCL.
 
@@ -111,9 +113,16 @@ fn level1_problems_are_screened_and_written_as_folders_kevo_checks() {
     };
     let printed = text(&out);
     assert!(
-        printed.contains("4 problems: 3 written, 1 dropped"),
+        printed.contains("5 problems: 3 written, 2 dropped"),
         "{printed}"
     );
+    // A large offset: a constant passes kevo's own check (relative 1e-2,
+    // cosine 0.999) though not KernelBench's 1e-4, and is dropped for it.
+    assert!(
+        printed.contains("a constant output passes kevo's own check of the folder"),
+        "{printed}"
+    );
+    assert!(!dir.path().join("kb-l1-5-large-offset").exists());
     // The tiny scaling passes KernelBench's check with all zeros: dropped,
     // with the reasons, in the printout and in screen.json.
     assert!(
@@ -239,6 +248,69 @@ fn level2_weights_reach_the_kernel_and_the_reference_alike() {
     std::fs::write(&no_bias, seed.replace(" + w_bias[o]", "")).unwrap();
     let e = eval_json(&task, Some(&no_bias), dir.path());
     assert_eq!(e["outcome"]["status"], "wrong_result", "{e}");
+}
+
+/// A Level 2 module that reduces over a matrix product (a linear layer,
+/// then a batch norm in training mode) is imported as two kernels in
+/// sequence sharing a scratch buffer: the two-stage seed is correct, and a
+/// kernel that normalizes with the running statistics (eval mode, one
+/// pass) is not. `--stages 1` asks for one kernel.
+#[test]
+fn a_norm_after_a_product_is_imported_as_two_stages() {
+    let Some((dir, out)) = imported("2") else {
+        return;
+    };
+    assert!(
+        text(&out).contains("2 kernels in sequence"),
+        "{}",
+        text(&out)
+    );
+    let task = dir.path().join("kb-l2-2-linear-batchnorm-relu");
+    let toml = std::fs::read_to_string(task.join("task.toml")).unwrap();
+    assert!(toml.contains(r#"kernels = ["stage1", "stage2"]"#), "{toml}");
+    assert!(toml.contains(r#"name = "scratch""#), "{toml}");
+    let signature = std::fs::read_to_string(task.join("signature.cl")).unwrap();
+    for want in [
+        "__kernel void stage1(",
+        "__kernel void stage2(",
+        "__global float* scratch",
+    ] {
+        assert!(signature.contains(want), "{want}: {signature}");
+    }
+    let e = eval_json(&task, None, dir.path());
+    assert_eq!(e["outcome"]["status"], "correct", "{e}");
+    let seed = std::fs::read_to_string(task.join("seed.cl")).unwrap();
+    let batch_stats = "(scratch[b * k_out_features + o] - mean) / sqrt(var + 1e-5f)";
+    assert!(seed.contains(batch_stats));
+    let eval_mode = dir.path().join("eval_mode.cl");
+    std::fs::write(
+        &eval_mode,
+        seed.replace(
+            batch_stats,
+            "(scratch[b * k_out_features + o] - w_bn_running_mean[o]) / sqrt(w_bn_running_var[o] + 1e-5f)",
+        ),
+    )
+    .unwrap();
+    let e = eval_json(&task, Some(&eval_mode), dir.path());
+    assert_eq!(e["outcome"]["status"], "wrong_result", "{e}");
+
+    let single = tempfile::tempdir().unwrap();
+    let python = torch_python().unwrap();
+    let out = import(
+        &python,
+        "2",
+        single.path(),
+        &["--problems", "2", "--stages", "1"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let toml = std::fs::read_to_string(
+        single
+            .path()
+            .join("kb-l2-2-linear-batchnorm-relu/task.toml"),
+    )
+    .unwrap();
+    assert!(toml.contains(r#"kernels = ["forward"]"#), "{toml}");
+    assert!(!toml.contains("scratch"), "{toml}");
 }
 
 #[test]

@@ -26,6 +26,10 @@ pub struct FolderOptions {
     /// Seed kernels by dialect ("cuda", "opencl"): the problem's naive
     /// starting point, `DIR/<stem>.cu` and `DIR/<stem>.cl`.
     pub seeds: BTreeMap<String, String>,
+    /// Kernels in sequence (`stage1`, `stage2`, ... sharing a scratch
+    /// buffer); `None` decides from the ops forward() runs
+    /// ([`crate::probe::stages_needed`]).
+    pub stages: Option<usize>,
 }
 
 impl FolderOptions {
@@ -36,6 +40,7 @@ impl FolderOptions {
             within: 0.99,
             cosine: 0.999,
             seeds: BTreeMap::new(),
+            stages: None,
         }
     }
 }
@@ -46,6 +51,8 @@ pub struct Written {
     pub task: String,
     pub dir: PathBuf,
     pub dialects: Vec<String>,
+    /// Kernels launched in sequence (1: a single `forward`).
+    pub stages: usize,
 }
 
 /// `kernelbench.json` in every imported folder: where the problem came
@@ -360,12 +367,31 @@ pub fn write_folder(
     })?;
     let plan = size_plan(probe);
     let dims = int_dims(probe);
+    let stages = options
+        .stages
+        .unwrap_or_else(|| crate::probe::stages_needed(&plan[0].3.ops))
+        .max(1);
+    if stages > 1
+        && let Some((_, _, label, _)) = plan.iter().find(|(_, _, _, s)| s.largest.is_empty())
+    {
+        return Err(unsupported(format!(
+            "{stages} stages need the largest intermediate tensor's shape, which the probe did not see at size `{label}` (its torch cannot trace forward()); import it with --stages 1"
+        )));
+    }
+    let kernel_names: Vec<String> = if stages == 1 {
+        vec!["forward".into()]
+    } else {
+        (1..=stages).map(|k| format!("stage{k}")).collect()
+    };
     // Per size: the constants, then each buffer's length, then the grid.
     let mut dim_names: Vec<String> = dims.clone();
     for b in &buffers {
         dim_names.push(format!("n_{}", b.name));
     }
     dim_names.extend(["grid_x", "grid_y", "grid_z"].map(String::from));
+    if stages > 1 {
+        dim_names.extend(["n_scratch", "inter_x", "inter_y", "inter_z"].map(String::from));
+    }
     let flops_known = probe.flops.is_some();
     if flops_known {
         dim_names.push("flop_count".into());
@@ -403,6 +429,12 @@ pub fn write_folder(
             .cloned()
             .unwrap_or_default();
         v.extend(grid_of(&out_shape));
+        if stages > 1 {
+            // Room for two of the largest intermediate at once: one stage
+            // reads one while it writes the other.
+            v.push(2 * numel(&s.largest));
+            v.extend(grid_of(&s.largest));
+        }
         if flops_known {
             v.push(s.flops.unwrap_or(probe.flops.unwrap_or(0)).max(1));
         }
@@ -431,7 +463,7 @@ pub fn write_folder(
         problem.level, problem.id, problem.stem
     );
     let _ = writeln!(toml, "name = {task:?}");
-    let _ = writeln!(toml, "kernels = [\"forward\"]");
+    let _ = writeln!(toml, "kernels = {kernel_names:?}");
     let _ = writeln!(toml, "dims = {:?}", dim_names);
     if compute_bound {
         let _ = writeln!(toml, "ceiling = \"fp32\"\nwork = \"flop_count\"");
@@ -476,7 +508,7 @@ pub fn write_folder(
         write(&dir.join(format!("seed.{ext}")), seed)?;
         write(
             &dir.join(format!("signature.{ext}")),
-            &signature(probe, &buffers, dialect == "cuda"),
+            &signature(probe, &buffers, dialect == "cuda", &kernel_names),
         )?;
         let _ = writeln!(
             toml,
@@ -496,6 +528,13 @@ pub fn write_folder(
         toml.push('\n');
     }
     let mut args: Vec<String> = buffers.iter().map(|b| b.name.clone()).collect();
+    if stages > 1 {
+        let _ = writeln!(
+            toml,
+            "# Intermediates between stages: twice the largest tensor forward() makes.\n[[buffers]]\nname = \"scratch\"\ntype = \"f32\"\nlength = \"n_scratch\"\nrole = \"scratch\"\n"
+        );
+        args.push("scratch".into());
+    }
     for (name, value) in &probe.globals {
         let scalar = format!("k_{}", identifier(name));
         let (ty, expr) = match value {
@@ -530,10 +569,28 @@ pub fn write_folder(
         [_, _, 1] => "[16, 16]",
         _ => "[16, 16, 1]",
     };
-    let _ = writeln!(
-        toml,
-        "[[launches]]\nkernel = \"forward\"\ngrid = [\"grid_x\", \"grid_y\", \"grid_z\"]\nblock = {{ default = {block} }}\nargs = {args:?}\n"
-    );
+    for (k, kernel) in kernel_names.iter().enumerate() {
+        // Every stage but the last runs over the largest intermediate's
+        // shape; the last over the output's.
+        let grid = if k + 1 < kernel_names.len() {
+            "[\"inter_x\", \"inter_y\", \"inter_z\"]"
+        } else {
+            "[\"grid_x\", \"grid_y\", \"grid_z\"]"
+        };
+        let block = if k + 1 < kernel_names.len() {
+            match grid_of(&plan[0].3.largest) {
+                [_, 1, 1] => "[256]",
+                [_, _, 1] => "[16, 16]",
+                _ => "[16, 16, 1]",
+            }
+        } else {
+            block
+        };
+        let _ = writeln!(
+            toml,
+            "[[launches]]\nkernel = {kernel:?}\ngrid = {grid}\nblock = {{ default = {block} }}\nargs = {args:?}\n"
+        );
+    }
     for b in buffers.iter().filter(|b| b.role == "output") {
         let _ = writeln!(toml, "[check.{}]", b.name);
         if b.ty.starts_with('f') {
@@ -572,7 +629,7 @@ pub fn write_folder(
     write(&dir.join("reference.py"), REFERENCE_PY)?;
     write(
         &dir.join("brief.md"),
-        &brief(problem, probe, &buffers, &source, compute_bound),
+        &brief(problem, probe, &buffers, &source, compute_bound, stages),
     )?;
     let meta = KernelBenchMeta {
         level: problem.level,
@@ -638,6 +695,7 @@ pub fn write_folder(
         task,
         dir,
         dialects,
+        stages,
     })
 }
 
@@ -648,7 +706,7 @@ fn write(path: &Path, text: &str) -> Result<(), KernelBenchError> {
     })
 }
 
-fn signature(probe: &Probe, buffers: &[Buffer], cuda: bool) -> String {
+fn signature(probe: &Probe, buffers: &[Buffer], cuda: bool, kernels: &[String]) -> String {
     let full = probe.sizes.get("full");
     let mut params = Vec::new();
     for b in buffers {
@@ -666,6 +724,16 @@ fn signature(probe: &Probe, buffers: &[Buffer], cuda: bool) -> String {
         params.push((
             format!("{space}{constness}{ty}* {}", b.name),
             format!("{} {shape}", b.role),
+        ));
+    }
+    if kernels.len() > 1 {
+        let largest = full.map(|s| s.largest.clone()).unwrap_or_default();
+        params.push((
+            format!("{}float* scratch", if cuda { "" } else { "__global " }),
+            format!(
+                "scratch, {} floats: twice the largest intermediate {largest:?}",
+                2 * numel(&largest)
+            ),
         ));
     }
     for (name, value) in &probe.globals {
@@ -689,17 +757,31 @@ fn signature(probe: &Probe, buffers: &[Buffer], cuda: bool) -> String {
     let mut s = String::from(
         "// Entry point (argument order is the contract; scalars are passed by value).\n// Shapes are at the full size; tensors are contiguous, row-major.\n",
     );
-    s.push_str(if cuda {
-        "extern \"C\" __global__ void forward("
-    } else {
-        "__kernel void forward("
-    });
-    let n = params.len();
-    for (k, (p, note)) in params.iter().enumerate() {
-        let sep = if k + 1 == n { ");" } else { "," };
-        let _ = write!(s, "\n    {p}{sep}  // {note}");
+    if kernels.len() > 1 {
+        let _ = writeln!(
+            s,
+            "// {} kernels run in this order, each with the same arguments; `scratch`\n// carries intermediates from one to the next.",
+            kernels.len()
+        );
     }
-    s.push_str("\n// Launch: one thread per output element by default: grid = the output's\n// shape, innermost axis first (x), leading axes folded into z.\n");
+    let n = params.len();
+    for kernel in kernels {
+        s.push_str(&if cuda {
+            format!("extern \"C\" __global__ void {kernel}(")
+        } else {
+            format!("__kernel void {kernel}(")
+        });
+        for (k, (p, note)) in params.iter().enumerate() {
+            let sep = if k + 1 == n { ");" } else { "," };
+            let _ = write!(s, "\n    {p}{sep}  // {note}");
+        }
+        s.push('\n');
+    }
+    if kernels.len() > 1 {
+        s.push_str("// Launch: every stage but the last has one thread per element of the\n// largest intermediate; the last one thread per output element. A grid\n// is the shape, innermost axis first (x), leading axes folded into z.\n");
+    } else {
+        s.push_str("// Launch: one thread per output element by default: grid = the output's\n// shape, innermost axis first (x), leading axes folded into z.\n");
+    }
     s
 }
 
@@ -727,6 +809,7 @@ fn brief(
     buffers: &[Buffer],
     source: &str,
     compute_bound: bool,
+    stages: usize,
 ) -> String {
     let mut s = String::new();
     let _ = writeln!(
@@ -763,6 +846,14 @@ fn brief(
             "- `k_{}`: the constant `{name}` ({}).",
             identifier(name),
             constant_text(value)
+        );
+    }
+    if stages > 1 {
+        let largest = full.map(|f| f.largest.clone()).unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "- `scratch` (f32, scratch): {} floats at the full size, twice the largest intermediate tensor of forward() ({largest:?}); it starts as garbage.\n\nforward() reduces over the result of a matrix product or convolution, so the work is split into {stages} kernels, `stage1` to `stage{stages}`, launched in that order with the same arguments. Every stage but the last runs one thread per element of that largest intermediate; `stage{stages}` runs one thread per output element and writes the output. A stage may leave its result in `scratch` for the next; how the stages share the work is the kernel's choice.",
+            2 * numel(&largest)
         );
     }
     let _ = match probe.batch.as_deref() {

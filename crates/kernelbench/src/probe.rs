@@ -24,6 +24,11 @@ pub struct ProbeOptions {
     /// Time torch.compile's module too (its compilation takes tens of
     /// seconds per problem).
     pub compile: bool,
+    /// The folder's check (relative tolerance, fraction within, cosine
+    /// floor): the probe tries null candidates against it.
+    pub rtol: f64,
+    pub within: f64,
+    pub cosine: f64,
 }
 
 /// A module-level constant of the problem.
@@ -106,6 +111,15 @@ pub struct ProbedSize {
     /// torch's flop count of this size, where it has a counter.
     #[serde(default)]
     pub flops: Option<u64>,
+    /// The aten ops forward() runs at this size, in order (`addmm`,
+    /// `native_batch_norm`, ...): where a reduction follows a contraction
+    /// a kernel needs stages.
+    #[serde(default)]
+    pub ops: Vec<String>,
+    /// The shape of the largest tensor forward() makes at this size: what
+    /// a staged kernel's intermediates need.
+    #[serde(default)]
+    pub largest: Vec<u64>,
     /// Why this size could not be made (its batch cannot change).
     #[serde(default)]
     pub error: Option<String>,
@@ -132,6 +146,10 @@ pub struct ProbedScreen {
     /// Output axes along which it is constant.
     #[serde(default)]
     pub flat_axes: Vec<usize>,
+    /// The null candidates (`zero`, `const`, `ident`) that pass kevo's own
+    /// check of the folder, with the import's tolerances.
+    #[serde(default)]
+    pub kevo: Vec<String>,
 }
 
 /// Timed runs of a forward, in milliseconds, or why they failed.
@@ -202,7 +220,10 @@ pub fn probe(
     command
         .arg(&script)
         .arg(problem)
-        .args(["--device", &options.device]);
+        .args(["--device", &options.device])
+        .args(["--rtol", &options.rtol.to_string()])
+        .args(["--within", &options.within.to_string()])
+        .args(["--cosine", &options.cosine.to_string()]);
     if options.time {
         command.arg("--time");
         if options.compile {
@@ -239,6 +260,71 @@ fn trimmed_tail(stderr: &str) -> String {
     let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
     let tail = &lines[lines.len().saturating_sub(6)..];
     tail.join("\n")
+}
+
+/// aten ops that contract (a matrix product or a convolution).
+const CONTRACTIONS: &[&str] = &[
+    "mm",
+    "bmm",
+    "addmm",
+    "baddbmm",
+    "addbmm",
+    "matmul",
+    "linear",
+    "convolution",
+    "_convolution",
+    "cudnn_convolution",
+    "convolution_overrideable",
+];
+
+/// aten ops whose every output element depends on many elements of their
+/// input: normalizations, softmax and reductions.
+const REDUCTIONS: &[&str] = &[
+    "native_batch_norm",
+    "_native_batch_norm_legit",
+    "_native_batch_norm_legit_functional",
+    "_native_batch_norm_legit_no_training",
+    "native_group_norm",
+    "native_layer_norm",
+    "_softmax",
+    "_log_softmax",
+    "sum",
+    "mean",
+    "amax",
+    "amin",
+    "max",
+    "min",
+    "logsumexp",
+    "var",
+    "var_mean",
+    "std",
+    "std_mean",
+    "norm",
+    "linalg_vector_norm",
+    "prod",
+    "cumsum",
+    "argmax",
+    "argmin",
+];
+
+/// How many kernels in sequence a problem's forward() with `ops` needs:
+/// two where a reduction follows a contraction (a GEMM then a batch norm:
+/// every output needs statistics of the whole product, which one thread
+/// per output could only get by recomputing it), else one.
+pub fn stages_needed(ops: &[String]) -> usize {
+    let contraction = ops
+        .iter()
+        .position(|op| CONTRACTIONS.contains(&op.as_str()));
+    match contraction {
+        Some(at)
+            if ops[at + 1..]
+                .iter()
+                .any(|op| REDUCTIONS.contains(&op.as_str())) =>
+        {
+            2
+        }
+        _ => 1,
+    }
 }
 
 #[cfg(test)]
@@ -278,5 +364,24 @@ mod tests {
             ],
             "the file's order is kept"
         );
+    }
+
+    #[test]
+    fn a_reduction_after_a_contraction_needs_two_stages() {
+        let ops = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            stages_needed(&ops(&["t", "addmm", "native_batch_norm", "add"])),
+            2
+        );
+        assert_eq!(
+            stages_needed(&ops(&["t", "addmm", "native_group_norm", "hardtanh"])),
+            2
+        );
+        // An epilogue of elementwise ops fuses into one kernel.
+        assert_eq!(stages_needed(&ops(&["t", "addmm", "mul", "leaky_relu"])), 1);
+        // A reduction alone, or before the contraction, is one kernel too.
+        assert_eq!(stages_needed(&ops(&["sum", "mm"])), 1);
+        assert_eq!(stages_needed(&ops(&["_softmax"])), 1);
+        assert_eq!(stages_needed(&[]), 1);
     }
 }

@@ -17,6 +17,9 @@ pub enum Flag {
     ConstantPasses,
     /// A copy of an input passes it.
     InputCopyPasses,
+    /// A null candidate (`zero`, `const`, `ident`) passes kevo's own check
+    /// of the folder.
+    NullPassesKevoCheck { candidate: String },
     /// Other inputs give the same output.
     InputIndependent,
     /// Two runs of the reference disagree.
@@ -47,6 +50,7 @@ impl Flag {
             Flag::ZeroPasses
                 | Flag::ConstantPasses
                 | Flag::InputCopyPasses
+                | Flag::NullPassesKevoCheck { .. }
                 | Flag::InputIndependent
                 | Flag::NotDeterministic
                 | Flag::FastBaseline { .. }
@@ -59,6 +63,15 @@ impl Flag {
             Flag::ZeroPasses => "an all-zero output passes KernelBench's check".into(),
             Flag::ConstantPasses => "a constant output passes KernelBench's check".into(),
             Flag::InputCopyPasses => "a copy of an input passes KernelBench's check".into(),
+            Flag::NullPassesKevoCheck { candidate } => {
+                let what = match candidate.as_str() {
+                    "zero" => "an all-zero output",
+                    "const" => "a constant output",
+                    "ident" => "a copy of an input",
+                    other => other,
+                };
+                format!("{what} passes kevo's own check of the folder")
+            }
             Flag::InputIndependent => "the output does not depend on the input".into(),
             Flag::NotDeterministic => "two runs of the reference disagree".into(),
             Flag::FastBaseline { eager_ms } => format!(
@@ -187,6 +200,11 @@ pub fn screen(probe: &Probe) -> Screen {
     }
     if s.ident {
         flags.push(Flag::InputCopyPasses);
+    }
+    for candidate in &s.kevo {
+        flags.push(Flag::NullPassesKevoCheck {
+            candidate: candidate.clone(),
+        });
     }
     if s.inpindep {
         flags.push(Flag::InputIndependent);
