@@ -84,12 +84,39 @@ pub fn print_devices(measure: bool, json: bool) -> Result<()> {
             }
         }
     }
+    // The Triton dialect: an interpreter with Triton that compiles
+    // candidates for CUDA devices.
+    let python = kevo_triton::default_python();
+    rows.push(match kevo_triton::availability(&python) {
+        Ok(v) => json!({
+            "backend": "triton",
+            "available": true,
+            "python": python,
+            "python_version": v.python,
+            "triton_version": v.triton,
+        }),
+        Err(e) => json!({
+            "backend": "triton",
+            "available": false,
+            "python": python,
+            "reason": e.to_string(),
+        }),
+    });
     if json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(());
     }
     for row in rows {
         let backend = row["backend"].as_str().unwrap_or("?");
+        if backend == "triton" && row["available"] == true {
+            println!(
+                "triton: {} (Python {}), Triton {}: compiles Triton candidates for CUDA devices ($KEVO_TRITON_PYTHON picks another interpreter)",
+                row["python"].as_str().unwrap_or(""),
+                row["python_version"].as_str().unwrap_or(""),
+                row["triton_version"].as_str().unwrap_or("")
+            );
+            continue;
+        }
         if row["available"] == false {
             println!(
                 "{backend}: unavailable: {}",
