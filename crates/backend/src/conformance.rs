@@ -9,20 +9,21 @@
 
 use crate::{Backend, BackendError, CompileOptions, Dialect, KernelArg, KernelId, Launch};
 
-/// The conformance kernels in `dialect`.
+/// The conformance kernels in `dialect`'s native language
+/// ([`Dialect::native`]: `compile` on a Triton backend takes CUDA C++).
 pub fn kernels_source(dialect: Dialect) -> &'static str {
-    match dialect {
+    match dialect.native() {
         Dialect::OpenCl => include_str!("../conformance/conformance.cl"),
-        Dialect::Cuda => include_str!("../conformance/conformance.cu"),
+        Dialect::Cuda | Dialect::Triton => include_str!("../conformance/conformance.cu"),
         Dialect::Metal => unimplemented!("no Metal backend yet"),
     }
 }
 
 /// A kernel with a single error on [`SYNTAX_ERROR_LINE`].
 pub fn syntax_error_source(dialect: Dialect) -> &'static str {
-    match dialect {
+    match dialect.native() {
         Dialect::OpenCl => include_str!("../conformance/syntax_error.cl"),
-        Dialect::Cuda => include_str!("../conformance/syntax_error.cu"),
+        Dialect::Cuda | Dialect::Triton => include_str!("../conformance/syntax_error.cu"),
         Dialect::Metal => unimplemented!("no Metal backend yet"),
     }
 }

@@ -34,6 +34,30 @@ pub trait Backend {
     fn compile(&mut self, source: &str, options: &CompileOptions)
     -> Result<ModuleId, BackendError>;
 
+    /// Compile `source` for a task whose entry points are `entry_points`.
+    /// A compiler that specializes each function for its typed signature
+    /// (Triton) needs them; the others compile the source as it is.
+    fn compile_entry_points(
+        &mut self,
+        source: &str,
+        options: &CompileOptions,
+        entry_points: &[EntryPoint],
+    ) -> Result<ModuleId, BackendError> {
+        let _ = entry_points;
+        self.compile(source, options)
+    }
+
+    /// Load a binary for this device that another compiler produced
+    /// (Triton's cubin). Its module-scope state is inspected as a compiled
+    /// module's is. The default cannot.
+    fn load_binary(&mut self, image: &[u8]) -> Result<ModuleId, BackendError> {
+        let _ = image;
+        Err(BackendError::Runtime(format!(
+            "the {} backend cannot load binaries",
+            self.info().backend
+        )))
+    }
+
     /// Look up an entry point of a compiled module.
     fn kernel(&mut self, module: ModuleId, name: &str) -> Result<KernelId, BackendError>;
 
@@ -200,6 +224,17 @@ impl<B: Backend + ?Sized> Backend for Box<B> {
     ) -> Result<ModuleId, BackendError> {
         (**self).compile(source, options)
     }
+    fn compile_entry_points(
+        &mut self,
+        source: &str,
+        options: &CompileOptions,
+        entry_points: &[EntryPoint],
+    ) -> Result<ModuleId, BackendError> {
+        (**self).compile_entry_points(source, options, entry_points)
+    }
+    fn load_binary(&mut self, image: &[u8]) -> Result<ModuleId, BackendError> {
+        (**self).load_binary(image)
+    }
     fn kernel(&mut self, module: ModuleId, name: &str) -> Result<KernelId, BackendError> {
         (**self).kernel(module, name)
     }
@@ -323,6 +358,17 @@ mod tests {
         fn compile(&mut self, _: &str, _: &CompileOptions) -> Result<ModuleId, BackendError> {
             Ok(ModuleId(1))
         }
+        fn compile_entry_points(
+            &mut self,
+            _: &str,
+            _: &CompileOptions,
+            _: &[EntryPoint],
+        ) -> Result<ModuleId, BackendError> {
+            Ok(ModuleId(5))
+        }
+        fn load_binary(&mut self, _: &[u8]) -> Result<ModuleId, BackendError> {
+            Ok(ModuleId(6))
+        }
         fn kernel(&mut self, _: ModuleId, _: &str) -> Result<KernelId, BackendError> {
             Ok(KernelId(2))
         }
@@ -392,6 +438,12 @@ mod tests {
     fn a_boxed_backend_forwards_every_method() {
         let mut b: Box<dyn Backend> = Box::new(Answers(info()));
         assert_eq!(b.dialect(), Dialect::Cuda);
+        let options = CompileOptions::default();
+        assert_eq!(
+            b.compile_entry_points("", &options, &[]).unwrap(),
+            ModuleId(5)
+        );
+        assert_eq!(b.load_binary(&[]).unwrap(), ModuleId(6));
         assert_eq!(b.module_info(ModuleId(1)).unwrap().reset_global_bytes, 3);
         assert!(b.reset_module_state(ModuleId(1)).is_err());
         // Views are how the evaluator guards both ends of a buffer on CUDA.

@@ -11,6 +11,9 @@ pub enum Dialect {
     Cuda,
     /// Metal Shading Language.
     Metal,
+    /// Triton (Python `@triton.jit` functions), compiled by Triton's own
+    /// compiler to a CUDA binary that the CUDA backend loads and launches.
+    Triton,
 }
 
 impl Dialect {
@@ -20,6 +23,7 @@ impl Dialect {
             Dialect::OpenCl => "cl",
             Dialect::Cuda => "cu",
             Dialect::Metal => "metal",
+            Dialect::Triton => "py",
         }
     }
 
@@ -29,11 +33,27 @@ impl Dialect {
             Dialect::OpenCl => "opencl",
             Dialect::Cuda => "cuda",
             Dialect::Metal => "metal",
+            Dialect::Triton => "python",
         }
     }
 
-    pub fn all() -> [Dialect; 3] {
-        [Dialect::OpenCl, Dialect::Cuda, Dialect::Metal]
+    /// The language kevo's own kernels (roofline probes, utilities, device
+    /// references) are written in on a backend of this dialect: Triton
+    /// candidates run on the CUDA backend, so those are CUDA C++ there.
+    pub fn native(self) -> Dialect {
+        match self {
+            Dialect::Triton => Dialect::Cuda,
+            other => other,
+        }
+    }
+
+    pub fn all() -> [Dialect; 4] {
+        [
+            Dialect::OpenCl,
+            Dialect::Cuda,
+            Dialect::Metal,
+            Dialect::Triton,
+        ]
     }
 }
 
@@ -43,6 +63,7 @@ impl fmt::Display for Dialect {
             Dialect::OpenCl => "OpenCL C",
             Dialect::Cuda => "CUDA C++",
             Dialect::Metal => "Metal",
+            Dialect::Triton => "Triton",
         })
     }
 }
@@ -139,6 +160,76 @@ impl Default for CompileOptions {
             extra_flags: Vec::new(),
         }
     }
+}
+
+/// The element type of a kernel parameter: of the value for a scalar, of
+/// what it points to for a buffer. Vector types (`float2`, `float4`) are
+/// their element type: a Triton kernel sees such a buffer as flat floats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ElementType {
+    F16,
+    Bf16,
+    F32,
+    F64,
+    I8,
+    I16,
+    I32,
+    I64,
+    U8,
+    U16,
+    U32,
+    U64,
+}
+
+impl ElementType {
+    /// Triton's name of the type (`fp32`, `u32`).
+    pub fn triton_name(self) -> &'static str {
+        match self {
+            ElementType::F16 => "fp16",
+            ElementType::Bf16 => "bf16",
+            ElementType::F32 => "fp32",
+            ElementType::F64 => "fp64",
+            ElementType::I8 => "i8",
+            ElementType::I16 => "i16",
+            ElementType::I32 => "i32",
+            ElementType::I64 => "i64",
+            ElementType::U8 => "u8",
+            ElementType::U16 => "u16",
+            ElementType::U32 => "u32",
+            ElementType::U64 => "u64",
+        }
+    }
+}
+
+/// One parameter of an entry point, as the task's host program passes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EntryParam {
+    pub name: String,
+    pub element: ElementType,
+    /// A buffer (a pointer to `element`s) rather than a value.
+    pub pointer: bool,
+}
+
+impl EntryParam {
+    /// Triton's signature type: `*fp32` for a buffer of floats, `u32` for
+    /// an unsigned scalar.
+    pub fn triton_type(&self) -> String {
+        if self.pointer {
+            format!("*{}", self.element.triton_name())
+        } else {
+            self.element.triton_name().to_string()
+        }
+    }
+}
+
+/// An entry point of a task with its typed parameters in order: what a
+/// compiler that specializes per signature (Triton) needs besides the
+/// source.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EntryPoint {
+    pub name: String,
+    pub params: Vec<EntryParam>,
 }
 
 /// One message from a compiler log, with its position when the log gives one.

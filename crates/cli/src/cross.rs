@@ -39,6 +39,7 @@ fn dialect_of(backend: &str) -> Option<Dialect> {
     match backend {
         "cuda" => Some(Dialect::Cuda),
         "opencl" => Some(Dialect::OpenCl),
+        "triton" => Some(Dialect::Triton),
         _ => None,
     }
 }

@@ -133,6 +133,7 @@ async fn reference_kernel(
     let dialect = match info.backend.as_str() {
         "cuda" => kevo_backend::Dialect::Cuda,
         "metal" => kevo_backend::Dialect::Metal,
+        "triton" => kevo_backend::Dialect::Triton,
         _ => kevo_backend::Dialect::OpenCl,
     };
     Ok(kevo_proposer::ReferenceKernel {

@@ -214,7 +214,7 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
         options.cosine = args.cosine;
         options.stages = args.stages.map(usize::from);
         if let Some(dir) = &args.seeds {
-            for (dialect, ext) in [("cuda", "cu"), ("opencl", "cl")] {
+            for (dialect, ext) in [("cuda", "cu"), ("opencl", "cl"), ("triton", "py")] {
                 let path = dir.join(format!("{}.{ext}", problem.stem));
                 match std::fs::read_to_string(&path) {
                     Ok(text) => {
@@ -381,11 +381,7 @@ fn eval(args: EvalArgs) -> Result<ExitCode> {
     let mut worker =
         kevo_worker::Worker::start(kevo_worker::WorkerCommand::current_exe()?, config)?;
     let dialect = worker.device().dialect;
-    let ext = match dialect {
-        kevo_backend::Dialect::Cuda => "cu",
-        kevo_backend::Dialect::OpenCl => "cl",
-        kevo_backend::Dialect::Metal => "metal",
-    };
+    let ext = dialect.extension();
     if !args.json {
         println!(
             "{} on {} ({} sizes)",

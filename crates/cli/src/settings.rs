@@ -18,9 +18,19 @@ use kevo_tasks::SizeSet;
 /// the config file's value.
 #[derive(Args, Default)]
 pub struct DeviceArgs {
-    /// Which GPU runtime to use: auto (default), opencl or cuda.
+    /// Which GPU runtime to use: auto (default), opencl, cuda, or triton
+    /// (Triton kernels, compiled by Triton, run on a CUDA device).
     #[arg(long)]
     pub backend: Option<BackendKind>,
+    /// The kernel language instead of a backend: cuda, opencl or triton
+    /// (each picks the backend that runs it).
+    #[arg(long, value_enum, conflicts_with = "backend")]
+    pub dialect: Option<DialectArg>,
+    /// The interpreter with Triton installed, for --dialect triton
+    /// (default $KEVO_TRITON_PYTHON, then ~/.cache/kevo/triton-venv, made
+    /// by `scripts/setup --triton`, then python3).
+    #[arg(long, value_name = "PYTHON")]
+    pub triton_python: Option<String>,
     /// OpenCL platform, by index or name substring.
     #[arg(long)]
     pub platform: Option<String>,
@@ -125,11 +135,42 @@ pub fn absolute(path: &Path) -> Result<PathBuf> {
     std::path::absolute(path).with_context(|| format!("cannot resolve the path {}", path.display()))
 }
 
+/// A kernel language on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DialectArg {
+    Cuda,
+    Opencl,
+    Triton,
+}
+
+impl DialectArg {
+    /// The backend that compiles and runs this language.
+    pub fn backend(self) -> BackendKind {
+        match self {
+            DialectArg::Cuda => BackendKind::Cuda,
+            DialectArg::Opencl => BackendKind::Opencl,
+            DialectArg::Triton => BackendKind::Triton,
+        }
+    }
+}
+
 impl DeviceArgs {
     pub fn apply(&self, l: &mut FlagLayer) -> Result<()> {
         l.set(self.backend, "device.backend", "--backend", |c| {
             &mut c.device.backend
         });
+        l.set(
+            self.dialect.map(DialectArg::backend),
+            "device.backend",
+            "--dialect",
+            |c| &mut c.device.backend,
+        );
+        l.set(
+            self.triton_python.clone(),
+            "device.triton_python",
+            "--triton-python",
+            |c| &mut c.device.triton_python,
+        );
         l.set(
             self.platform.clone(),
             "device.platform",

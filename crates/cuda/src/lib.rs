@@ -754,6 +754,98 @@ impl CudaBackend {
         }
     }
 
+    /// Load a compiled image (NVRTC's or another compiler's) into the
+    /// context and record its writable module-scope state.
+    fn load_image(&mut self, image: Image, log: String) -> Result<ModuleId, BackendError> {
+        let (bytes, kind) = match &image {
+            Image::Cubin(b) => (b.as_slice(), "CUBIN"),
+            Image::Ptx(b) => (b.as_slice(), "PTX"),
+        };
+        // The JIT error log says what is wrong with a PTX image (register or
+        // shared memory over the limit after the driver's own compile).
+        let mut jit_log = vec![0u8; 16 * 1024];
+        let mut opts = [
+            cu::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+            cu::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+        ];
+        let mut values = [
+            jit_log.as_mut_ptr().cast::<c_void>(),
+            jit_log.len() as *mut c_void,
+        ];
+        let mut module = ptr::null_mut();
+        // SAFETY: the image and the log buffer outlive the call; the option
+        // values follow the driver's convention of integers cast to pointers.
+        let r = unsafe {
+            cu::cuModuleLoadDataEx(
+                &mut module,
+                bytes.as_ptr().cast::<c_void>(),
+                opts.len() as u32,
+                opts.as_mut_ptr(),
+                values.as_mut_ptr(),
+            )
+        };
+        if let Err(r) = ok(r) {
+            use CUresult::*;
+            return Err(match r {
+                CUDA_ERROR_INVALID_PTX
+                | CUDA_ERROR_UNSUPPORTED_PTX_VERSION
+                | CUDA_ERROR_NO_BINARY_FOR_GPU
+                | CUDA_ERROR_INVALID_IMAGE
+                | CUDA_ERROR_INVALID_SOURCE
+                | CUDA_ERROR_JIT_COMPILER_NOT_FOUND
+                | CUDA_ERROR_SHARED_OBJECT_INIT_FAILED => {
+                    let end = jit_log
+                        .iter()
+                        .position(|&b| b == 0)
+                        .unwrap_or(jit_log.len());
+                    let text = String::from_utf8_lossy(&jit_log[..end]);
+                    let log = format!(
+                        "{text}\nloading the {kind} for {} failed: {}",
+                        self.target.arch(),
+                        error::describe(r)
+                    );
+                    self.last_log = log.clone();
+                    BackendError::Compile(CompileDiagnostics::from_log(log))
+                }
+                _ => self.fail(r, Op::Other, &format!("loading the {kind}")),
+            });
+        }
+        let (globals, writable_global_bytes, unresettable_names) = match image.module_state() {
+            Some(state) => {
+                let mut globals = Vec::new();
+                let mut unresettable = state.unresettable;
+                let mut names = Vec::new();
+                for g in state.resettable {
+                    let (mut ptr, mut bytes) = (0, 0usize);
+                    let name = CString::new(g.name.clone()).ok();
+                    // SAFETY: out-parameters; the module was loaded above.
+                    let found = name.is_some_and(|n| {
+                        ok(unsafe {
+                            cu::cuModuleGetGlobal_v2(&mut ptr, &mut bytes, module, n.as_ptr())
+                        })
+                        .is_ok()
+                    });
+                    if found && bytes == g.initial.len() {
+                        globals.push((ptr, g.initial));
+                    } else {
+                        unresettable += g.initial.len().max(1) as u64;
+                        names.push(g.name);
+                    }
+                }
+                (globals, Some(unresettable), names)
+            }
+            None => (Vec::new(), None, Vec::new()),
+        };
+        let id = self.modules.insert(ModuleEntry {
+            module,
+            log,
+            writable_global_bytes,
+            globals,
+            unresettable_names,
+        });
+        Ok(ModuleId(id))
+    }
+
     fn buffer(&self, id: BufferId) -> Result<&BufferEntry, BackendError> {
         self.buffers.get(id.0)
     }
@@ -1033,93 +1125,13 @@ impl Backend for CudaBackend {
             }
         };
         self.last_log = log.clone();
-        let (bytes, kind) = match &image {
-            Image::Cubin(b) => (b.as_slice(), "CUBIN"),
-            Image::Ptx(b) => (b.as_slice(), "PTX"),
-        };
-        // The JIT error log says what is wrong with a PTX image (register or
-        // shared memory over the limit after the driver's own compile).
-        let mut jit_log = vec![0u8; 16 * 1024];
-        let mut opts = [
-            cu::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
-            cu::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-        ];
-        let mut values = [
-            jit_log.as_mut_ptr().cast::<c_void>(),
-            jit_log.len() as *mut c_void,
-        ];
-        let mut module = ptr::null_mut();
-        // SAFETY: the image and the log buffer outlive the call; the option
-        // values follow the driver's convention of integers cast to pointers.
-        let r = unsafe {
-            cu::cuModuleLoadDataEx(
-                &mut module,
-                bytes.as_ptr().cast::<c_void>(),
-                opts.len() as u32,
-                opts.as_mut_ptr(),
-                values.as_mut_ptr(),
-            )
-        };
-        if let Err(r) = ok(r) {
-            use CUresult::*;
-            return Err(match r {
-                CUDA_ERROR_INVALID_PTX
-                | CUDA_ERROR_UNSUPPORTED_PTX_VERSION
-                | CUDA_ERROR_NO_BINARY_FOR_GPU
-                | CUDA_ERROR_INVALID_IMAGE
-                | CUDA_ERROR_INVALID_SOURCE
-                | CUDA_ERROR_JIT_COMPILER_NOT_FOUND
-                | CUDA_ERROR_SHARED_OBJECT_INIT_FAILED => {
-                    let end = jit_log
-                        .iter()
-                        .position(|&b| b == 0)
-                        .unwrap_or(jit_log.len());
-                    let text = String::from_utf8_lossy(&jit_log[..end]);
-                    let log = format!(
-                        "{text}\nloading the {kind} for {} failed: {}",
-                        self.target.arch(),
-                        error::describe(r)
-                    );
-                    self.last_log = log.clone();
-                    BackendError::Compile(CompileDiagnostics::from_log(log))
-                }
-                _ => self.fail(r, Op::Other, &format!("loading the {kind}")),
-            });
-        }
-        let (globals, writable_global_bytes, unresettable_names) = match image.module_state() {
-            Some(state) => {
-                let mut globals = Vec::new();
-                let mut unresettable = state.unresettable;
-                let mut names = Vec::new();
-                for g in state.resettable {
-                    let (mut ptr, mut bytes) = (0, 0usize);
-                    let name = CString::new(g.name.clone()).ok();
-                    // SAFETY: out-parameters; the module was loaded above.
-                    let found = name.is_some_and(|n| {
-                        ok(unsafe {
-                            cu::cuModuleGetGlobal_v2(&mut ptr, &mut bytes, module, n.as_ptr())
-                        })
-                        .is_ok()
-                    });
-                    if found && bytes == g.initial.len() {
-                        globals.push((ptr, g.initial));
-                    } else {
-                        unresettable += g.initial.len().max(1) as u64;
-                        names.push(g.name);
-                    }
-                }
-                (globals, Some(unresettable), names)
-            }
-            None => (Vec::new(), None, Vec::new()),
-        };
-        let id = self.modules.insert(ModuleEntry {
-            module,
-            log,
-            writable_global_bytes,
-            globals,
-            unresettable_names,
-        });
-        Ok(ModuleId(id))
+        self.load_image(image, log)
+    }
+
+    fn load_binary(&mut self, image: &[u8]) -> Result<ModuleId, BackendError> {
+        self.activate()?;
+        self.last_log.clear();
+        self.load_image(Image::Cubin(image.to_vec()), String::new())
     }
 
     fn kernel(&mut self, module: ModuleId, name: &str) -> Result<KernelId, BackendError> {

@@ -185,6 +185,11 @@ fn is_vector_access(t: &str, dialect: Dialect) -> bool {
                 || t.starts_with("vstore")
         }
         Dialect::Metal => is_vector_type(t, &["2", "3", "4"]),
+        // Every Triton access is a block; these hint or shape its layout.
+        Dialect::Triton => matches!(
+            t,
+            "make_block_ptr" | "multiple_of" | "max_contiguous" | "reshape" | "join" | "split"
+        ),
     }
 }
 
@@ -193,6 +198,8 @@ fn is_tiling_qualifier(t: &str, dialect: Dialect) -> bool {
         Dialect::Cuda => t == "__shared__",
         Dialect::OpenCl => matches!(t, "__local" | "local"),
         Dialect::Metal => t == "threadgroup",
+        // Triton stages `tl.dot` operands through shared memory itself.
+        Dialect::Triton => t == "dot",
     }
 }
 
@@ -201,6 +208,7 @@ fn is_constant_qualifier(t: &str, dialect: Dialect) -> bool {
         Dialect::Cuda => t == "__constant__",
         Dialect::OpenCl => matches!(t, "__constant" | "constant"),
         Dialect::Metal => t == "constant",
+        Dialect::Triton => t == "constexpr",
     }
 }
 
@@ -223,6 +231,8 @@ fn is_async_copy(t: &str, dialect: Dialect) -> bool {
                 | "prefetch"
         ),
         Dialect::Metal => t == "simdgroup_async_copy",
+        // Tensor-memory-accelerator descriptors copy asynchronously.
+        Dialect::Triton => matches!(t, "make_tensor_descriptor" | "load_tensor_descriptor"),
     }
 }
 
@@ -238,6 +248,7 @@ pub(crate) fn is_barrier(t: &str, dialect: Dialect) -> bool {
         ),
         Dialect::OpenCl => matches!(t, "barrier" | "work_group_barrier"),
         Dialect::Metal => t == "threadgroup_barrier",
+        Dialect::Triton => t == "debug_barrier",
     }
 }
 
@@ -263,6 +274,11 @@ pub(crate) fn is_warp_primitive(t: &str, dialect: Dialect) -> bool {
                 || (t.starts_with("work_group_") && t != "work_group_barrier")
         }
         Dialect::Metal => t.starts_with("simd_") || t.starts_with("quad_"),
+        // Block reductions and scans: Triton lowers them to warp shuffles.
+        Dialect::Triton => matches!(
+            t,
+            "reduce" | "associative_scan" | "cumsum" | "cumprod" | "argmax" | "argmin"
+        ),
     }
 }
 
@@ -272,7 +288,7 @@ fn is_global_coordination(t: &str, dialect: Dialect) -> bool {
             t.starts_with("atomic") || t.starts_with("__threadfence") || t == "this_grid"
         }
         Dialect::OpenCl => t.starts_with("atomic_") || t.starts_with("atom_"),
-        Dialect::Metal => t.starts_with("atomic_"),
+        Dialect::Metal | Dialect::Triton => t.starts_with("atomic_"),
     }
 }
 

@@ -118,9 +118,11 @@ impl Axis {
                 "sub_group_reduce_add",
             ),
             Dialect::Metal => ("threadgroup", "threadgroup_barrier", "simd_sum"),
+            Dialect::Triton => ("shared (through `tl.dot`)", "tl.debug_barrier", "tl.reduce"),
         };
         let vector = match dialect {
             Dialect::OpenCl => "vload4/vstore4",
+            Dialect::Triton => "block pointers and contiguity hints (tl.multiple_of)",
             _ => "float4 loads and stores",
         };
         match (self, level) {

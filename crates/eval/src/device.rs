@@ -63,10 +63,10 @@ pub struct Utility {
 
 impl Utility {
     pub fn new(backend: &mut impl Backend) -> Result<Utility, BackendError> {
-        let source = match backend.dialect() {
+        let source = match backend.dialect().native() {
             Dialect::OpenCl => include_str!("../kernels/utility.cl"),
             Dialect::Cuda => include_str!("../kernels/utility.cu"),
-            Dialect::Metal => {
+            Dialect::Metal | Dialect::Triton => {
                 return Err(BackendError::Runtime(
                     "the evaluator has no utility kernels for Metal yet".into(),
                 ));

@@ -337,7 +337,7 @@ impl<B: Backend> Evaluator<B> {
             return Ok(r);
         }
         let t = Instant::now();
-        let r = match task.device_reference(self.backend.dialect()) {
+        let r = match task.device_reference(self.backend.dialect().native()) {
             Some(source) => self.device_reference(task, source, problem)?,
             None => task.reference(size, problem),
         };
@@ -384,7 +384,7 @@ impl<B: Backend> Evaluator<B> {
                  run `kevo task check` on the folder)"
             ))
         };
-        let prepared = source_rules::prepare(source, self.backend.dialect())
+        let prepared = source_rules::prepare(source, self.backend.dialect().native())
             .map_err(|r| fail("is refused", &format!("line {}: {}", r.line, r.reason)))?;
         let declared = BlockDeclarations::parse(source, task.kernel_names())
             .map_err(|e| fail("declares a bad block", &e))?;
@@ -398,7 +398,7 @@ impl<B: Backend> Evaluator<B> {
             for name in task.kernel_names() {
                 kernels.push(self.backend.kernel(module, name)?);
             }
-            let pending = self.resolve_launches(task, problem, &kernels, &declared)?;
+            let pending = self.resolve_launches(task, problem, &kernels, &declared, false)?;
             for spec in &problem.buffers {
                 let b = self.backend.alloc(spec.bytes.max(4))?;
                 buffers.push(b);
@@ -528,9 +528,26 @@ impl<B: Backend> Evaluator<B> {
         if let Err(e) = self.utility() {
             return runtime_error(None, e);
         }
+        // A compiler that specializes per signature (Triton) gets the
+        // task's typed entry points; the others need none.
+        let entry_points = if self.backend.dialect() == kevo_backend::Dialect::Triton {
+            match task.entry_points() {
+                Ok(e) => e,
+                Err(e) => {
+                    return runtime_error(
+                        None,
+                        BackendError::Runtime(format!("the task's entry points: {e}")),
+                    );
+                }
+            }
+        } else {
+            Vec::new()
+        };
         on_stage(Stage::Compile);
         let t = Instant::now();
-        let compiled = self.backend.compile(&prepared, &self.config.compile);
+        let compiled =
+            self.backend
+                .compile_entry_points(&prepared, &self.config.compile, &entry_points);
         wall.compile_s += t.elapsed().as_secs_f64();
         let module = match compiled {
             Ok(m) => m,
@@ -560,6 +577,7 @@ impl<B: Backend> Evaluator<B> {
                             match self.backend.dialect() {
                                 kevo_backend::Dialect::Cuda =>
                                     "`__device__`/`__managed__` variables",
+                                kevo_backend::Dialect::Triton => "global variables in the cubin",
                                 _ => "program-scope `global` variables",
                             }
                         );
@@ -664,7 +682,8 @@ impl<B: Backend> Evaluator<B> {
         let timed = self.problem(task, size, task.default_seed(), wall);
         let vseed = verify_seed(task.default_seed(), seed_index);
         let verify = self.problem(task, size, vseed, wall);
-        let launches = self.resolve_launches(task, &timed, kernels, declared)?;
+        let triton = self.backend.dialect() == kevo_backend::Dialect::Triton;
+        let launches = self.resolve_launches(task, &timed, kernels, declared, triton)?;
         self.note_occupancy(kernels, &launches, resources);
         // Needed before the runs: a timed run whose outputs differ from the
         // first one's is checked on its own as soon as it is seen.
@@ -1106,7 +1125,23 @@ impl<B: Backend> Evaluator<B> {
         problem: &Problem,
         kernels: &[KernelId],
         declared: &BlockDeclarations,
+        triton: bool,
     ) -> Result<Vec<PendingLaunch>, BackendError> {
+        if triton {
+            // A Triton kernel's grid is the candidate's own declaration,
+            // in programs, and its block Triton's; the backend computes
+            // both from the launch's arguments (kevo_triton::TritonBackend).
+            return Ok(problem
+                .launches
+                .iter()
+                .map(|spec| PendingLaunch {
+                    kernel: kernels[spec.kernel],
+                    global: spec.threads.map(|t| t.max(1)),
+                    local: [1, 1, 1],
+                    args: spec.args.clone(),
+                })
+                .collect());
+        }
         let mut limits = Vec::with_capacity(kernels.len());
         for &k in kernels {
             limits.push(self.backend.kernel_info(k)?.max_threads_per_block.max(1));

@@ -260,6 +260,13 @@ fn allowed_list(dialect: Dialect) -> String {
 /// kevo's headers pasted in (line numbers kept by `#line`), or the reason
 /// it is refused.
 pub fn prepare(source: &str, dialect: Dialect) -> Result<String, Refusal> {
+    if dialect == Dialect::Triton {
+        // Python has no preprocessor: `#` starts a comment. What a Triton
+        // module may hold is checked by the helper before anything of it
+        // runs (imports of triton, triton.language and math, constants and
+        // @triton.jit functions only).
+        return Ok(source.to_string());
+    }
     let lines = logical_lines(source)?;
     let refuse = |line: usize, reason: String| Err(Refusal { line, reason });
     // Macros whose definition pastes tokens, and which macros use which.

@@ -56,9 +56,14 @@ pub struct RunConfig {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DeviceSection {
-    /// auto, opencl or cuda.
+    /// auto, opencl, cuda or triton (Triton kernels on a CUDA device).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub backend: Option<BackendKind>,
+    /// The interpreter with Triton installed, for the triton backend
+    /// (default `$KEVO_TRITON_PYTHON`, then `~/.cache/kevo/triton-venv`,
+    /// then `python3`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub triton_python: Option<String>,
     /// OpenCL platform, by index or name substring.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub platform: Option<String>,
@@ -1029,6 +1034,7 @@ impl RunConfig {
         o.fast_math = self.device.fast_math.unwrap_or(true);
         o.devices = self.device.devices.clone().unwrap_or_default();
         o.mixed_devices = self.device.mixed_devices.unwrap_or(false);
+        o.triton_python = self.device.triton_python.clone();
         o.nats = self.device.nats.clone().map(|url| crate::NatsOptions {
             url,
             namespace: self
@@ -1161,6 +1167,7 @@ impl RunConfig {
                 nats_namespace: o.nats.as_ref().map(|n| n.namespace.clone()),
                 devices: (!o.devices.is_empty()).then(|| o.devices.clone()),
                 mixed_devices: o.mixed_devices.then_some(true),
+                triton_python: o.triton_python.clone(),
             },
             timing: TimingSection {
                 cuda_graph: Some(o.timing.cuda_graph),

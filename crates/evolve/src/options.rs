@@ -152,6 +152,10 @@ pub struct EvolveOptions {
     /// ceilings, so fractions compare but times do not.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub mixed_devices: bool,
+    /// `--triton-python`: the interpreter with Triton installed, for the
+    /// triton backend; `None` is kevo_triton's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub triton_python: Option<String>,
 }
 
 /// The evaluation queue of a distributed run.
@@ -331,6 +335,7 @@ impl EvolveOptions {
             nats: None,
             devices: Vec::new(),
             mixed_devices: false,
+            triton_python: None,
         }
     }
 
@@ -345,6 +350,7 @@ impl EvolveOptions {
             .with_limits(self.limits.clone())
             .with_declared_ceilings(self.declared_ceilings)
             .with_sandbox(self.sandbox.clone())
+            .with_triton_python(self.triton_python.clone())
     }
 
     /// Where the analyst's exchanges are recorded with `--record FILE`:

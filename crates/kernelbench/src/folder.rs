@@ -501,15 +501,17 @@ pub fn write_folder(
         );
     }
     let mut dialects = Vec::new();
-    for (dialect, ext) in [("cuda", "cu"), ("opencl", "cl")] {
+    for (dialect, ext) in [("cuda", "cu"), ("opencl", "cl"), ("triton", "py")] {
         let Some(seed) = options.seeds.get(dialect) else {
             continue;
         };
         write(&dir.join(format!("seed.{ext}")), seed)?;
-        write(
-            &dir.join(format!("signature.{ext}")),
-            &signature(probe, &buffers, dialect == "cuda", &kernel_names),
-        )?;
+        let text = if dialect == "triton" {
+            triton_signature(probe, &buffers, &kernel_names)
+        } else {
+            signature(probe, &buffers, dialect == "cuda", &kernel_names)
+        };
+        write(&dir.join(format!("signature.{ext}")), &text)?;
         let _ = writeln!(
             toml,
             "[dialects.{dialect}]\nseed = \"seed.{ext}\"\nsignature = \"signature.{ext}\"\n"
@@ -782,6 +784,101 @@ fn signature(probe: &Probe, buffers: &[Buffer], cuda: bool, kernels: &[String]) 
     } else {
         s.push_str("// Launch: one thread per output element by default: grid = the output's\n// shape, innermost axis first (x), leading axes folded into z.\n");
     }
+    s
+}
+
+/// The Triton form of [`signature`]: the same parameters in the same
+/// order, with Triton's types, for `@triton.jit` functions. The CUDA
+/// signature stays the typed contract kevo reads; this one is what a
+/// Triton author is shown.
+fn triton_signature(probe: &Probe, buffers: &[Buffer], kernels: &[String]) -> String {
+    // The CUDA signature's parameter lines, reused for names and notes.
+    let cuda = signature(probe, buffers, true, kernels);
+    let first = kernels.first().map(String::as_str).unwrap_or("kernel");
+    let mut params: Vec<(String, String, String)> = Vec::new();
+    let mut inside = false;
+    for line in cuda.lines() {
+        if line.contains(&format!("void {first}(")) {
+            inside = true;
+            continue;
+        }
+        if !inside {
+            continue;
+        }
+        let (decl, note) = line.split_once("//").unwrap_or((line, ""));
+        let decl = decl.trim().trim_end_matches([',', ';', ')']);
+        let pointer = decl.contains('*');
+        let words: Vec<&str> = decl
+            .split(|c: char| c.is_whitespace() || c == '*')
+            .filter(|w| !w.is_empty() && *w != "const")
+            .collect();
+        let Some((name, ty)) = words.split_last() else {
+            continue;
+        };
+        let element = match ty.join(" ").as_str() {
+            "double" => "fp64",
+            "int" => "i32",
+            "long long" => "i64",
+            "unsigned char" => "u8",
+            _ => "fp32",
+        };
+        let ty = if pointer {
+            format!("*{element}")
+        } else {
+            element.to_string()
+        };
+        params.push((name.to_string(), ty, note.trim().to_string()));
+        if line.trim_end().ends_with(';') || line.contains(");") {
+            break;
+        }
+    }
+    let mut s = String::from(
+        "# Entry point for Triton (argument order and names are the contract;
+# scalars arrive by value). Shapes are at the full size; tensors are
+# contiguous, row-major. tl.constexpr parameters with defaults may follow.
+import triton
+import triton.language as tl
+",
+    );
+    if kernels.len() > 1 {
+        let _ = writeln!(
+            s,
+            "# {} kernels run in this order, each with the same arguments; `scratch`
+# carries intermediates from one to the next.",
+            kernels.len()
+        );
+    }
+    for kernel in kernels {
+        let _ = write!(
+            s,
+            "
+
+@triton.jit
+def {kernel}("
+        );
+        for (name, ty, note) in &params {
+            let _ = write!(
+                s,
+                "
+        {name},  # {ty}: {note}"
+            );
+        }
+        s.push_str(
+            "
+        BLOCK: tl.constexpr = 1024):
+    ...
+",
+        );
+    }
+    let _ = write!(
+        s,
+        "
+# Launch: declare each kernel's grid in programs per axis over the
+# integer scalars above and your constexprs, e.g.
+#   # kevo: grid {first} = (cdiv(N, BLOCK),)
+# where N stands for the number of outputs written from the constants.
+"
+    );
     s
 }
 

@@ -64,6 +64,7 @@ fn demo() -> &'static Task {
             cuda: Some(cu.into()),
             opencl: Some(cl.into()),
             metal: Some(metal.into()),
+            triton: None,
         };
         let assets = TaskAssets {
             brief: "demo: halve every element, u_out[i] = 0.5 * u_in[i], for i in [0, N).\nOne thread per element; threads with i >= N do nothing.\n".into(),
@@ -248,9 +249,17 @@ fn system_prompts() {
     for dialect in Dialect::all() {
         for mode in [EditMode::FullSource, EditMode::SearchReplace] {
             let text = PromptBuilder::system_prompt(&t, dialect, mode, true, None, 8).unwrap();
+            let name = format!("system_{}_{:?}", dialect.extension(), mode).to_lowercase();
+            if dialect == Dialect::Triton {
+                // Tunables are C macros; a Triton kernel's are its
+                // constexpr defaults, and the prompt does not offer tuning.
+                assert!(!text.contains("kevo: tune"), "{text}");
+                assert!(text.contains("# kevo: grid KERNEL"), "{text}");
+                insta::assert_snapshot!(name, text);
+                continue;
+            }
             assert!(text.contains("`// kevo: tune NAME V1 V2 ...`"), "{text}");
             assert!(text.contains("up to 8 configurations"), "{text}");
-            let name = format!("system_{}_{:?}", dialect.extension(), mode).to_lowercase();
             insta::assert_snapshot!(name, text);
             // Tuning off: the prompt does not offer it, and nothing else changes.
             let off = PromptBuilder::system_prompt(&t, dialect, mode, true, None, 0).unwrap();

@@ -81,7 +81,9 @@ fn with_kernel<T>(
     kernel: &str,
     body: impl FnOnce(&mut dyn Backend, KernelId) -> Result<T, BackendError>,
 ) -> Result<T, String> {
-    let dialect = backend.dialect();
+    // kevo's probes are in the device's native language (CUDA C++ on the
+    // Triton backend, whose `compile` takes it).
+    let dialect = backend.dialect().native();
     let Some(src) = source(dialect, file) else {
         return Err(format!("no {file} micro-benchmark for {dialect:?}"));
     };
@@ -275,7 +277,7 @@ pub fn fma_peak(backend: &mut dyn Backend, bits: u32) -> Result<Spread, String> 
         16 => ("fp16", "fma_peak_f16", 32.0, 4),
         other => return Err(format!("no FP{other} benchmark")),
     };
-    let dialect = backend.dialect();
+    let dialect = backend.dialect().native();
     with_kernel(backend, file, kernel, |backend, k| {
         let local = block(backend, k, 256)?;
         let (threads, iters): (u64, u32) = if info.is_cpu {

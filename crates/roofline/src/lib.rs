@@ -299,10 +299,10 @@ pub enum RooflineError {
 }
 
 fn kernels(dialect: Dialect) -> Result<&'static str, RooflineError> {
-    match dialect {
+    match dialect.native() {
         Dialect::OpenCl => Ok(include_str!("../kernels/microbench.cl")),
         Dialect::Cuda => Ok(include_str!("../kernels/microbench.cu")),
-        Dialect::Metal => Err(RooflineError::NoKernels(dialect)),
+        Dialect::Metal | Dialect::Triton => Err(RooflineError::NoKernels(dialect)),
     }
 }
 

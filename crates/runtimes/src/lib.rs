@@ -17,10 +17,15 @@ pub enum BackendKind {
     Auto,
     Opencl,
     Cuda,
+    /// Triton candidates on a CUDA device: compiled by Triton's own
+    /// compiler through a helper, loaded and launched by the CUDA backend.
+    Triton,
 }
 
 impl BackendKind {
     /// Every concrete backend, in the order `auto` tries them (last first).
+    /// Triton is not among them: it is a language on the CUDA backend,
+    /// asked for by name, never picked by `auto`.
     pub const CONCRETE: [BackendKind; 2] = [BackendKind::Opencl, BackendKind::Cuda];
 
     /// The name used on the command line, in configs and in `DeviceInfo::backend`.
@@ -29,6 +34,7 @@ impl BackendKind {
             BackendKind::Auto => "auto",
             BackendKind::Opencl => "opencl",
             BackendKind::Cuda => "cuda",
+            BackendKind::Triton => "triton",
         }
     }
 
@@ -39,6 +45,7 @@ impl BackendKind {
             BackendKind::Auto => None,
             BackendKind::Opencl => Some(Dialect::OpenCl),
             BackendKind::Cuda => Some(Dialect::Cuda),
+            BackendKind::Triton => Some(Dialect::Triton),
         }
     }
 
@@ -48,6 +55,7 @@ impl BackendKind {
             BackendKind::Auto => true,
             BackendKind::Opencl => cfg!(feature = "opencl"),
             BackendKind::Cuda => cfg!(feature = "cuda"),
+            BackendKind::Triton => cfg!(feature = "triton"),
         }
     }
 }
@@ -65,8 +73,9 @@ impl std::str::FromStr for BackendKind {
             "auto" => Ok(BackendKind::Auto),
             "opencl" => Ok(BackendKind::Opencl),
             "cuda" => Ok(BackendKind::Cuda),
+            "triton" => Ok(BackendKind::Triton),
             other => Err(format!(
-                "unknown backend `{other}` (expected auto, opencl or cuda)"
+                "unknown backend `{other}` (expected auto, opencl, cuda or triton)"
             )),
         }
     }
@@ -74,12 +83,18 @@ impl std::str::FromStr for BackendKind {
 
 /// How to open a backend: settings that belong to the runtime, not to one
 /// evaluation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OpenOptions {
     /// Replay each size's launch sequence as one CUDA graph (CUDA only).
     pub cuda_graph: bool,
     /// Flush the L2 cache before every timed run (CUDA only).
     pub flush_l2: bool,
+    /// The interpreter with Triton installed (Triton only); `None` is
+    /// `kevo_triton::default_python()`.
+    pub triton_python: Option<String>,
+    /// Where the Triton helper may write (the worker's scratch directory);
+    /// `None` is a directory under the system's temporary directory.
+    pub scratch: Option<std::path::PathBuf>,
 }
 
 impl Default for OpenOptions {
@@ -87,12 +102,18 @@ impl Default for OpenOptions {
         OpenOptions {
             cuda_graph: true,
             flush_l2: false,
+            triton_python: None,
+            scratch: None,
         }
     }
 }
 
 /// The error for a backend this build does not contain.
-#[cfg(any(not(feature = "cuda"), not(feature = "opencl")))]
+#[cfg(any(
+    not(feature = "cuda"),
+    not(feature = "opencl"),
+    not(feature = "triton")
+))]
 fn not_built(kind: BackendKind) -> BackendError {
     BackendError::Unavailable {
         backend: kind.name(),
@@ -112,12 +133,38 @@ pub fn open(
 ) -> Result<Box<dyn Backend>, BackendError> {
     match kind {
         BackendKind::Opencl => open_opencl(selector),
-        BackendKind::Cuda => open_cuda(selector, options),
-        BackendKind::Auto => match open_cuda(selector, options) {
+        BackendKind::Cuda => open_cuda(selector, &options),
+        BackendKind::Triton => open_triton(selector, &options),
+        BackendKind::Auto => match open_cuda(selector, &options) {
             Ok(b) => Ok(b),
             Err(_) => open_opencl(selector),
         },
     }
+}
+
+#[cfg(feature = "triton")]
+fn open_triton(
+    selector: &DeviceSelector,
+    options: &OpenOptions,
+) -> Result<Box<dyn Backend>, BackendError> {
+    let cuda = open_cuda(selector, options).map_err(|e| BackendError::Unavailable {
+        backend: "triton",
+        reason: format!("Triton kernels run on a CUDA device, and none opened: {e}"),
+    })?;
+    let python = options
+        .triton_python
+        .clone()
+        .unwrap_or_else(kevo_triton::default_python);
+    let scratch = options.scratch.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("kevo-triton-{}", std::process::id()))
+    });
+    let config = kevo_triton::HelperConfig::new(&python, &scratch.join("triton"));
+    Ok(Box::new(kevo_triton::TritonBackend::new(cuda, config)?))
+}
+
+#[cfg(not(feature = "triton"))]
+fn open_triton(_: &DeviceSelector, _: &OpenOptions) -> Result<Box<dyn Backend>, BackendError> {
+    Err(not_built(BackendKind::Triton))
 }
 
 #[cfg(feature = "opencl")]
@@ -133,7 +180,7 @@ fn open_opencl(_: &DeviceSelector) -> Result<Box<dyn Backend>, BackendError> {
 #[cfg(feature = "cuda")]
 fn open_cuda(
     selector: &DeviceSelector,
-    options: OpenOptions,
+    options: &OpenOptions,
 ) -> Result<Box<dyn Backend>, BackendError> {
     let mut backend = kevo_cuda::CudaBackend::open(selector)?;
     backend.set_use_graph(options.cuda_graph);
@@ -142,7 +189,7 @@ fn open_cuda(
 }
 
 #[cfg(not(feature = "cuda"))]
-fn open_cuda(_: &DeviceSelector, _: OpenOptions) -> Result<Box<dyn Backend>, BackendError> {
+fn open_cuda(_: &DeviceSelector, _: &OpenOptions) -> Result<Box<dyn Backend>, BackendError> {
     Err(not_built(BackendKind::Cuda))
 }
 
@@ -163,7 +210,7 @@ fn list_of(kind: BackendKind) -> DeviceList {
     match kind {
         BackendKind::Auto => Ok(Vec::new()),
         BackendKind::Opencl => list_opencl(),
-        BackendKind::Cuda => list_cuda(),
+        BackendKind::Cuda | BackendKind::Triton => list_cuda(),
     }
 }
 
@@ -213,7 +260,12 @@ mod tests {
 
     #[test]
     fn names_round_trip_and_unknown_names_are_refused() {
-        for kind in [BackendKind::Auto, BackendKind::Opencl, BackendKind::Cuda] {
+        for kind in [
+            BackendKind::Auto,
+            BackendKind::Opencl,
+            BackendKind::Cuda,
+            BackendKind::Triton,
+        ] {
             assert_eq!(kind.name().parse::<BackendKind>(), Ok(kind));
             // Configs and stored runs use the serde name: it must be the CLI name.
             let json = serde_json::to_string(&kind).unwrap();

@@ -275,7 +275,7 @@ pub struct FolderTask {
     pub files: std::sync::Arc<FolderFiles>,
     pub spec: TaskSpec,
     pub brief: String,
-    /// Dialect name ("cuda", "opencl", "metal") -> (seed, signature).
+    /// Dialect name ("cuda", "opencl", "metal", "triton") -> (seed, signature).
     pub dialects: BTreeMap<String, (String, String)>,
     /// Derived quantities, in order, over the dims and earlier ones.
     pub derived: Vec<(String, Expr)>,
@@ -386,7 +386,7 @@ const SPEC_KEYS: &[&str] = &[
     "sizes",
 ];
 
-const DIALECTS: &[&str] = &["cuda", "opencl", "metal"];
+const DIALECTS: &[&str] = &["cuda", "opencl", "metal", "triton"];
 
 /// The files of a task folder: relative path ('/'-separated) -> bytes.
 /// A folder is read once, whole, so that what is validated, hashed,

@@ -5,6 +5,7 @@
 
 mod block;
 pub mod check;
+mod entry;
 mod expr;
 pub mod folder;
 pub mod hash;
@@ -30,6 +31,7 @@ mod tasks {
 use std::sync::{Arc, OnceLock};
 
 pub use block::{BlockDeclarationError, BlockDeclarations};
+pub use entry::{EntryPointError, parse_entry_points};
 pub use expr::Expr;
 pub use kevo_backend::VendorOp;
 pub use spec::{Dim, TaskDefinitionError, TaskSpec};
@@ -70,6 +72,8 @@ macro_rules! builtin {
                 "seed.cl" => include_str!(concat!("../assets/", $name, "/seed.cl")),
                 "tunable.cl" => include_str!(concat!("../assets/", $name, "/tunable.cl")),
                 "tunable.cu" => include_str!(concat!("../assets/", $name, "/tunable.cu")),
+                "signature.py" => include_str!(concat!("../assets/", $name, "/signature.py")),
+                "seed.py" => include_str!(concat!("../assets/", $name, "/seed.py")),
                 _ => include_str!(concat!("../assets/", $name, "/seed.cu")),
             }
             .to_string()
@@ -80,16 +84,19 @@ macro_rules! builtin {
                 opencl: Some(asset("signature.cl")),
                 cuda: Some(asset("signature.cu")),
                 metal: None,
+                triton: Some(asset("signature.py")),
             },
             seeds: PerDialect {
                 opencl: Some(asset("seed.cl")),
                 cuda: Some(asset("seed.cu")),
                 metal: None,
+                triton: Some(asset("seed.py")),
             },
             tunables: PerDialect {
                 opencl: Some(asset("tunable.cl")),
                 cuda: Some(asset("tunable.cu")),
                 metal: None,
+                triton: None,
             },
             references: PerDialect::default(),
         };

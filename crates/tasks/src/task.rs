@@ -1,7 +1,7 @@
 use std::any::Any;
 use std::sync::Arc;
 
-use kevo_backend::{Dialect, VendorOp};
+use kevo_backend::{Dialect, EntryPoint, VendorOp};
 use serde::{Deserialize, Serialize};
 
 use crate::spec::{TaskDefinitionError, TaskSpec};
@@ -241,6 +241,7 @@ pub struct PerDialect {
     pub opencl: Option<String>,
     pub cuda: Option<String>,
     pub metal: Option<String>,
+    pub triton: Option<String>,
 }
 
 impl PerDialect {
@@ -249,6 +250,7 @@ impl PerDialect {
             Dialect::OpenCl => self.opencl.as_deref(),
             Dialect::Cuda => self.cuda.as_deref(),
             Dialect::Metal => self.metal.as_deref(),
+            Dialect::Triton => self.triton.as_deref(),
         }
     }
 }
@@ -319,6 +321,12 @@ impl Task {
             for text in [&d.opencl, &d.cuda, &d.metal] {
                 part(text.as_deref().unwrap_or("\0absent"));
             }
+            // Hashed only where present, so a task without Triton keeps the
+            // hash it had before the dialect existed.
+            if let Some(text) = &d.triton {
+                part("triton");
+                part(text);
+            }
         }
         for source in code_sources {
             part(source);
@@ -388,6 +396,22 @@ impl Task {
     /// parameters declared with `// kevo: tune`).
     pub fn tunable(&self, dialect: Dialect) -> Option<&str> {
         self.assets.tunables.get(dialect)
+    }
+    /// The entry points with their typed parameters, read from the CUDA
+    /// signature (or the OpenCL one where a task has no CUDA), in the order
+    /// of [`Task::kernel_names`].
+    pub fn entry_points(&self) -> Result<Vec<EntryPoint>, crate::EntryPointError> {
+        let (dialect, text) = [Dialect::Cuda, Dialect::OpenCl]
+            .into_iter()
+            .find_map(|d| self.signature(d).map(|s| (d, s)))
+            .ok_or_else(|| crate::EntryPointError {
+                dialect: Dialect::Cuda,
+                kernel: self.kernel_names().first().cloned().unwrap_or_default(),
+                reason: "the task has neither a CUDA nor an OpenCL signature to read the \
+                         parameter types from"
+                    .into(),
+            })?;
+        crate::parse_entry_points(text, dialect, self.kernel_names())
     }
     /// Entry points the candidate must define, in the order `LaunchSpec::kernel` indexes.
     pub fn kernel_names(&self) -> &[String] {

@@ -103,10 +103,74 @@ def constant_expression(node, known):
     return False
 
 
-def check_body(function, module_names):
+# The only modules a kernel may reach through attributes: Triton's
+# language, its math and libdevice externs, and Python's math. Triton's
+# front end calls any Python callable a body names while it compiles, and
+# other submodules lead to Python itself (triton.language.core.builtins,
+# ....knobs.os), so a path through any other module is refused.
+REACHABLE_MODULES = {
+    "math",
+    "triton",
+    "triton.language",
+    "triton.language.math",
+    "triton.language.extra",
+    "triton.language.extra.cuda",
+    "triton.language.extra.cuda.libdevice",
+    "triton.language.extra.libdevice",
+}
+
+
+def resolve(path):
+    """The object `path` ("triton.language.core") names, or None."""
+    import importlib
+
+    parts = path.split(".")
+    try:
+        obj = importlib.import_module(parts[0])
+    except ImportError:
+        return None
+    for part in parts[1:]:
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def check_attribute_path(node, modules):
+    """`tl.x.y`: every module on the way must be one a kernel may reach;
+    no private name."""
+    import types
+
+    path = dotted(node)
+    if path is None:
+        return
+    head, *rest = path.split(".")
+    if head not in modules:
+        return
+    real = modules[head]
+    obj = resolve(real)
+    where = f"line {node.lineno}"
+    if isinstance(obj, types.ModuleType) and obj.__name__ not in REACHABLE_MODULES:
+        raise Rejected("module", f"{where}: `{head}` is the module {obj.__name__}, which a kernel may not use")
+    for part in rest:
+        if part.startswith("_"):
+            raise Rejected("module", f"{where}: `{path}`: private names are not part of a kernel")
+        obj = getattr(obj, part, None) if obj is not None else None
+        real = f"{real}.{part}"
+        if isinstance(obj, types.ModuleType) and obj.__name__ not in REACHABLE_MODULES:
+            raise Rejected(
+                "module",
+                f"{where}: `{path}` reaches the module {obj.__name__}; a kernel may use only "
+                "triton.language (with its math and libdevice functions), triton.jit/cdiv and math",
+            )
+
+
+def check_body(function, module_names, modules=None):
     """A @triton.jit body may name its parameters, its own locals, module
     constants and jit functions, tl/triton/math and a few builtins; no
-    dunder attribute (`__globals__`, `__class__`)."""
+    dunder attribute (`__globals__`, `__class__`), and no attribute path
+    through a module outside the kernel language (`tl.core.builtins`)."""
+    modules = modules or {}
     params = {a.arg for a in function.args.args + function.args.kwonlyargs}
     assigned = set()
     for node in ast.walk(function):
@@ -118,6 +182,8 @@ def check_body(function, module_names):
     for node in ast.walk(function):
         if isinstance(node, ast.Attribute) and node.attr.startswith("__"):
             raise Rejected("module", f"line {node.lineno}: `{node.attr}` is not part of a kernel")
+        if isinstance(node, ast.Attribute):
+            check_attribute_path(node, modules)
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in allowed:
             raise Rejected(
                 "module",
@@ -132,6 +198,9 @@ def check_module(tree):
     """Refuse anything at module level but imports of triton,
     triton.language and math, constants and @triton.jit functions."""
     names = set()
+    # Name bound at module level -> the object path it stands for
+    # ("tl" -> "triton.language"), for the attribute check of the bodies.
+    modules = {}
     functions = []
     for stmt in tree.body:
         where = f"line {stmt.lineno}"
@@ -145,7 +214,13 @@ def check_module(tree):
                         f"{where}: `import {alias.name}`: a kernel module imports only triton, "
                         "triton.language and math",
                     )
-                names.add((alias.asname or alias.name).split(".")[0])
+                if alias.asname:
+                    names.add(alias.asname)
+                    modules[alias.asname] = alias.name
+                else:
+                    top = alias.name.split(".")[0]
+                    names.add(top)
+                    modules[top] = top
             continue
         if isinstance(stmt, ast.ImportFrom):
             module = stmt.module or ""
@@ -159,6 +234,7 @@ def check_module(tree):
                 if alias.name == "*" or (module == "triton" and alias.name not in FROM_TRITON):
                     raise Rejected("module", f"{where}: `from triton import {alias.name}` is not allowed")
                 names.add(alias.asname or alias.name)
+                modules[alias.asname or alias.name] = f"{module}.{alias.name}"
             continue
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
@@ -203,7 +279,7 @@ def check_module(tree):
             "constants and @triton.jit functions",
         )
     for function in functions:
-        check_body(function, names)
+        check_body(function, names, modules)
 
 
 def load(source, scratch, serial):

@@ -13,7 +13,10 @@
 //! The launch grid is declared by the candidate in `# kevo:` comments
 //! ([`directives`]), read here without Python.
 
+mod backend;
 pub mod directives;
+
+pub use backend::TritonBackend;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -51,6 +54,48 @@ pub fn availability(python: &str) -> Result<Versions, TritonError> {
     let versions = helper.map(|h| h.versions().clone());
     let _ = std::fs::remove_dir_all(&scratch);
     versions
+}
+
+/// The directories `python` reads when it runs the helper: the venv, the
+/// installation it was made from, and the interpreter's own file. A
+/// worker's sandbox lets it read these and nothing else of the user's
+/// (a venv under the home directory is not among the system directories).
+/// Asked of the interpreter itself, outside any sandbox.
+pub fn interpreter_paths(python: &str) -> Result<Vec<PathBuf>, TritonError> {
+    let output = Command::new(python)
+        .args([
+            "-c",
+            "import os, sys; print(sys.prefix); print(sys.base_prefix); print(os.path.realpath(sys.executable))",
+        ])
+        .env_clear()
+        .envs(kevo_sandbox::env::allowed_environment(std::env::vars_os()))
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .map_err(|e| TritonError::Start {
+            python: python.to_string(),
+            message: e.to_string(),
+        })?;
+    if !output.status.success() {
+        return Err(TritonError::Missing {
+            python: python.to_string(),
+            message: format!("asking its installation paths failed ({})", output.status),
+        });
+    }
+    let mut paths: Vec<PathBuf> = Vec::new();
+    for line in String::from_utf8_lossy(&output.stdout).lines() {
+        let path = PathBuf::from(line.trim());
+        if path.is_absolute() && path.parent().is_some() && !paths.contains(&path) {
+            paths.push(path);
+        }
+    }
+    // The interpreter file as it was named (a venv's `bin/python` link).
+    if let Ok(named) = std::fs::canonicalize(python)
+        && !paths.iter().any(|p| named.starts_with(p))
+    {
+        paths.push(named);
+    }
+    Ok(paths)
 }
 
 /// Where the helper's interpreter comes from and what confines it.

@@ -4,37 +4,12 @@
 //! machine without a GPU, and every kind of bad candidate rejected with
 //! the reason, before any of its code runs.
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::process::Command;
 
+use common::triton_python;
 use kevo_triton::{Compiled, Helper, HelperConfig, KernelRequest};
-
-/// An interpreter with triton: $KEVO_TEST_TRITON_PYTHON, the venv of
-/// scripts/setup --triton, or python3. CI must have one.
-fn triton_python() -> Option<String> {
-    let venv = std::env::var_os("HOME")
-        .map(|h| PathBuf::from(h).join(".cache/kevo/triton-venv/bin/python"))
-        .map(|p| p.display().to_string());
-    let candidates = std::env::var("KEVO_TEST_TRITON_PYTHON")
-        .ok()
-        .into_iter()
-        .chain(venv)
-        .chain(["python3".to_string()]);
-    for python in candidates {
-        let ok = Command::new(&python)
-            .args(["-c", "import triton"])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if ok {
-            return Some(python);
-        }
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!("CI needs a python with triton (scripts/setup --triton)");
-    }
-    None
-}
 
 const SAXPY: &str = r#"import triton
 import triton.language as tl
@@ -156,6 +131,34 @@ fn code_outside_the_kernel_language_is_refused_before_it_runs() {
             "`open` is not",
         ),
         (SAXPY.replace("a * tl", "a.__class__ * tl"), "`__class__`"),
+        // Triton's front end calls whatever Python a body names while it
+        // compiles: paths through modules that lead to Python are refused.
+        (
+            SAXPY.replace(
+                "a * tl",
+                &format!(
+                    "tl.core.builtins.len(tl.core.builtins.open({:?}, 'w').write('x')) * a * tl",
+                    marker.display()
+                ),
+            ),
+            "reaches the module triton.language.core",
+        ),
+        (
+            SAXPY.replace("a * tl", "tl.core.knobs.os.getpid() * a * tl"),
+            "reaches the module",
+        ),
+        (
+            format!(
+                "from triton.language import core
+{}",
+                SAXPY.replace("a * tl", "core.builtins.len('x') * a * tl")
+            ),
+            "is the module triton.language.core",
+        ),
+        (
+            SAXPY.replace("a * tl", "tl._private * a * tl"),
+            "private names",
+        ),
         (
             SAXPY.replace("@triton.jit", "@triton.jit\n@print"),
             "exactly @triton.jit",

@@ -46,6 +46,7 @@ impl TimingOptions {
         kevo_runtimes::OpenOptions {
             cuda_graph: self.cuda_graph,
             flush_l2: self.flush_l2,
+            ..Default::default()
         }
     }
 }
@@ -89,6 +90,11 @@ pub struct WorkerConfig {
     pub self_test_reads: Vec<std::path::PathBuf>,
     #[serde(default)]
     pub known_measurements: std::collections::BTreeMap<String, kevo_roofline::Measurement>,
+    /// The interpreter with Triton installed, for the Triton backend;
+    /// `None` is kevo_triton's default (`$KEVO_TRITON_PYTHON`, then
+    /// `~/.cache/kevo/triton-venv`, then `python3`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub triton_python: Option<String>,
 }
 
 /// The roofline a user declares for the device (`--ceilings`).
@@ -124,7 +130,13 @@ impl WorkerConfig {
             sandbox: kevo_sandbox::Options::default(),
             known_measurements: Default::default(),
             self_test_reads: Vec::new(),
+            triton_python: None,
         }
+    }
+
+    pub fn with_triton_python(mut self, python: Option<String>) -> Self {
+        self.triton_python = python;
+        self
     }
 
     pub fn with_compile(mut self, compile: CompileOptions) -> Self {

@@ -43,11 +43,12 @@ pub fn serve(
             );
         }
     };
-    let backend = match kevo_runtimes::open(
-        config.backend,
-        &config.selector,
-        config.timing.open_options(),
-    ) {
+    let open_options = kevo_runtimes::OpenOptions {
+        triton_python: config.triton_python.clone(),
+        scratch: config.sandbox.scratch.clone(),
+        ..config.timing.open_options()
+    };
+    let backend = match kevo_runtimes::open(config.backend, &config.selector, open_options) {
         Ok(b) => b,
         Err(e) => {
             return send(

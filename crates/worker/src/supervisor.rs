@@ -344,6 +344,7 @@ impl Worker {
             .map_err(spawn_error)?;
         let mut config = self.config.clone();
         config.sandbox.scratch = Some(scratch.path().to_path_buf());
+        triton_interpreter(&mut config);
         config.known_measurements = self.ceiling_cache().get_all().unwrap_or_default();
         let config = serde_json::to_string(&config).expect("worker config serialises");
         let environment = self.worker_environment(scratch.path());
@@ -934,3 +935,30 @@ pub fn timeout_from_seed(seed_wall_s: f64, factor: f64, floor: Duration) -> Dura
     let derived = Duration::from_secs_f64((seed_wall_s * factor).max(0.0));
     derived.max(floor)
 }
+
+/// A Triton worker runs the helper with the configured interpreter (or
+/// kevo_triton's default); its sandbox must let it read that installation,
+/// which may sit under the home directory. Resolved here, outside the
+/// sandbox; a failure is left for the worker to report when the helper
+/// cannot start.
+#[cfg(feature = "triton")]
+fn triton_interpreter(config: &mut WorkerConfig) {
+    if config.backend != kevo_runtimes::BackendKind::Triton {
+        return;
+    }
+    let python = config
+        .triton_python
+        .clone()
+        .unwrap_or_else(kevo_triton::default_python);
+    if let Ok(paths) = kevo_triton::interpreter_paths(&python) {
+        for p in paths {
+            if !config.sandbox.readable.contains(&p) {
+                config.sandbox.readable.push(p);
+            }
+        }
+    }
+    config.triton_python = Some(python);
+}
+
+#[cfg(not(feature = "triton"))]
+fn triton_interpreter(_: &mut WorkerConfig) {}

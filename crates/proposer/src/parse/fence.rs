@@ -46,6 +46,7 @@ pub fn tags(dialect: Dialect) -> (&'static [&'static str], &'static [&'static st
             &["c", "c++", "cpp"],
         ),
         Dialect::Metal => (&["metal", "msl"], &["c++", "cpp", "c"]),
+        Dialect::Triton => (&["python", "py", "triton"], &["python3", "py3"]),
     }
 }
 

@@ -206,6 +206,13 @@ fn dialect_ctx(d: Dialect) -> DialectCtx {
             "SIMD-group",
             "`simd_sum`, `simd_shuffle_down`",
         ),
+        Dialect::Triton => (
+            "shared memory (Triton's own)",
+            "none (a program is one block; Triton places its barriers)",
+            "program",
+            "block",
+            "`tl.sum`, `tl.reduce`",
+        ),
     };
     DialectCtx {
         name: d.to_string(),
@@ -242,6 +249,7 @@ fn starting_guidance(
         Dialect::Cuda => "guidance_cuda.j2",
         Dialect::OpenCl => "guidance_opencl.j2",
         Dialect::Metal => "guidance_metal.j2",
+        Dialect::Triton => "guidance_triton.j2",
     };
     let text = templates.render(name, ctx)?;
     guidance::Guidance::parse(&text).map_err(|e| PromptError::Template {
@@ -486,6 +494,7 @@ impl<'t> PromptBuilder<'t> {
             Dialect::Cuda => "system_cuda.j2",
             Dialect::OpenCl => "system_opencl.j2",
             Dialect::Metal => "system_metal.j2",
+            Dialect::Triton => "system_triton.j2",
         };
         self.templates
             .render(name, &self.system_ctx(guidance.rendered()))
@@ -511,6 +520,7 @@ impl<'t> PromptBuilder<'t> {
             Dialect::Cuda => "system_cuda.j2",
             Dialect::OpenCl => "system_opencl.j2",
             Dialect::Metal => "system_metal.j2",
+            Dialect::Triton => "system_triton.j2",
         };
         let mut ctx = SystemCtx {
             dialect: dialect_ctx(dialect),
@@ -627,7 +637,7 @@ impl<'t> PromptBuilder<'t> {
                     "{} {}",
                     i.compute_units,
                     match self.dialect {
-                        Dialect::Cuda => "SMs",
+                        Dialect::Cuda | Dialect::Triton => "SMs",
                         _ => "compute units",
                     }
                 ));

@@ -28,6 +28,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "system_metal.j2",
         include_str!("../../templates/system_metal.j2"),
     ),
+    (
+        "system_triton.j2",
+        include_str!("../../templates/system_triton.j2"),
+    ),
     ("user.j2", include_str!("../../templates/user.j2")),
     ("_brief.j2", include_str!("../../templates/_brief.j2")),
     (
@@ -62,6 +66,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
     (
         "guidance_metal.j2",
         include_str!("../../templates/guidance_metal.j2"),
+    ),
+    (
+        "guidance_triton.j2",
+        include_str!("../../templates/guidance_triton.j2"),
     ),
     (
         "meta_system.j2",

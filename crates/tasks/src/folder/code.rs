@@ -463,12 +463,14 @@ impl FolderTask {
             opencl: self.dialects.get("opencl").map(|d| pick(d).clone()),
             cuda: self.dialects.get("cuda").map(|d| pick(d).clone()),
             metal: self.dialects.get("metal").map(|d| pick(d).clone()),
+            triton: self.dialects.get("triton").map(|d| pick(d).clone()),
         };
         let references = match &self.reference {
             ReferenceDef::Kernel(k) => PerDialect {
                 opencl: k.get("opencl").cloned(),
                 cuda: k.get("cuda").cloned(),
                 metal: k.get("metal").cloned(),
+                triton: None,
             },
             _ => PerDialect::default(),
         };
