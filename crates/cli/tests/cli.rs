@@ -515,3 +515,59 @@ fn devices_says_whether_triton_is_available_and_how_to_get_it() {
         );
     }
 }
+
+/// `--dialect triton` without a CUDA device, or without Triton, fails
+/// before anything is evaluated, saying which is missing and how to get
+/// it.
+#[test]
+fn the_triton_dialect_says_what_is_missing() {
+    let cuda_here = Command::new(env!("CARGO_BIN_EXE_kevo"))
+        .args(["devices", "--json"])
+        .env("KEVO_CACHE_DIR", cache_dir())
+        .output()
+        .ok()
+        .and_then(|o| serde_json::from_slice::<serde_json::Value>(&o.stdout).ok())
+        .is_some_and(|rows| {
+            rows.as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r["backend"] == "cuda" && r["available"] == true)
+        });
+    // With a CUDA device and Triton installed, the default would run.
+    let cases: &[Option<&str>] = if cuda_here {
+        &[Some("/nonexistent/python3")]
+    } else {
+        &[None, Some("/nonexistent/python3")]
+    };
+    for &python in cases {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_kevo"));
+        command
+            .args([
+                "eval",
+                "--task",
+                "saxpy",
+                "--dialect",
+                "triton",
+                "--sizes",
+                "smoke",
+            ])
+            .env("KEVO_CACHE_DIR", cache_dir());
+        if let Some(p) = python {
+            command.args(["--triton-python", p]);
+        }
+        let out = command.output().unwrap();
+        let (stdout, stderr) = text(&out);
+        assert!(!out.status.success(), "{stdout}{stderr}");
+        if !cuda_here {
+            assert!(
+                stderr.contains("Triton kernels run on a CUDA device"),
+                "{stderr}"
+            );
+        } else {
+            assert!(
+                stderr.contains("/nonexistent/python3") && stderr.contains("pip install triton"),
+                "{stderr}"
+            );
+        }
+    }
+}

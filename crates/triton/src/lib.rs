@@ -130,11 +130,11 @@ impl HelperConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum TritonError {
     #[error(
-        "cannot start the Triton helper with `{python}`: {message}. Install Triton for that interpreter (`{python} -m pip install triton`) or name another with $KEVO_TRITON_PYTHON"
+        "cannot start the Triton helper with `{python}`: {message}. Install Triton for that interpreter (`{python} -m pip install triton`) or name another with --triton-python or $KEVO_TRITON_PYTHON"
     )]
     Start { python: String, message: String },
     #[error(
-        "`{python}` has no usable Triton ({message}). Install it with `{python} -m pip install triton`, or name another interpreter with $KEVO_TRITON_PYTHON"
+        "`{python}` has no usable Triton ({message}). Install it with `{python} -m pip install triton`, or name another interpreter with --triton-python or $KEVO_TRITON_PYTHON"
     )]
     Missing { python: String, message: String },
     #[error("the Triton helper stopped answering: {0}")]
