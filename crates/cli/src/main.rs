@@ -547,28 +547,9 @@ pub(crate) fn default_timeout(
         SizeSet::Large => 900,
         _ => 60,
     };
-    let limit =
-        kevo_worker::timeout_from_seed(slow_run_s, 14.0, std::time::Duration::from_secs(floor));
-    limit + reference_command_allowance(task, sizes)
-}
-
-/// Time for a folder's reference command inside an evaluation: it runs
-/// once per size for the timed inputs and once for the verification
-/// inputs before its answers are cached, and each run is a process of its
-/// own (a KernelBench module's Python and torch start-up is ~5 s; level 1
-/// problem 3 moves 1.3 GB of inputs through .npy files, and its first
-/// evaluation ran past 60 s on an H100 machine). 60 s per run.
-fn reference_command_allowance(task: &Task, sizes: &[kevo_tasks::Size]) -> std::time::Duration {
-    let runs_command = task.folder().is_some_and(|f| {
-        matches!(
-            f.folder().reference,
-            kevo_tasks::folder::ReferenceDef::Command(_)
-        )
-    });
-    match runs_command {
-        true => std::time::Duration::from_secs(60 * 2 * sizes.len() as u64),
-        false => std::time::Duration::ZERO,
-    }
+    // A folder's reference command runs before the clock starts (the
+    // supervisor computes expected outputs, then sends the candidate).
+    kevo_worker::timeout_from_seed(slow_run_s, 14.0, std::time::Duration::from_secs(floor))
 }
 
 fn read_kernel(path: &Option<PathBuf>) -> Result<Option<String>> {

@@ -5,7 +5,7 @@
 //! run's budget, a resumed run does not ask again, and an analyst that
 //! fails leaves prompts without a recommendation and the run going.
 
-mod common;
+use crate::common;
 
 use common::opencl_available;
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 //! answer without code, an unknown or answered proposal, a tell to a
 //! finished run, an ask past the budget) is refused and changes nothing.
 
-mod common;
+use crate::common;
 
 use common::{EVOLVE_SAXPY_SMOKE, opencl_available};
 use std::path::Path;

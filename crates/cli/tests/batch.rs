@@ -4,7 +4,7 @@
 //! SIGKILL while a batch runs resumes by polling that batch: no prompt is
 //! sent twice, no answer lost, every proposal answered once.
 
-mod common;
+use crate::common;
 
 use common::{EVOLVE_SAXPY_SMOKE, opencl_available};
 use std::collections::HashMap;

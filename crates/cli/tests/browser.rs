@@ -6,7 +6,7 @@
 //! $KEVO_SCREENSHOTS). Skipped where Chromium or ChromeDriver is missing,
 //! except under CI, whose setup installs both.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

@@ -4,7 +4,7 @@
 //! calls are in flight resumes with every iteration stored once and no
 //! candidate evaluated twice.
 
-mod common;
+use crate::common;
 
 use common::{kill_after_iteration, opencl_available, resume_to_end};
 use std::path::Path;

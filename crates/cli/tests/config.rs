@@ -2,7 +2,7 @@
 //! `kevo config show`, `kevo show RUN --config` and `--config-from RUN`; a
 //! bad file is refused naming its line and key, with nothing stored.
 
-mod common;
+use crate::common;
 
 use common::opencl_available;
 use std::path::{Path, PathBuf};

@@ -5,7 +5,7 @@
 //! construct and its line, and nothing is stored. The CUDA run is written
 //! into the store directly, as a GPU machine would have left it.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -3,7 +3,7 @@
 //! workers can share (each is its own process); devices of different
 //! models are refused.
 
-mod common;
+use crate::common;
 
 use common::opencl_available;
 use std::process::Command;

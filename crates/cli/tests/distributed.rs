@@ -12,7 +12,7 @@
 //!
 //! Each test uses its own queue namespace and database schema.
 
-mod common;
+use crate::common;
 
 use common::opencl_available;
 use std::io::{BufRead, BufReader};

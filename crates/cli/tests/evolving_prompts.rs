@@ -9,7 +9,7 @@
 //! - the bandit converges on the model that improves kernels;
 //! - a run killed with SIGKILL resumes with its prompt archive and bandit.
 
-mod common;
+use crate::common;
 
 use common::opencl_available;
 use std::path::{Path, PathBuf};

@@ -7,7 +7,7 @@
 //! on the CPU (Debian's python3-torch in CI, installed by scripts/setup
 //! --torch), with the folders evaluated on PoCL.
 
-mod common;
+use crate::common;
 
 use common::opencl_available;
 use std::path::{Path, PathBuf};

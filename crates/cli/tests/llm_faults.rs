@@ -3,7 +3,7 @@
 //! terminal or the workspace (SQLite store included), and a silent server
 //! costs seconds with a line per retry.
 
-mod common;
+use crate::common;
 
 use common::{files_holding, opencl_available};
 use std::io::{BufRead, BufReader, Read};
@@ -109,7 +109,7 @@ fn evolve_command(ws: &Path, cache: &Path, llm: &str, iterations: u32) -> Comman
     let mut c = kevo();
     c.env("KEVO_CACHE_DIR", cache)
         .args(["evolve", "--task", "saxpy", "--backend", "opencl"])
-        .args(["--ceilings", "20,100"])
+        .args(["--ceilings", "20,100", "--max-timed-runs", "10"])
         .args(["--sizes", "smoke", "--llm", llm, "--iterations"])
         .arg(iterations.to_string())
         .arg("--workspace")

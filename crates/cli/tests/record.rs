@@ -5,7 +5,7 @@
 //! with it a later prompt's incumbent; the answers, sources and outcomes
 //! of a `cmd:` run whose answers do not depend on the prompt do not.
 
-mod common;
+use crate::common;
 
 use common::{EVOLVE_SAXPY_SMOKE, opencl_available};
 use std::path::Path;

@@ -3,7 +3,7 @@
 //! tables carry the numbers the store holds, `kevo table` gives the same
 //! run's figures, and `kevo export --trajectories` one record per step.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -11,7 +11,7 @@
 //! CUDA, with `KEVO_BIN` and `KEVO_REPO` naming the kevo binary and the
 //! repository where the build's paths do not exist (the device machine).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -57,6 +57,8 @@ fn evolve_args(ws: &str, iterations: u32, strategy: &[&str]) -> Vec<String> {
         &backend,
         "--sizes",
         "smoke",
+        "--max-timed-runs",
+        "10",
         "--workspace",
         ws,
         "--json",

@@ -3,7 +3,7 @@
 //! killed cell's run is resumed (not started twice), and the table has
 //! every cell.
 
-mod common;
+use crate::common;
 
 use common::opencl_available;
 use std::io::BufRead;

@@ -3,7 +3,7 @@
 //! device, a command run by the coordinator once per inputs, golden .npy
 //! files), and a folder that is not a task is a clear error.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -143,10 +143,11 @@ fn a_command_reference_runs_on_the_coordinator_once_per_inputs() {
     let (code, v) = eval_json(&cache, task, None);
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(v["outcome"]["status"], "correct", "{v}");
-    // Three sizes, each at the timed seed and the 4 verification seeds:
-    // computed here, cached, and sent to the worker (which runs no program).
+    // Three sizes, each at the timed seed and the one verification seed
+    // this evaluation uses (not the whole pool): computed here, cached,
+    // and sent to the worker (which runs no program).
     let answers = npy_files(&cache.join("task-references"));
-    assert_eq!(answers.len(), 15, "{answers:?}");
+    assert_eq!(answers.len(), 6, "{answers:?}");
     let (code, w) = eval_json(&cache, task, Some(&wrong_saxpy(dir.path())));
     assert_eq!(
         (code, &w["outcome"]["status"]),
@@ -454,26 +455,20 @@ fn the_example_folders_evaluate_tune_and_evolve() {
     assert_eq!(report["task"], "saxpy-folder", "{report}");
     let replay = repo.join("examples/replay/saxpy-opencl.jsonl");
     let start = repo.join("examples/replay/opencl/start_slow.cl");
-    let out = kevo(
-        &cache,
-        &[
-            "evolve",
-            "--task",
-            saxpy.to_str().unwrap(),
-            "--backend",
-            "opencl",
-            "--sizes",
-            "smoke",
-            "--llm",
-            &format!("replay:{}", replay.display()),
-            "--iterations",
-            "4",
-            "--seed-kernel",
-            start.to_str().unwrap(),
-            "--workspace",
-            ws.to_str().unwrap(),
-        ],
-    );
+    let llm = format!("replay:{}", replay.display());
+    let mut args = vec!["evolve", "--task", saxpy.to_str().unwrap()];
+    args.extend(common::OPENCL_SMOKE);
+    args.extend([
+        "--llm",
+        &llm,
+        "--iterations",
+        "4",
+        "--seed-kernel",
+        start.to_str().unwrap(),
+        "--workspace",
+        ws.to_str().unwrap(),
+    ]);
+    let out = kevo(&cache, &args);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -494,7 +489,7 @@ fn the_example_folders_evaluate_tune_and_evolve() {
         let folder = examples().join(name);
         let tunable = repo.join(format!("crates/tasks/assets/{name}/tunable.cl"));
         let task = folder.to_str().unwrap();
-        let common = ["--backend", "opencl", "--sizes", "smoke"];
+        let common = common::OPENCL_SMOKE;
         let mut args = vec!["tune", "--task", task];
         args.extend(common);
         args.extend([
@@ -570,14 +565,9 @@ fn a_folder_run_resumes_from_anywhere_and_refuses_an_edited_folder() {
     let mut evolve = Command::new(env!("CARGO_BIN_EXE_kevo"));
     evolve
         .current_dir(dir.path())
+        .args(["evolve", "--task", "./resumable"])
+        .args(common::OPENCL_SMOKE)
         .args([
-            "evolve",
-            "--task",
-            "./resumable",
-            "--backend",
-            "opencl",
-            "--sizes",
-            "smoke",
             "--llm",
             &format!("replay:{}", replay.display()),
             "--iterations",

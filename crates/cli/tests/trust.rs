@@ -6,7 +6,7 @@
 //! is never kept, and the proposer learns only that it fails on unseen
 //! sizes.
 
-mod common;
+use crate::common;
 
 use common::opencl_available;
 use std::path::{Path, PathBuf};

@@ -5,7 +5,7 @@
 //! accepts; bad declarations are refused naming the line, before anything
 //! is stored.
 
-mod common;
+use crate::common;
 
 use common::{EVOLVE_SAXPY_SMOKE, opencl_available};
 use serde_json::Value;

@@ -124,6 +124,10 @@ pub struct Evaluator<B: Backend> {
     /// allocation costs ~60k page faults on first touch.
     scratch: Vec<Vec<u8>>,
     evaluations: u64,
+    /// The verification seed (an index into the pool) of the next
+    /// evaluation, where the caller chose it: a supervisor that computes a
+    /// folder task's expected outputs ships only the seed it asks for.
+    next_verify_index: Option<u64>,
 }
 
 /// Device buffers holding a problem's initial contents, per (task, size,
@@ -287,6 +291,7 @@ impl<B: Backend> Evaluator<B> {
             utility: None,
             scratch: Vec::new(),
             evaluations: 0,
+            next_verify_index: None,
         }
     }
 
@@ -444,6 +449,13 @@ impl<B: Backend> Evaluator<B> {
         Ok(self.utility.as_ref().expect("set above"))
     }
 
+    /// Verify the next evaluation on the pool's seed `index` (modulo the
+    /// pool) instead of the next in rotation. The timed inputs stay the
+    /// task's default seed; a verification seed never equals it.
+    pub fn verify_next_on(&mut self, index: u64) {
+        self.next_verify_index = Some(index);
+    }
+
     /// Evaluate `source` for `task` at `sizes`, in order.
     pub fn evaluate(&mut self, task: &Task, source: &str, sizes: &[Size]) -> Evaluation {
         self.evaluate_observed(task, source, sizes, &mut |_| {})
@@ -473,6 +485,9 @@ impl<B: Backend> Evaluator<B> {
         );
         wall.total_s = start.elapsed().as_secs_f64();
         self.evaluations += 1;
+        // Chosen for this evaluation only, also where it failed before
+        // verifying anything.
+        self.next_verify_index = None;
         let info = self.backend.info();
         Evaluation {
             task: task.name().to_string(),
@@ -626,7 +641,8 @@ impl<B: Backend> Evaluator<B> {
                     Err(e) => return runtime_error(None, e),
                 }
             }
-            let seed_index = self.evaluations % self.config.verify_seed_pool.max(1) as u64;
+            let seed_index = self.next_verify_index.take().unwrap_or(self.evaluations)
+                % self.config.verify_seed_pool.max(1) as u64;
             for size in sizes {
                 on_stage(Stage::Size(&size.label));
                 match self.run_size(

@@ -26,7 +26,9 @@ kevo_runtimes::backend_tests!(
 );
 
 fn seeds_are_correct_with_a_score_at_smoke_sizes(b: UnderTest) {
-    let Some(mut ev) = evaluator(b) else { return };
+    let Some(mut ev) = common::evaluator_with(b, kevo_eval::EvalConfig::default()) else {
+        return;
+    };
     for task in kevo_tasks::all() {
         let seed = seed(task, b.dialect);
         let e = ev.evaluate(task, seed, &smoke(task));

@@ -196,6 +196,11 @@ pub enum Request {
         task_hash: Option<String>,
         source: String,
         sizes: Vec<Size>,
+        /// The verification seed (index into the pool) to use, where the
+        /// coordinator chose it because it shipped only that seed's
+        /// expected outputs; the worker's own rotation otherwise.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        verify_index: Option<u64>,
     },
     /// Run the vendor library's version of the task's job at `sizes`
     /// (cuFFT for fft3d on CUDA) as a baseline for its kernels: in the

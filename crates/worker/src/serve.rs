@@ -180,7 +180,11 @@ pub fn serve(
                 task_hash,
                 source,
                 sizes,
+                verify_index,
             } => {
+                if let Some(index) = verify_index {
+                    evaluator.verify_next_on(index);
+                }
                 let evaluation = match task_for(&task, task_hash.as_deref()) {
                     Err(mut message) => {
                         for refused in &refused_definitions {

@@ -165,6 +165,10 @@ pub struct Worker {
     device: DeviceInfo,
     ceilings: Ceilings,
     next_id: u64,
+    /// Evaluations sent so far: the verification seed rotates over the
+    /// pool with it, chosen here so only that seed's expected outputs of a
+    /// folder task are computed and shipped.
+    verify_rotation: u64,
     startup_timeout: Duration,
     stats: WorkerStats,
     sandbox: kevo_sandbox::Status,
@@ -246,6 +250,7 @@ impl Worker {
                 launch_overhead: None,
             },
             next_id: 1,
+            verify_rotation: 0,
             startup_timeout: Duration::from_secs(300),
             stats: WorkerStats::default(),
             sandbox: kevo_sandbox::Status::default(),
@@ -497,11 +502,20 @@ impl Worker {
 
     /// Send the running worker what it needs to evaluate the task folder
     /// `task` at `sizes`: its files the first time, then the expected
-    /// outputs of a command or golden reference for the timed inputs and
-    /// every verification seed (computed here: a worker runs no program).
-    /// Nothing for a built-in task. An error is the task's (its reference
-    /// failed), reported as the evaluation's failure.
-    fn ship_task(&mut self, task: &str, sizes: &[Size]) -> Result<(), String> {
+    /// outputs of a command or golden reference for the timed inputs and,
+    /// with `verify_index`, that verification seed's inputs (computed here:
+    /// a worker runs no program). Only the seeds the evaluation uses: a
+    /// KernelBench reference is a Python process of its own per size and
+    /// seed (~5 s of torch start-up), and computing the whole pool made a
+    /// first evaluation several times longer than it needed. Nothing for a
+    /// built-in task. An error is the task's (its reference failed),
+    /// reported as the evaluation's failure.
+    fn ship_task(
+        &mut self,
+        task: &str,
+        sizes: &[Size],
+        verify_index: Option<u64>,
+    ) -> Result<(), String> {
         let Ok(t) = kevo_tasks::by_name(task) else {
             return Ok(());
         };
@@ -509,9 +523,8 @@ impl Worker {
             return Ok(());
         };
         let hash = t.content_hash().to_string();
-        let pool = self.config.eval.verify_seed_pool.max(1) as u64;
         let seeds: Vec<u64> = std::iter::once(t.default_seed())
-            .chain((0..pool).map(|k| kevo_eval::verify_seed(t.default_seed(), k)))
+            .chain(verify_index.map(|k| kevo_eval::verify_seed(t.default_seed(), k)))
             .collect();
         let running = self.running.as_mut().expect("spawned before shipping");
         let mut expected = Vec::new();
@@ -574,10 +587,17 @@ impl Worker {
         sizes: &[Size],
         timeout: Duration,
     ) -> Evaluation {
-        let started = Instant::now();
-        if let Err(message) = self.prepare(task, sizes) {
-            return self.failure(task, None, message, started);
+        let pool = self.config.eval.verify_seed_pool.max(1) as u64;
+        let verify_index = self.verify_rotation % pool;
+        self.verify_rotation += 1;
+        let preparing = Instant::now();
+        if let Err(message) = self.prepare(task, sizes, Some(verify_index)) {
+            return self.failure(task, None, message, preparing);
         }
+        // The clock starts once a folder task's expected outputs are
+        // computed: they are the task's (cached on disk, bounded by the
+        // reference command's own limit), not the candidate's time.
+        let started = Instant::now();
         let id = self.next_id;
         self.next_id += 1;
         let nonce = fresh_nonce();
@@ -588,6 +608,7 @@ impl Worker {
             task_hash: task_hash(task),
             source: source.to_string(),
             sizes: sizes.to_vec(),
+            verify_index: Some(verify_index),
         };
         if !self.send(&request) {
             return self.crashed(task, None, started);
@@ -707,7 +728,12 @@ impl Worker {
     /// A running worker that has `task` (a folder's files and expected
     /// outputs at `sizes`): one that exited between requests is replaced
     /// silently, the next request is not to blame.
-    fn prepare(&mut self, task: &str, sizes: &[Size]) -> Result<(), String> {
+    fn prepare(
+        &mut self,
+        task: &str,
+        sizes: &[Size],
+        verify_index: Option<u64>,
+    ) -> Result<(), String> {
         if let Some(r) = self.running.as_mut()
             && !matches!(r.child.try_wait(), Ok(None))
         {
@@ -718,7 +744,7 @@ impl Worker {
             self.spawn()
                 .map_err(|e| format!("cannot restart the evaluation worker: {e}"))?;
         }
-        self.ship_task(task, sizes)
+        self.ship_task(task, sizes, verify_index)
     }
 
     /// Write `request` to the running worker; false when it is gone.
@@ -747,10 +773,10 @@ impl Worker {
             library: None,
             message,
         };
-        let started = Instant::now();
-        if let Err(message) = self.prepare(task, sizes) {
+        if let Err(message) = self.prepare(task, sizes, None) {
             return failed(message);
         }
+        let started = Instant::now();
         let id = self.next_id;
         self.next_id += 1;
         let nonce = fresh_nonce();

@@ -30,12 +30,24 @@ pub fn ceilings(bandwidth_gbs: f64, fp32_gflops: f64) -> Ceilings {
 /// kernel here is suspicious on an H100 any more than on PoCL; the
 /// suspicious rule has its own tests (reward_hacks.rs).
 pub fn evaluator(under: UnderTest) -> Option<Evaluator<Box<dyn Backend>>> {
+    // Ten timed runs a size: what these suites check does not depend on
+    // the count, and on PoCL, whose spread rarely reaches the 1% that ends
+    // timing early, the default of up to 50 made them minutes longer.
+    evaluator_with(
+        under,
+        EvalConfig {
+            max_timed_runs: 10,
+            ..EvalConfig::default()
+        },
+    )
+}
+
+/// An evaluator with `config` (the timing rule's own test uses the
+/// default).
+#[allow(dead_code)]
+pub fn evaluator_with(under: UnderTest, config: EvalConfig) -> Option<Evaluator<Box<dyn Backend>>> {
     let backend = under.open()?;
-    Some(Evaluator::new(
-        backend,
-        ceilings(1e6, 1e9),
-        EvalConfig::default(),
-    ))
+    Some(Evaluator::new(backend, ceilings(1e6, 1e9), config))
 }
 
 pub fn smoke(task: &Task) -> Vec<Size> {

@@ -1,0 +1,29 @@
+//! The command line's integration tests, one binary: each module below is
+//! one file of this directory. A binary per file linked kevo's whole
+//! dependency tree 22 times and ran the files one after another; in one
+//! binary the test threads share the work of all of them.
+
+mod common;
+
+mod analyst;
+mod asktell;
+mod batch;
+mod browser;
+mod cli;
+mod concurrency;
+mod config;
+mod cross;
+mod devices;
+mod distributed;
+mod evolve;
+mod evolving_prompts;
+mod install;
+mod kernelbench;
+mod llm_faults;
+mod record;
+mod report;
+mod strategies;
+mod sweep;
+mod task_folders;
+mod trust;
+mod tune;
