@@ -162,7 +162,12 @@ impl Ran {
         rt.block_on(async {
             let store = kevo_store::Store::open_workspace(&self.ws).await.unwrap();
             let id = runs(&self.ws)[0]["id"].as_str().unwrap().to_string();
-            store.llm_calls(&kevo_store::RunId(id)).await.unwrap()
+            let calls = store.llm_calls(&kevo_store::RunId(id)).await.unwrap();
+            // Closed here, not by a drop: SQLite's -wal and -shm files
+            // would otherwise go on the connection's own thread while
+            // `workspace_bytes` walks the workspace.
+            store.close().await;
+            calls
         })
     }
 
