@@ -3,8 +3,9 @@
 //! and the workspace is `.kevo` under the directory it runs in.
 //!
 //! The binary under test is the one `cargo test` built, copied alone into a
-//! prefix far from the repository: what `cargo install --path crates/cli`
-//! puts in `bin/` is that same binary. Running `cargo install` here instead
+//! prefix far from the repository: `cargo install --path crates/cli` puts
+//! the same program, built from the same sources, in `bin/`. Running
+//! `cargo install` here instead
 //! built every dependency a second time in a target directory of its own,
 //! about ten minutes of a two-core CI machine.
 

@@ -641,7 +641,7 @@ impl<B: Backend> Evaluator<B> {
                     Err(e) => return runtime_error(None, e),
                 }
             }
-            let seed_index = self.next_verify_index.take().unwrap_or(self.evaluations)
+            let seed_index = self.next_verify_index.unwrap_or(self.evaluations)
                 % self.config.verify_seed_pool.max(1) as u64;
             for size in sizes {
                 on_stage(Stage::Size(&size.label));

@@ -23,7 +23,78 @@ kevo_runtimes::backend_tests!(
     a_declared_block_is_applied_to_every_launch,
     invalid_block_declarations_are_rejected_with_a_reason,
     fixed_blocks_ignore_declarations,
+    a_chosen_verification_seed_is_the_one_whose_answers_were_shipped,
 );
+
+/// A worker holds a folder task's expected outputs only for the seeds its
+/// coordinator computed: the timed seed and the verification seed it chose
+/// (`Evaluator::verify_next_on`). Verified on that seed the candidate is
+/// correct; on the worker's own rotation (a fresh worker starts at 0) the
+/// answer is missing, which the worker reports naming it.
+fn a_chosen_verification_seed_is_the_one_whose_answers_were_shipped(b: UnderTest) {
+    if b.dialect != Dialect::OpenCl {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("saxpy-command");
+    std::fs::create_dir(&root).unwrap();
+    let example =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/tasks/saxpy");
+    for entry in std::fs::read_dir(&example).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, root.join(path.file_name().unwrap())).unwrap();
+    }
+    let toml = std::fs::read_to_string(root.join("task.toml")).unwrap();
+    let kernel_reference = "kernel = { cuda = \"reference.cu\", opencl = \"reference.cl\" }";
+    assert!(toml.contains(kernel_reference));
+    std::fs::write(
+        root.join("task.toml"),
+        toml.replace(
+            kernel_reference,
+            "command = [\"python3\", \"reference.py\"]",
+        ),
+    )
+    .unwrap();
+    let load = || kevo_tasks::folder::FolderTask::load(&root).unwrap();
+    let coordinator = load().into_task();
+    let worker = load().into_shipped_task();
+    let sizes = smoke(&coordinator);
+    let chosen = 2;
+    let timed = coordinator.default_seed();
+    for size in &sizes {
+        for seed in [timed, kevo_eval::verify_seed(timed, chosen)] {
+            let (fingerprint, outputs) = coordinator
+                .folder()
+                .unwrap()
+                .expected_at(size, seed)
+                .unwrap()
+                .unwrap();
+            worker
+                .folder()
+                .unwrap()
+                .add_expected(&size.label, &fingerprint, outputs.to_vec());
+        }
+    }
+    let source = seed(&worker, Dialect::OpenCl);
+    let Some(mut ev) = evaluator(b) else { return };
+    ev.verify_next_on(chosen);
+    let e = ev.evaluate(&worker, source, &sizes);
+    assert!(e.outcome.is_correct(), "{}", e.outcome.summary());
+    // The missing answer panics in the task's reference; the worker's
+    // serve loop catches it as the evaluation's internal error.
+    let Some(mut fresh) = evaluator(b) else {
+        return;
+    };
+    let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        fresh.evaluate(&worker, source, &sizes)
+    }))
+    .expect_err("verified on seed 0, whose answers were not shipped");
+    let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(
+        message.contains("no expected outputs were sent"),
+        "{message}"
+    );
+}
 
 fn seeds_are_correct_with_a_score_at_smoke_sizes(b: UnderTest) {
     let Some(mut ev) = common::evaluator_with(b, kevo_eval::EvalConfig::default()) else {

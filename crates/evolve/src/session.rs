@@ -34,10 +34,11 @@ use crate::options::EvolveOptions;
 use crate::remeasure::{FinalEntry, FinalPick, Interleaved, RemeasureSpend};
 
 /// The end-of-run pick re-measures only candidates whose in-run score is
-/// at least this share of the best's: a 4x gap is twice the largest
-/// spread seen between evaluations of one kernel (2x within one
-/// evaluation on a CPU OpenCL device), so such a candidate cannot win.
-/// On the demo's run a 3000x slower kernel took 120 of its 210 s.
+/// at least this share of the best's: one kernel's score moved by 50%
+/// between evaluations on a CPU OpenCL device (see
+/// kevo_strategy::promotion), so a candidate 4x below cannot win. In the
+/// demo's run (214 s on a loaded 2-core machine) re-measuring a correct
+/// kernel 3000x slower took about 115 s.
 const FINAL_PICK_MIN_SHARE: f64 = 0.25;
 
 /// Where a run lives and how workers are started.

@@ -182,9 +182,6 @@ pub fn serve(
                 sizes,
                 verify_index,
             } => {
-                if let Some(index) = verify_index {
-                    evaluator.verify_next_on(index);
-                }
                 let evaluation = match task_for(&task, task_hash.as_deref()) {
                     Err(mut message) => {
                         for refused in &refused_definitions {
@@ -217,6 +214,9 @@ pub fn serve(
                             };
                             let _ = send(&mut output, &reply);
                         };
+                        if let Some(index) = verify_index {
+                            evaluator.verify_next_on(index);
+                        }
                         let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
                             evaluator.evaluate_observed(task_ref, &source, &sizes, &mut progress)
                         }));

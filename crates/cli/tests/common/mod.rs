@@ -108,17 +108,24 @@ pub fn resume_to_end(ws: &str, run: &str, dir: &Path) {
 /// runs (2 s per size) made every evaluation of a slow kernel cost seconds
 /// that no assertion here depends on.
 #[allow(dead_code)]
-pub const EVOLVE_SAXPY_SMOKE: [&str; 9] = [
-    "evolve",
-    "--task",
-    "saxpy",
-    "--backend",
-    "opencl",
-    "--sizes",
-    "smoke",
-    "--max-timed-runs",
-    "10",
-];
+pub const EVOLVE_SAXPY_SMOKE: [&str; 9] = join(&["evolve", "--task", "saxpy"], &OPENCL_SMOKE);
+
+/// `head` then `tail` as one array of `N` (checked when compiled).
+const fn join<const N: usize>(head: &[&'static str], tail: &[&'static str]) -> [&'static str; N] {
+    assert!(head.len() + tail.len() == N);
+    let mut out = [""; N];
+    let mut i = 0;
+    while i < head.len() {
+        out[i] = head[i];
+        i += 1;
+    }
+    let mut j = 0;
+    while j < tail.len() {
+        out[i + j] = tail[j];
+        j += 1;
+    }
+    out
+}
 
 /// The device and timing part of [`EVOLVE_SAXPY_SMOKE`], for another
 /// task or command.
