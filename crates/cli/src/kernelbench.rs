@@ -32,7 +32,9 @@ pub struct EvalArgs {
     /// Size set: full (the problem's own size, the default) or smoke.
     #[arg(long)]
     pub sizes: Option<kevo_tasks::SizeSet>,
-    /// Print one JSON object instead of the table.
+    /// Print JSON lines instead of the table: one per problem as soon as
+    /// it is evaluated (a run cut short keeps what it measured), then one
+    /// with the `summary`.
     #[arg(long)]
     pub json: bool,
 }
@@ -89,6 +91,14 @@ pub struct ImportArgs {
     /// Floor on the output's cosine similarity with the reference.
     #[arg(long, default_value_t = 0.999)]
     pub cosine: f64,
+    /// Seconds one problem's probe may run (import, screen and timing)
+    /// before it is stopped and the problem reported as failed.
+    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
+    pub probe_timeout: u64,
+    /// Ceiling on any element's error, as a fraction of the reference's
+    /// largest magnitude (bounds the elements --within lets go).
+    #[arg(long, default_value_t = 1e-2)]
+    pub peak_error: f64,
     /// Kernels in sequence per problem (`stage1`..`stageN`, sharing a
     /// scratch buffer). Default: 2 where forward() reduces over a matrix
     /// product or convolution (a GEMM then a norm or softmax), else 1.
@@ -126,8 +136,10 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
             && args.within > 0.0
             && args.within <= 1.0
             && args.cosine > 0.0
-            && args.cosine <= 1.0,
-        "--rtol must be positive, and --within and --cosine in (0, 1]"
+            && args.cosine <= 1.0
+            && args.peak_error > 0.0
+            && args.peak_error.is_finite(),
+        "--rtol and --peak-error must be positive, and --within and --cosine in (0, 1]"
     );
     anyhow::ensure!(
         matches!(args.device.as_str(), "cpu" | "cuda"),
@@ -169,6 +181,8 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
         rtol: args.rtol,
         within: args.within,
         cosine: args.cosine,
+        peak_error: args.peak_error,
+        timeout: std::time::Duration::from_secs(args.probe_timeout),
     };
     let mut lines = Vec::new();
     for problem in &problems {
@@ -212,6 +226,7 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
         options.rtol = args.rtol;
         options.within = args.within;
         options.cosine = args.cosine;
+        options.peak_error = args.peak_error;
         options.stages = args.stages.map(usize::from);
         if let Some(dir) = &args.seeds {
             for (dialect, ext) in [("cuda", "cu"), ("opencl", "cl"), ("triton", "py")] {
@@ -476,7 +491,10 @@ fn eval(args: EvalArgs) -> Result<ExitCode> {
             }
         });
         let correct = row.result.correct;
-        if !args.json {
+        if args.json {
+            println!("{}", serde_json::to_string(&row)?);
+            std::io::Write::flush(&mut std::io::stdout())?;
+        } else {
             let ms = |v: Option<f64>| v.map(|m| format!("{m:.4}")).unwrap_or_else(|| "-".into());
             let x = |v: Option<f64>| v.map(|m| format!("{m:.2}x")).unwrap_or_else(|| "-".into());
             println!(
@@ -508,10 +526,9 @@ fn eval(args: EvalArgs) -> Result<ExitCode> {
     if args.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&serde_json::json!({
+            serde_json::to_string(&serde_json::json!({
                 "device": worker.device().name,
                 "sizes": size_set.to_string(),
-                "problems": rows,
                 "summary": summary,
                 "mean_evaluation_s": mean_latency,
                 "baselines_not_compared": skipped_baselines,

@@ -338,7 +338,7 @@ fn check(
                     Some(how) => format!(
                         "PASSES the check ({how}): the check cannot tell it from a kernel \
                          that does the work; tighten atol/rtol, raise `within`, or add a \
-                         cosine floor"
+                         cosine floor or a peak_error"
                     ),
                     None => format!("rejected at every size (last: {last})"),
                 },

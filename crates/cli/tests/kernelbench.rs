@@ -203,7 +203,19 @@ fn level1_problems_are_screened_and_written_as_folders_kevo_checks() {
         args.extend_from_slice(extra);
         let out = kevo(&args, dir.path());
         assert!(out.status.success(), "{}", text(&out));
-        serde_json::from_slice(&out.stdout).unwrap()
+        // A line per problem as it is evaluated, then the summary.
+        let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect();
+        let (summary, problems) = lines.split_last().expect("a summary line");
+        assert_eq!(
+            summary["summary"]["problems"].as_u64(),
+            Some(problems.len() as u64),
+            "{lines:?}"
+        );
+        assert!(problems.iter().all(|p| p["task"].is_string()), "{lines:?}");
+        summary.clone()
     };
     let seeds = report(&[]);
     assert_eq!(seeds["summary"]["problems"], 3, "{seeds}");

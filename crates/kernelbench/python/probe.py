@@ -19,7 +19,7 @@ imports it, runs the reference, and prints one JSON object on stdout:
   how well), and each output with its statistics;
 - screen: what a null candidate would get away with (zeros, a constant,
   an input copy) under KernelBench's 1e-4 and under kevo's own check of
-  the folder (--rtol, --within, --cosine), whether the output depends on the input and the
+  the folder (--rtol, --within, --cosine, --peak-error), whether the output depends on the input and the
   weights, whether two runs agree, and flat output axes;
 - flops: counted by torch's flop counter where this torch has one;
 - eager_ms (with --time) and compile_ms (with --time --compile): median,
@@ -140,7 +140,8 @@ def close(a, b, tol):
 def kevo_passes(got, want, check):
     """kevo's check of an imported folder (crates/tasks folder checks): at
     least `within` of the elements with |got - want| <= atol + rtol |want|
-    (atol 1e-6 of the largest output), no NaN, and a cosine similarity of at
+    (atol 1e-6 of the largest output), no NaN, no element off by more than
+    atol + `peak_error` of the largest |want|, and a cosine similarity of at
     least `cosine` (1 when both are all zero)."""
     import torch
 
@@ -152,6 +153,9 @@ def kevo_passes(got, want, check):
     atol = 1e-6 * float(w.abs().max()) if w.numel() else 0.0
     inside = (g - w).abs() <= atol + check["rtol"] * w.abs()
     if bool(torch.isnan(g).any()) or float(inside.double().mean()) < check["within"]:
+        return False
+    peak = float(w.abs().max()) if w.numel() else 0.0
+    if w.numel() and float((g - w).abs().max()) > atol + check["peak_error"] * peak:
         return False
     gg, ww = float((g * g).sum()), float((w * w).sum())
     if gg == 0.0 and ww == 0.0:
@@ -344,6 +348,7 @@ def main():
     parser.add_argument("--rtol", type=float, default=1e-2)
     parser.add_argument("--within", type=float, default=0.99)
     parser.add_argument("--cosine", type=float, default=0.999)
+    parser.add_argument("--peak-error", type=float, default=1e-2)
     args = parser.parse_args()
     import torch
 
@@ -408,7 +413,12 @@ def main():
         model, inputs, outputs = run(module, device, args.seed)
     report["batch"] = batch
     report["sizes"] = sizes
-    check = {"rtol": args.rtol, "within": args.within, "cosine": args.cosine}
+    check = {
+        "rtol": args.rtol,
+        "within": args.within,
+        "cosine": args.cosine,
+        "peak_error": args.peak_error,
+    }
     report["screen"] = screen(module, device, args.seed, model, inputs, outputs, check)
     try:
         report["flops"] = count_flops(model, inputs)

@@ -23,6 +23,9 @@ pub struct FolderOptions {
     pub within: f64,
     /// Floor on the cosine similarity of output and reference.
     pub cosine: f64,
+    /// Ceiling on any element's error, as a fraction of the reference's
+    /// largest magnitude: the elements `within` lets go stay bounded.
+    pub peak_error: f64,
     /// Seed kernels by dialect ("cuda", "opencl"): the problem's naive
     /// starting point, `DIR/<stem>.cu` and `DIR/<stem>.cl`.
     pub seeds: BTreeMap<String, String>,
@@ -39,6 +42,7 @@ impl FolderOptions {
             rtol: 1e-2,
             within: 0.99,
             cosine: 0.999,
+            peak_error: 1e-2,
             seeds: BTreeMap::new(),
             stages: None,
         }
@@ -604,18 +608,20 @@ pub fn write_folder(
                 .max(1e-30);
             let _ = writeln!(
                 toml,
-                "# {}% of elements within a relative {}, a cosine floor of {}, and an\n# absolute slack of 1e-6 of the largest output ({absmax:.3e}) for zeros.",
+                "# {}% of elements within a relative {}, a cosine floor of {}, no element\n# off by more than {} of the largest |reference|, and an absolute slack\n# of 1e-6 of the largest output ({absmax:.3e}) for zeros.",
                 options.within * 100.0,
                 options.rtol,
-                options.cosine
+                options.cosine,
+                options.peak_error
             );
             let _ = writeln!(
                 toml,
-                "rtol = {:?}\natol = {:?}\nwithin = {:?}\ncosine = {:?}\n",
+                "rtol = {:?}\natol = {:?}\nwithin = {:?}\ncosine = {:?}\npeak_error = {:?}\n",
                 options.rtol,
                 absmax * 1e-6,
                 options.within,
-                options.cosine
+                options.cosine,
+                options.peak_error
             );
         } else {
             let _ = writeln!(toml, "# integers compare exactly\nwithin = 1.0\n");
@@ -965,7 +971,7 @@ fn brief(
     };
     let _ = writeln!(
         s,
-        "\n## How it is checked and scored\n\n- Inputs and weights are drawn anew for every verification seed, from distributions fitted to the problem's own generators (weights that start constant, such as a norm's scale of 1, are drawn around that value, so no step can be skipped), and the reference is the module itself, run on them in float32 (TF32 off).\n- At least 99% of output elements must be within the relative tolerance, and the cosine similarity of output and reference must clear its floor (task.toml's [check]).\n- {}",
+        "\n## How it is checked and scored\n\n- Inputs and weights are drawn anew for every verification seed, from distributions fitted to the problem's own generators (weights that start constant, such as a norm's scale of 1, are drawn around that value, so no step can be skipped), and the reference is the module itself, run on them in float32 (TF32 off).\n- At least 99% of output elements must be within the relative tolerance, no element may be off by more than a share of the reference's largest magnitude (so the other 1% cannot be skipped), and the cosine similarity of output and reference must clear its floor (task.toml's [check]).\n- {}",
         if compute_bound {
             "The score is achieved FP32 FLOP/s (torch's flop count of the module) against the device's peak."
         } else {

@@ -1,8 +1,11 @@
 //! What the Python probe (python/probe.py) reports about one problem.
 
 use std::collections::BTreeMap;
+use std::io::Read;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -25,10 +28,16 @@ pub struct ProbeOptions {
     /// seconds per problem).
     pub compile: bool,
     /// The folder's check (relative tolerance, fraction within, cosine
-    /// floor): the probe tries null candidates against it.
+    /// floor, peak error): the probe tries null candidates against it.
     pub rtol: f64,
     pub within: f64,
     pub cosine: f64,
+    pub peak_error: f64,
+    /// How long one problem's probe may run before it is stopped and the
+    /// problem reported as failed: a module that hangs (a deadlock in a
+    /// custom op, a forward() that never returns) must not stall the import.
+    /// Probes took 5 to 30 s each on the H100, torch.compile included.
+    pub timeout: Duration,
 }
 
 /// A module-level constant of the problem.
@@ -223,27 +232,38 @@ pub fn probe(
         .args(["--device", &options.device])
         .args(["--rtol", &options.rtol.to_string()])
         .args(["--within", &options.within.to_string()])
-        .args(["--cosine", &options.cosine.to_string()]);
+        .args(["--cosine", &options.cosine.to_string()])
+        .args(["--peak-error", &options.peak_error.to_string()]);
     if options.time {
         command.arg("--time");
         if options.compile {
             command.arg("--compile");
         }
     }
-    let output = command
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|e| KernelBenchError::Python {
+    let (status, stdout, stderr) =
+        run_bounded(&mut command, options.timeout).map_err(|e| KernelBenchError::Python {
             python: options.python.clone(),
             message: e.to_string(),
         })?;
-    if !output.status.success() {
+    let Some(status) = status else {
         return Err(KernelBenchError::Probe {
             problem: problem.to_path_buf(),
-            message: trimmed_tail(&String::from_utf8_lossy(&output.stderr)),
+            message: format!(
+                "the probe ran longer than {} s and was stopped (--probe-timeout){}",
+                options.timeout.as_secs(),
+                match trimmed_tail(&stderr) {
+                    tail if tail.is_empty() => String::new(),
+                    tail => format!(":\n{tail}"),
+                }
+            ),
+        });
+    };
+    if !status.success() {
+        return Err(KernelBenchError::Probe {
+            problem: problem.to_path_buf(),
+            message: trimmed_tail(&stderr),
         });
     }
-    let stdout = String::from_utf8_lossy(&output.stdout);
     let line = stdout
         .lines()
         .rev()
@@ -253,6 +273,52 @@ pub fn probe(
         problem: problem.to_path_buf(),
         message: format!("the probe's report is unreadable ({e})"),
     })
+}
+
+/// Run `command` to its end or to `limit`, whichever comes first, and
+/// return its status (`None` when it was stopped), stdout and stderr. The
+/// command leads its own process group and the whole group is killed at
+/// the limit: torch.compile's worker processes would otherwise keep the
+/// pipes open after the interpreter is gone.
+fn run_bounded(
+    command: &mut Command,
+    limit: Duration,
+) -> std::io::Result<(Option<std::process::ExitStatus>, String, String)> {
+    let mut child = command
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            String::from_utf8_lossy(&bytes).into_owned()
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().expect("piped")));
+    let stderr = drain(Box::new(child.stderr.take().expect("piped")));
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if started.elapsed() > limit {
+            // SAFETY: kill(2) with a negative pid signals the process group
+            // the child leads (process_group(0) above), and nothing else.
+            unsafe {
+                libc::kill(-(child.id() as i32), libc::SIGKILL);
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let stdout = stdout.join().unwrap_or_default();
+    let stderr = stderr.join().unwrap_or_default();
+    Ok((status, stdout, stderr))
 }
 
 /// The last lines of a Python error, which name what went wrong.
@@ -364,6 +430,41 @@ mod tests {
             ],
             "the file's order is kept"
         );
+    }
+
+    #[test]
+    fn a_probe_that_hangs_is_stopped_with_its_children_at_the_limit() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        // An "interpreter" that never ends, with a child of its own that
+        // holds stdout open: killing the interpreter alone would leave the
+        // reader waiting the child's 60 s.
+        let python = dir.path().join("python");
+        std::fs::write(
+            &python,
+            "#!/bin/sh\necho 'probing' >&2\nsleep 60 &\nsleep 60\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let options = ProbeOptions {
+            python: python.display().to_string(),
+            device: "cpu".into(),
+            time: false,
+            compile: false,
+            rtol: 1e-2,
+            within: 0.99,
+            cosine: 0.999,
+            peak_error: 1e-2,
+            timeout: Duration::from_secs(1),
+        };
+        let started = Instant::now();
+        let error = probe(Path::new("1_Hang.py"), &options, dir.path()).unwrap_err();
+        let waited = started.elapsed();
+        let text = error.to_string();
+        assert!(matches!(error, KernelBenchError::Probe { .. }), "{text}");
+        assert!(text.contains("longer than 1 s"), "{text}");
+        assert!(text.contains("probing"), "the stderr tail is kept: {text}");
+        assert!(waited < Duration::from_secs(20), "took {waited:?}");
     }
 
     #[test]

@@ -262,6 +262,7 @@ impl FolderTask {
         let Tally {
             outside,
             worst,
+            peak,
             dot,
             gg,
             ww,
@@ -276,6 +277,18 @@ impl FolderTask {
                 value: inside,
                 tolerance: Some(check.within),
             };
+        }
+        if let Some(share) = check.peak_error {
+            // The atol keeps an all-zero reference from demanding exact zeros.
+            let ceiling = check.atol + share * peak;
+            if worst > ceiling {
+                return Verdict {
+                    passed: false,
+                    metric: format!("{name}: largest error / largest |ref| ({peak:.2e})"),
+                    value: worst / peak.max(f64::MIN_POSITIVE),
+                    tolerance: Some(share),
+                };
+            }
         }
         if let Some(floor) = check.cosine {
             let cosine = if gg == 0.0 && ww == 0.0 {
@@ -307,6 +320,8 @@ impl FolderTask {
 struct Tally {
     outside: usize,
     worst: f64,
+    /// The reference's largest magnitude.
+    peak: f64,
     dot: f64,
     gg: f64,
     ww: f64,
@@ -326,6 +341,7 @@ impl Tally {
         } else {
             f64::INFINITY
         };
+        self.peak = self.peak.max(w.abs());
         self.any_nan |= g.is_nan();
         self.dot += g * w;
         self.gg += g * g;
@@ -336,6 +352,7 @@ impl Tally {
         Tally {
             outside: a.outside + b.outside,
             worst: a.worst.max(b.worst),
+            peak: a.peak.max(b.peak),
             dot: a.dot + b.dot,
             gg: a.gg + b.gg,
             ww: a.ww + b.ww,

@@ -353,6 +353,12 @@ fn malformed_folders_name_the_file_the_key_and_what_was_expected() {
             "(0, 1]",
         ),
         (
+            "within = 0.99",
+            "within = 0.99\npeak_error = -1",
+            "check.z.peak_error",
+            "fraction of the peak > 0",
+        ),
+        (
             "command = [\"python3\", \"reference.py\"]",
             "command = []",
             "reference.command",
@@ -526,6 +532,37 @@ fn within_and_cosine_floors_are_applied() {
     let far = t.check_output("z", &f(&[1.0, 2.0, 3.0, -40.0]), &want);
     assert!(!far.passed);
     assert!(far.metric.contains("cosine"), "{far:?}");
+}
+
+#[test]
+fn the_peak_error_bounds_the_elements_the_fraction_lets_go() {
+    // 1000 elements: one zeroed (0.1%) passes within 0.99 and a cosine
+    // floor of 0.999; the peak ceiling does not let it through.
+    let loose = TASK.replacen("within = 0.99", "within = 0.99\ncosine = 0.999", 1);
+    let tight = TASK.replacen(
+        "within = 0.99",
+        "within = 0.99\ncosine = 0.999\npeak_error = 1e-2",
+        1,
+    );
+    let f = |v: &[f32]| crate::check::f32s_to_bytes(v);
+    let want: Vec<f32> = (0..1000).map(|i| 1.0 + (i % 7) as f32).collect();
+    let mut skipped = want.clone();
+    skipped[999] = 0.0;
+    let mut noisy = want.clone();
+    for (i, v) in noisy.iter_mut().enumerate() {
+        // Accumulation-order noise, a few ulps, on every element.
+        *v *= 1.0 + 1e-6 * (i % 3) as f32;
+    }
+    let (loose_dir, tight_dir) = (folder(&loose), folder(&tight));
+    let loose = FolderTask::load(loose_dir.path()).unwrap();
+    let tight = FolderTask::load(tight_dir.path()).unwrap();
+    assert!(loose.check_output("z", &f(&skipped), &f(&want)).passed);
+    let caught = tight.check_output("z", &f(&skipped), &f(&want));
+    assert!(!caught.passed, "{caught:?}");
+    assert!(caught.metric.contains("largest |ref|"), "{caught:?}");
+    // want[999] = 6 of a peak of 7.
+    assert!((caught.value - 6.0 / 7.0).abs() < 1e-6, "{caught:?}");
+    assert!(tight.check_output("z", &f(&noisy), &f(&want)).passed);
 }
 
 #[test]
