@@ -263,7 +263,67 @@ pub struct TaskPackage {
 pub struct ExpectedEntry {
     pub size: String,
     pub fingerprint: String,
+    /// Outputs carried in the JSON line (base64).
+    #[serde(default)]
     pub outputs: Vec<Blob>,
+    /// Byte lengths of outputs that follow the request's line raw, entry
+    /// after entry, in this order. KernelBench outputs at full size are
+    /// hundreds of MB: through base64 JSON, about 1 GB of them took most
+    /// of the 14 s a first evaluation spent outside the candidate on the
+    /// H100 (docs/BENCHMARKS.md).
+    #[serde(default)]
+    pub attached: Vec<u64>,
+}
+
+impl Request {
+    /// The request as its line, then the raw bytes it announces
+    /// (`ExpectedEntry::attached`).
+    pub fn write_to(
+        &self,
+        attachments: &[&[u8]],
+        out: &mut impl std::io::Write,
+    ) -> std::io::Result<()> {
+        let mut line = serde_json::to_vec(self).map_err(std::io::Error::other)?;
+        line.push(b'\n');
+        out.write_all(&line)?;
+        for bytes in attachments {
+            out.write_all(bytes)?;
+        }
+        out.flush()
+    }
+
+    /// Read one request from `input`: its line, then the raw bytes its
+    /// entries announce, moved into their `outputs`. `Ok(None)` at the end
+    /// of the input; `Ok(Some(Err(..)))` for a line that is not a request
+    /// (it announces nothing, so the next line is read as usual).
+    pub fn read_from(
+        input: &mut impl std::io::BufRead,
+    ) -> std::io::Result<Option<Result<Request, serde_json::Error>>> {
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            if input.read_until(b'\n', &mut line)? == 0 {
+                return Ok(None);
+            }
+            if !line.iter().all(u8::is_ascii_whitespace) {
+                break;
+            }
+        }
+        let mut request: Request = match serde_json::from_slice(&line) {
+            Ok(r) => r,
+            Err(e) => return Ok(Some(Err(e))),
+        };
+        if let Request::Define { package } = &mut request {
+            for entry in &mut package.expected {
+                for &length in &std::mem::take(&mut entry.attached) {
+                    let mut bytes = vec![0u8; length as usize];
+                    input.read_exact(&mut bytes)?;
+                    entry.outputs.push(Blob(bytes));
+                }
+            }
+        }
+        Ok(Some(Ok(request)))
+    }
 }
 
 /// Worker -> coordinator.
@@ -315,4 +375,98 @@ pub enum Reply {
         #[serde(default)]
         restart: bool,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn define(expected: Vec<ExpectedEntry>) -> Request {
+        Request::Define {
+            package: Box::new(TaskPackage {
+                name: "t".into(),
+                hash: "h".into(),
+                root: "/r".into(),
+                files: None,
+                expected,
+            }),
+        }
+    }
+
+    fn entry(size: &str, attached: &[&[u8]]) -> ExpectedEntry {
+        ExpectedEntry {
+            size: size.into(),
+            fingerprint: "f".into(),
+            outputs: Vec::new(),
+            attached: attached.iter().map(|a| a.len() as u64).collect(),
+        }
+    }
+
+    #[test]
+    fn raw_outputs_follow_their_line_and_the_next_request_reads_after_them() {
+        // Bytes that look like lines and JSON must not be read as requests.
+        let first: &[u8] = b"\n{\"type\":\"define\"}\n\x00\xff";
+        let second: &[u8] = &[7u8; 70_000];
+        let third: &[u8] = b"";
+        let mut wire = Vec::new();
+        define(vec![entry("a", &[first, second]), entry("b", &[third])])
+            .write_to(&[first, second, third], &mut wire)
+            .unwrap();
+        wire.extend_from_slice(b"\n  \nnot json\n");
+        define(vec![entry("c", &[b"xyz"])])
+            .write_to(&[b"xyz"], &mut wire)
+            .unwrap();
+        let mut input = std::io::Cursor::new(wire);
+        let outputs = |r: Request| match r {
+            Request::Define { package } => package
+                .expected
+                .into_iter()
+                .map(|e| {
+                    assert!(e.attached.is_empty(), "moved into outputs");
+                    (
+                        e.size,
+                        e.outputs.into_iter().map(|b| b.0).collect::<Vec<_>>(),
+                    )
+                })
+                .collect::<Vec<_>>(),
+            other => panic!("{other:?}"),
+        };
+        let got = outputs(Request::read_from(&mut input).unwrap().unwrap().unwrap());
+        assert_eq!(
+            got,
+            vec![
+                ("a".to_string(), vec![first.to_vec(), second.to_vec()]),
+                ("b".to_string(), vec![Vec::new()]),
+            ]
+        );
+        // Blank lines are skipped; a line that is not a request is an error
+        // for that line only.
+        assert!(Request::read_from(&mut input).unwrap().unwrap().is_err());
+        let got = outputs(Request::read_from(&mut input).unwrap().unwrap().unwrap());
+        assert_eq!(got, vec![("c".to_string(), vec![b"xyz".to_vec()])]);
+        assert!(Request::read_from(&mut input).unwrap().is_none());
+    }
+
+    #[test]
+    fn inline_outputs_from_an_older_coordinator_still_read() {
+        let line = r#"{"type":"define","package":{"name":"t","hash":"h","root":"/r","expected":[{"size":"a","fingerprint":"f","outputs":["AAEC"]}]}}"#;
+        let mut input = std::io::Cursor::new(format!("{line}\n").into_bytes());
+        match Request::read_from(&mut input).unwrap().unwrap().unwrap() {
+            Request::Define { package } => {
+                assert_eq!(package.expected[0].outputs, vec![Blob(vec![0, 1, 2])]);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_stream_cut_inside_the_raw_bytes_is_an_error() {
+        let mut wire = Vec::new();
+        define(vec![entry("a", &[&[1u8; 100]])])
+            .write_to(&[&[1u8; 100]], &mut wire)
+            .unwrap();
+        wire.truncate(wire.len() - 1);
+        let mut input = std::io::Cursor::new(wire);
+        assert!(Request::read_from(&mut input).is_err());
+    }
 }

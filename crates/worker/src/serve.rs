@@ -22,7 +22,7 @@ fn send(out: &mut impl Write, reply: &Reply) -> std::io::Result<()> {
 /// Returns when the input closes.
 pub fn serve(
     config: WorkerConfig,
-    input: impl BufRead,
+    mut input: impl BufRead,
     mut output: impl Write,
 ) -> std::io::Result<()> {
     let start = Instant::now();
@@ -110,12 +110,8 @@ pub fn serve(
     // Why a task folder sent to this worker was not defined, for the
     // evaluations that name it.
     let mut refused_definitions: Vec<String> = Vec::new();
-    for line in input.lines() {
-        let line = line?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let request: Request = match serde_json::from_str(&line) {
+    while let Some(read) = Request::read_from(&mut input)? {
+        let request = match read {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("kevo worker: ignoring a malformed request: {e}");
@@ -124,7 +120,7 @@ pub fn serve(
         };
         match request {
             Request::Define { package } => {
-                if let Err(message) = define(&package) {
+                if let Err(message) = define(*package) {
                     eprintln!("kevo worker: {message}");
                     refused_definitions.push(message);
                 }
@@ -269,7 +265,7 @@ fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
 
 /// Register a task folder the coordinator sent (built from its files,
 /// never from the disk), and add the expected outputs it carries.
-fn define(package: &crate::protocol::TaskPackage) -> Result<(), String> {
+fn define(package: crate::protocol::TaskPackage) -> Result<(), String> {
     if let Some(files) = &package.files {
         let files: kevo_tasks::folder::FolderFiles = files
             .iter()
@@ -295,11 +291,11 @@ fn define(package: &crate::protocol::TaskPackage) -> Result<(), String> {
     let folder = task
         .folder()
         .ok_or_else(|| format!("`{}` is a built-in task, not a folder", package.name))?;
-    for entry in &package.expected {
+    for entry in package.expected {
         folder.add_expected(
             &entry.size,
             &entry.fingerprint,
-            entry.outputs.iter().map(|b| b.0.clone()).collect(),
+            entry.outputs.into_iter().map(|b| b.0).collect(),
         );
     }
     Ok(())

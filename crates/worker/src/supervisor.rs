@@ -527,25 +527,37 @@ impl Worker {
             .chain(verify_index.map(|k| kevo_eval::verify_seed(t.default_seed(), k)))
             .collect();
         let running = self.running.as_mut().expect("spawned before shipping");
+        // The reference command runs for every (size, seed) at once: each
+        // run is mostly Python's start (5 s with torch and CUDA on the
+        // H100), not work that competes.
+        let pairs: Vec<(&Size, u64)> = sizes
+            .iter()
+            .flat_map(|size| seeds.iter().map(move |&seed| (size, seed)))
+            .collect();
+        let computed: Vec<_> = std::thread::scope(|scope| {
+            let runs: Vec<_> = pairs
+                .iter()
+                .map(|&(size, seed)| scope.spawn(move || folder.expected_at(size, seed)))
+                .collect();
+            runs.into_iter()
+                .map(|run| run.join().expect("a reference run panicked"))
+                .collect()
+        });
         let mut expected = Vec::new();
-        for size in sizes {
-            for &seed in &seeds {
-                let Some((fingerprint, outputs)) =
-                    folder.expected_at(size, seed).map_err(|e| e.to_string())?
-                else {
-                    continue;
-                };
-                let key = format!("{hash}/{}/{fingerprint}", size.label);
-                if running.shipped.insert(key) {
-                    expected.push(crate::protocol::ExpectedEntry {
-                        size: size.label.clone(),
-                        fingerprint,
-                        outputs: outputs
-                            .iter()
-                            .map(|o| crate::protocol::Blob(o.clone()))
-                            .collect(),
-                    });
-                }
+        let mut attachments = Vec::new();
+        for (&(size, _), found) in pairs.iter().zip(computed) {
+            let Some((fingerprint, outputs)) = found.map_err(|e| e.to_string())? else {
+                continue;
+            };
+            let key = format!("{hash}/{}/{fingerprint}", size.label);
+            if running.shipped.insert(key) {
+                expected.push(crate::protocol::ExpectedEntry {
+                    size: size.label.clone(),
+                    fingerprint,
+                    outputs: Vec::new(),
+                    attached: outputs.iter().map(|o| o.len() as u64).collect(),
+                });
+                attachments.push(outputs);
             }
         }
         let files = running.shipped.insert(hash.clone()).then(|| {
@@ -568,13 +580,12 @@ impl Worker {
                 expected,
             }),
         };
-        let mut line = serde_json::to_string(&request).expect("request serialises");
-        line.push('\n');
+        let raw: Vec<&[u8]> = attachments
+            .iter()
+            .flat_map(|outputs| outputs.iter().map(Vec::as_slice))
+            .collect();
         // A worker that died is found when the evaluation is sent.
-        let _ = running
-            .stdin
-            .write_all(line.as_bytes())
-            .and_then(|_| running.stdin.flush());
+        let _ = request.write_to(&raw, &mut running.stdin);
         Ok(())
     }
 
