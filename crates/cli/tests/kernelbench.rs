@@ -56,7 +56,12 @@ fn text(o: &Output) -> String {
 }
 
 fn import(python: &str, level: &str, out: &Path, extra: &[&str]) -> Output {
-    let problems = fixtures().join("problems");
+    import_from("problems", python, level, out, extra)
+}
+
+/// Import the problems of `level` under `root` (a folder of the fixtures).
+fn import_from(root: &str, python: &str, level: &str, out: &Path, extra: &[&str]) -> Output {
+    let problems = fixtures().join(root);
     let seeds = fixtures().join("seeds");
     let mut args = vec![
         "kernelbench",
@@ -415,4 +420,65 @@ fn problems_without_a_seed_or_that_fail_are_reported_not_written() {
         "{}",
         text(&no_python)
     );
+}
+
+/// Triangular inputs: kevo draws them triangular, as the problem's own
+/// generator does, so a kernel may rely on the zeros. Drawn dense, the
+/// kernel that skips them would be wrong and the problem another one.
+#[test]
+fn triangular_inputs_are_drawn_triangular() {
+    let Some(python) = torch_python() else {
+        return;
+    };
+    if !opencl_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = import_from("structured", &python, "1", dir.path(), &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let task = dir.path().join("kb-l1-1-batched-upper-triangular-matmul");
+    let toml = std::fs::read_to_string(task.join("task.toml")).unwrap();
+    assert!(toml.contains("structure = { upper = \"m_A\" }"), "{toml}");
+    assert!(toml.contains("structure = { upper = \"m_B\" }"), "{toml}");
+    let brief = std::fs::read_to_string(task.join("brief.md")).unwrap();
+    assert!(brief.contains("Upper triangular matrices"), "{brief}");
+    let e = eval_json(&task, None, dir.path());
+    assert_eq!(e["outcome"]["status"], "correct", "{e}");
+    // The sum runs only over k in [i, j], where both factors can be
+    // non-zero: right for triangular inputs only.
+    let skips = dir.path().join("skips_zeros.cl");
+    std::fs::write(
+        &skips,
+        "__kernel void forward(__global const float* A, __global const float* B, __global float* out, int k_batch_size, int k_N) {
+    int j = get_global_id(0), i = get_global_id(1), b = get_global_id(2);
+    if (j >= k_N || i >= k_N || b >= k_batch_size) return;
+    __global const float* a = A + (long)b * k_N * k_N;
+    __global const float* c = B + (long)b * k_N * k_N;
+    float s = 0.0f;
+    for (int k = i; k <= j; ++k) s += a[i * k_N + k] * c[k * k_N + j];
+    out[((long)b * k_N + i) * k_N + j] = j >= i ? s : 0.0f;
+}
+",
+    )
+    .unwrap();
+    let e = eval_json(&task, Some(&skips), dir.path());
+    assert_eq!(e["outcome"]["status"], "correct", "{e}");
+    // Without the structure, the same folder draws dense matrices and the
+    // kernel that skips is wrong: the test can tell the two apart.
+    let dense = dir.path().join("dense");
+    copy_dir(&task, &dense);
+    let toml = toml
+        .replace("structure = { upper = \"m_A\" }\n", "")
+        .replace("structure = { upper = \"m_B\" }\n", "");
+    std::fs::write(dense.join("task.toml"), toml).unwrap();
+    let e = eval_json(&dense, Some(&skips), dir.path());
+    assert_eq!(e["outcome"]["status"], "wrong_result", "{e}");
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+    }
 }

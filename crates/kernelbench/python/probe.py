@@ -16,7 +16,10 @@ imports it, runs the reference, and prints one JSON object on stdout:
 - tensors: each input and each entry of the module's state (parameters and
   buffers) with its dtype and the distribution it was drawn from
   (constant, integers, uniform or normal, fitted to the values; `fit` says
-  how well), and each output with its statistics;
+  how well), and each output with its statistics; an input whose last
+  two axes hold square matrices that are all upper or lower triangular,
+  or symmetric, says so (`structure`), and its distribution is fitted to
+  the triangle that is drawn;
 - screen: what a null candidate would get away with (zeros, a constant,
   an input copy) under KernelBench's 1e-4 and under kevo's own check of
   the folder (--rtol, --within, --cosine, --peak-error), whether the output depends on the input and the
@@ -71,6 +74,37 @@ def tensors_of(values):
         else:
             raise SystemExit(f"an input is neither a tensor nor a number: {type(v).__name__}")
     return out
+
+
+def structure(t):
+    """`upper`, `lower` or `symmetric` where `t`'s last two axes are
+    square matrices of that kind (not all zero, not diagonal), else None."""
+    import torch
+
+    if not t.is_floating_point() or t.dim() < 2 or t.shape[-1] != t.shape[-2] or t.shape[-1] < 2:
+        return None
+    if not bool(t.any()):
+        return None
+    upper, lower = torch.equal(t, t.triu()), torch.equal(t, t.tril())
+    if upper and lower:
+        return None  # diagonal: not a kind kevo draws
+    if upper:
+        return "upper"
+    if lower:
+        return "lower"
+    if torch.equal(t, t.transpose(-1, -2)):
+        return "symmetric"
+    return None
+
+
+def drawn_part(t, kind):
+    """The values of `t` that were drawn, for a matrix of `kind`."""
+    import torch
+
+    n = t.shape[-1]
+    keep = torch.ones(n, n, dtype=torch.bool, device=t.device)
+    keep = keep.tril() if kind == "lower" else keep.triu()
+    return t[..., keep]
 
 
 def fit(t):
@@ -380,7 +414,14 @@ def main():
     }
     for name, value in zip(report["forward"], inputs):
         if isinstance(value, torch.Tensor):
-            report["inputs"].append({"name": name, "dtype": dtype_name(value), "shape": list(value.shape), "dist": fit(value)})
+            kind = structure(value)
+            entry = {"name": name, "dtype": dtype_name(value), "shape": list(value.shape)}
+            if kind is None:
+                entry["dist"] = fit(value)
+            else:
+                entry["dist"] = fit(drawn_part(value, kind))
+                entry["structure"] = kind
+            report["inputs"].append(entry)
         else:
             report["inputs"].append({"name": name, "scalar": value})
     for name, value in model.state_dict().items():

@@ -99,6 +99,9 @@ struct Buffer {
     /// Index of this tensor's shape in a size's inputs/outputs, or its
     /// state key.
     shape: ShapeOf,
+    /// `upper`, `lower` or `symmetric`: square matrices of that kind on the
+    /// last two axes (kevo's `structure`, of order `m_<name>`).
+    structure: Option<String>,
 }
 
 enum ShapeOf {
@@ -239,6 +242,7 @@ fn buffers(probe: &Probe) -> Result<Vec<Buffer>, String> {
             role: "input",
             init: Some(init_toml(&drawn(dist, dtype.starts_with("float")))),
             shape: ShapeOf::Input(k),
+            structure: input.structure.clone(),
         });
     }
     for state in &probe.state {
@@ -251,6 +255,7 @@ fn buffers(probe: &Probe) -> Result<Vec<Buffer>, String> {
                 state.dtype.starts_with("float"),
             ))),
             shape: ShapeOf::State(state.name.clone()),
+            structure: None,
         });
     }
     for (k, output) in probe.outputs.iter().enumerate() {
@@ -264,6 +269,7 @@ fn buffers(probe: &Probe) -> Result<Vec<Buffer>, String> {
             role: "output",
             init: None,
             shape: ShapeOf::Output(k),
+            structure: None,
         });
     }
     let mut seen = std::collections::BTreeSet::new();
@@ -392,6 +398,9 @@ pub fn write_folder(
     for b in &buffers {
         dim_names.push(format!("n_{}", b.name));
     }
+    for b in buffers.iter().filter(|b| b.structure.is_some()) {
+        dim_names.push(format!("m_{}", b.name));
+    }
     dim_names.extend(["grid_x", "grid_y", "grid_z"].map(String::from));
     if stages > 1 {
         dim_names.extend(["n_scratch", "inter_x", "inter_y", "inter_z"].map(String::from));
@@ -428,6 +437,11 @@ pub fn write_folder(
             let shape = shape_in(s, &b.shape)
                 .ok_or_else(|| unsupported(format!("no shape for `{}`", b.name)))?;
             v.push(numel(shape));
+        }
+        for b in buffers.iter().filter(|b| b.structure.is_some()) {
+            // The matrices' order: the last axis (the probe saw it square).
+            let shape = shape_in(s, &b.shape).expect("shaped above");
+            v.push(shape.last().copied().unwrap_or(1));
         }
         let out_shape = shape_in(s, &buffers[output_index].shape)
             .cloned()
@@ -530,6 +544,9 @@ pub fn write_folder(
         );
         if let Some(init) = &b.init {
             let _ = writeln!(toml, "init = {init}");
+        }
+        if let Some(kind) = &b.structure {
+            let _ = writeln!(toml, "structure = {{ {kind} = \"m_{}\" }}", b.name);
         }
         toml.push('\n');
     }
@@ -937,9 +954,21 @@ fn brief(
             ShapeOf::State(key) => format!("the module's `{key}` (state_dict)"),
             ShapeOf::Output(k) => format!("output {k} of forward()"),
         };
+        let kind = match b.structure.as_deref() {
+            Some("upper") => {
+                " Upper triangular matrices on the last two axes: zero below the diagonal, as the problem's inputs are."
+            }
+            Some("lower") => {
+                " Lower triangular matrices on the last two axes: zero above the diagonal, as the problem's inputs are."
+            }
+            Some("symmetric") => {
+                " Symmetric matrices on the last two axes, as the problem's inputs are."
+            }
+            _ => "",
+        };
         let _ = writeln!(
             s,
-            "- `{}` ({}, {}): {what}, shape {shape} at the full size.",
+            "- `{}` ({}, {}): {what}, shape {shape} at the full size.{kind}",
             b.name, b.ty, b.role
         );
     }

@@ -83,6 +83,10 @@ pub struct ProbedInput {
     pub dist: Option<Distribution>,
     #[serde(default)]
     pub scalar: Option<serde_json::Value>,
+    /// `upper`, `lower` or `symmetric`: the last two axes hold square
+    /// matrices of that kind, which kevo must draw alike.
+    #[serde(default)]
+    pub structure: Option<String>,
 }
 
 /// A parameter or buffer of the module.

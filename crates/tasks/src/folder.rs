@@ -29,6 +29,8 @@
 //! length = "N"                  # elements, an expression of dims and derived
 //! role = "input"                # input, output, inout, scratch
 //! init = { uniform = [-1.0, 1.0] }   # normal, integers, constant, "iota", "zero", npy
+//! # structure = { upper = "N" }  # optional: the buffer is square N x N matrices,
+//! #                              # upper or lower triangular, or symmetric
 //!
 //! [[scalars]]
 //! name = "a"
@@ -203,6 +205,28 @@ pub struct BufferDef {
     pub length: Expr,
     pub role: Role,
     pub init: Option<Init>,
+    /// Drawn values shaped into square matrices of a kind, for problems
+    /// whose kernels may rely on it (a triangular matmul skips the zero
+    /// half): drawn unshaped, such a problem would be another problem.
+    pub structure: Option<Structure>,
+}
+
+/// Square matrices of one kind, stored row by row, one after another.
+#[derive(Debug, Clone)]
+pub struct Structure {
+    pub kind: StructureKind,
+    /// The matrices' order (rows = columns), an expression of the dims.
+    pub order: Expr,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StructureKind {
+    /// Zero below the diagonal.
+    Upper,
+    /// Zero above the diagonal.
+    Lower,
+    /// Below the diagonal, the mirror of above it.
+    Symmetric,
 }
 
 /// A by-value argument.
@@ -335,6 +359,7 @@ struct RawBuffer {
     length: String,
     role: Role,
     init: Option<toml::Value>,
+    structure: Option<BTreeMap<String, String>>,
 }
 
 #[derive(Deserialize)]
@@ -664,12 +689,57 @@ impl FolderTask {
                 }
                 _ => {}
             }
+            let structure = match &b.structure {
+                None => None,
+                Some(_) if init.is_none() || matches!(init, Some(Init::Npy { .. })) => {
+                    return Err(err(
+                        &format!("{key}.structure"),
+                        "shapes drawn values: the buffer needs a random or constant init".into(),
+                    ));
+                }
+                Some(_) if element.lanes != 1 => {
+                    return Err(err(
+                        &format!("{key}.structure"),
+                        "needs a scalar element type, not a vector".into(),
+                    ));
+                }
+                Some(table) => match table.iter().collect::<Vec<_>>().as_slice() {
+                    [(kind, order)] => {
+                        let kind = match kind.as_str() {
+                            "upper" => StructureKind::Upper,
+                            "lower" => StructureKind::Lower,
+                            "symmetric" => StructureKind::Symmetric,
+                            other => {
+                                return Err(err(
+                                    &format!("{key}.structure"),
+                                    format!("`{other}`: expected upper, lower or symmetric"),
+                                ));
+                            }
+                        };
+                        let order = expr(
+                            &format!("{key}.structure.{}", table.keys().next().expect("one")),
+                            order,
+                            &[],
+                        )?;
+                        Some(Structure { kind, order })
+                    }
+                    _ => {
+                        return Err(err(
+                            &format!("{key}.structure"),
+                            "expected one of { upper = \"ORDER\" }, { lower = \"ORDER\" }, \
+                             { symmetric = \"ORDER\" }"
+                                .into(),
+                        ));
+                    }
+                },
+            };
             buffers.push(BufferDef {
                 name: b.name.clone(),
                 element,
                 length,
                 role: b.role,
                 init,
+                structure,
             });
         }
         if buffers.is_empty() {

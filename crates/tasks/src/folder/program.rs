@@ -80,6 +80,21 @@ impl FolderTask {
                             message: format!("is 0 at size `{}`", size.label),
                         });
                     }
+                    if let Some(s) = &b.structure {
+                        let order = s.order.eval(&v);
+                        let square = order * order;
+                        if !(order >= 1.0 && order.fract() == 0.0 && (n as f64) % square == 0.0) {
+                            return Err(FolderError {
+                                file: self.root.join("task.toml").display().to_string(),
+                                key: format!("buffers[{i}].structure"),
+                                message: format!(
+                                    "at size `{}` the order is {order}, and the buffer's {n} \
+                                     elements are not a whole number of {order} x {order} matrices",
+                                    size.label
+                                ),
+                            });
+                        }
+                    }
                 }
                 let steps = self.count("steps", self.steps.eval(&v), size, MAX_LAUNCHES)?;
                 let per_step = self
@@ -119,7 +134,14 @@ impl FolderTask {
                         (BufferInit::Sentinel, Access::ReadWrite)
                     }
                     (role, Some(init)) => (
-                        BufferInit::Data(Arc::new(fill(init, b.element, n, seed, i as u64))),
+                        BufferInit::Data(Arc::new({
+                            let mut data = fill(init, b.element, n, seed, i as u64);
+                            if let Some(s) = &b.structure {
+                                let order = s.order.eval(&v) as usize;
+                                shape_matrices(&mut data, s.kind, order, b.element.scalar);
+                            }
+                            data
+                        })),
                         if *role == Role::Input {
                             Access::ReadOnly
                         } else {
@@ -415,6 +437,40 @@ fn fill(init: &Init, element: ElementType, n: usize, seed: u64, stream: u64) -> 
             }
         });
     out
+}
+
+/// Shape drawn values into square matrices of `order`, one after another,
+/// row by row: zero one triangle, or mirror the upper one into the lower.
+fn shape_matrices(data: &mut [u8], kind: super::StructureKind, order: usize, scalar: Scalar) {
+    use super::StructureKind;
+    use rayon::prelude::*;
+    let width = scalar.bytes();
+    let row = order * width;
+    let mut zero = Vec::with_capacity(width);
+    encode(0.0, scalar, &mut zero);
+    data.par_chunks_mut(order * row)
+        .for_each(|matrix| match kind {
+            StructureKind::Upper | StructureKind::Lower => {
+                for (i, r) in matrix.chunks_exact_mut(row).enumerate() {
+                    let (from, to) = if kind == StructureKind::Upper {
+                        (0, i)
+                    } else {
+                        (i + 1, order)
+                    };
+                    for slot in r[from * width..to * width].chunks_exact_mut(width) {
+                        slot.copy_from_slice(&zero);
+                    }
+                }
+            }
+            StructureKind::Symmetric => {
+                for i in 1..order {
+                    for j in 0..i {
+                        let (above, below) = ((j * order + i) * width, (i * order + j) * width);
+                        matrix.copy_within(above..above + width, below);
+                    }
+                }
+            }
+        });
 }
 
 /// `v` as the little-endian bytes of `scalar`, into `slot` (its width).

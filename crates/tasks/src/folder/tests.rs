@@ -566,6 +566,82 @@ fn the_peak_error_bounds_the_elements_the_fraction_lets_go() {
 }
 
 #[test]
+fn structured_inputs_are_triangular_or_symmetric_matrices() {
+    let with = |structure: &str| {
+        TASK.replacen(
+            "init = { uniform = [-1.0, 1.0] }",
+            &format!("init = {{ uniform = [1.0, 2.0] }}\nstructure = {structure}"),
+            1,
+        )
+    };
+    let x = |t: &FolderTask| match &t.problem(&crate::Size::new("4K", &[4096]), 3).buffers[0].init {
+        crate::BufferInit::Data(d) => crate::check::bytes_to_f32s(d),
+        other => panic!("{other:?}"),
+    };
+    let at = |v: &[f32], m: usize, i: usize, j: usize| v[m * 1024 + i * 32 + j];
+    for (kind, zero_below, zero_above) in [("upper", true, false), ("lower", false, true)] {
+        let dir = folder(&with(&format!("{{ {kind} = \"32\" }}")));
+        let v = x(&FolderTask::load(dir.path()).unwrap());
+        // 4096 elements: four 32 x 32 matrices, each shaped.
+        for m in 0..4 {
+            for i in 0..32 {
+                for j in 0..32 {
+                    let e = at(&v, m, i, j);
+                    let zero = (zero_below && j < i) || (zero_above && j > i);
+                    assert!(
+                        if zero {
+                            e == 0.0
+                        } else {
+                            (1.0..=2.0).contains(&e)
+                        },
+                        "{kind}: matrix {m} ({i}, {j}) = {e}"
+                    );
+                }
+            }
+        }
+    }
+    let dir = folder(&with("{ symmetric = \"32\" }"));
+    let v = x(&FolderTask::load(dir.path()).unwrap());
+    for m in 0..4 {
+        for i in 0..32 {
+            for j in 0..32 {
+                assert_eq!(at(&v, m, i, j), at(&v, m, j, i), "matrix {m} ({i}, {j})");
+            }
+        }
+    }
+    assert_ne!(
+        at(&v, 0, 0, 1),
+        at(&v, 0, 0, 2),
+        "still drawn, not constant"
+    );
+    // An order whose square does not divide the buffer at some size, an
+    // unknown kind, a structure without drawn values: errors that say so.
+    for (structure, key, says) in [
+        (
+            "{ upper = \"64\" }",
+            "buffers[0].structure",
+            "not a whole number of 64 x 64",
+        ),
+        (
+            "{ banded = \"32\" }",
+            "buffers[0].structure",
+            "expected upper, lower or symmetric",
+        ),
+        (
+            "{ upper = \"32\", lower = \"32\" }",
+            "buffers[0].structure",
+            "expected one of",
+        ),
+        ("{ upper = \"M\" }", "buffers[0].structure.upper", "M"),
+    ] {
+        let dir = folder(&with(structure));
+        let e = FolderTask::load(dir.path()).unwrap_err();
+        assert_eq!(e.key, key, "{structure}: {e}");
+        assert!(e.message.contains(says), "{structure}: {e}");
+    }
+}
+
+#[test]
 fn half_precision_round_trips() {
     use super::program::{f16_to_f32, f32_to_f16};
     for v in [
