@@ -11,7 +11,7 @@
 //! result.
 
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
@@ -760,14 +760,8 @@ impl Worker {
 
     /// Write `request` to the running worker; false when it is gone.
     fn send(&mut self, request: &Request) -> bool {
-        let mut line = serde_json::to_string(request).expect("request serialises");
-        line.push('\n');
         let running = self.running.as_mut().expect("prepared");
-        running
-            .stdin
-            .write_all(line.as_bytes())
-            .and_then(|_| running.stdin.flush())
-            .is_ok()
+        request.write_to(&[], &mut running.stdin).is_ok()
     }
 
     /// Run the vendor library's version of `task`'s job at `sizes` in the
