@@ -51,6 +51,11 @@ enum Command {
         measure: bool,
         #[arg(long)]
         json: bool,
+        /// The interpreter to ask about Triton (default $KEVO_TRITON_PYTHON,
+        /// then ~/.cache/kevo/triton-venv, then python3), as `--dialect
+        /// triton` would use it.
+        #[arg(long, value_name = "PYTHON")]
+        triton_python: Option<String>,
     },
     /// Evaluate a kernel (the task's seed by default) and print its score.
     Eval(Box<EvalArgs>),
@@ -438,8 +443,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             report::print_tasks(json)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Devices { measure, json } => {
-            report::print_devices(measure, json)?;
+        Command::Devices {
+            measure,
+            json,
+            triton_python,
+        } => {
+            report::print_devices(measure, json, triton_python)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Eval(args) => eval(*args),

@@ -56,7 +56,7 @@ pub fn print_tasks(json: bool) -> Result<()> {
     Ok(())
 }
 
-pub fn print_devices(measure: bool, json: bool) -> Result<()> {
+pub fn print_devices(measure: bool, json: bool, triton_python: Option<String>) -> Result<()> {
     let mut rows = Vec::new();
     for (kind, devices) in kevo_runtimes::list() {
         let backend = kind.name();
@@ -86,7 +86,7 @@ pub fn print_devices(measure: bool, json: bool) -> Result<()> {
     }
     // The Triton dialect: an interpreter with Triton that compiles
     // candidates for CUDA devices.
-    let python = kevo_triton::default_python();
+    let python = triton_python.unwrap_or_else(kevo_triton::default_python);
     rows.push(match kevo_triton::availability(&python) {
         Ok(v) => json!({
             "backend": "triton",
@@ -110,7 +110,7 @@ pub fn print_devices(measure: bool, json: bool) -> Result<()> {
         let backend = row["backend"].as_str().unwrap_or("?");
         if backend == "triton" && row["available"] == true {
             println!(
-                "triton: {} (Python {}), Triton {}: compiles Triton candidates for CUDA devices ($KEVO_TRITON_PYTHON picks another interpreter)",
+                "triton: {} (Python {}), Triton {}: compiles Triton candidates for CUDA devices (--triton-python or $KEVO_TRITON_PYTHON picks another interpreter)",
                 row["python"].as_str().unwrap_or(""),
                 row["python_version"].as_str().unwrap_or(""),
                 row["triton_version"].as_str().unwrap_or("")

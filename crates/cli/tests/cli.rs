@@ -498,6 +498,21 @@ fn devices_says_whether_triton_is_available_and_how_to_get_it() {
     let reason = triton["reason"].as_str().unwrap();
     assert!(reason.contains("/nonexistent/python3"), "{reason}");
     assert!(reason.contains("pip install triton"), "{reason}");
+    // The flag wins over the environment.
+    let out = Command::new(env!("CARGO_BIN_EXE_kevo"))
+        .args(["devices", "--json", "--triton-python", "/elsewhere/python3"])
+        .env("KEVO_CACHE_DIR", cache_dir())
+        .env("KEVO_TRITON_PYTHON", "/nonexistent/python3")
+        .output()
+        .unwrap();
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let triton = &rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["backend"] == "triton")
+        .expect("a triton row")["python"];
+    assert_eq!(triton, "/elsewhere/python3");
     let out = kevo(&["devices"]);
     let (stdout, _) = text(&out);
     let line = stdout
