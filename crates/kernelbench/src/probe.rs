@@ -281,13 +281,22 @@ pub fn probe(
 
 /// Run `command` to its end or to `limit`, whichever comes first, and
 /// return its status (`None` when it was stopped), stdout and stderr. The
-/// command leads its own process group and the whole group is killed at
-/// the limit: torch.compile's worker processes would otherwise keep the
-/// pipes open after the interpreter is gone.
+/// command leads its own process group, and the whole group is killed when
+/// the command ends or at the limit: torch.compile's worker processes
+/// would otherwise keep the pipes open after the interpreter is gone. It
+/// dies with kevo too (it no longer gets the terminal's Ctrl-C).
 fn run_bounded(
     command: &mut Command,
     limit: Duration,
 ) -> std::io::Result<(Option<std::process::ExitStatus>, String, String)> {
+    // SAFETY: prctl is async-signal-safe; the closure allocates nothing.
+    #[cfg(target_os = "linux")]
+    unsafe {
+        command.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
     let mut child = command
         .process_group(0)
         .stdin(Stdio::null())
@@ -304,21 +313,32 @@ fn run_bounded(
     let stdout = drain(Box::new(child.stdout.take().expect("piped")));
     let stderr = drain(Box::new(child.stderr.take().expect("piped")));
     let started = Instant::now();
+    let group = -(child.id() as i32);
+    // SAFETY: kill(2) with a negative pid signals the process group the
+    // child leads (process_group(0) above), and nothing else.
+    let kill_group = || unsafe {
+        libc::kill(group, libc::SIGKILL);
+    };
     let status = loop {
-        if let Some(status) = child.try_wait()? {
-            break Some(status);
-        }
-        if started.elapsed() > limit {
-            // SAFETY: kill(2) with a negative pid signals the process group
-            // the child leads (process_group(0) above), and nothing else.
-            unsafe {
-                libc::kill(-(child.id() as i32), libc::SIGKILL);
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                // What the command left behind goes with it.
+                kill_group();
+                break Some(status);
             }
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
+            Ok(None) if started.elapsed() > limit => {
+                kill_group();
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+            Err(e) => {
+                kill_group();
+                let _ = child.wait();
+                return Err(e);
+            }
         }
-        std::thread::sleep(Duration::from_millis(50));
     };
     let stdout = stdout.join().unwrap_or_default();
     let stderr = stderr.join().unwrap_or_default();
@@ -469,6 +489,27 @@ mod tests {
         assert!(text.contains("longer than 1 s"), "{text}");
         assert!(text.contains("probing"), "the stderr tail is kept: {text}");
         assert!(waited < Duration::from_secs(20), "took {waited:?}");
+    }
+
+    #[test]
+    fn what_a_probe_leaves_running_goes_with_it() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        // Ends at once, printing a report, with a child that would hold
+        // stdout open for 60 s.
+        let python = dir.path().join("python");
+        std::fs::write(&python, "#!/bin/sh\nsleep 60 &\necho '{}'\nexit 3\n").unwrap();
+        std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let started = Instant::now();
+        let (status, stdout, _) =
+            run_bounded(&mut Command::new(&python), Duration::from_secs(30)).unwrap();
+        assert_eq!(status.and_then(|s| s.code()), Some(3));
+        assert_eq!(stdout.trim(), "{}");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{:?}",
+            started.elapsed()
+        );
     }
 
     #[test]

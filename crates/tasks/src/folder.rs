@@ -938,6 +938,12 @@ impl FolderTask {
                     "expected a similarity floor in (0, 1]".into(),
                 ));
             }
+            if exact && c.peak_error.is_some() {
+                return Err(err(
+                    &format!("{key}.peak_error"),
+                    "an exact check compares bits; it takes no peak_error".into(),
+                ));
+            }
             if c.peak_error.is_some_and(|v| !(v.is_finite() && v > 0.0)) {
                 return Err(err(
                     &format!("{key}.peak_error"),

@@ -283,6 +283,25 @@ impl Request {
         attachments: &[&[u8]],
         out: &mut impl std::io::Write,
     ) -> std::io::Result<()> {
+        // The reader trusts the announced lengths: bytes that differ would
+        // be read as the next request.
+        let announced: Vec<u64> = match self {
+            Request::Define { package } => package
+                .expected
+                .iter()
+                .flat_map(|e| e.attached.iter().copied())
+                .collect(),
+            _ => Vec::new(),
+        };
+        let given: Vec<u64> = attachments.iter().map(|a| a.len() as u64).collect();
+        if announced != given {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "the request announces attachments of {announced:?} bytes, given {given:?}"
+                ),
+            ));
+        }
         let mut line = serde_json::to_vec(self).map_err(std::io::Error::other)?;
         line.push(b'\n');
         out.write_all(&line)?;
@@ -311,12 +330,43 @@ impl Request {
         }
         let mut request: Request = match serde_json::from_slice(&line) {
             Ok(r) => r,
-            Err(e) => return Ok(Some(Err(e))),
+            Err(e) => {
+                // A request this build cannot read (another version's) may
+                // still announce bytes: skip them, or they would be read as
+                // lines.
+                let announced: u64 = serde_json::from_slice::<serde_json::Value>(&line)
+                    .ok()
+                    .and_then(|v| {
+                        let entries = v.get("package")?.get("expected")?.as_array()?.clone();
+                        Some(
+                            entries
+                                .iter()
+                                .filter_map(|e| e.get("attached")?.as_array().cloned())
+                                .flatten()
+                                .filter_map(|n| n.as_u64())
+                                .sum(),
+                        )
+                    })
+                    .unwrap_or(0);
+                std::io::copy(
+                    &mut std::io::Read::take(&mut *input, announced),
+                    &mut std::io::sink(),
+                )?;
+                return Ok(Some(Err(e)));
+            }
         };
         if let Request::Define { package } = &mut request {
             for entry in &mut package.expected {
                 for &length in &std::mem::take(&mut entry.attached) {
-                    let mut bytes = vec![0u8; length as usize];
+                    let mut bytes = Vec::new();
+                    // A length no allocation can hold is an error, not an abort.
+                    bytes.try_reserve_exact(length as usize).map_err(|e| {
+                        std::io::Error::new(
+                            std::io::ErrorKind::OutOfMemory,
+                            format!("an attachment of {length} bytes: {e}"),
+                        )
+                    })?;
+                    bytes.resize(length as usize, 0);
                     input.read_exact(&mut bytes)?;
                     entry.outputs.push(Blob(bytes));
                 }
@@ -457,6 +507,34 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn bytes_announced_by_a_request_this_build_cannot_read_are_skipped() {
+        // Another version's Define (no `hash` here) with 5 raw bytes that
+        // look like a request: skipped, and the next request reads.
+        let foreign = r#"{"type":"define","package":{"name":"t","root":"/r","expected":[{"size":"a","fingerprint":"f","attached":[2,3]}]}}"#;
+        let mut wire = format!("{foreign}\n{{}}\n{{}}").into_bytes();
+        assert_eq!(wire.len(), foreign.len() + 1 + 5);
+        define(vec![entry("c", &[b"xyz"])])
+            .write_to(&[b"xyz"], &mut wire)
+            .unwrap();
+        let mut input = std::io::Cursor::new(wire);
+        assert!(Request::read_from(&mut input).unwrap().unwrap().is_err());
+        match Request::read_from(&mut input).unwrap().unwrap().unwrap() {
+            Request::Define { package } => assert_eq!(package.expected[0].size, "c"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn attachments_that_differ_from_the_announced_lengths_are_not_sent() {
+        let mut wire = Vec::new();
+        let e = define(vec![entry("a", &[b"abc"])])
+            .write_to(&[b"abcd"], &mut wire)
+            .unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+        assert!(wire.is_empty(), "nothing written");
     }
 
     #[test]

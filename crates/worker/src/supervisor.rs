@@ -198,6 +198,10 @@ fn keep_tail(stream: impl Read + Send + 'static, tail: Arc<Mutex<VecDeque<String
     });
 }
 
+/// Reference command runs at once while shipping a folder task (Python
+/// with torch and a CUDA context is about 1 GB of host memory each).
+const REFERENCE_RUNS_AT_ONCE: usize = 4;
+
 fn kill_group(child: &mut Child) {
     let pid = child.id() as i32;
     // SAFETY: kill(2) with a negative pid signals the worker's own process
@@ -527,30 +531,43 @@ impl Worker {
             .chain(verify_index.map(|k| kevo_eval::verify_seed(t.default_seed(), k)))
             .collect();
         let running = self.running.as_mut().expect("spawned before shipping");
-        // The reference command runs for every (size, seed) at once: each
+        // The reference command runs for several (size, seed) at once: each
         // run is mostly Python's start (5 s with torch and CUDA on the
-        // H100), not work that competes.
+        // H100), not work that competes; a few at a time bounds the memory
+        // of inputs and interpreters held together.
         let pairs: Vec<(&Size, u64)> = sizes
             .iter()
             .flat_map(|size| seeds.iter().map(move |&seed| (size, seed)))
             .collect();
-        let computed: Vec<_> = std::thread::scope(|scope| {
-            let runs: Vec<_> = pairs
-                .iter()
-                .map(|&(size, seed)| scope.spawn(move || folder.expected_at(size, seed)))
-                .collect();
-            runs.into_iter()
-                .map(|run| run.join().expect("a reference run panicked"))
-                .collect()
-        });
+        let mut computed = Vec::with_capacity(pairs.len());
+        for batch in pairs.chunks(REFERENCE_RUNS_AT_ONCE) {
+            std::thread::scope(|scope| {
+                let runs: Vec<_> = batch
+                    .iter()
+                    .map(|&(size, seed)| scope.spawn(move || folder.expected_at(size, seed)))
+                    .collect();
+                computed.extend(
+                    runs.into_iter()
+                        .map(|run| run.join().expect("a reference run panicked")),
+                );
+            });
+        }
+        // Every reference must have run before anything counts as shipped:
+        // a failure sends nothing, and the next evaluation asks again.
+        let computed: Vec<_> = computed
+            .into_iter()
+            .collect::<Result<_, _>>()
+            .map_err(|e| e.to_string())?;
         let mut expected = Vec::new();
         let mut attachments = Vec::new();
+        let mut keys = Vec::new();
         for (&(size, _), found) in pairs.iter().zip(computed) {
-            let Some((fingerprint, outputs)) = found.map_err(|e| e.to_string())? else {
+            let Some((fingerprint, outputs)) = found else {
                 continue;
             };
             let key = format!("{hash}/{}/{fingerprint}", size.label);
-            if running.shipped.insert(key) {
+            if !running.shipped.contains(&key) && !keys.contains(&key) {
+                keys.push(key);
                 expected.push(crate::protocol::ExpectedEntry {
                     size: size.label.clone(),
                     fingerprint,
@@ -560,7 +577,11 @@ impl Worker {
                 attachments.push(outputs);
             }
         }
-        let files = running.shipped.insert(hash.clone()).then(|| {
+        let send_files = !running.shipped.contains(&hash);
+        if send_files {
+            keys.push(hash.clone());
+        }
+        let files = send_files.then(|| {
             folder
                 .folder()
                 .files
@@ -584,8 +605,11 @@ impl Worker {
             .iter()
             .flat_map(|outputs| outputs.iter().map(Vec::as_slice))
             .collect();
-        // A worker that died is found when the evaluation is sent.
-        let _ = request.write_to(&raw, &mut running.stdin);
+        // A worker that died is found when the evaluation is sent; only
+        // what reached it counts as shipped.
+        if request.write_to(&raw, &mut running.stdin).is_ok() {
+            running.shipped.extend(keys);
+        }
         Ok(())
     }
 

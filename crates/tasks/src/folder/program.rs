@@ -363,7 +363,11 @@ impl Tally {
         } else {
             f64::INFINITY
         };
-        self.peak = self.peak.max(w.abs());
+        // Finite values only: one Inf in the reference would lift the
+        // ceiling to Inf for every element.
+        if w.is_finite() {
+            self.peak = self.peak.max(w.abs());
+        }
         self.any_nan |= g.is_nan();
         self.dot += g * w;
         self.gg += g * g;

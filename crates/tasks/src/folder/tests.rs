@@ -359,6 +359,12 @@ fn malformed_folders_name_the_file_the_key_and_what_was_expected() {
             "fraction of the peak > 0",
         ),
         (
+            "[check.y]\nexact = true",
+            "[check.y]\nexact = true\npeak_error = 0.01",
+            "check.y.peak_error",
+            "takes no peak_error",
+        ),
+        (
             "command = [\"python3\", \"reference.py\"]",
             "command = []",
             "reference.command",
@@ -563,6 +569,16 @@ fn the_peak_error_bounds_the_elements_the_fraction_lets_go() {
     // want[999] = 6 of a peak of 7.
     assert!((caught.value - 6.0 / 7.0).abs() < 1e-6, "{caught:?}");
     assert!(tight.check_output("z", &f(&noisy), &f(&want)).passed);
+    // An Inf in the reference does not lift the ceiling to Inf (with no
+    // cosine floor behind it, that would let anything through).
+    let peak_only = folder(&TASK.replacen("within = 0.99", "within = 0.99\npeak_error = 1e-2", 1));
+    let peak_only = FolderTask::load(peak_only.path()).unwrap();
+    let mut with_inf = want.clone();
+    with_inf[0] = f32::INFINITY;
+    let mut far = with_inf.clone();
+    far[999] = 1e30;
+    let caught = peak_only.check_output("z", &f(&far), &f(&with_inf));
+    assert!(!caught.passed, "{caught:?}");
 }
 
 #[test]
