@@ -694,7 +694,9 @@ impl FolderTask {
                 Some(_) if init.is_none() || matches!(init, Some(Init::Npy { .. })) => {
                     return Err(err(
                         &format!("{key}.structure"),
-                        "shapes drawn values: the buffer needs a random or constant init".into(),
+                        "shapes the values the init makes: the buffer needs an init other than an \
+                         npy file, which is used as it is"
+                            .into(),
                     ));
                 }
                 Some(_) if element.lanes != 1 => {
@@ -704,8 +706,8 @@ impl FolderTask {
                     ));
                 }
                 Some(table) => match table.iter().collect::<Vec<_>>().as_slice() {
-                    [(kind, order)] => {
-                        let kind = match kind.as_str() {
+                    [(name, order)] => {
+                        let kind = match name.as_str() {
                             "upper" => StructureKind::Upper,
                             "lower" => StructureKind::Lower,
                             "symmetric" => StructureKind::Symmetric,
@@ -716,11 +718,7 @@ impl FolderTask {
                                 ));
                             }
                         };
-                        let order = expr(
-                            &format!("{key}.structure.{}", table.keys().next().expect("one")),
-                            order,
-                            &[],
-                        )?;
+                        let order = expr(&format!("{key}.structure.{name}"), order, &[])?;
                         Some(Structure { kind, order })
                     }
                     _ => {

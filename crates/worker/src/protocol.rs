@@ -268,9 +268,8 @@ pub struct ExpectedEntry {
     pub outputs: Vec<Blob>,
     /// Byte lengths of outputs that follow the request's line raw, entry
     /// after entry, in this order. KernelBench outputs at full size are
-    /// hundreds of MB: through base64 JSON, about 1 GB of them took most
-    /// of the 14 s a first evaluation spent outside the candidate on the
-    /// H100 (docs/BENCHMARKS.md).
+    /// hundreds of MB: two of 535 MB took 10.0 s through a pipe as base64
+    /// JSON and 2.0 s as raw bytes (dev VM, docs/BENCHMARKS.md).
     #[serde(default)]
     pub attached: Vec<u64>,
 }
@@ -314,7 +313,7 @@ impl Request {
     /// Read one request from `input`: its line, then the raw bytes its
     /// entries announce, moved into their `outputs`. `Ok(None)` at the end
     /// of the input; `Ok(Some(Err(..)))` for a line that is not a request
-    /// (it announces nothing, so the next line is read as usual).
+    /// this build reads (the bytes it announces, if any, are skipped).
     pub fn read_from(
         input: &mut impl std::io::BufRead,
     ) -> std::io::Result<Option<Result<Request, serde_json::Error>>> {
@@ -337,13 +336,13 @@ impl Request {
                 let announced: u64 = serde_json::from_slice::<serde_json::Value>(&line)
                     .ok()
                     .and_then(|v| {
-                        let entries = v.get("package")?.get("expected")?.as_array()?.clone();
+                        let entries = v.get("package")?.get("expected")?.as_array()?;
                         Some(
                             entries
                                 .iter()
-                                .filter_map(|e| e.get("attached")?.as_array().cloned())
+                                .filter_map(|e| e.get("attached")?.as_array())
                                 .flatten()
-                                .filter_map(|n| n.as_u64())
+                                .filter_map(serde_json::Value::as_u64)
                                 .sum(),
                         )
                     })
