@@ -841,6 +841,10 @@ fn eval(args: EvalArgs) -> Result<ExitCode> {
     let dialect = worker.device().dialect;
     if !args.json {
         println!("sandbox: {}", worker.sandbox().summary());
+        println!(
+            "inputs: drawn from secret {} (KEVO_INPUTS_SECRET set to it draws them again)",
+            worker.inputs_secret()
+        );
     }
 
     let mut evaluations: Vec<Evaluation> = Vec::new();

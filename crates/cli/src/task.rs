@@ -255,7 +255,11 @@ fn check(
         device,
     )?;
     let worker_config = settings.worker_config()?;
-    let seed = task.default_seed();
+    let seed = worker_config
+        .eval
+        .inputs_secret
+        .expect("worker_config draws one")
+        .timed_seed(task.default_seed());
 
     // The reference and the check's strength, in this process: the task's
     // own code and kernels only, no candidate.

@@ -137,8 +137,10 @@ pub fn tune(args: TuneArgs) -> Result<ExitCode> {
     // What, besides the source, decides a measurement: a stored one is
     // reused only if it was taken with the same compile options, timing
     // and declared ceilings.
+    // Not the inputs' secret: a measurement of the same source under the
+    // same settings is reused whatever inputs it was taken on.
     let measured_with = json!({
-        "eval": config.eval,
+        "eval": kevo_eval::EvalConfig { inputs_secret: None, ..config.eval.clone() },
         "timing": config.timing,
         "declared_ceilings": config.declared_ceilings,
     });
@@ -213,7 +215,11 @@ pub fn tune(args: TuneArgs) -> Result<ExitCode> {
                 "task": {"name": task.name(), "content_hash": task.content_hash()},
                 "device": worker.device(),
                 "ceilings": worker.ceilings(),
-                "seeds": {"inputs": task.default_seed(), "strategy": args.seed},
+                "seeds": {
+                    "inputs_secret": worker.inputs_secret(),
+                    "task_seed": task.default_seed(),
+                    "strategy": args.seed,
+                },
             },
         }),
         rng_state: None,

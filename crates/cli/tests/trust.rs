@@ -242,3 +242,54 @@ fn a_candidate_wrong_only_at_a_validation_size_is_never_kept() {
         prompts[1].1
     );
 }
+
+#[path = "../../worker/tests/common/tables.rs"]
+mod tables;
+
+/// A kernel that carries the answers for the inputs of nbody's public
+/// seeds (every smoke size, the timed seed and the four verification
+/// seeds inputs were drawn from before they came from a secret) and does
+/// a third of the force loop: offered by the proposer, it is evaluated as
+/// wrong (its tables match no input of the run) and the seed is kept.
+#[test]
+fn answers_tabulated_for_public_inputs_are_never_promoted() {
+    if !opencl_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let sizes = kevo_tasks::by_name("nbody")
+        .unwrap()
+        .sizes(kevo_tasks::SizeSet::Smoke)
+        .in_distribution;
+    let cheat = dir.path().join("tabulated.cl");
+    std::fs::write(&cheat, tables::tabulating_kernel("nbody", false, &sizes)).unwrap();
+    let llm = common::replay_of(dir.path(), &[&cheat]);
+    let out = kevo()
+        .env("KEVO_CACHE_DIR", dir.path().join("cache"))
+        .args(["evolve", "--task", "nbody"])
+        .args(common::OPENCL_SMOKE)
+        .args(["--ceilings", "20,100", "--llm", &llm, "--iterations", "1"])
+        .args(["--json", "--workspace"])
+        .arg(dir.path().join("ws"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events = json_lines(&out.stdout);
+    let finished = events.iter().find(|e| e["event"] == "finished").unwrap();
+    assert_eq!(finished["best_iteration"], 0, "{finished}");
+    let run = finished["run"].as_str().unwrap();
+    let shown = kevo()
+        .args(["show", run, "--json", "--workspace"])
+        .arg(dir.path().join("ws"))
+        .output()
+        .unwrap();
+    let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    let history = shown["history"].as_array().unwrap();
+    let offered = history.iter().find(|h| h["iteration"] == 1).unwrap();
+    assert_eq!(offered["promoted"], false, "{offered}");
+    assert_eq!(offered["outcome_kind"], "wrong_result", "{offered}");
+}

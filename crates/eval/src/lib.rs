@@ -19,6 +19,7 @@ mod device;
 pub mod json_f64;
 mod outcome;
 pub mod placement;
+mod secret;
 pub mod source_rules;
 mod vendor;
 
@@ -40,6 +41,7 @@ pub use placement::{
     CACHE_LEVEL_SUSPICIOUS_FACTOR, CACHE_RESIDENT_SUSPICIOUS_FRACTION, LevelFraction,
     SUSPICIOUS_FRACTION,
 };
+pub use secret::{InputSecret, ParseSecretError};
 pub use vendor::{VendorBaseline, VendorRun, VendorSize, ratio_text};
 
 /// How candidates are evaluated. The defaults are the Metal-Sci protocol
@@ -65,6 +67,12 @@ pub struct EvalConfig {
     /// verified on inputs other than the timed ones, so a kernel cannot pass
     /// by replaying an answer it computed during timing.
     pub verify_seed_pool: usize,
+    /// The secret every input seed is derived from (see [`InputSecret`]);
+    /// `None` draws a fresh one when the evaluator starts. A coordinator
+    /// sets it, so that every worker of a run, and the coordinator's own
+    /// reference runs, use the same inputs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inputs_secret: Option<InputSecret>,
     /// Memory budget for cached inputs and references.
     pub cache_bytes: usize,
 }
@@ -99,6 +107,7 @@ impl Default for EvalConfig {
             timing_budget_s: 2.0,
             compile: CompileOptions::default(),
             verify_seed_pool: 4,
+            inputs_secret: None,
             cache_bytes: 8 << 30,
         }
     }
@@ -261,12 +270,6 @@ impl<B: Backend> Drop for Evaluator<B> {
     }
 }
 
-/// Seed of verification input number `k` for a task whose timed inputs use
-/// `base` (a coordinator computes the same to prepare expected outputs).
-pub fn verify_seed(base: u64, k: u64) -> u64 {
-    base.wrapping_add((k + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15))
-}
-
 fn problem_bytes(p: &Problem) -> usize {
     p.buffers
         .iter()
@@ -279,8 +282,9 @@ fn problem_bytes(p: &Problem) -> usize {
 }
 
 impl<B: Backend> Evaluator<B> {
-    pub fn new(backend: B, ceilings: Ceilings, config: EvalConfig) -> Self {
+    pub fn new(backend: B, ceilings: Ceilings, mut config: EvalConfig) -> Self {
         let half = config.cache_bytes / 2;
+        config.inputs_secret.get_or_insert_with(InputSecret::draw);
         Evaluator {
             backend,
             ceilings,
@@ -309,6 +313,24 @@ impl<B: Backend> Evaluator<B> {
 
     pub fn config(&self) -> &EvalConfig {
         &self.config
+    }
+
+    /// The secret this evaluator's inputs are drawn from (recorded with a
+    /// run's provenance; `KEVO_INPUTS_SECRET` reproduces it).
+    pub fn inputs_secret(&self) -> InputSecret {
+        self.config
+            .inputs_secret
+            .expect("set when the evaluator starts")
+    }
+
+    /// The seed of `task`'s timed inputs in this evaluator.
+    pub fn timed_seed(&self, task: &Task) -> u64 {
+        self.inputs_secret().timed_seed(task.default_seed())
+    }
+
+    /// The seed of `task`'s verification inputs number `k` of the pool.
+    pub fn verify_seed(&self, task: &Task, k: u64) -> u64 {
+        self.inputs_secret().verify_seed(task.default_seed(), k)
     }
 
     fn problem(
@@ -344,7 +366,10 @@ impl<B: Backend> Evaluator<B> {
         let t = Instant::now();
         let r = match task.device_reference(self.backend.dialect().native()) {
             Some(source) => self.device_reference(task, source, problem)?,
-            None => task.reference(size, problem),
+            None => {
+                let key = self.inputs_secret().check_key(seed);
+                task.reference_keyed(size, problem, key)
+            }
         };
         wall.reference_s += t.elapsed().as_secs_f64();
         // References are about as large as one output buffer.
@@ -450,8 +475,8 @@ impl<B: Backend> Evaluator<B> {
     }
 
     /// Verify the next evaluation on the pool's seed `index` (modulo the
-    /// pool) instead of the next in rotation. The timed inputs stay the
-    /// task's default seed; a verification seed never equals it.
+    /// pool) instead of the next in rotation. The timed inputs stay those
+    /// of [`Evaluator::timed_seed`]; a verification seed never equals it.
     pub fn verify_next_on(&mut self, index: u64) {
         self.next_verify_index = Some(index);
     }
@@ -695,26 +720,23 @@ impl<B: Backend> Evaluator<B> {
         wall: &mut WallTimes,
         resources: &mut [KernelResources],
     ) -> Result<SizeResult, BackendError> {
-        let timed = self.problem(task, size, task.default_seed(), wall);
-        let vseed = verify_seed(task.default_seed(), seed_index);
+        let tseed = self.timed_seed(task);
+        let timed = self.problem(task, size, tseed, wall);
+        let vseed = self.verify_seed(task, seed_index);
         let verify = self.problem(task, size, vseed, wall);
         let triton = self.backend.dialect() == kevo_backend::Dialect::Triton;
         let launches = self.resolve_launches(task, &timed, kernels, declared, triton)?;
         self.note_occupancy(kernels, &launches, resources);
         // Needed before the runs: a timed run whose outputs differ from the
         // first one's is checked on its own as soon as it is seen.
-        let timed_reference = self.reference(task, size, task.default_seed(), &timed, wall)?;
+        let timed_reference = self.reference(task, size, tseed, &timed, wall)?;
         let mut rng = rand::rng();
         let warmups = self.config.draw_warmups();
         let scrub_pattern = scrub.then(|| rng.random::<u32>());
 
         let t = Instant::now();
         let mut device = DeviceBuffers::default();
-        let timed_key = (
-            task.content_hash().to_string(),
-            size.clone(),
-            task.default_seed(),
-        );
+        let timed_key = (task.content_hash().to_string(), size.clone(), tseed);
         let verify_key = (task.content_hash().to_string(), size.clone(), vseed);
         let utility = self.utility.take().expect("compiled before the first size");
         let mut check_s = 0.0;
@@ -1018,7 +1040,7 @@ impl<B: Backend> Evaluator<B> {
         op: VendorOp<usize>,
     ) -> Result<VendorRun, VendorError> {
         let mut wall = WallTimes::default();
-        let seed = task.default_seed();
+        let seed = self.timed_seed(task);
         let problem = self.problem(task, size, seed, &mut wall);
         let reference = self.reference(task, size, seed, &problem, &mut wall)?;
         let checksum_key = self.utility()?.key;
@@ -1348,17 +1370,5 @@ mod tests {
         let t = TimeStats::from_samples(vec![1.0, 2.0, 3.0, 4.0, 5.0]);
         assert_eq!((t.q1_s, t.q3_s), (2.0, 4.0));
         assert!((t.spread - 2.0 / 3.0).abs() < 1e-12);
-    }
-
-    #[test]
-    fn verify_seeds_differ_from_the_timed_seed_and_each_other() {
-        let base = 0xBEEF;
-        let seeds: Vec<u64> = (0..4).map(|k| verify_seed(base, k)).collect();
-        assert!(!seeds.contains(&base));
-        for i in 0..4 {
-            for j in 0..i {
-                assert_ne!(seeds[i], seeds[j]);
-            }
-        }
     }
 }

@@ -29,8 +29,8 @@ kevo_runtimes::backend_tests!(
 /// A worker holds a folder task's expected outputs only for the seeds its
 /// coordinator computed: the timed seed and the verification seed it chose
 /// (`Evaluator::verify_next_on`). Verified on that seed the candidate is
-/// correct; on the worker's own rotation (a fresh worker starts at 0) the
-/// answer is missing, which the worker reports naming it.
+/// correct; a fresh evaluator draws its own secret, so its inputs are not
+/// the shipped ones and the worker reports the answer missing, naming it.
 fn a_chosen_verification_seed_is_the_one_whose_answers_were_shipped(b: UnderTest) {
     if b.dialect != Dialect::OpenCl {
         return;
@@ -60,9 +60,11 @@ fn a_chosen_verification_seed_is_the_one_whose_answers_were_shipped(b: UnderTest
     let worker = load().into_shipped_task();
     let sizes = smoke(&coordinator);
     let chosen = 2;
-    let timed = coordinator.default_seed();
+    let Some(mut ev) = evaluator(b) else { return };
+    // The evaluator's seeds, from its secret, as a supervisor computes them.
+    let timed = ev.timed_seed(&coordinator);
     for size in &sizes {
-        for seed in [timed, kevo_eval::verify_seed(timed, chosen)] {
+        for seed in [timed, ev.verify_seed(&coordinator, chosen)] {
             let (fingerprint, outputs) = coordinator
                 .folder()
                 .unwrap()
@@ -76,7 +78,6 @@ fn a_chosen_verification_seed_is_the_one_whose_answers_were_shipped(b: UnderTest
         }
     }
     let source = seed(&worker, Dialect::OpenCl);
-    let Some(mut ev) = evaluator(b) else { return };
     ev.verify_next_on(chosen);
     let e = ev.evaluate(&worker, source, &sizes);
     assert!(e.outcome.is_correct(), "{}", e.outcome.summary());
@@ -88,7 +89,7 @@ fn a_chosen_verification_seed_is_the_one_whose_answers_were_shipped(b: UnderTest
     let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         fresh.evaluate(&worker, source, &sizes)
     }))
-    .expect_err("verified on seed 0, whose answers were not shipped");
+    .expect_err("another evaluator's inputs, whose answers were not shipped");
     let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
     assert!(
         message.contains("no expected outputs were sent"),

@@ -1007,8 +1007,18 @@ impl RunConfig {
 
     /// The evaluation worker these settings describe (`eval` and `bench`,
     /// which may evaluate every task).
+    /// Its inputs come from one secret per command (`KEVO_INPUTS_SECRET`
+    /// names one to reproduce), shared by every worker the command starts.
     pub fn worker_config(&self) -> Result<kevo_worker::WorkerConfig, ConfigError> {
-        Ok(self.options_for(String::new())?.worker_config())
+        let secret = kevo_eval::InputSecret::from_env_or_draw().map_err(|e| ConfigError {
+            place: "KEVO_INPUTS_SECRET".into(),
+            key: None,
+            message: e.to_string(),
+        })?;
+        Ok(self
+            .options_for(String::new())?
+            .worker_config()
+            .with_inputs_secret(Some(secret)))
     }
 
     fn options_for(&self, task: String) -> Result<EvolveOptions, ConfigError> {

@@ -56,6 +56,11 @@ pub struct EvolveOptions {
     pub analyst: Option<String>,
     /// Seed of the ensemble's model choice.
     pub rng_seed: u64,
+    /// The secret the run's inputs are drawn from (`kevo_eval::InputSecret`):
+    /// drawn when the run is created (or read from `KEVO_INPUTS_SECRET`) and
+    /// kept with it, so a resumed run and every worker see the same inputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs_secret: Option<kevo_eval::InputSecret>,
     /// Start from this kernel instead of the task's seed (kept in the run,
     /// so a resume needs nothing else).
     #[serde(default)]
@@ -312,6 +317,7 @@ impl EvolveOptions {
             reference_kernel: None,
             analyst: None,
             rng_seed: 0x6B65_766F,
+            inputs_secret: None,
             start_source: None,
             timing: kevo_worker::TimingOptions::default(),
             limits: kevo_worker::Limits::default(),
@@ -351,6 +357,7 @@ impl EvolveOptions {
             .with_declared_ceilings(self.declared_ceilings)
             .with_sandbox(self.sandbox.clone())
             .with_triton_python(self.triton_python.clone())
+            .with_inputs_secret(self.inputs_secret)
     }
 
     /// Where the analyst's exchanges are recorded with `--record FILE`:

@@ -202,6 +202,8 @@ pub enum EvolveError {
     NoValidationSizes { task: String, set: String },
     #[error("run {run} cannot be resumed: {reason}")]
     Resume { run: String, reason: String },
+    #[error("KEVO_INPUTS_SECRET: {0}")]
+    InputsSecret(String),
     #[error("--candidates-per-iteration must be at least 1")]
     NoCandidatesPerIteration,
     /// `--model-choice ucb` with one model: there is nothing to choose.
@@ -1044,7 +1046,8 @@ fn run_config(
                 // --devices; of different models with --mixed-devices).
                 "workers": worker.devices(),
                 "seeds": {
-                    "inputs": task.default_seed(),
+                    "inputs_secret": options.inputs_secret,
+                    "task_seed": task.default_seed(),
                     "ensemble": options.rng_seed,
                     "strategy": match &options.strategy {
                         kevo_strategy::StrategyConfig::OnePlusOne => None,
@@ -1060,11 +1063,20 @@ fn run_config(
 
 impl<'e> Session<'e> {
     async fn open(
-        options: EvolveOptions,
+        mut options: EvolveOptions,
         task: &'static Task,
         env: &'e Environment,
         existing: Option<RunId>,
     ) -> Result<Session<'e>, EvolveError> {
+        // A run's inputs come from a secret drawn when it is created and
+        // stored with its settings; a run stored without one (made before
+        // inputs were secret) draws a fresh one each time it is opened.
+        if options.inputs_secret.is_none() {
+            options.inputs_secret = Some(
+                kevo_eval::InputSecret::from_env_or_draw()
+                    .map_err(|e| EvolveError::InputsSecret(e.to_string()))?,
+            );
+        }
         if options.validation.enabled && task.sizes(options.sizes).validation.is_empty() {
             return Err(EvolveError::NoValidationSizes {
                 task: task.name().to_string(),

@@ -211,6 +211,21 @@ pub trait TaskCode: Send + Sync {
     fn problem(&self, size: &Size, seed: u64) -> Problem;
     /// The CPU reference for `problem` (built by `self.problem(size, seed)`).
     fn reference(&self, size: &Size, problem: &Problem) -> Reference;
+    /// The reference for a check that looks at a sample of the outputs
+    /// (hmc's exactly simulated chains), drawn with `key`: an evaluator
+    /// passes a key the kernel never sees, so a kernel cannot tell which
+    /// outputs will be looked at by reading its inputs. Tasks that check
+    /// every output ignore it.
+    fn reference_keyed(&self, size: &Size, problem: &Problem, _key: u64) -> Reference {
+        self.reference(size, problem)
+    }
+    /// The output buffers an honest kernel writes for `problem`, as the
+    /// reference computes them, where it determines every byte (nbody,
+    /// hmc). The adversarial suite embeds such answers in a kernel to show
+    /// that answers computed for inputs known in advance do not pass.
+    fn exact_outputs(&self, _size: &Size, _problem: &Problem) -> Option<Vec<Vec<u8>>> {
+        None
+    }
     /// Compare the downloaded `outputs` with the reference.
     fn check(
         &self,
@@ -467,6 +482,15 @@ impl Task {
     }
     pub fn reference(&self, size: &Size, problem: &Problem) -> Reference {
         self.code.reference(size, problem)
+    }
+    /// [`TaskCode::exact_outputs`].
+    pub fn exact_outputs(&self, size: &Size, problem: &Problem) -> Option<Vec<Vec<u8>>> {
+        self.code.exact_outputs(size, problem)
+    }
+    /// [`TaskCode::reference_keyed`]: the reference whose sampled outputs
+    /// (where the check samples) are chosen by `key`.
+    pub fn reference_keyed(&self, size: &Size, problem: &Problem, key: u64) -> Reference {
+        self.code.reference_keyed(size, problem, key)
     }
     pub fn check(
         &self,

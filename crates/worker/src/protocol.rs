@@ -139,6 +139,12 @@ impl WorkerConfig {
         self
     }
 
+    /// Draw inputs from `secret`; `None` leaves it to [`crate::Worker::start`].
+    pub fn with_inputs_secret(mut self, secret: Option<kevo_eval::InputSecret>) -> Self {
+        self.eval.inputs_secret = secret;
+        self
+    }
+
     pub fn with_compile(mut self, compile: CompileOptions) -> Self {
         self.eval.compile = compile;
         self

@@ -238,7 +238,14 @@ fn describe_exit(status: Option<std::process::ExitStatus>) -> String {
 
 impl Worker {
     /// Start a worker and wait until its device is open.
-    pub fn start(command: WorkerCommand, config: WorkerConfig) -> Result<Worker, WorkerError> {
+    pub fn start(command: WorkerCommand, mut config: WorkerConfig) -> Result<Worker, WorkerError> {
+        // Drawn here when the caller chose none, so the worker's inputs and
+        // the expected outputs computed here for a folder task agree, and
+        // a respawned worker keeps them.
+        config
+            .eval
+            .inputs_secret
+            .get_or_insert_with(kevo_eval::InputSecret::draw);
         let mut worker = Worker {
             command,
             config,
@@ -275,6 +282,14 @@ impl Worker {
 
     pub fn stats(&self) -> &WorkerStats {
         &self.stats
+    }
+
+    /// The secret this worker's inputs are drawn from.
+    pub fn inputs_secret(&self) -> kevo_eval::InputSecret {
+        self.config
+            .eval
+            .inputs_secret
+            .expect("set by Worker::start")
     }
 
     /// What the worker could reach, when its config asked (test-only).
@@ -527,8 +542,9 @@ impl Worker {
             return Ok(());
         };
         let hash = t.content_hash().to_string();
-        let seeds: Vec<u64> = std::iter::once(t.default_seed())
-            .chain(verify_index.map(|k| kevo_eval::verify_seed(t.default_seed(), k)))
+        let secret = self.inputs_secret();
+        let seeds: Vec<u64> = std::iter::once(secret.timed_seed(t.default_seed()))
+            .chain(verify_index.map(|k| secret.verify_seed(t.default_seed(), k)))
             .collect();
         let running = self.running.as_mut().expect("spawned before shipping");
         // The reference command runs for several (size, seed) at once: each

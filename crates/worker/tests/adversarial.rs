@@ -21,6 +21,7 @@ kevo_runtimes::backend_tests!(
     class2_and_3_no_state_survives_between_runs,
     class7_a_compile_bomb_is_a_bounded_compile_error,
     class4_a_replayed_answer_fails_verification,
+    class9_answers_tabulated_for_public_inputs_fail,
     class5_under_computing_fails_the_audited_tolerance,
     class6_faster_than_the_hardware_is_suspicious,
     sandbox_a_candidate_reads_no_file,
@@ -51,6 +52,10 @@ fn exploits_are_rejected_with_the_right_outcome(under: UnderTest) {
     on_worker(under, |w, dialect| {
         common::exploits_are_rejected(w, dialect, hang_limits(under).0)
     });
+}
+
+fn class9_answers_tabulated_for_public_inputs_fail(under: UnderTest) {
+    on_worker(under, common::tabulated_answers_fail);
 }
 
 fn a_kernel_tuned_to_the_shown_sizes_fails_the_held_out_size(under: UnderTest) {

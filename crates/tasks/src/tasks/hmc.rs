@@ -256,7 +256,6 @@ fn hmc_step(a: &[f32], q: &mut [f32], chain: u32, step: u32, seed: u32) -> bool 
     accept
 }
 
-#[cfg(test)]
 /// Run `steps` HMC steps on every chain (in parallel): the final states and
 /// the per-chain acceptance counts.
 fn simulate(a: &[f32], d: usize, q0: &[f32], steps: u32, seed: u32) -> (Vec<f32>, Vec<u32>) {
@@ -391,9 +390,12 @@ struct HmcReference {
 }
 
 /// The chains the reference simulates: the last one (bounds handling) and
-/// others drawn from a hash of the initial states, so they change with the
-/// input seed and a kernel cannot know them in advance.
-fn checked_chains(q0: &[f32], k: usize) -> Vec<usize> {
+/// others drawn from a hash of the initial states and `key`. The states
+/// alone are not enough: a kernel sees them and could compute the same
+/// hash, simulate only the chains it finds and sample the rest from the
+/// target. An evaluator passes a key derived from its input secret
+/// (`TaskCode::reference_keyed`), which no kernel sees.
+fn checked_chains(q0: &[f32], k: usize, key: u64) -> Vec<usize> {
     if k <= CHECKED_CHAINS {
         return (0..k).collect();
     }
@@ -407,7 +409,7 @@ fn checked_chains(q0: &[f32], k: usize) -> Vec<usize> {
         .collect::<Vec<_>>()
         .iter()
         .fold(0u64, |h, &c| (h ^ c).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-    let mut rng = Rng::new(h);
+    let mut rng = Rng::new(h ^ key);
     let mut chosen = vec![k - 1];
     while chosen.len() < CHECKED_CHAINS {
         let c = (rng.next_u64() % k as u64) as usize;
@@ -478,10 +480,13 @@ impl TaskCode for Hmc {
         }
     }
     fn reference(&self, size: &Size, problem: &Problem) -> Reference {
+        self.reference_keyed(size, problem, 0)
+    }
+    fn reference_keyed(&self, size: &Size, problem: &Problem, key: u64) -> Reference {
         let (d, k) = dims(size);
         let q0 = init_f32s(problem, 0);
         let a = init_f32s(problem, 3);
-        let chains = checked_chains(&q0, k)
+        let chains = checked_chains(&q0, k, key)
             .into_par_iter()
             .map(|index| {
                 let mut q = q0[index * d..(index + 1) * d].to_vec();
@@ -496,6 +501,18 @@ impl TaskCode for Hmc {
             sigma: target(d).sigma,
             chains,
         })
+    }
+    fn exact_outputs(&self, size: &Size, problem: &Problem) -> Option<Vec<Vec<u8>>> {
+        let (d, _) = dims(size);
+        let (q, accepted) = simulate(
+            &init_f32s(problem, 3),
+            d,
+            &init_f32s(problem, 0),
+            T,
+            RNG_SEED,
+        );
+        let accepted: Vec<u8> = accepted.iter().flat_map(|a| a.to_le_bytes()).collect();
+        Some(vec![f32s_to_bytes(&q), accepted])
     }
     fn check(&self, size: &Size, _: &Problem, r: &Reference, outputs: &[Vec<u8>]) -> Verdict {
         let (d, k) = dims(size);
@@ -652,6 +669,21 @@ mod tests {
     }
 
     /// The exact algorithm, simulated on the CPU, passes the check at every
+    /// The sampled chains depend on the key, not only on the states a
+    /// kernel sees: with the states alone a kernel could find them.
+    #[test]
+    fn the_checked_chains_depend_on_a_key_the_kernel_does_not_see() {
+        let k = 4096;
+        let q0 = normal_f32(k * 4, 11, 0);
+        let a = checked_chains(&q0, k, 1);
+        let b = checked_chains(&q0, k, 2);
+        assert_eq!(a, checked_chains(&q0, k, 1));
+        assert_eq!((a.len(), *a.last().unwrap()), (CHECKED_CHAINS, k - 1));
+        let shared = a.iter().filter(|c| b.contains(c)).count();
+        // Two random draws of 63 of 4096 share about one chain.
+        assert!(shared < 8, "{shared} of {CHECKED_CHAINS} chains shared");
+    }
+
     /// smoke size and for several input seeds: the check and the algorithm
     /// agree, and the smoke sizes are not flaky.
     #[test]
