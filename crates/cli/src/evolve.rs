@@ -717,7 +717,10 @@ fn provenance_line(config: &serde_json::Value) -> String {
             seeds
                 .iter()
                 .filter(|(_, v)| !v.is_null())
-                .map(|(k, v)| format!("{k} {v}"))
+                .map(|(k, v)| match v.as_str() {
+                    Some(text) => format!("{k} {text}"),
+                    None => format!("{k} {v}"),
+                })
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
@@ -735,6 +738,20 @@ fn provenance_line(config: &serde_json::Value) -> String {
             .map(|s| s.to_string())
             .unwrap_or_else(|_| "source not recorded".into()),
     )
+}
+
+// `kevo show` prints what the store holds, some of it written by a model
+// endpoint (model names, errors, the model's reasons, prompt variants).
+// From here to the end of this file `println!` escapes control characters
+// (`\u001b`; JSON stays valid JSON): stores written before the provider
+// layer cleaned replies may hold them.
+macro_rules! println {
+    () => {
+        std::println!()
+    };
+    ($($arg:tt)*) => {
+        std::println!("{}", kevo_proposer::sanitize::terminal(&format!($($arg)*)))
+    };
 }
 
 pub fn show(run: &str, store: StoreArgs, json: bool) -> Result<ExitCode> {

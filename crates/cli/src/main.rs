@@ -286,12 +286,14 @@ fn llm(command: LlmCommand) -> Result<ExitCode> {
     let mut failed = false;
     for spec in &llm {
         let results = runtime.block_on(kevo_proposer::probe_all(spec, &config))?;
+        // What an endpoint sent is printed with control characters escaped.
+        use kevo_proposer::sanitize::terminal;
         for r in results {
             match r {
-                Ok(report) => println!("{report}"),
+                Ok(report) => println!("{}", terminal(&report.to_string())),
                 Err(e) => {
                     failed = true;
-                    println!("{spec}: FAILED: {e}");
+                    println!("{}", terminal(&format!("{spec}: FAILED: {e}")));
                 }
             }
         }

@@ -167,7 +167,8 @@ esac
             && shown.contains("(commit ")
             && shown.contains("; task saxpy (definition ")
             && shown.contains("ceilings")
-            && shown.contains("; seeds ensemble 1801811567, inputs "),
+            && shown.contains("; seeds ensemble 1801811567, inputs_secret ")
+            && shown.contains(", task_seed "),
         "{shown}"
     );
     // The failed call fails again, saying it was recorded.

@@ -13,6 +13,9 @@
 //! - [`parse`]: turns a response back into source, from a fenced block or
 //!   SEARCH/REPLACE edits, enforcing `EVOLVE-BLOCK` regions; failures are
 //!   typed results, never silently dropped.
+//! - [`sanitize`]: every string an endpoint supplies (model name, error
+//!   text, finish reason, reasoning) is stripped of control characters
+//!   before it is stored or printed.
 
 pub mod accounting;
 pub mod bandit;
@@ -26,6 +29,7 @@ pub mod prompt;
 pub mod providers;
 pub mod redact;
 pub mod retry;
+pub mod sanitize;
 pub mod secret;
 pub mod spec;
 pub mod types;

@@ -3,7 +3,8 @@
 //! behind. A run can wait minutes on a flaky endpoint; the user should see
 //! why. The CLI installs a sink that prints to stderr; without one the
 //! notices go to `tracing` at warn level. Notices are redacted before they
-//! get here.
+//! get here, and cleaned of control characters here (they quote errors an
+//! endpoint wrote).
 
 use std::sync::{Arc, OnceLock, RwLock};
 
@@ -20,6 +21,7 @@ pub fn set_sink(f: impl Fn(&str) + Send + Sync + 'static) {
 }
 
 pub fn notice(line: &str) {
+    let line = &crate::sanitize::text(line);
     let current = sink().read().unwrap_or_else(|e| e.into_inner()).clone();
     match current {
         Some(f) => f(line),

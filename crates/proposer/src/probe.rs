@@ -113,6 +113,8 @@ async fn probe_one(
         usage: c.usage,
         cost_usd: c.cost_usd,
         finish_reason: c.finish_reason,
-        reply: snippet(c.text.trim(), 200),
+        // The answer's text is not cleaned on its way (it is code); this
+        // start of it is only shown.
+        reply: crate::sanitize::text(&snippet(c.text.trim(), 200)),
     })
 }

@@ -9,6 +9,7 @@ use kevo_store::HeldOutRole;
 use serde_json::{Value, json};
 
 use crate::data::{Point, RunData};
+use crate::embed::json_for_html;
 use crate::svg::{self, Along, escape, number};
 
 const STYLE: &str = include_str!("report.css");
@@ -61,9 +62,8 @@ pub fn render_report_with(data: &RunData, options: &RenderOptions) -> String {
     page.push_str(&prompt_variants_section(data));
     page.push_str(&phases_section(data));
     page.push_str(&settings_section(data));
-    let machine = serde_json::to_string(&machine_readable(data, &points))
-        .unwrap_or_default()
-        .replace("</", "<\\/");
+    // Inert whatever the data holds: no `<`, `>` or `&` is left in it.
+    let machine = json_for_html(&machine_readable(data, &points));
     let _ = write!(
         page,
         r#"<script type="application/json" id="kevo-report-data">{machine}</script>"#
@@ -798,6 +798,83 @@ mod tests {
             held_out: Vec::new(),
             seed: Some(CandidateId(1)),
             winner: Some(CandidateId(i64::from(n) + 1)),
+        }
+    }
+
+    /// Model names a server could send: markup that would end or comment
+    /// out a script element, terminal escapes, bidi overrides.
+    const HOSTILE: &[&str] = &[
+        "x<!--<script>alert(1)</script>\u{1b}]0;pwned\u{7}\u{1b}[2J",
+        "</script><script>alert(2)</script>",
+        "<!--<script>",
+        "x</SCRIPT ><img src=x onerror=alert(3)>",
+        "a\u{2028}b\u{2029}c & d\u{202e}e",
+    ];
+
+    #[test]
+    fn a_hostile_model_name_stays_inert_in_the_page() {
+        for evil in HOSTILE {
+            let mut data = run("one_plus_one", 2);
+            for c in data.candidates.values_mut() {
+                c.model = Some(evil.to_string());
+                c.provider = Some("openai".into());
+            }
+            data.llm_calls.push(kevo_store::StoredLlmCall {
+                id: kevo_store::LlmCallId(1),
+                run_id: RunId("r".into()),
+                candidate_id: Some(CandidateId(2)),
+                iteration: 1,
+                call: kevo_store::NewLlmCall {
+                    purpose: "propose".into(),
+                    provider: "openai".into(),
+                    model: evil.to_string(),
+                    prompt_system: String::new(),
+                    prompt_user: String::new(),
+                    response: Some("```c\n```".into()),
+                    reasoning: None,
+                    input_tokens: Some(1),
+                    output_tokens: Some(1),
+                    reasoning_tokens: None,
+                    cost_usd: Some(0.01),
+                    latency_s: 1.0,
+                    error: None,
+                },
+                created_at: Utc::now(),
+            });
+            let tail = "<script>document.body.dataset.ran = '1';</script>";
+            let page = render_report_with(
+                &data,
+                &RenderOptions {
+                    tail: tail.into(),
+                    home: None,
+                },
+            );
+            // Exactly the data block and the tail are script elements, and
+            // the data block ends where it should: the tail follows it.
+            assert_eq!(page.matches("<script").count(), 2, "{evil}");
+            let open = r#"<script type="application/json" id="kevo-report-data">"#;
+            let start = page.find(open).unwrap() + open.len();
+            let block = &page[start..start + page[start..].find("</script>").unwrap()];
+            assert!(
+                page[start + block.len()..].starts_with(&format!("</script>{tail}")),
+                "{evil}"
+            );
+            for bad in ["<", ">", "&", "\u{2028}", "\u{2029}"] {
+                assert!(!block.contains(bad), "{bad:?} in {block}");
+            }
+            let machine: Value = serde_json::from_str(block).unwrap();
+            assert_eq!(
+                machine["models"][0]["model"],
+                format!("openai:{evil}"),
+                "the data block holds the name as it was stored"
+            );
+            // In the page's text the name is escaped markup, and the
+            // terminal and bidi controls are replaced.
+            assert!(!page.contains("<!--"), "{evil}");
+            assert!(!page.contains("<img"), "{evil}");
+            for c in ['\u{1b}', '\u{7}', '\u{202e}'] {
+                assert!(!page.contains(c), "{c:?} in the page");
+            }
         }
     }
 

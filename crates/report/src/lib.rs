@@ -5,6 +5,7 @@
 //! offline report and the live dashboard.
 
 mod data;
+mod embed;
 mod html;
 pub mod serve;
 mod svg;

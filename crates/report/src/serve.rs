@@ -18,6 +18,7 @@ use axum::routing::get;
 use kevo_store::{RunId, Store};
 use serde_json::json;
 
+use crate::embed::json_for_html;
 use crate::html::{RenderOptions, render_report_with};
 use crate::svg::{escape, number};
 use crate::{ReportError, RunData};
@@ -63,12 +64,9 @@ fn error_page(status: StatusCode, message: &str) -> Response {
 /// again and every `<section id>` (and the embedded data) replaced.
 /// `document.body.dataset.updates` counts the swaps.
 fn live_script(version_url: &str, version: &str) -> String {
-    let url = serde_json::to_string(version_url)
-        .unwrap_or_default()
-        .replace("</", "<\\/");
-    let version = serde_json::to_string(version)
-        .unwrap_or_default()
-        .replace("</", "<\\/");
+    // JavaScript string literals that no markup can close or comment out.
+    let url = json_for_html(version_url);
+    let version = json_for_html(version);
     format!(
         r#"<script>
 (function () {{
@@ -233,5 +231,20 @@ fn version_response(version: Result<String, ReportError>, id: &str) -> Response 
             (StatusCode::NOT_FOUND, format!("no run {id}")).into_response()
         }
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_live_script_holds_no_markup_whatever_it_embeds() {
+        let script = live_script("/api/runs/x</script>/version", "<!--<script>\u{2028}");
+        assert_eq!(script.matches("<script").count(), 1, "{script}");
+        assert_eq!(script.matches("</script>").count(), 1, "{script}");
+        assert!(script.ends_with("</script>"));
+        assert!(!script.contains("<!--") && !script.contains('\u{2028}'));
+        assert!(script.contains(r#"var version = "\u003c!--\u003cscript\u003e\u2028";"#));
     }
 }

@@ -45,6 +45,10 @@ pub fn outcome_label(outcome: &str) -> &'static str {
     }
 }
 
+/// Text for HTML (element text or an attribute value). Control
+/// characters other than tab, newline and CR (C0, DEL, C1) and the bidi
+/// embeddings, overrides and isolates, which would reorder what a cell
+/// shows, become U+FFFD: stored text may come from a model endpoint.
 pub fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -54,6 +58,11 @@ pub fn escape(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
+            '\t' | '\n' | '\r' => out.push(c),
+            '\u{0}'..='\u{1f}'
+            | '\u{7f}'..='\u{9f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2066}'..='\u{2069}' => out.push('\u{fffd}'),
             c => out.push(c),
         }
     }
@@ -599,6 +608,10 @@ mod tests {
         assert_eq!(
             escape("<a href=\"x\">&'"),
             "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
+        assert_eq!(
+            escape("x<!--\u{1b}]0;pwned\u{7}\u{9b}2J\u{202e}gpt\t\r\n"),
+            "x&lt;!--\u{fffd}]0;pwned\u{fffd}\u{fffd}2J\u{fffd}gpt\t\r\n"
         );
     }
 }

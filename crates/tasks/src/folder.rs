@@ -434,7 +434,12 @@ pub type FolderFiles = BTreeMap<String, Vec<u8>>;
 pub const MAX_FOLDER_BYTES: u64 = 256 << 20;
 
 /// Every regular file under `root`, except names starting with a dot (VCS
-/// metadata, editor files, caches).
+/// metadata, editor files, caches). Symbolic links are followed only where
+/// they resolve inside the folder: a link to a file or directory outside
+/// it (a `brief.md` pointing at a key file, say) is refused, naming the
+/// link and where it points, since what is read here goes into prompts
+/// sent to a model, into the store and to every worker. A link back to a
+/// directory that holds it (a loop) is refused too.
 pub fn read_folder(root: &Path) -> Result<FolderFiles, FolderError> {
     let err = |key: &str, message: String| FolderError {
         file: root.display().to_string(),
@@ -447,10 +452,16 @@ pub fn read_folder(root: &Path) -> Result<FolderFiles, FolderError> {
             "is not a directory; a task folder holds a task.toml".into(),
         ));
     }
+    // The folder itself may be reached through links: what counts as
+    // inside is where it really is.
+    let inside = std::fs::canonicalize(root)
+        .map_err(|e| err("folder", format!("cannot resolve the folder's path ({e})")))?;
     let mut files = FolderFiles::new();
     let mut total = 0u64;
-    let mut pending = vec![(root.to_path_buf(), String::new())];
-    while let Some((dir, prefix)) = pending.pop() {
+    // (the directory, its key prefix, where it and each directory above
+    // it up to the folder really are)
+    let mut pending = vec![(root.to_path_buf(), String::new(), vec![inside.clone()])];
+    while let Some((dir, prefix, real_dirs)) = pending.pop() {
         let entries = std::fs::read_dir(&dir)
             .map_err(|e| err(&prefix, format!("cannot list the directory ({e})")))?;
         for entry in entries {
@@ -460,11 +471,55 @@ pub fn read_folder(root: &Path) -> Result<FolderFiles, FolderError> {
                 continue;
             }
             let relative = format!("{prefix}{name}");
-            let path = entry.path();
+            let link = entry
+                .file_type()
+                .map_err(|e| err(&relative, format!("cannot read ({e})")))?
+                .is_symlink();
+            // What is read: the entry itself, or the resolved target of a
+            // link (read by that path, not through the link again).
+            let (path, real) = if link {
+                let target = std::fs::canonicalize(entry.path()).map_err(|e| {
+                    err(
+                        &relative,
+                        format!(
+                            "is a symbolic link to {} that cannot be followed ({e})",
+                            std::fs::read_link(entry.path())
+                                .map(|t| t.display().to_string())
+                                .unwrap_or_else(|_| "?".into())
+                        ),
+                    )
+                })?;
+                if !target.starts_with(&inside) {
+                    return Err(err(
+                        &relative,
+                        format!(
+                            "is a symbolic link to {}, outside the task folder {}; a task \
+                             folder's files must be inside it (copy the file in instead)",
+                            target.display(),
+                            inside.display()
+                        ),
+                    ));
+                }
+                if real_dirs.iter().any(|d| d.starts_with(&target)) {
+                    return Err(err(
+                        &relative,
+                        format!(
+                            "is a symbolic link to {}, a directory the link is in (a loop)",
+                            target.display()
+                        ),
+                    ));
+                }
+                (target.clone(), target)
+            } else {
+                let real_dir = real_dirs.last().expect("the folder at least");
+                (entry.path(), real_dir.join(&name))
+            };
             let meta = std::fs::metadata(&path)
                 .map_err(|e| err(&relative, format!("cannot read ({e})")))?;
             if meta.is_dir() {
-                pending.push((path, format!("{relative}/")));
+                let mut below = real_dirs.clone();
+                below.push(real);
+                pending.push((path, format!("{relative}/"), below));
             } else if meta.is_file() {
                 total += meta.len();
                 if total > MAX_FOLDER_BYTES {

@@ -46,7 +46,9 @@ pub fn description(response: &str) -> Option<String> {
         }
     }
     let text = prose.join(" ");
-    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    // Prose a model wrote, quoted in later prompts and history: no control
+    // character survives (the code blocks are not part of it).
+    let text = crate::sanitize::line(&text.split_whitespace().collect::<Vec<_>>().join(" "));
     let sentence = first_sentence(&text);
     if sentence.is_empty() {
         return None;
@@ -85,6 +87,12 @@ mod tests {
         // A paragraph break ends it without a full stop.
         let r = "- Tile into local memory\n\nSecond paragraph.";
         assert_eq!(description(r).as_deref(), Some("Tile into local memory"));
+        // Terminal escapes in the prose are replaced.
+        let r = "Tile\u{1b}]0;pwned\u{7} it.\n```c\nchar e = '\u{1b}';\n```";
+        assert_eq!(
+            description(r).as_deref(),
+            Some("Tile\u{fffd}]0;pwned\u{fffd} it.")
+        );
     }
 
     #[test]

@@ -19,6 +19,7 @@ use crate::accounting::Accounting;
 use crate::config::{ApiKind, ProviderConfig};
 use crate::error::ProviderError;
 use crate::pricing::PriceTable;
+use crate::sanitize;
 use crate::types::{ChatRequest, Completion};
 
 /// What a batch costs against live calls of the same model: both OpenAI's
@@ -146,11 +147,20 @@ impl BatchProvider {
     }
 
     /// Send `requests` (custom id, request) as one batch; the provider's
-    /// id of the batch. Refused when the cost cap cannot cover them.
+    /// id of the batch. Refused when the cost cap cannot cover them. The
+    /// id and any error are cleaned of control characters
+    /// ([`crate::sanitize`]): both are stored and printed.
     pub async fn submit(
         &self,
         requests: &[(String, ChatRequest)],
     ) -> Result<String, ProviderError> {
+        self.send(requests)
+            .await
+            .map(|id| sanitize::line(&id))
+            .map_err(sanitize::error)
+    }
+
+    async fn send(&self, requests: &[(String, ChatRequest)]) -> Result<String, ProviderError> {
         // The whole batch's worst case (every request at its output limit,
         // at the batch price) must fit under the cost cap before it is
         // sent; one batch is out at a time, and its cost is counted when
@@ -238,8 +248,17 @@ impl BatchProvider {
     }
 
     /// Where batch `batch` stands; once it ended, its results, each
-    /// priced at the batch price and counted in the accounting.
+    /// priced at the batch price and counted in the accounting. Statuses,
+    /// results and errors are cleaned of control characters
+    /// ([`crate::sanitize`]), as a live call's are.
     pub async fn poll(&self, batch: &str) -> Result<BatchState, ProviderError> {
+        self.fetch(batch)
+            .await
+            .map(cleaned)
+            .map_err(sanitize::error)
+    }
+
+    async fn fetch(&self, batch: &str) -> Result<BatchState, ProviderError> {
         let headers = self.headers();
         let state = match &self.api {
             Api::OpenAi(p) => {
@@ -358,7 +377,7 @@ impl BatchProvider {
                 BatchState::Ended { status, results }
             }
         };
-        let state = self.priced(state);
+        let state = cleaned(self.priced(state));
         if let BatchState::Ended { results, .. } = &state {
             for r in results.values() {
                 match r {
@@ -381,6 +400,7 @@ impl BatchProvider {
             .post_json(&url, &self.headers(), &json!({}))
             .await
             .map(|_| ())
+            .map_err(sanitize::error)
     }
 
     fn worst_case_cost(&self, requests: &[(String, ChatRequest)]) -> Option<f64> {
@@ -428,5 +448,28 @@ impl BatchProvider {
             },
             running => running,
         }
+    }
+}
+
+/// `state` with its status, every completion and every error cleaned of
+/// control characters.
+fn cleaned(state: BatchState) -> BatchState {
+    match state {
+        BatchState::Running {
+            status,
+            done,
+            total,
+        } => BatchState::Running {
+            status: sanitize::line(&status),
+            done,
+            total,
+        },
+        BatchState::Ended { status, results } => BatchState::Ended {
+            status: sanitize::text(&status),
+            results: results
+                .into_iter()
+                .map(|(id, r)| (id, r.map(sanitize::completion).map_err(sanitize::error)))
+                .collect(),
+        },
     }
 }

@@ -35,7 +35,8 @@ pub struct Managed {
     prices: PriceTable,
     cost: CostPolicy,
     accounting: Accounting,
-    /// Applied to every completion, error and notice that leaves here.
+    /// Applied to every completion, error and notice that leaves here,
+    /// before [`crate::sanitize`] cleans them of control characters.
     redactor: Redactor,
     /// The output-token limit of a request that sets none: the worst case
     /// of a call's cost.
@@ -101,7 +102,7 @@ impl Managed {
         let redact = |t: &str| self.redactor.text(t);
         match with_retries(&self.policy, &self.label, &redact, attempt).await {
             Ok((c, attempts)) => {
-                let mut c = self.redactor.completion(c);
+                let mut c = crate::sanitize::completion(self.redactor.completion(c));
                 c.attempts = attempts;
                 c.cost_usd = match self.cost {
                     CostPolicy::Free => Some(0.0),
@@ -116,7 +117,7 @@ impl Managed {
             }
             Err((e, attempts)) => {
                 self.accounting.record_failure(&self.label, attempts);
-                Err(self.redactor.error(e))
+                Err(crate::sanitize::error(self.redactor.error(e)))
             }
         }
     }

@@ -445,6 +445,76 @@ fn a_reference_kernel_and_a_missing_task_file_are_handled() {
     assert!(e.message.contains("a task folder holds a task.toml"), "{e}");
 }
 
+#[test]
+fn a_link_to_a_file_outside_the_folder_is_refused_and_one_inside_is_read() {
+    use std::os::unix::fs::symlink;
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("id_ed25519");
+    std::fs::write(&secret, "PRIVATE KEY\n").unwrap();
+    let real_secret = std::fs::canonicalize(&secret).unwrap();
+
+    // brief.md pointing outside: refused, naming the link and its target,
+    // and nothing of the target is read.
+    let dir = folder(TASK);
+    std::fs::remove_file(dir.path().join("brief.md")).unwrap();
+    symlink(&secret, dir.path().join("brief.md")).unwrap();
+    let e = FolderTask::load(dir.path()).unwrap_err();
+    assert_eq!(e.key, "brief.md", "{e}");
+    assert!(
+        e.message.contains(&format!(
+            "is a symbolic link to {}, outside the task folder",
+            real_secret.display()
+        )),
+        "{e}"
+    );
+    assert!(!e.to_string().contains("PRIVATE KEY"));
+    // A relative link that climbs out is the same.
+    std::fs::remove_file(dir.path().join("brief.md")).unwrap();
+    let climb = Path::new("..")
+        .join(outside.path().file_name().unwrap())
+        .join("id_ed25519");
+    symlink(&climb, dir.path().join("brief.md")).unwrap();
+    let e = FolderTask::load(dir.path()).unwrap_err();
+    assert!(e.message.contains("outside the task folder"), "{e}");
+
+    // A file the task does not name, or a directory, pointing outside is
+    // refused too: the whole folder is shipped to workers and hashed.
+    let dir = folder(TASK);
+    symlink(outside.path(), dir.path().join("data")).unwrap();
+    let e = FolderTask::load(dir.path()).unwrap_err();
+    assert_eq!(e.key, "data", "{e}");
+    assert!(e.message.contains("outside the task folder"), "{e}");
+
+    // A link that stays inside is followed: the brief is the target's.
+    let dir = folder(TASK);
+    std::fs::create_dir(dir.path().join("docs")).unwrap();
+    std::fs::write(dir.path().join("docs/brief.md"), "Scale x, linked.\n").unwrap();
+    std::fs::remove_file(dir.path().join("brief.md")).unwrap();
+    symlink("docs/brief.md", dir.path().join("brief.md")).unwrap();
+    symlink("docs", dir.path().join("notes")).unwrap();
+    let t = FolderTask::load(dir.path()).unwrap();
+    assert_eq!(t.brief, "Scale x, linked.\n");
+    assert_eq!(t.files["notes/brief.md"], b"Scale x, linked.\n");
+
+    // The folder reached through a link of its own is read as usual.
+    let via = outside.path().join("task-link");
+    symlink(dir.path(), &via).unwrap();
+    assert_eq!(FolderTask::load(&via).unwrap().brief, "Scale x, linked.\n");
+
+    // A loop, and a link to nothing, are refused by name.
+    symlink("..", dir.path().join("docs/up")).unwrap();
+    let e = FolderTask::load(dir.path()).unwrap_err();
+    assert!(
+        e.key.ends_with("up") && e.message.contains("(a loop)"),
+        "{e}"
+    );
+    std::fs::remove_file(dir.path().join("docs/up")).unwrap();
+    symlink("missing.md", dir.path().join("dangling.md")).unwrap();
+    let e = FolderTask::load(dir.path()).unwrap_err();
+    assert_eq!(e.key, "dangling.md", "{e}");
+    assert!(e.message.contains("missing.md"), "{e}");
+}
+
 fn loaded() -> (tempfile::TempDir, FolderTask) {
     let dir = folder(TASK);
     let t = FolderTask::load(dir.path()).unwrap();
