@@ -2,9 +2,12 @@
 //! `@triton.jit` functions; kevo never runs it in its own process. A
 //! persistent helper (python/helper.py, run by the configured interpreter)
 //! checks the module (imports of triton, triton.language and math,
-//! constants and jit functions only: nothing runs at import), compiles
-//! each entry point with Triton's own compiler to a cubin for the device's
-//! architecture (no GPU is needed to compile), and returns the binary with
+//! constants and jit functions only, and kernel bodies whose every name
+//! and attribute path stays in the kernel language: none of the
+//! candidate's Python runs, neither at import nor while Triton compiles
+//! it), compiles each entry point with Triton's own compiler to a cubin
+//! for the device's architecture (no GPU is needed to compile), and
+//! returns the binary with
 //! what a launch needs (warps, shared memory, Triton's extra scratch
 //! parameters). The CUDA backend then loads and launches that cubin like
 //! any other, so timing, verification and every guard are the same code a
@@ -12,8 +15,16 @@
 //!
 //! The launch grid is declared by the candidate in `# kevo:` comments
 //! ([`directives`]), read here without Python.
+//!
+//! The helper lives across candidates, so it also guards itself: it
+//! checks after every candidate that Triton and its own code are as they
+//! were at start, refuses a candidate that changed them and
+//! is replaced by a fresh process ([`Helper`]); an audit hook refuses
+//! what compiling never does; and a Landlock domain of its own lets it
+//! read only the interpreter's installation and system libraries.
 
 mod backend;
+mod confine;
 pub mod directives;
 
 pub use backend::TritonBackend;
@@ -113,6 +124,12 @@ pub struct HelperConfig {
     /// Limit on one request's wall time: a compile that hangs (a huge
     /// unrolled loop) is a rejected candidate and the helper is restarted.
     pub request_timeout: Duration,
+    /// Confine the helper's files with a Landlock domain of its own, on
+    /// top of its parent's sandbox: it reads only the interpreter's
+    /// installation and the system's libraries and writes only `scratch`
+    /// (see [`Helper::confinement`]). Where a confined helper cannot
+    /// start, it is started without (and says so).
+    pub confine: bool,
 }
 
 impl HelperConfig {
@@ -122,6 +139,7 @@ impl HelperConfig {
             scratch: scratch.to_path_buf(),
             memory_bytes: 4 << 30,
             request_timeout: Duration::from_secs(120),
+            confine: true,
         }
     }
 }
@@ -245,6 +263,13 @@ struct Answer {
     kernels: Vec<AnsweredKernel>,
     #[serde(default)]
     seconds: f64,
+    /// The helper found its own state changed and exits after this
+    /// answer (see `Integrity` in helper.py).
+    #[serde(default)]
+    restart: bool,
+    /// Time the helper spent checking its own state after the request.
+    #[serde(default)]
+    integrity_seconds: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -262,81 +287,92 @@ struct AnsweredKernel {
 }
 
 /// A running helper. Requests are answered in order, one at a time.
+///
+/// The helper checks its own state after every candidate, and quickly
+/// before (helper.py's `Integrity`). Where a candidate changed it, that
+/// candidate's answer is a refusal and the helper exits; where it found
+/// itself changed before a candidate ran (a thread left behind), it exits
+/// without blaming the candidate. Either way the next request goes to a
+/// fresh helper, and the candidate of the second case is compiled again
+/// there.
 pub struct Helper {
     config: HelperConfig,
+    process: Process,
+    versions: Versions,
+    /// The helper's last answer said it exits: start a fresh one before
+    /// the next request.
+    stale: bool,
+    restarts: u32,
+    integrity_seconds: Option<f64>,
+    confinement: String,
+}
+
+/// One helper process and the pipes to it.
+struct Process {
     child: Child,
     stdin: ChildStdin,
     answers: mpsc::Receiver<std::io::Result<String>>,
-    versions: Versions,
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 impl Helper {
     /// Start the helper and ask its versions: an interpreter without
     /// Triton is an error saying how to get it.
     pub fn start(config: HelperConfig) -> Result<Helper, TritonError> {
-        std::fs::create_dir_all(&config.scratch).map_err(|e| TritonError::Io {
-            path: config.scratch.clone(),
-            message: e.to_string(),
-        })?;
-        let script = config.scratch.join("kevo_triton_helper.py");
-        std::fs::write(&script, HELPER_PY).map_err(|e| TritonError::Io {
-            path: script.clone(),
-            message: e.to_string(),
-        })?;
-        let mut command = Command::new(&config.python);
-        command
-            .arg(&script)
-            .arg(&config.scratch)
-            .current_dir(&config.scratch)
-            .env_clear()
-            .envs(kevo_sandbox::env::allowed_environment(std::env::vars_os()))
-            .env("HOME", &config.scratch)
-            .env("TRITON_CACHE_DIR", config.scratch.join("cache"))
-            .env("PYTHONDONTWRITEBYTECODE", "1")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null());
-        limit_memory(&mut command, config.memory_bytes);
-        let mut child = command.spawn().map_err(|e| TritonError::Start {
-            python: config.python.clone(),
-            message: e.to_string(),
-        })?;
-        let stdin = child.stdin.take().expect("piped");
-        let stdout: ChildStdout = child.stdout.take().expect("piped");
-        let (send, answers) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                if send.send(line).is_err() {
-                    break;
-                }
+        match Self::start_once(config.clone()) {
+            Err(e) if config.confine => {
+                // Perhaps the confinement: without it, and say so.
+                let mut open = config;
+                open.confine = false;
+                let mut helper = Self::start_once(open)?;
+                helper.confinement = format!(
+                    "none: a helper confined to the interpreter, system libraries and its scratch directory did not start ({e})"
+                );
+                Ok(helper)
             }
-        });
+            other => other,
+        }
+    }
+
+    fn start_once(config: HelperConfig) -> Result<Helper, TritonError> {
+        let (process, confinement) = spawn(&config)?;
         let mut helper = Helper {
             config,
-            child,
-            stdin,
-            answers,
+            process,
             versions: Versions {
                 python: String::new(),
                 triton: String::new(),
             },
+            stale: false,
+            restarts: 0,
+            integrity_seconds: None,
+            confinement,
         };
-        let answer = helper
+        helper.versions = helper.ask_versions()?;
+        Ok(helper)
+    }
+
+    fn ask_versions(&mut self) -> Result<Versions, TritonError> {
+        let python = self.config.python.clone();
+        let answer = self
             .request(&serde_json::json!({"op": "version"}))
             .map_err(|e| match e {
                 TritonError::Protocol(m) => TritonError::Missing {
-                    python: helper.config.python.clone(),
+                    python: python.clone(),
                     message: m,
                 },
                 other => other,
             })?;
         match (answer.ok, answer.python, answer.triton) {
-            (true, Some(python), Some(triton)) => {
-                helper.versions = Versions { python, triton };
-                Ok(helper)
-            }
+            (true, Some(python), Some(triton)) => Ok(Versions { python, triton }),
             _ => Err(TritonError::Missing {
-                python: helper.config.python.clone(),
+                python,
                 message: answer
                     .reason
                     .unwrap_or_else(|| "no version".into())
@@ -346,6 +382,41 @@ impl Helper {
                     .to_string(),
             }),
         }
+    }
+
+    /// Replace the helper process with a fresh one.
+    fn restart(&mut self) -> Result<(), TritonError> {
+        let (process, confinement) = spawn(&self.config)?;
+        // Dropping the old process kills and reaps it.
+        self.process = process;
+        self.confinement = confinement;
+        self.stale = false;
+        self.restarts += 1;
+        self.versions = self.ask_versions()?;
+        Ok(())
+    }
+
+    /// Whether the helper process has exited (a timeout killed it, it
+    /// crashed, or it found its state changed).
+    fn exited(&mut self) -> bool {
+        matches!(self.process.child.try_wait(), Ok(Some(_)))
+    }
+
+    /// How many times this helper was replaced by a fresh process.
+    pub fn restarts(&self) -> u32 {
+        self.restarts
+    }
+
+    /// Seconds the helper spent checking its own state after the last
+    /// compile request (None before the first).
+    pub fn integrity_seconds(&self) -> Option<f64> {
+        self.integrity_seconds
+    }
+
+    /// How the helper's files are confined beyond its parent's sandbox:
+    /// "landlock ABI N: ...", or "none ..." with the reason.
+    pub fn confinement(&self) -> &str {
+        &self.confinement
     }
 
     pub fn versions(&self) -> &Versions {
@@ -372,7 +443,18 @@ impl Helper {
                 "constexprs": k.constexprs,
             })).collect::<Vec<_>>(),
         });
-        let answer = self.request(&request)?;
+        if self.stale || self.exited() {
+            self.restart()?;
+        }
+        let mut answer = self.request(&request)?;
+        if answer.restart && !answer.ok && answer.stage.as_deref() == Some("helper") {
+            // Changed before this candidate ran: not its doing. Once more
+            // on a fresh helper.
+            self.restart()?;
+            answer = self.request(&request)?;
+        }
+        self.stale = answer.restart;
+        self.integrity_seconds = answer.integrity_seconds;
         if !answer.ok {
             let stage = answer.stage.unwrap_or_else(|| "helper".into());
             let reason = answer.reason.unwrap_or_default();
@@ -410,22 +492,28 @@ impl Helper {
     fn request(&mut self, request: &serde_json::Value) -> Result<Answer, TritonError> {
         let mut line = request.to_string();
         line.push('\n');
-        self.stdin
+        let process = &mut self.process;
+        process
+            .stdin
             .write_all(line.as_bytes())
-            .and_then(|_| self.stdin.flush())
+            .and_then(|_| process.stdin.flush())
             .map_err(|e| TritonError::Protocol(format!("cannot send a request: {e}")))?;
         let timeout = self.config.request_timeout;
-        match self.answers.recv_timeout(timeout) {
+        match process.answers.recv_timeout(timeout) {
             Ok(Ok(text)) => serde_json::from_str(&text).map_err(|e| {
                 TritonError::Protocol(format!("an unreadable answer ({e}): {text:.200}"))
             }),
             Ok(Err(e)) => Err(TritonError::Protocol(e.to_string())),
             Err(mpsc::RecvTimeoutError::Timeout) => {
-                let _ = self.child.kill();
+                let _ = process.child.kill();
                 Err(TritonError::Timeout(timeout))
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => {
-                let status = self.child.wait().map(|s| s.to_string()).unwrap_or_default();
+                let status = process
+                    .child
+                    .wait()
+                    .map(|s| s.to_string())
+                    .unwrap_or_default();
                 Err(TritonError::Protocol(format!(
                     "the helper exited ({status})"
                 )))
@@ -434,11 +522,62 @@ impl Helper {
     }
 }
 
-impl Drop for Helper {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// Write the helper's source into its scratch directory (again: a fresh
+/// copy for every process) and start it, confined to what compiling
+/// needs where [`HelperConfig::confine`] asks and the kernel can.
+fn spawn(config: &HelperConfig) -> Result<(Process, String), TritonError> {
+    std::fs::create_dir_all(&config.scratch).map_err(|e| TritonError::Io {
+        path: config.scratch.clone(),
+        message: e.to_string(),
+    })?;
+    let script = config.scratch.join("kevo_triton_helper.py");
+    std::fs::write(&script, HELPER_PY).map_err(|e| TritonError::Io {
+        path: script.clone(),
+        message: e.to_string(),
+    })?;
+    let mut command = Command::new(&config.python);
+    command
+        .arg(&script)
+        .arg(&config.scratch)
+        .current_dir(&config.scratch)
+        .env_clear()
+        .envs(kevo_sandbox::env::allowed_environment(std::env::vars_os()))
+        .env("HOME", &config.scratch)
+        .env("TMPDIR", &config.scratch)
+        .env("TRITON_CACHE_DIR", config.scratch.join("cache"))
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    limit_memory(&mut command, config.memory_bytes);
+    let confinement = if config.confine {
+        confine::files(&mut command, &config.python, &config.scratch)
+            .unwrap_or_else(|| "none (Landlock is not available here)".into())
+    } else {
+        "none (not asked)".into()
+    };
+    let mut child = command.spawn().map_err(|e| TritonError::Start {
+        python: config.python.clone(),
+        message: e.to_string(),
+    })?;
+    let stdin = child.stdin.take().expect("piped");
+    let stdout: ChildStdout = child.stdout.take().expect("piped");
+    let (send, answers) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            if send.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    Ok((
+        Process {
+            child,
+            stdin,
+            answers,
+        },
+        confinement,
+    ))
 }
 
 /// Cap the helper's heap before it starts (RLIMIT_DATA, as the worker's

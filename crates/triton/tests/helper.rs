@@ -256,3 +256,371 @@ fn an_interpreter_without_triton_is_an_error_that_says_how_to_get_it() {
         "{e}"
     );
 }
+
+/// The probes of the worker's adversarial suite (tests/adversarial/triton/
+/// of kevo-worker), read from there.
+fn probe(stem: &str) -> String {
+    let path = format!(
+        "{}/../worker/tests/adversarial/triton/{stem}.py",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// The worker's saxpy: x, y, a, N (the probes' signature).
+fn task_saxpy_request() -> KernelRequest {
+    KernelRequest {
+        name: "saxpy".into(),
+        params: [("x", "*fp32"), ("y", "*fp32"), ("a", "fp32"), ("N", "u32")]
+            .iter()
+            .map(|(n, t)| (n.to_string(), t.to_string()))
+            .collect(),
+        num_warps: 4,
+        num_stages: 3,
+        constexprs: BTreeMap::new(),
+    }
+}
+
+/// The sandbox probes, each with what the refusal must name. Each would
+/// run Python in the helper while its module is imported or its kernel
+/// compiled (read CANARY_PATH, write it, or patch Triton).
+const SANDBOX_PROBES: &[(&str, &[&str])] = &[
+    // `T = tl` passed as a constant once; `T.core.builtins.exec`.
+    (
+        "sandbox_alias_exec",
+        &["`T` must be a constant", "the module triton.language"],
+    ),
+    // `L: tl.constexpr = tl`, then `L.core.builtins.open(...)`.
+    (
+        "sandbox_constexpr_default_file_read",
+        &[
+            "a default of `saxpy` must be a constant",
+            "the module triton.language",
+        ],
+    ),
+    (
+        "sandbox_tuple_default_module",
+        &[
+            "a default of `saxpy` must be a constant",
+            "the module triton.language",
+        ],
+    ),
+    (
+        "sandbox_helper_poisoning",
+        &["assigning to `triton.compile` is not allowed"],
+    ),
+    (
+        "sandbox_helper_poisoning_module",
+        &["only `NAME = constant` assignments"],
+    ),
+    (
+        "sandbox_helper_poisoning_default",
+        &[
+            "a default of `saxpy` must be a constant",
+            "reaches the module triton.language.core",
+        ],
+    ),
+    (
+        "sandbox_getattr_chain",
+        &["`getattr` is not part of a kernel"],
+    ),
+    (
+        "sandbox_dunder_mro",
+        &["`__class__` is not part of a kernel"],
+    ),
+    (
+        "sandbox_decorator_smuggles_call",
+        &[
+            "@triton.jit(do_not_specialize=...)",
+            "reaches the module triton.language.core",
+        ],
+    ),
+    (
+        "sandbox_from_triton_import_runtime",
+        &["`from triton import runtime` is not allowed"],
+    ),
+    (
+        "sandbox_kernel_calls_open",
+        &["`open` is not part of a kernel"],
+    ),
+    (
+        "sandbox_module_passed_to_jit_function",
+        &[
+            "`m.core`",
+            "not an attribute of Triton's tensors, types or values",
+        ],
+    ),
+    (
+        "sandbox_str_format_walk",
+        &["`format` is not an attribute of Triton's tensors"],
+    ),
+    (
+        "sandbox_jit_function_internals",
+        &["`tl.sum.fn`", "`fn` is not an attribute"],
+    ),
+    (
+        "sandbox_extra_module_leftovers",
+        &[
+            "`tl.extra.module_from_spec`",
+            "not part of the kernel language",
+        ],
+    ),
+];
+
+/// Every sandbox probe is refused by the module check, before any of it
+/// runs, with a reason that names what is wrong and where; nothing it
+/// would read or write is touched, and the helper goes on serving.
+#[test]
+fn sandbox_probes_are_refused_by_the_module_check_with_the_reason() {
+    let Some((dir, mut helper)) = helper() else {
+        return;
+    };
+    let canary = dir.path().join("canary");
+    let token = "kevo-canary-3f9d1c";
+    std::fs::write(&canary, token).unwrap();
+    for (stem, wants) in SANDBOX_PROBES {
+        let source = probe(stem).replace("CANARY_PATH", &canary.display().to_string());
+        let answer = helper
+            .compile(&source, &[task_saxpy_request()], 90)
+            .unwrap();
+        let Compiled::Rejected { stage, reason } = answer else {
+            panic!("{stem}: compiled");
+        };
+        assert_eq!(stage, "module", "{stem}: {reason}");
+        assert!(reason.starts_with("line "), "{stem}: the line: {reason}");
+        for want in *wants {
+            assert!(reason.contains(want), "{stem}: wants {want:?}: {reason}");
+        }
+        assert!(
+            !reason.contains(token),
+            "{stem}: the canary leaked: {reason}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(&canary).unwrap(),
+        token,
+        "a probe ran"
+    );
+    assert_eq!(helper.restarts(), 0, "nothing needed a fresh helper");
+    assert!(matches!(
+        helper
+            .compile(&probe("ok_saxpy_2d_grid"), &[task_saxpy_request()], 90)
+            .unwrap(),
+        Compiled::Kernels { .. }
+    ));
+}
+
+/// Smaller variants of the same escapes, each refused with its reason.
+#[test]
+fn every_path_out_of_the_kernel_language_is_refused() {
+    let Some((_dir, mut helper)) = helper() else {
+        return;
+    };
+    let kernel = |pre: &str, params: &str, body: &str| {
+        format!(
+            "import triton\nimport triton.language as tl\n{pre}\n@triton.jit\ndef saxpy(x, y, out, a, n{params}):\n    {body}\n    i = tl.arange(0, 16)\n    tl.store(out + i, a * tl.load(x + i))\n"
+        )
+    };
+    let cases = [
+        // Names bound to modules, or to anything but constants.
+        (
+            kernel("x_core = tl.core\n", "", "pass"),
+            "`x_core` must be a constant",
+        ),
+        (
+            kernel("F = lambda: 0\n", "", "pass"),
+            "`F` must be a constant",
+        ),
+        (
+            kernel("F = len('abc')\n", "", "pass"),
+            "`F` must be a constant",
+        ),
+        (
+            kernel("F = [i for i in (1, 2)]\n", "", "pass"),
+            "`F` must be a constant",
+        ),
+        (
+            kernel("C = tl.constexpr(tl)\n", "", "pass"),
+            "`C` must be a constant",
+        ),
+        (
+            kernel("C = tl.load\n", "", "pass"),
+            "the function load, not a constant",
+        ),
+        (kernel("tl = 1\n", "", "pass"), "`tl` is already bound"),
+        (
+            kernel("", ", *, L=tl", "pass"),
+            "a default of `saxpy` must be a constant",
+        ),
+        (
+            kernel("", ", f=lambda: 0", "pass"),
+            "a default of `saxpy` must be a constant",
+        ),
+        (
+            kernel("", ", L: tl.core.builtins.open = 1", "pass"),
+            "reaches the module triton.language.core",
+        ),
+        // Modules as values in a body.
+        (
+            kernel("", "", "m = tl"),
+            "not keep, pass or return the module",
+        ),
+        (
+            kernel("", "", "(m := tl.math)"),
+            "not keep, pass or return the module",
+        ),
+        (
+            kernel("", "", "z = (tl,)[0]"),
+            "not keep, pass or return the module",
+        ),
+        (
+            kernel("", "", "tl.load(*tl)"),
+            "not keep, pass or return the module",
+        ),
+        // Paths through modules outside the language, private and dunder names.
+        (
+            kernel("", "", "tl.math.core.builtins.exec('1')"),
+            "reaches the module triton.language.core",
+        ),
+        (
+            kernel(
+                "from triton.language.extra.cuda import libdevice\n",
+                "",
+                "libdevice.core",
+            ),
+            "reaches the module triton.language.core",
+        ),
+        (
+            kernel("", "", "tl.extra.pkgutil"),
+            "reaches the module pkgutil",
+        ),
+        (
+            kernel("", "", "tl.extra.spec.loader"),
+            "not part of the kernel language",
+        ),
+        (
+            kernel("", "", "triton.compile"),
+            "`triton.compile` is not part of a kernel",
+        ),
+        (
+            kernel("", "", "triton.runtime.driver"),
+            "`triton.runtime` is not part of a kernel",
+        ),
+        (
+            kernel("", "", "triton.knobs.compilation"),
+            "`triton.knobs` is not part of a kernel",
+        ),
+        (
+            kernel("", "", "triton.jit(saxpy)"),
+            "is not part of a kernel",
+        ),
+        (kernel("", "", "tl._semantic"), "private names"),
+        (kernel("", "", "tl.tensor.__init__"), "`__init__`"),
+        (kernel("", "", "__builtins__"), "`__builtins__`"),
+        (
+            kernel("", "", "a.dtype.name.format"),
+            "`format` is not an attribute",
+        ),
+        (
+            kernel("", "", "tl.load(x).handle"),
+            "`handle` is not an attribute",
+        ),
+        (
+            kernel("", "", "tl.float32.to_ir(1)"),
+            "`to_ir` is not an attribute",
+        ),
+        // Python by name, assignments to anything but local names.
+        (
+            kernel("", "", "eval('1')"),
+            "`eval` is not part of a kernel",
+        ),
+        (
+            kernel("", "", "exec('1')"),
+            "`exec` is not part of a kernel",
+        ),
+        (
+            kernel("", "", "getattr = 1"),
+            "`getattr` is not part of a kernel",
+        ),
+        (
+            kernel("", "", "tl.load = tl.store"),
+            "assigning to `tl.load`",
+        ),
+        (kernel("", "", "tl.load += 1"), "assigning to `tl.load`"),
+        (
+            kernel("", "", "z = (1, 2)\n    z[0] = 3"),
+            "assigning to `z[0]`",
+        ),
+        (kernel("X = 1\n", "", "global X"), "a `global` statement"),
+        (kernel("", "", "import os"), "an import"),
+        (kernel("", "", "z = {}"), "a dict"),
+        (
+            kernel("", "", "z = tuple(q for q in (1, 2))"),
+            "a generator expression",
+        ),
+        (
+            kernel("", "", "try:\n        pass\n    finally:\n        pass"),
+            "`try`",
+        ),
+        (kernel("", ", tl=1", "pass"), "would hide the imported `tl`"),
+        (
+            kernel("@triton.jit\ndef h():\n    pass\n", "", "h.src"),
+            "its attributes are not part of a kernel",
+        ),
+    ];
+    for (source, want) in cases {
+        let (stage, reason) = rejected(&mut helper, &source);
+        assert_eq!(stage, "module", "{reason}\n{source}");
+        assert!(reason.contains(want), "{want}: {reason}\n{source}");
+    }
+    // The decorator takes constant keywords only.
+    for (decorator, want) in [
+        (
+            "@triton.jit(repr=print)",
+            "@triton.jit(repr=...) is not allowed",
+        ),
+        ("@triton.jit(launch_metadata=tl.load)", "is not allowed"),
+        ("@triton.jit(print)", "keyword arguments only"),
+        ("@triton.jit(debug=len('x'))", "must be a constant"),
+    ] {
+        let (stage, reason) = rejected(&mut helper, &SAXPY.replace("@triton.jit", decorator));
+        assert_eq!(stage, "module", "{reason}");
+        assert!(reason.contains(want), "{want}: {reason}");
+    }
+}
+
+/// Unusual but honest kernels pass the module check, compile, and leave
+/// the helper's state as it was (no restart): libdevice two ways, math
+/// constants, module constexprs, jit functions as arguments, dtype and
+/// string constexprs, f-strings, static_print, PropagateNan, triton.cdiv,
+/// @triton.jit(do_not_specialize=...).
+#[test]
+fn the_corners_of_the_kernel_language_are_accepted() {
+    let Some((_dir, mut helper)) = helper() else {
+        return;
+    };
+    for stem in [
+        "ok_kernel_language_corners",
+        "ok_saxpy_2d_grid",
+        "ok_unreachable_printf",
+        "class1_forges_result_lines",
+    ] {
+        match helper
+            .compile(&probe(stem), &[task_saxpy_request()], 90)
+            .unwrap()
+        {
+            Compiled::Kernels { kernels, .. } => assert_eq!(kernels[0].name, "saxpy"),
+            Compiled::Rejected { stage, reason } => panic!("{stem}: {stage}: {reason}"),
+        }
+    }
+    assert_eq!(helper.restarts(), 0);
+    assert!(
+        !helper.confinement().contains("did not start"),
+        "{}",
+        helper.confinement()
+    );
+    let spent = helper
+        .integrity_seconds()
+        .expect("the helper checked itself");
+    assert!(spent < 0.5, "{spent}");
+}

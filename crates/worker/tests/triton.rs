@@ -5,8 +5,12 @@
 //! whose Python would run at import (torch, files, host-side caches,
 //! triton.runtime / triton.testing) must be refused by the helper's module
 //! check as compile errors before any of their code runs, and kernel bodies
-//! must not run host code while Triton compiles them. The `ok_*` modules
-//! are correct but unusual and must be accepted.
+//! must not run host code while Triton compiles them; the `sandbox_*`
+//! modules reach Python by other ways (a module bound to a constant or a
+//! default, computed attribute names, dunder walks, str.format, the
+//! decorator's arguments) or try to patch Triton in the long-lived helper,
+//! and must be refused the same way. The `ok_*` modules are correct but
+//! unusual and must be accepted.
 //!
 //! A Triton worker needs a CUDA device and an interpreter with Triton
 //! (`$KEVO_TRITON_PYTHON`, `~/.cache/kevo/triton-venv` or `python3`);
@@ -172,6 +176,60 @@ fn module_rejections() -> Vec<(&'static str, &'static str)> {
             "`BENCH` must be a constant",
         ),
         ("module_imports_triton_testing", "import triton.testing"),
+        // Python reached from a kernel or a module by a name that is not
+        // an import: a module constant bound to a module (`T = tl`), a
+        // default that is one (`L: tl.constexpr = tl`, which once
+        // returned a file's first line as the compile error), a tuple
+        // default holding one, a module passed to a jit function.
+        ("sandbox_alias_exec", "`T` must be a constant"),
+        (
+            "sandbox_constexpr_default_file_read",
+            "a default of `saxpy` must be a constant",
+        ),
+        (
+            "sandbox_tuple_default_module",
+            "a default of `saxpy` must be a constant",
+        ),
+        ("sandbox_module_passed_to_jit_function", "`m.core`"),
+        // Sabotage of later candidates: replacing triton.compile or
+        // patching tl in the long-lived helper, from a kernel body, at
+        // import, or in a default.
+        (
+            "sandbox_helper_poisoning",
+            "assigning to `triton.compile` is not allowed",
+        ),
+        (
+            "sandbox_helper_poisoning_module",
+            "only `NAME = constant` assignments",
+        ),
+        (
+            "sandbox_helper_poisoning_default",
+            "reaches the module triton.language.core",
+        ),
+        // Other ways out: computed attribute names, dunder walks,
+        // calls in the decorator's arguments, triton.runtime, open by
+        // name, str.format's attribute walk, a jit function's Python
+        // function, importlib's leftovers in triton.language.extra.
+        ("sandbox_getattr_chain", "`getattr` is not part of a kernel"),
+        ("sandbox_dunder_mro", "`__class__` is not part of a kernel"),
+        (
+            "sandbox_decorator_smuggles_call",
+            "@triton.jit(do_not_specialize=...)",
+        ),
+        (
+            "sandbox_from_triton_import_runtime",
+            "`from triton import runtime` is not allowed",
+        ),
+        (
+            "sandbox_kernel_calls_open",
+            "`open` is not part of a kernel",
+        ),
+        ("sandbox_str_format_walk", "`format` is not an attribute"),
+        ("sandbox_jit_function_internals", "`fn` is not an attribute"),
+        (
+            "sandbox_extra_module_leftovers",
+            "not part of the kernel language",
+        ),
     ]
 }
 
@@ -454,6 +512,10 @@ fn unusual_but_correct_kernels_are_accepted() {
         ("ok_heat2d_tiles", "heat2d"),
         // A device_print that never runs.
         ("ok_unreachable_printf", "saxpy"),
+        // Corners of the kernel language the module check must accept:
+        // libdevice, math constants, jit functions as arguments, dtype
+        // and string constexprs, static_print, triton.jit(...) keywords.
+        ("ok_kernel_language_corners", "saxpy"),
     ] {
         let e = evaluate(&mut w, task, &kernel(stem));
         assert!(e.outcome.is_correct(), "{stem}: {}", e.outcome.summary());
