@@ -177,6 +177,12 @@ pub trait Backend {
         false
     }
 
+    /// Stop any helper process the backend started while it opened (the
+    /// Triton compiler), so the next one starts under the confinement the
+    /// worker put in force since: a process started earlier keeps none of
+    /// a seccomp filter installed after it.
+    fn restart_helpers(&mut self) {}
+
     /// Run a sequence of launches in order, each seeing the previous one's
     /// writes, wait for completion and return the device-clock time from the
     /// start of the first launch to the end of the last one.
@@ -288,6 +294,9 @@ impl<B: Backend + ?Sized> Backend for Box<B> {
     }
     fn is_poisoned(&self) -> bool {
         (**self).is_poisoned()
+    }
+    fn restart_helpers(&mut self) {
+        (**self).restart_helpers()
     }
     fn view(
         &mut self,

@@ -68,6 +68,7 @@ impl Local {
         // the sandbox off, or (the test hook) make the worker read files.
         config.sandbox = self.base.sandbox.clone();
         config.self_test_reads = Vec::new();
+        config.self_test_connects = Vec::new();
         Ok(config)
     }
 

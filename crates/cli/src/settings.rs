@@ -76,7 +76,7 @@ pub struct DeviceArgs {
     /// measure the sandbox's cost or rule it out when a driver misbehaves.
     #[arg(long)]
     pub no_sandbox: bool,
-    /// Leave these sandbox layers out (namespaces, files, tcp, scopes),
+    /// Leave these sandbox layers out (namespaces, files, tcp, scopes, syscalls),
     /// comma-separated: to find the one a driver cannot live with. Each is
     /// reported as missing.
     #[arg(long, value_delimiter = ',', value_name = "LAYER")]

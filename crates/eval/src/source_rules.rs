@@ -16,6 +16,16 @@
 //!   text shows it;
 //! - trigraphs (`??=` is `#` to some compilers).
 //!
+//! In OpenCL C, where a CPU device (PoCL) runs the kernel as native code
+//! inside the worker, also what reaches machine code of the candidate's
+//! choosing ([`OPENCL_NATIVE`]): inline assembly (`asm`, `__asm`,
+//! `__asm__`: system calls) and placing data in a code section (the
+//! `section` attribute, `#pragma clang section` and the MS section
+//! pragmas: bytes in `.text` run without `asm`), also when a macro spells
+//! them or a `_Pragma` string holds them; and `##` pasting in a source
+//! whose identifiers could be pasted into one of them (`CAT(as, m)`).
+//! CUDA keeps inline PTX: it runs on the GPU and makes no system call.
+//!
 //! Comments and line splices are handled as the preprocessor does, so a
 //! directive split by `\` or hidden in a comment is judged as the compiler
 //! sees it; `%:` is `#`.
@@ -53,6 +63,188 @@ const PROBES: &[&str] = &["__has_include", "__has_include_next", "__has_embed"];
 
 /// Pragmas that name a file.
 const FILE_PRAGMAS: &[&str] = &["dependency", "include_alias"];
+
+/// Identifiers refused in OpenCL C, with why: each reaches machine code of
+/// the candidate's choosing on a CPU device, where the kernel runs inside
+/// the worker. `_asm` is MSVC's spelling; the `*_seg` and `alloc_text`
+/// pragmas are the MS forms of `#pragma clang section`.
+const OPENCL_NATIVE: &[(&str, &str)] = &[
+    ("asm", ASM),
+    ("__asm", ASM),
+    ("__asm__", ASM),
+    ("_asm", ASM),
+    ("section", SECTION),
+    ("__section__", SECTION),
+    ("code_seg", SECTION),
+    ("const_seg", SECTION),
+    ("data_seg", SECTION),
+    ("bss_seg", SECTION),
+    ("alloc_text", SECTION),
+];
+const ASM: &str = "is inline assembly, which runs as native code in the worker on a CPU device";
+const SECTION: &str = "places code or data in a chosen section (bytes placed in .text run as machine code on a CPU device)";
+
+/// One operand of a `##` chain in a macro body: a token spelled there, or
+/// a parameter (whose argument's adjacent token is pasted).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Operand<'a> {
+    Literal(&'a str),
+    Param,
+}
+
+/// The `##` chains of a `#define` (the text after `define`): each chain's
+/// operands in order. `#x` stringizes, so it pastes as a literal that is
+/// no identifier.
+fn paste_sites(definition: &str) -> Vec<Vec<Operand<'_>>> {
+    let d = definition.trim_start();
+    let name_end = d
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(d.len());
+    let (mut params, mut body) = (Vec::new(), &d[name_end..]);
+    if let Some(rest) = body.strip_prefix('(') {
+        let close = rest.find(')').unwrap_or(rest.len());
+        params = rest[..close]
+            .split(',')
+            .map(|p| p.trim().trim_end_matches("...").trim())
+            .collect();
+        params.push("__VA_ARGS__");
+        body = rest.get(close + 1..).unwrap_or("");
+    }
+    // Tokens: identifiers and numbers, literals, `##`, `#`, punctuators.
+    let bytes = body.as_bytes();
+    let mut tokens: Vec<&str> = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        let start = i;
+        if b.is_ascii_whitespace() {
+            i += 1;
+            continue;
+        } else if b.is_ascii_alphanumeric() || b == b'_' || b == b'.' {
+            while i < bytes.len()
+                && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_' || bytes[i] == b'.')
+            {
+                i += 1;
+            }
+        } else if b == b'"' || b == b'\'' {
+            i += 1;
+            while i < bytes.len() && bytes[i] != b {
+                i += if bytes[i] == b'\\' { 2 } else { 1 };
+            }
+            i = (i + 1).min(bytes.len());
+        } else if body[i..].starts_with("##") {
+            i += 2;
+        } else if body[i..].starts_with("%:%:") {
+            i += 4;
+        } else if body[i..].starts_with("%:") {
+            i += 2;
+        } else {
+            i += body[i..].chars().next().map_or(1, char::len_utf8);
+        }
+        tokens.push(if &body[start..i] == "%:%:" {
+            "##"
+        } else if &body[start..i] == "%:" {
+            "#"
+        } else {
+            &body[start..i]
+        });
+    }
+    // `__VA_OPT__(...)` next to `##` pastes a token inside the parentheses:
+    // every operand of such a macro counts as a parameter.
+    let va_opt = tokens.contains(&"__VA_OPT__");
+    let operand = |k: usize| -> Operand<'_> {
+        if va_opt || params.contains(&tokens[k]) {
+            if k > 0 && tokens[k - 1] == "#" {
+                Operand::Literal("\"")
+            } else {
+                Operand::Param
+            }
+        } else {
+            Operand::Literal(tokens[k])
+        }
+    };
+    let mut sites = Vec::new();
+    let mut k = 0;
+    while k < tokens.len() {
+        if tokens[k] != "##" && tokens.get(k + 1) == Some(&"##") {
+            let mut site = vec![operand(k)];
+            while tokens.get(k + 1) == Some(&"##") && k + 2 < tokens.len() {
+                k += 2;
+                site.push(operand(k));
+            }
+            sites.push(site);
+        }
+        k += 1;
+    }
+    sites
+}
+
+/// Whether `t` splits into the operands of `site`: literals as spelled,
+/// parameters as tokens in `known` or nothing (an empty argument).
+/// Returns the parts.
+fn site_makes(site: &[Operand<'_>], t: &str, known: &BTreeSet<String>) -> Option<Vec<String>> {
+    let Some((first, rest)) = site.split_first() else {
+        return t.is_empty().then(Vec::new);
+    };
+    let heads: Vec<usize> = match first {
+        Operand::Literal(l) => t.starts_with(l).then_some(l.len()).into_iter().collect(),
+        Operand::Param => (0..=t.len())
+            .filter(|&n| t.is_char_boundary(n) && (n == 0 || known.contains(&t[..n])))
+            .collect(),
+    };
+    for n in heads {
+        if let Some(mut parts) = site_makes(rest, &t[n..], known) {
+            if n > 0 {
+                parts.insert(0, t[..n].to_string());
+            }
+            return Some(parts);
+        }
+    }
+    None
+}
+
+/// Whether the `##` chains (`sites`, each with its line) can paste `word`
+/// from the source's identifiers (`ids`), directly or through tokens that
+/// other pastes made. Tokens that matter are substrings of `word`, so this
+/// is a small fixpoint over them. Returns the line of a chain that makes
+/// it and its parts.
+fn pasted_into(
+    word: &str,
+    sites: &[(usize, Vec<Operand<'_>>)],
+    ids: &BTreeSet<&str>,
+) -> Option<(usize, Vec<String>)> {
+    let substrings: BTreeSet<&str> = (0..word.len())
+        .flat_map(|a| (a + 1..=word.len()).map(move |b| &word[a..b]))
+        .collect();
+    // "_" stands for what a predefined macro may add
+    // (`__USER_LABEL_PREFIX__` on some targets).
+    let mut known: BTreeSet<String> = substrings
+        .iter()
+        .filter(|t| ids.contains(*t) || **t == "_")
+        .map(|t| t.to_string())
+        .collect();
+    loop {
+        let mut grew = false;
+        for t in &substrings {
+            if known.contains(*t) {
+                continue;
+            }
+            for (line, site) in sites {
+                if let Some(parts) = site_makes(site, t, &known) {
+                    if *t == word {
+                        return Some((*line, parts));
+                    }
+                    known.insert(t.to_string());
+                    grew = true;
+                    break;
+                }
+            }
+        }
+        if !grew {
+            return None;
+        }
+    }
+}
 
 /// Why a candidate was refused, at which line (1-based).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -274,12 +466,35 @@ pub fn prepare(source: &str, dialect: Dialect) -> Result<String, Refusal> {
     let mut uses: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut conditions: Vec<(usize, Vec<String>)> = Vec::new();
     let mut pasted: BTreeMap<usize, (usize, &str)> = BTreeMap::new();
+    // The `##` chains of every macro, each with its line.
+    let mut sites: Vec<(usize, Vec<Operand<'_>>)> = Vec::new();
     for line in &lines {
         for id in identifiers(&line.text) {
             if PROBES.contains(&id) {
                 return refuse(
                     line.first,
                     format!("`{id}` probes the filesystem and is not allowed"),
+                );
+            }
+            if dialect == Dialect::OpenCl
+                && let Some((_, why)) = OPENCL_NATIVE.iter().find(|(w, _)| *w == id)
+            {
+                return refuse(
+                    line.first,
+                    format!("`{id}` is not allowed in OpenCL C: it {why}"),
+                );
+            }
+        }
+        if dialect == Dialect::OpenCl && line.text.contains("_Pragma") {
+            // The pragma inside the string, as the compiler destringizes it.
+            let inside = line.text.replace(['"', '\\'], " ");
+            if let Some((w, why)) = identifiers(&inside)
+                .into_iter()
+                .find_map(|id| OPENCL_NATIVE.iter().find(|(w, _)| *w == id))
+            {
+                return refuse(
+                    line.first,
+                    format!("a `_Pragma` naming `{w}` is not allowed in OpenCL C: it {why}"),
                 );
             }
         }
@@ -336,6 +551,7 @@ pub fn prepare(source: &str, dialect: Dialect) -> Result<String, Refusal> {
                 if let Some((macro_name, body)) = ids.split_first() {
                     if argument.contains("##") || argument.contains("%:%:") {
                         pastes.insert(macro_name.to_string());
+                        sites.extend(paste_sites(argument).into_iter().map(|s| (line.first, s)));
                     }
                     uses.insert(
                         macro_name.to_string(),
@@ -353,6 +569,32 @@ pub fn prepare(source: &str, dialect: Dialect) -> Result<String, Refusal> {
                 ));
             }
             _ => {}
+        }
+    }
+    // Pasting builds identifiers from the source's own tokens, so in
+    // OpenCL C no `##` chain may be able to make a refused identifier.
+    if dialect == Dialect::OpenCl && !sites.is_empty() {
+        let ids: BTreeSet<&str> = lines
+            .iter()
+            .flat_map(|l| identifiers(&l.text))
+            .chain(pasted.values().flat_map(|(_, text)| identifiers(text)))
+            .collect();
+        for (word, why) in OPENCL_NATIVE {
+            if let Some((line, parts)) = pasted_into(word, &sites, &ids) {
+                return refuse(
+                    line,
+                    format!(
+                        "this macro pastes tokens with ##, which could make `{word}` \
+                         (from {}); `{word}` is not allowed in OpenCL C: it {why}; rename \
+                         the pieces or do without ##",
+                        parts
+                            .iter()
+                            .map(|p| format!("`{p}`"))
+                            .collect::<Vec<_>>()
+                            .join(" + ")
+                    ),
+                );
+            }
         }
     }
     // Everything that reaches a pasting macro.
@@ -457,6 +699,109 @@ mod tests {
             let r = refused(&format!("{src}{BODY}"), Dialect::OpenCl);
             assert_eq!(r.line, line, "{src}: {r:?}");
             assert!(r.reason.contains(needle), "{src}: {r:?}");
+        }
+    }
+
+    #[test]
+    fn what_reaches_machine_code_is_refused_in_opencl_with_its_line() {
+        for (src, line, needle) in [
+            (
+                "__kernel void k(__global float* y) {\n  __asm__ volatile(\"syscall\");\n}\n",
+                2,
+                "`__asm__` is not allowed in OpenCL C",
+            ),
+            (
+                "void f(void) { asm(\"nop\"); }\n",
+                1,
+                "`asm` is not allowed",
+            ),
+            (
+                "void f(void) { __asm(\"nop\"); }\n",
+                1,
+                "`__asm` is not allowed",
+            ),
+            (
+                "void f(void) { asm goto(\"jmp %l0\" :::: out); out:; }\n",
+                1,
+                "inline assembly",
+            ),
+            ("register long r asm(\"rsp\");\n", 1, "`asm`"),
+            ("__asm__(\".globl f; f: syscall; ret\");\n", 1, "`__asm__`"),
+            ("long s(long) __asm__(\"syscall\");\n", 1, "`__asm__`"),
+            ("#define A asm\nvoid f(void) { A(\"nop\"); }\n", 1, "`asm`"),
+            ("#define A a\\\nsm\n", 1, "`asm`"),
+            (
+                "#define CAT(a, b) a##b\nvoid f(void) { CAT(as, m)(\"syscall\"); }\n",
+                1,
+                "could make `asm` (from `as` + `m`)",
+            ),
+            (
+                "\n#define CAT(x, y) x %:%: y\n#define XCAT(x, y) CAT(x, y)\nvoid f(void) { XCAT(XCAT(_, _a), sm)(\"nop\"); }\n",
+                2,
+                "could make `__asm`",
+            ),
+            (
+                "__constant uchar c[8] __attribute__((section(\".text.k\"))) = {0xc3};\n",
+                1,
+                "`section` is not allowed",
+            ),
+            (
+                "#define S(x) __attribute__((__section__(x)))\n",
+                1,
+                "`__section__`",
+            ),
+            ("#pragma clang section rodata=\".text.k\"\n", 1, "`section`"),
+            (
+                "\n_Pragma(\"clang section text=\\\".k\\\"\")\n",
+                2,
+                "a `_Pragma` naming `section`",
+            ),
+            ("#pragma code_seg(\".k\")\n", 1, "`code_seg`"),
+            (
+                "#define X as ## m\n",
+                1,
+                "could make `asm` (from `as` + `m`)",
+            ),
+            (
+                "#define V(x, ...) x ## __VA_OPT__(m)\nV(as, 1)(\"nop\");\n",
+                1,
+                "could make `asm`",
+            ),
+            (
+                "#define U(x) __##x\nU(asm__)(\"nop\");\n",
+                1,
+                "could make `__asm__` (from `__` + `asm__`)",
+            ),
+            (
+                "#define CAT(a, b) a##b\n#define P CAT(sec, tion)\n",
+                1,
+                "could make `section` (from `sec` + `tion`)",
+            ),
+        ] {
+            let r = refused(&format!("{src}{BODY}"), Dialect::OpenCl);
+            assert_eq!(r.line, line, "{src}: {r:?}");
+            assert!(r.reason.contains(needle), "{src}: {r:?}");
+        }
+    }
+
+    #[test]
+    fn cuda_keeps_inline_ptx_and_honest_pasting_passes() {
+        let ptx = "__global__ void k(unsigned* y) {\n  unsigned lane;\n  asm volatile(\"mov.u32 %0, %%laneid;\" : \"=r\"(lane));\n  y[0] = lane;\n}\n";
+        assert_eq!(prepare(ptx, Dialect::Cuda).unwrap(), ptx);
+        // Pasting whose pieces spell nothing refused, and words that
+        // merely contain a refused one.
+        for src in [
+            format!("#define LOAD(i) float v##i = y[i]\n{BODY}"),
+            format!("#define CAT(a, b) a##b\nfloat CAT(sum, 0) = 0.0f;\n{BODY}"),
+            format!("float sections, asmx, my_asm;\n{BODY}"),
+            // The translator's float atomics: `kevo_atomic_add_float_##space`
+            // and `__##space` can make nothing refused, whatever else the
+            // kernel names (`a`, `sm`, `as`, `m`).
+            format!(
+                "#define ATOMIC(space) float kevo_atomic_add_float_##space(volatile __##space float* p)\nATOMIC(global)\nfloat a, sm, as, m;\n{BODY}"
+            ),
+        ] {
+            assert_eq!(prepare(&src, Dialect::OpenCl).unwrap(), src);
         }
     }
 

@@ -11,7 +11,10 @@
 //!   drivers and compilers need ([`Policy::system`]), written only in a
 //!   private scratch directory; TCP bind and connect are refused; no new
 //!   privileges. Landlock also stops the worker from ptrace-reading other
-//!   processes (`/proc/<pid>/environ` of the coordinator).
+//!   processes (`/proc/<pid>/environ` of the coordinator);
+//! - a seccomp filter (x86_64 and aarch64): no sockets (Landlock does not
+//!   govern connecting to a pathname Unix socket), no io_uring, bpf,
+//!   userfaultfd, keyrings or perf_event_open.
 //!
 //! Every layer is best effort and reported in a [`Status`]; a caller that
 //! must not run without one asks for it ([`Options::required`]).
@@ -19,6 +22,11 @@
 pub mod env;
 #[cfg(target_os = "linux")]
 mod linux;
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+mod seccomp;
 
 use std::path::PathBuf;
 
@@ -71,10 +79,19 @@ pub enum Layer {
     Tcp,
     /// Landlock's scopes: abstract Unix sockets and signals.
     Scopes,
+    /// The seccomp filter: sockets, io_uring, bpf, userfaultfd, keyrings,
+    /// perf_event_open.
+    Syscalls,
 }
 
 impl Layer {
-    pub const ALL: [Layer; 4] = [Layer::Namespaces, Layer::Files, Layer::Tcp, Layer::Scopes];
+    pub const ALL: [Layer; 5] = [
+        Layer::Namespaces,
+        Layer::Files,
+        Layer::Tcp,
+        Layer::Scopes,
+        Layer::Syscalls,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -82,6 +99,7 @@ impl Layer {
             Layer::Files => "files",
             Layer::Tcp => "tcp",
             Layer::Scopes => "scopes",
+            Layer::Syscalls => "syscalls",
         }
     }
 }
@@ -110,6 +128,10 @@ pub struct Status {
     /// "network namespace (loopback only)" and/or "landlock: TCP refused".
     pub network: Vec<String>,
     pub no_new_privileges: bool,
+    /// "seccomp: no sockets (socketpair AF_UNIX only); io_uring, ...
+    /// refused", or None. Absent in statuses stored before the layer.
+    #[serde(default)]
+    pub syscalls: Option<String>,
     /// Set by the coordinator, which builds the environment.
     pub environment_scrubbed: bool,
     /// Layers that could not be put in place, each with the reason.
@@ -119,6 +141,12 @@ pub struct Status {
 impl Status {
     /// Every layer is in force.
     pub fn complete(&self) -> bool {
+        self.complete_but_the_filter() && self.syscalls.is_some()
+    }
+
+    /// Every layer but the seccomp filter, which goes on once the device
+    /// is open ([`filter_syscalls`]).
+    fn complete_but_the_filter(&self) -> bool {
         self.missing.is_empty()
             && self.filesystem.is_some()
             && !self.network.is_empty()
@@ -136,6 +164,10 @@ impl Status {
             "network: unconfined".to_string()
         } else {
             format!("network: {}", self.network.join(", "))
+        });
+        parts.push(match &self.syscalls {
+            Some(s) => format!("syscalls: {s}"),
+            None => "syscalls: unfiltered".to_string(),
         });
         if self.no_new_privileges {
             parts.push("no new privileges".into());
@@ -264,6 +296,22 @@ pub fn enter(options: &Options) -> Result<Status, SandboxError> {
         missing: vec!["no sandbox on this platform".into()],
         ..Status::default()
     };
+    if options.required && !status.complete_but_the_filter() {
+        return Err(SandboxError::Incomplete(status.summary()));
+    }
+    Ok(status)
+}
+
+/// Install the seccomp layer (unless skipped) on top of what [`enter`]
+/// put in force, once the device is open, and check the whole: the
+/// filter binds every thread of the process, the drivers' included, and
+/// every process it starts later (compilers, the Triton helper), so a
+/// candidate never runs without it; a driver's own start-up does.
+pub fn filter_syscalls(options: &Options, mut status: Status) -> Result<Status, SandboxError> {
+    #[cfg(target_os = "linux")]
+    if options.enabled && !options.skip.contains(&Layer::Syscalls) {
+        linux::filter(&mut status);
+    }
     check(options, status)
 }
 

@@ -1,4 +1,4 @@
-//! Landlock and namespaces on Linux.
+//! Landlock, namespaces and the seccomp filter on Linux.
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr,
@@ -89,9 +89,46 @@ pub(crate) fn enter(policy: &Policy, skip: &[Layer]) -> Status {
         }
     }
     let abi = landlock_abi();
-    if skip.contains(&Layer::Files) && skip.contains(&Layer::Tcp) && skip.contains(&Layer::Scopes) {
-        return status;
+    let landlock = !(skip.contains(&Layer::Files)
+        && skip.contains(&Layer::Tcp)
+        && skip.contains(&Layer::Scopes));
+    if landlock {
+        landlock_layers(policy, skip, abi, &mut status);
     }
+    if landlock && !status.no_new_privileges {
+        status.missing.push("no_new_privs not set".into());
+    }
+    status
+}
+
+/// The seccomp layer, installed on every thread of the process (TSYNC)
+/// once the device is open: the CUDA driver's initialisation failed with
+/// CUDA_ERROR_OPERATING_SYSTEM under the filter on an H200 machine, and
+/// nothing a driver does while opening the device is a candidate's.
+pub(crate) fn filter(status: &mut Status) {
+    match filter_syscalls() {
+        Ok(description) => {
+            status.syscalls = Some(description);
+            status.no_new_privileges = true;
+            status.missing.retain(|m| m != "no_new_privs not set");
+        }
+        Err(e) => status.missing.push(format!("seccomp: {e}")),
+    }
+}
+
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+fn filter_syscalls() -> Result<String, String> {
+    crate::seccomp::install(&crate::seccomp::program())
+        .map(|()| crate::seccomp::description())
+        .map_err(|e| format!("the filter was refused ({e})"))
+}
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+fn filter_syscalls() -> Result<String, String> {
+    Err("no filter for this architecture".into())
+}
+
+fn landlock_layers(policy: &Policy, skip: &[Layer], abi: i64, status: &mut Status) {
     match restrict(policy, skip) {
         Ok((ruleset, no_new_privs)) => {
             status.no_new_privileges = no_new_privs;
@@ -118,10 +155,6 @@ pub(crate) fn enter(policy: &Policy, skip: &[Layer]) -> Status {
         }
         Err(e) => status.missing.push(format!("landlock: {e}")),
     }
-    if !status.no_new_privileges {
-        status.missing.push("no_new_privs not set".into());
-    }
-    status
 }
 
 /// What `enter` would find, without confining the caller: Landlock's ABI
@@ -150,19 +183,56 @@ pub(crate) fn probe() -> Status {
             libc::_exit(if ok { 0 } else { 1 });
         }
     }
-    let mut code = -1;
-    if pid > 0 {
-        // SAFETY: waits for the child just forked.
-        unsafe { libc::waitpid(pid, &mut code, 0) };
-    }
-    if pid > 0 && libc::WIFEXITED(code) && libc::WEXITSTATUS(code) == 0 {
+    if wait_ok(pid) {
         status.network.insert(0, "own network namespace".into());
     } else {
         status
             .missing
             .push("network namespace: unprivileged user namespaces are not allowed".into());
     }
+    match probe_filter() {
+        Ok(description) => status.syscalls = Some(description),
+        Err(e) => status.missing.push(format!("seccomp: {e}")),
+    }
     status
+}
+
+/// Whether the child `pid` (as fork returned it) exited with 0.
+fn wait_ok(pid: libc::pid_t) -> bool {
+    let mut code = -1;
+    if pid > 0 {
+        // SAFETY: waits for the child just forked.
+        unsafe { libc::waitpid(pid, &mut code, 0) };
+    }
+    pid > 0 && libc::WIFEXITED(code) && libc::WEXITSTATUS(code) == 0
+}
+
+/// Whether the kernel takes the filter and it refuses a Unix socket, tried
+/// in a forked child (the program is built before the fork; the child only
+/// makes system calls).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+fn probe_filter() -> Result<String, String> {
+    let program = crate::seccomp::program();
+    // SAFETY: the child calls only prctl, seccomp, socket and _exit.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        // SAFETY: see above.
+        unsafe {
+            let ok = crate::seccomp::install(&program).is_ok()
+                && libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0) < 0;
+            libc::_exit(if ok { 0 } else { 1 });
+        }
+    }
+    if wait_ok(pid) {
+        Ok(crate::seccomp::description())
+    } else {
+        Err("the kernel refused the filter".into())
+    }
+}
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+fn probe_filter() -> Result<String, String> {
+    Err("no filter for this architecture".into())
 }
 
 #[cfg(test)]

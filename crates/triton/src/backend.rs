@@ -276,6 +276,10 @@ impl TritonBackend {
 }
 
 impl Backend for TritonBackend {
+    fn restart_helpers(&mut self) {
+        // Dropped: the next compile starts a fresh helper (`helper()`).
+        self.helper = None;
+    }
     fn info(&self) -> &DeviceInfo {
         &self.info
     }

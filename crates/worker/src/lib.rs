@@ -7,14 +7,15 @@ pub mod limits;
 pub mod profiler;
 mod protocol;
 pub mod sanitizer;
+mod self_test;
 mod serve;
 mod supervisor;
 
 pub use kevo_sandbox;
 pub use limits::Limits;
 pub use protocol::{
-    Blob, DeclaredCeilings, ExpectedEntry, Reply, Request, SelfTest, TaskPackage, TimingOptions,
-    WorkerConfig,
+    Blob, ConnectProbe, DeclaredCeilings, ExpectedEntry, Reply, Request, SelfTest, TaskPackage,
+    TimingOptions, WorkerConfig,
 };
 pub use serve::serve;
 pub use supervisor::{Worker, WorkerCommand, WorkerError, WorkerStats, timeout_from_seed};

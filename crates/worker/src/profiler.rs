@@ -326,9 +326,11 @@ pub enum ProfileError {
 /// the report. The worker runs without its user and network namespace,
 /// which ncu's connection to the profiled process needs (on the H100 a
 /// fully confined worker hangs under ncu; leaving out only the namespace
-/// layer profiles, leaving out any other layer alone does not); Landlock's
-/// file, TCP and scope rules and no-new-privileges stay. The candidate ran
-/// fully confined when it was scored.
+/// layer profiles, leaving out any other layer alone does not), and
+/// without the syscall filter: a connection that crosses the namespace
+/// while Landlock refuses TCP is a Unix socket, which the filter refuses.
+/// Landlock's file, TCP and scope rules and no-new-privileges stay. The
+/// candidate ran fully confined when it was scored.
 pub fn profile(
     worker: &WorkerCommand,
     mut config: WorkerConfig,
@@ -353,12 +355,13 @@ pub fn profile(
         worker.program.display().to_string(),
     ];
     args.extend(worker.args.iter().cloned());
-    if !config
-        .sandbox
-        .skip
-        .contains(&kevo_sandbox::Layer::Namespaces)
-    {
-        config.sandbox.skip.push(kevo_sandbox::Layer::Namespaces);
+    for layer in [
+        kevo_sandbox::Layer::Namespaces,
+        kevo_sandbox::Layer::Syscalls,
+    ] {
+        if !config.sandbox.skip.contains(&layer) {
+            config.sandbox.skip.push(layer);
+        }
     }
     let command = WorkerCommand {
         program: ncu.clone(),

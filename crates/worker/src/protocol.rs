@@ -88,6 +88,11 @@ pub struct WorkerConfig {
     /// back in `Ready::self_test` with the worker's environment names.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub self_test_reads: Vec<std::path::PathBuf>,
+    /// Test-only: Unix sockets the worker tries to connect to once
+    /// confined and its device open, from its main thread, a new thread and
+    /// a child process; the answers come back in `Ready::self_test`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub self_test_connects: Vec<std::path::PathBuf>,
     #[serde(default)]
     pub known_measurements: std::collections::BTreeMap<String, kevo_roofline::Measurement>,
     /// The interpreter with Triton installed, for the Triton backend;
@@ -130,6 +135,7 @@ impl WorkerConfig {
             sandbox: kevo_sandbox::Options::default(),
             known_measurements: Default::default(),
             self_test_reads: Vec::new(),
+            self_test_connects: Vec::new(),
             triton_python: None,
         }
     }
@@ -184,6 +190,23 @@ pub struct SelfTest {
     pub reads: Vec<(std::path::PathBuf, Result<usize, String>)>,
     /// Names of the worker's environment variables.
     pub environment: Vec<String>,
+    /// For each socket in `WorkerConfig::self_test_connects`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub connects: Vec<ConnectProbe>,
+}
+
+/// Whether a confined worker could connect to a Unix socket (test-only).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConnectProbe {
+    pub path: std::path::PathBuf,
+    /// From the worker's main thread, after its device opened.
+    pub main_thread: Result<(), String>,
+    /// From a thread started after the device opened, as the drivers' and
+    /// PoCL's work-item threads are.
+    pub new_thread: Result<(), String>,
+    /// From a child process: the Triton interpreter on the Triton backend,
+    /// else /usr/bin/python3; None where that is missing.
+    pub child: Option<Result<(), String>>,
 }
 
 /// Coordinator -> worker.

@@ -60,6 +60,22 @@ pub fn serve(
         }
     };
     let mut backend = backend;
+    // The seccomp layer once the device is open: no candidate has run.
+    // A helper the backend started while opening is restarted under it.
+    let sandbox = match kevo_sandbox::filter_syscalls(&config.sandbox, sandbox) {
+        Ok(status) => {
+            backend.restart_helpers();
+            status
+        }
+        Err(e) => {
+            return send(
+                &mut output,
+                &Reply::Fatal {
+                    message: e.to_string(),
+                },
+            );
+        }
+    };
     let found = match config.declared_ceilings {
         Some(declared) => Ok((declared.ceilings(), None)),
         None => {
@@ -79,7 +95,8 @@ pub fn serve(
             );
         }
     };
-    let self_test = (!config.self_test_reads.is_empty()).then(|| crate::protocol::SelfTest {
+    let probes = !config.self_test_reads.is_empty() || !config.self_test_connects.is_empty();
+    let self_test = probes.then(|| crate::protocol::SelfTest {
         reads: config
             .self_test_reads
             .iter()
@@ -91,6 +108,17 @@ pub fn serve(
             })
             .collect(),
         environment,
+        connects: {
+            // A Triton worker's child is the helper's interpreter.
+            let python = (config.backend == kevo_runtimes::BackendKind::Triton)
+                .then_some(config.triton_python.as_deref())
+                .flatten();
+            config
+                .self_test_connects
+                .iter()
+                .map(|p| crate::self_test::connect(p, python))
+                .collect()
+        },
     });
     let device = backend.info().clone();
     let limits = config.limits.clone();

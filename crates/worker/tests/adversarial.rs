@@ -26,6 +26,8 @@ kevo_runtimes::backend_tests!(
     class6_faster_than_the_hardware_is_suspicious,
     sandbox_a_candidate_reads_no_file,
     sandbox_a_confined_worker_reads_nothing_of_the_users,
+    sandbox_inline_assembly_is_refused,
+    sandbox_a_confined_worker_connects_to_no_unix_socket,
 );
 
 /// How long a hanging candidate may run in the exploit tests and in the
@@ -133,4 +135,25 @@ fn sandbox_a_candidate_reads_no_file(under: UnderTest) {
 
 fn sandbox_a_confined_worker_reads_nothing_of_the_users(under: UnderTest) {
     common::a_confined_worker_reads_nothing_of_the_users(under);
+}
+
+fn sandbox_inline_assembly_is_refused(under: UnderTest) {
+    common::inline_assembly_is_refused(under);
+}
+
+fn sandbox_a_confined_worker_connects_to_no_unix_socket(under: UnderTest) {
+    common::a_confined_worker_connects_to_no_unix_socket(under.kind, under.required());
+}
+
+/// The connect probe on a Triton worker, whose child is the Triton
+/// helper's interpreter. Named so that `adversarial cuda::` runs it
+/// (scripts/gpu-check); required where CUDA is (`KEVO_REQUIRE_CUDA=1`).
+mod triton_on_cuda {
+    #[test]
+    fn sandbox_a_confined_worker_connects_to_no_unix_socket() {
+        super::common::a_confined_worker_connects_to_no_unix_socket(
+            kevo_runtimes::BackendKind::Triton,
+            std::env::var("KEVO_REQUIRE_CUDA").as_deref() == Ok("1"),
+        );
+    }
 }

@@ -620,3 +620,145 @@ pub fn a_confined_worker_reads_nothing_of_the_users(under: UnderTest) {
         assert!(!name.contains("API_KEY"), "{name} reached the worker");
     }
 }
+
+/// Kernels that make system calls through inline assembly (spelled out or
+/// pasted together by a macro) or machine code placed in `.text` are
+/// refused in OpenCL C before they compile, and the socket they aim at
+/// accepts nothing. CUDA keeps inline PTX (it runs on the GPU): nothing to
+/// check there.
+pub fn inline_assembly_is_refused(under: UnderTest) {
+    if under.dialect == Dialect::Cuda {
+        return;
+    }
+    let cache = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("outside.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let Some(mut w) = under.or_skip(Worker::start(
+        command(cache.path()),
+        WorkerConfig::new(under.kind, DeviceSelector::default()),
+    )) else {
+        return;
+    };
+    for (stem, needle) in [
+        (
+            "sandbox_inline_syscall",
+            "`__asm__` is not allowed in OpenCL C",
+        ),
+        ("sandbox_inline_syscall_macro", "could make `__asm"),
+        (
+            "sandbox_section_shellcode",
+            "`section` is not allowed in OpenCL C",
+        ),
+    ] {
+        let source =
+            kernel(under.dialect, stem).replace("SOCKET_PATH", &socket.display().to_string());
+        let e = w.evaluate("saxpy", &source, &in_distribution("saxpy"), TIMEOUT);
+        let Outcome::CompileError { message, .. } = &e.outcome else {
+            panic!("{stem}: {}", e.outcome.summary());
+        };
+        assert!(message.contains(needle), "{stem}: {message}");
+    }
+    assert!(
+        listener.accept().is_err(),
+        "the socket accepted a connection"
+    );
+    let seed = kevo_tasks::by_name("saxpy")
+        .unwrap()
+        .seed(under.dialect)
+        .unwrap();
+    // The worker goes on. (Suspicious counts: whether the seed beats the
+    // ceilings measured at start depends on the machine's load.)
+    let e = w.evaluate("saxpy", seed, &in_distribution("saxpy"), TIMEOUT);
+    assert!(
+        e.outcome.is_correct() || matches!(e.outcome, Outcome::Suspicious { .. }),
+        "{}",
+        e.outcome.summary()
+    );
+}
+
+/// What one confined worker's connect probe found: the worker's sandbox
+/// status and, for the one socket asked about, the probe.
+fn connect_probe(
+    kind: BackendKind,
+    required: bool,
+    socket: &std::path::Path,
+    skip: Vec<kevo_sandbox::Layer>,
+) -> Option<(kevo_sandbox::Status, kevo_worker::ConnectProbe)> {
+    let cache = tempfile::tempdir().unwrap();
+    let mut config = WorkerConfig::new(kind, DeviceSelector::default());
+    config.self_test_connects = vec![socket.to_path_buf()];
+    config.sandbox.skip = skip;
+    let w = match Worker::start(command(cache.path()), config) {
+        Ok(w) => w,
+        Err(e) if !required => {
+            eprintln!("skipping {kind}: {e}");
+            return None;
+        }
+        Err(e) => panic!("{kind} must be available here: {e}"),
+    };
+    let mut test = w
+        .self_test()
+        .expect("the worker answered the self-test")
+        .clone();
+    assert_eq!(test.connects.len(), 1, "{test:?}");
+    Some((w.sandbox().clone(), test.connects.remove(0)))
+}
+
+/// Connections the listener has queued.
+fn accepted(listener: &std::os::unix::net::UnixListener) -> usize {
+    std::iter::from_fn(|| listener.accept().ok()).count()
+}
+
+/// A worker confined as for any candidate, with its device open, cannot
+/// connect to a listening Unix socket outside its allowed paths (Landlock
+/// does not govern that): not from its main thread, not from a thread it
+/// starts (as PoCL's work-item threads are), not from a child process (as
+/// the Triton helper is), and the listener accepts nothing. The same
+/// worker with the syscall filter left out (`--sandbox-skip syscalls`)
+/// connects from all three: the probe works, and the filter is what
+/// refuses.
+pub fn a_confined_worker_connects_to_no_unix_socket(kind: BackendKind, required: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("outside.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let Some((status, probe)) = connect_probe(kind, required, &socket, Vec::new()) else {
+        return;
+    };
+    if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+        assert!(
+            status.syscalls.is_some(),
+            "the filter is not in force: {}",
+            status.summary()
+        );
+    }
+    let python = probe.child.is_some();
+    assert!(probe.main_thread.is_err(), "main thread: {probe:?}");
+    assert!(probe.new_thread.is_err(), "new thread: {probe:?}");
+    if let Some(child) = &probe.child {
+        assert!(child.is_err(), "child process: {probe:?}");
+    } else {
+        eprintln!("no /usr/bin/python3 here: the child process was not tried");
+    }
+    assert_eq!(accepted(&listener), 0, "the listener accepted a connection");
+
+    let (status, probe) = connect_probe(kind, true, &socket, vec![kevo_sandbox::Layer::Syscalls])
+        .expect("the worker started");
+    assert!(
+        status.syscalls.is_none() && status.missing.iter().any(|m| m.contains("syscalls")),
+        "{}",
+        status.summary()
+    );
+    assert_eq!(probe.main_thread, Ok(()), "without the filter: {probe:?}");
+    assert_eq!(probe.new_thread, Ok(()), "without the filter: {probe:?}");
+    if python {
+        assert_eq!(probe.child, Some(Ok(())), "without the filter: {probe:?}");
+    }
+    assert_eq!(
+        accepted(&listener),
+        if python { 3 } else { 2 },
+        "without the filter every probe connects"
+    );
+}
