@@ -28,14 +28,33 @@ extern "C" __global__ void count_not_equal(const unsigned int* base, unsigned in
     if (i < n_words && base[offset_words + i] != pattern) atomicAdd(count + slot, 1u);
 }
 
-// Overwrite what a candidate could read back uninitialised in its next run:
-// 48 KB of shared memory per block and 1 KB of local (stack) memory per
-// thread. Launched with enough blocks to occupy every multiprocessor.
-extern "C" __global__ void scrub(unsigned int pattern, unsigned int stride) {
-    volatile __shared__ unsigned int tile[12288];
-    volatile unsigned int stack[256];
-    for (unsigned int i = threadIdx.x; i < 12288; i += blockDim.x) tile[i] = pattern ^ i;
-    for (unsigned int i = 0; i < 256; ++i) stack[(i * stride) & 255u] = pattern + i;
+// Overwrite what a candidate could read back uninitialised in its next run.
+// The evaluator compiles scrub_private with the size a candidate's kernels
+// need (device.rs, `Utility::scrub`); the default is its smallest.
+#ifndef KEVO_SCRUB_PRIVATE_WORDS
+#define KEVO_SCRUB_PRIVATE_WORDS 256
+#endif
+
+// Shared memory: `n_words` words of dynamic shared memory per block, all a
+// block can have (the opt-in maximum, 227 KB on an H100), so that one
+// block covers a multiprocessor's shared memory but for the 1 KB the
+// system keeps per block, wherever the candidate's blocks had theirs: a
+// block's window can sit anywhere in it. Launched with two blocks per
+// multiprocessor.
+extern "C" __global__ void scrub_local(unsigned int pattern, unsigned int n_words) {
+    extern __shared__ unsigned int kevo_scrub_tile[];
+    volatile unsigned int* tile = kevo_scrub_tile;
+    for (unsigned int i = threadIdx.x; i < n_words; i += blockDim.x) tile[i] = pattern ^ i;
+}
+
+// Local (stack) memory: KEVO_SCRUB_PRIVATE_WORDS words (a power of two) per
+// thread, in an order (`stride` is odd) no compiler turns into a fill.
+// Launched with enough blocks to fill every multiprocessor's thread slots,
+// each of which has its own local memory.
+extern "C" __global__ void scrub_private(unsigned int pattern, unsigned int stride) {
+    volatile unsigned int stack[KEVO_SCRUB_PRIVATE_WORDS];
+    for (unsigned int i = 0; i < KEVO_SCRUB_PRIVATE_WORDS; ++i)
+        stack[(i * stride) & (KEVO_SCRUB_PRIVATE_WORDS - 1u)] = pattern + i;
 }
 
 // A keyed checksum of a buffer: the sum of a 32-bit mix of every word with

@@ -19,6 +19,7 @@ kevo_runtimes::backend_tests!(
     a_worker_that_cannot_open_its_device_fails_to_start_with_the_reason,
     class1_forged_replies_never_become_results,
     class2_and_3_no_state_survives_between_runs,
+    class2_no_memo_survives_in_local_memory_past_48k,
     class7_a_compile_bomb_is_a_bounded_compile_error,
     class4_a_replayed_answer_fails_verification,
     class9_answers_tabulated_for_public_inputs_fail,
@@ -106,6 +107,39 @@ fn class1_forged_replies_never_become_results(under: UnderTest) {
 fn class2_and_3_no_state_survives_between_runs(under: UnderTest) {
     on_worker(under, |w, dialect| {
         common::state_does_not_survive_between_runs(w, dialect)
+    });
+}
+
+/// Class 2: a memo left in __local/shared memory past its first 48 KB
+/// (`class2_memo_in_local_memory_past_48k`, which adds 1 to its result
+/// when it finds one) must not survive the scrub after each run: evaluated
+/// twice on one worker, so within one candidate's runs and from one
+/// candidate to the next, it stays correct. A device whose work-groups
+/// cannot have the OpenCL probe's 256 KB (GPUs: 48 to 64 KB) refuses it.
+fn class2_no_memo_survives_in_local_memory_past_48k(under: UnderTest) {
+    on_worker(under, |w, dialect| {
+        let stem = "class2_memo_in_local_memory_past_48k";
+        let source = common::kernel(dialect, stem);
+        let fits =
+            dialect == kevo_backend::Dialect::Cuda || w.device().local_mem_bytes >= 256 << 10;
+        for evaluation in 0..2 {
+            let sizes = common::in_distribution("saxpy");
+            let e = w.evaluate("saxpy", &source, &sizes, common::TIMEOUT);
+            let o = &e.outcome;
+            assert!(
+                if fits {
+                    o.is_correct()
+                } else {
+                    matches!(
+                        o,
+                        kevo_eval::Outcome::CompileError { .. }
+                            | kevo_eval::Outcome::RuntimeError { .. }
+                    )
+                },
+                "{stem}, evaluation {evaluation}: {}",
+                o.summary()
+            );
+        }
     });
 }
 
