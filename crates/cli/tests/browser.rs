@@ -26,7 +26,7 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn browser_available() -> bool {
+pub(crate) fn browser_available() -> bool {
     let found = ["chromium", "chromedriver"].iter().all(|tool| {
         Command::new(tool)
             .arg("--version")
@@ -41,7 +41,7 @@ fn browser_available() -> bool {
     found
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -115,14 +115,14 @@ fn http(port: u16, method: &str, path: &str, body: Option<&Value>) -> Value {
 }
 
 /// A ChromeDriver with one headless Chromium session; both end on drop.
-struct Browser {
+pub(crate) struct Browser {
     driver: Child,
     port: u16,
     session: String,
 }
 
 impl Browser {
-    fn start() -> Browser {
+    pub(crate) fn start() -> Browser {
         let port = free_port();
         let driver = Command::new("chromedriver")
             .arg(format!("--port={port}"))
@@ -173,11 +173,11 @@ impl Browser {
             .clone()
     }
 
-    fn open(&self, url: &str) {
+    pub(crate) fn open(&self, url: &str) {
         self.command("POST", "url", Some(&json!({ "url": url })));
     }
 
-    fn run(&self, script: &str) -> Value {
+    pub(crate) fn run(&self, script: &str) -> Value {
         self.command(
             "POST",
             "execute/sync",
@@ -186,7 +186,7 @@ impl Browser {
     }
 
     /// Console entries at level SEVERE (errors) since the last call.
-    fn console_errors(&self) -> Vec<String> {
+    pub(crate) fn console_errors(&self) -> Vec<String> {
         let log = self.command("POST", "se/log", Some(&json!({ "type": "browser" })));
         // An answer that is not a list of entries (an unsupported endpoint)
         // fails here rather than reading as "no errors".

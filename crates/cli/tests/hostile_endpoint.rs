@@ -10,14 +10,13 @@
 
 use crate::common;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::browser::{Browser, browser_available, free_port};
 use common::opencl_available;
 use serde_json::{Value, json};
 
@@ -302,192 +301,6 @@ fn a_hostile_model_name_is_stored_clean_and_shown_inert() {
 }
 
 // ---------------------------------------------------------------------
-// In Chromium, as in browser.rs: a minimal WebDriver client.
-
-fn browser_available() -> bool {
-    let found = ["chromium", "chromedriver"].iter().all(|tool| {
-        Command::new(tool)
-            .arg("--version")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    });
-    if !found && std::env::var_os("CI").is_some() {
-        panic!("Chromium and ChromeDriver must be installed in CI (scripts/setup does)");
-    }
-    found
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// One HTTP/1.1 exchange with ChromeDriver; the body as JSON (as in
-/// browser.rs).
-fn webdriver(port: u16, method: &str, path: &str, body: Option<&Value>) -> Value {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(60)))
-        .unwrap();
-    let body = body.map(Value::to_string).unwrap_or_default();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    // Headers, then the body by its length (servers may keep the
-    // connection open) or by chunks.
-    let mut raw = Vec::new();
-    let mut byte = [0u8; 4096];
-    let head_end = loop {
-        if let Some(at) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
-            break at;
-        }
-        let n = stream.read(&mut byte).unwrap();
-        assert!(n > 0, "connection closed before the headers");
-        raw.extend_from_slice(&byte[..n]);
-    };
-    let head = String::from_utf8_lossy(&raw[..head_end]).to_ascii_lowercase();
-    let mut body_bytes = raw[head_end + 4..].to_vec();
-    let length = head
-        .lines()
-        .find_map(|l| l.strip_prefix("content-length:"))
-        .and_then(|v| v.trim().parse::<usize>().ok());
-    let chunked = head.contains("transfer-encoding: chunked");
-    loop {
-        let complete = match length {
-            Some(n) => body_bytes.len() >= n,
-            None if chunked => body_bytes.windows(5).any(|w| w == b"0\r\n\r\n"),
-            None => false,
-        };
-        if complete {
-            break;
-        }
-        let n = stream.read(&mut byte).unwrap_or(0);
-        if n == 0 {
-            break;
-        }
-        body_bytes.extend_from_slice(&byte[..n]);
-    }
-    let text = String::from_utf8_lossy(&body_bytes).to_string();
-    let mut rest = text.as_str();
-    let mut decoded = String::new();
-    if chunked {
-        while let Some((size, tail)) = rest.split_once("\r\n") {
-            let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
-            if n == 0 {
-                break;
-            }
-            decoded.push_str(&tail[..n]);
-            rest = &tail[n + 2..];
-        }
-    } else {
-        decoded = text.clone();
-    }
-    serde_json::from_str(&decoded).unwrap_or(Value::String(decoded))
-}
-
-/// A ChromeDriver with one headless Chromium session; both end on drop.
-struct Browser {
-    driver: Child,
-    port: u16,
-    session: String,
-}
-
-impl Browser {
-    fn start() -> Browser {
-        let port = free_port();
-        let driver = Command::new("chromedriver")
-            .arg(format!("--port={port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let ready = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                ready.elapsed() < Duration::from_secs(20),
-                "chromedriver did not start"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let created = webdriver(
-            port,
-            "POST",
-            "/session",
-            Some(&json!({"capabilities": {"alwaysMatch": {
-                "browserName": "chrome",
-                "goog:chromeOptions": {
-                    "binary": "/usr/bin/chromium",
-                    "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
-                             "--disable-dev-shm-usage", "--window-size=1200,2400"]
-                },
-                "goog:loggingPrefs": {"browser": "ALL"}
-            }}})),
-        );
-        let session = created["value"]["sessionId"]
-            .as_str()
-            .unwrap_or_else(|| panic!("no session: {created}"))
-            .to_string();
-        Browser {
-            driver,
-            port,
-            session,
-        }
-    }
-
-    fn command(&self, method: &str, what: &str, body: Option<&Value>) -> Value {
-        webdriver(
-            self.port,
-            method,
-            &format!("/session/{}/{what}", self.session),
-            body,
-        )["value"]
-            .clone()
-    }
-
-    fn open(&self, url: &str) {
-        self.command("POST", "url", Some(&json!({ "url": url })));
-    }
-
-    fn run(&self, script: &str) -> Value {
-        self.command(
-            "POST",
-            "execute/sync",
-            Some(&json!({ "script": script, "args": [] })),
-        )
-    }
-
-    fn console_errors(&self) -> Vec<String> {
-        let log = self.command("POST", "se/log", Some(&json!({ "type": "browser" })));
-        log.as_array()
-            .unwrap_or_else(|| panic!("no browser log: {log}"))
-            .iter()
-            .filter(|e| e["level"] == "SEVERE")
-            .map(|e| e["message"].to_string())
-            .collect()
-    }
-}
-
-impl Drop for Browser {
-    fn drop(&mut self) {
-        let _ = webdriver(
-            self.port,
-            "DELETE",
-            &format!("/session/{}", self.session),
-            None,
-        );
-        let _ = self.driver.kill();
-        let _ = self.driver.wait();
-    }
-}
-
 /// What the page shows of the hostile name and whether it is intact: the
 /// script elements, the data block's model, the models table's text, the
 /// live script's update count, whether an injected script ran.
