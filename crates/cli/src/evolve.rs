@@ -610,7 +610,7 @@ pub fn runs(store: StoreArgs, json: bool) -> Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
         println!(
-            "{:<28} {:<10} {:<8} {:<6} {:<12} {:>5} {:>8} {:>9}  {:<19}  {}",
+            "{:<28} {:<10} {:<8} {:<6} {:<12} {:>5} {:>8} {:>8} {:>9}  {:<19}  {}",
             "run",
             "task",
             "backend",
@@ -618,13 +618,14 @@ pub fn runs(store: StoreArgs, json: bool) -> Result<ExitCode> {
             "status",
             "iter",
             "best",
+            "speedup",
             "cost $",
             "held-out",
             "device"
         );
         for r in runs {
             println!(
-                "{:<28} {:<10} {:<8} {:<6} {:<12} {:>5} {:>8} {:>9.4}  {:<19}  {}",
+                "{:<28} {:<10} {:<8} {:<6} {:<12} {:>5} {:>8} {:>8} {:>9.4}  {:<19}  {}",
                 r.id.0,
                 r.task,
                 r.backend,
@@ -634,6 +635,7 @@ pub fn runs(store: StoreArgs, json: bool) -> Result<ExitCode> {
                     .map(|i| i.to_string())
                     .unwrap_or_else(|| "-".into()),
                 score(r.best_score),
+                r.speedup.map_or_else(|| "-".into(), |x| format!("{x:.2}x")),
                 r.cost_usd.unwrap_or(0.0),
                 match (&r.held_out_verdict, &r.winner_safety) {
                     (Some(v), Some(s)) if s == "unsafe" => format!("{v}, unsafe"),

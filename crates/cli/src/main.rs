@@ -49,6 +49,11 @@ enum Command {
         /// Run the copy and FMA micro-benchmarks even for datasheet devices.
         #[arg(long)]
         measure: bool,
+        /// Measure every device again now and add the result to its cached
+        /// envelope: a ceiling only rises, so a measurement made while the
+        /// machine was busy never lowers one.
+        #[arg(long)]
+        remeasure: bool,
         #[arg(long)]
         json: bool,
         /// The interpreter to ask about Triton (default $KEVO_TRITON_PYTHON,
@@ -447,10 +452,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Devices {
             measure,
+            remeasure,
             json,
             triton_python,
         } => {
-            report::print_devices(measure, json, triton_python)?;
+            let how = match (measure, remeasure) {
+                (_, true) => report::Measure::Again,
+                (true, false) => report::Measure::Cached,
+                (false, false) => report::Measure::No,
+            };
+            report::print_devices(how, json, triton_python)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Eval(args) => eval(*args),

@@ -56,7 +56,17 @@ pub fn print_tasks(json: bool) -> Result<()> {
     Ok(())
 }
 
-pub fn print_devices(measure: bool, json: bool, triton_python: Option<String>) -> Result<()> {
+/// Whether `kevo devices` shows the micro-benchmarks' envelope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Measure {
+    No,
+    /// The cached envelope (measured now if there is none).
+    Cached,
+    /// Measured again now and added to the envelope.
+    Again,
+}
+
+pub fn print_devices(measure: Measure, json: bool, triton_python: Option<String>) -> Result<()> {
     let mut rows = Vec::new();
     for (kind, devices) in kevo_runtimes::list() {
         let backend = kind.name();
@@ -147,6 +157,9 @@ pub fn print_devices(measure: bool, json: bool, triton_python: Option<String>) -
                 }
                 let measured: Option<kevo_roofline::Measurement> =
                     serde_json::from_value(row["ceilings"]["measured"].clone()).ok();
+                if let Some(m) = &measured {
+                    print_envelope(m, &row["ceilings"]["now"]);
+                }
                 if let Some(x) = measured.as_ref().and_then(|m| m.extras.as_ref()) {
                     print_extras(x);
                 }
@@ -220,35 +233,71 @@ fn print_extras(x: &kevo_roofline::Extras) {
     }
 }
 
+/// "envelope: the best of 3 measurements (2026-11-28 08:10 to 09:02 UTC)",
+/// and what a re-measurement found now beside it.
+fn print_envelope(m: &kevo_roofline::Measurement, now: &serde_json::Value) {
+    let when = |t: u64| {
+        chrono::DateTime::from_timestamp(t as i64, 0).map_or_else(
+            || "?".into(),
+            |d| d.format("%Y-%m-%d %H:%M UTC").to_string(),
+        )
+    };
+    let first = if m.first_unix > 0 {
+        m.first_unix
+    } else {
+        m.measured_unix
+    };
+    println!(
+        "    envelope: the best of {} measurement{} ({} to {}): {:.1} GB/s copy, {:.1} GFLOPS FMA",
+        m.runs,
+        if m.runs == 1 { "" } else { "s" },
+        when(first),
+        when(m.measured_unix),
+        m.copy_gbs,
+        m.fma_gflops
+    );
+    if let Ok(now) = serde_json::from_value::<kevo_roofline::Measurement>(now.clone()) {
+        println!(
+            "    measured now: {:.1} GB/s copy, {:.1} GFLOPS FMA (a ceiling only rises: the envelope keeps the best)",
+            now.copy_gbs, now.fma_gflops
+        );
+    }
+}
+
 #[derive(serde::Serialize)]
 struct DeviceCeilings {
     /// The ceilings scores use.
     #[serde(flatten)]
     used: Ceilings,
-    /// Micro-benchmark results, when measured.
+    /// The cached envelope of micro-benchmark results, when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
     measured: Option<kevo_roofline::Measurement>,
+    /// The measurement made now (`--remeasure`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    now: Option<kevo_roofline::Measurement>,
 }
 
 fn device_ceilings(
     kind: BackendKind,
     selector: &kevo_backend::DeviceSelector,
-    measure: bool,
+    measure: Measure,
 ) -> Result<serde_json::Value> {
     let mut b = kevo_runtimes::open(kind, selector, kevo_runtimes::OpenOptions::default())?;
     let cache = kevo_roofline::CeilingCache::default_location();
-    let used = kevo_roofline::ceilings(b.as_mut(), &cache)?;
-    let measured = if measure {
-        Some(kevo_roofline::measured(b.as_mut(), &cache)?.0)
-    } else {
-        None
+    let (measured, now) = match measure {
+        Measure::No => (None, None),
+        Measure::Cached => (Some(kevo_roofline::measured(b.as_mut(), &cache)?.0), None),
+        Measure::Again => {
+            let (now, envelope) = kevo_roofline::remeasure_into(b.as_mut(), &cache)?;
+            (Some(envelope), Some(now))
+        }
     };
-    let mut value = serde_json::to_value(DeviceCeilings { used, measured })?;
-    if value["measured"].is_null()
-        && let Some(obj) = value.as_object_mut()
-    {
-        obj.remove("measured");
-    }
-    Ok(value)
+    let used = kevo_roofline::ceilings(b.as_mut(), &cache)?;
+    Ok(serde_json::to_value(DeviceCeilings {
+        used,
+        measured,
+        now,
+    })?)
 }
 
 /// One decimal for real ceilings; declared ones (`--ceilings`) may be tiny.

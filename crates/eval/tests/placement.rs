@@ -188,7 +188,12 @@ fn an_fft3d_kernel_as_fast_as_cufft_is_not_suspicious() {
     let rule = |fraction_scored: f64| {
         let time = task.work(&size) / (fraction_scored * 3350.0 * 1e9);
         let plausible = task.plausibility_work(&size) / time / 1e9;
-        kevo_eval::placement::suspicion(plausible, task.ceiling(), &ceilings, working_set, 50 * MIB)
+        let device = kevo_eval::placement::DeviceFacts {
+            driver_cache_bytes: 50 * MIB,
+            is_cpu: false,
+        };
+        kevo_eval::placement::suspicion(plausible, task.ceiling(), &ceilings, working_set, device)
+            .map(|s| s.why)
     };
     assert_eq!(rule(1.55), None, "cuFFT's speed is plausible");
     assert_eq!(rule(2.4), None, "1.2x DRAM at 48 B/cell is within the rule");

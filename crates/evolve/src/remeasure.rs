@@ -60,23 +60,25 @@ pub struct RoundResult {
     /// the re-measurement.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<String>,
-    /// Every check passed but a size ran faster than the hardware allows:
-    /// the timing is not trusted, so the round is discarded for every
-    /// candidate (it can only have favoured this one). A kernel that
-    /// skipped work would have failed the checks instead.
+    /// Set only in re-measurements stored before suspicious became a
+    /// failure: the round was then discarded for every candidate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub implausible: Option<String>,
     pub sizes: Vec<SizeTime>,
 }
 
 impl RoundResult {
+    /// A round's result. A size faster than the hardware allows (after
+    /// the evaluator re-measured the ceiling it beat) fails the candidate,
+    /// as a wrong result does: "suspicious" is a verdict on the kernel's
+    /// honesty, so no round is ever dropped for speed alone (dropping 2 of
+    /// 5 rounds reversed the order of a run's top two on PoCL).
     pub fn of(e: &Evaluation) -> RoundResult {
         let score = e.outcome.score();
-        let implausible = matches!(e.outcome, kevo_eval::Outcome::Suspicious { .. });
         RoundResult {
             score,
-            failure: (score.is_none() && !implausible).then(|| e.outcome.summary()),
-            implausible: implausible.then(|| e.outcome.summary()),
+            failure: score.is_none().then(|| e.outcome.summary()),
+            implausible: None,
             sizes: e
                 .sizes
                 .iter()
@@ -178,6 +180,112 @@ impl Interleaved {
     }
 }
 
+/// The distribution-free confidence interval of a median from `values`:
+/// the k-th smallest and k-th largest, with the largest k whose coverage
+/// (1 - 2 P[Binomial(n, 1/2) < k]) is at least `level`; k = 1 (min-max)
+/// where even that falls short. Returns (low, high, coverage); 5 rounds
+/// give min-max at 93.8%, 10 rounds the 2nd and 9th at 97.9%.
+pub fn median_interval(values: &[f64], level: f64) -> Option<(f64, f64, f64)> {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let coverage = |k: usize| {
+        // P[X < k] for X ~ Binomial(n, 1/2).
+        let mut below = 0.0;
+        let mut c = 1.0f64;
+        for i in 0..k {
+            if i > 0 {
+                c = c * (n - i + 1) as f64 / i as f64;
+            }
+            below += c;
+        }
+        1.0 - 2.0 * below / 2f64.powi(n as i32)
+    };
+    let mut k = 1;
+    while k < n.div_ceil(2) && coverage(k + 1) >= level {
+        k += 1;
+    }
+    Some((v[k - 1], v[n - k], coverage(k)))
+}
+
+/// The picked winner against the seed on fresh interleaved rounds: the
+/// speedup a run reports, measured apart from the rounds that chose it
+/// (a search whose proposer returned the seed's body every time reported
+/// 1.07x when the pick's own medians were the report).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Confirmation {
+    pub rounds: u32,
+    /// Per round, the winner's score over the seed's.
+    pub ratios: Vec<f64>,
+    /// The median ratio, with its confidence interval.
+    pub median: f64,
+    pub low: f64,
+    pub high: f64,
+    /// The interval's coverage (0.938 for 5 rounds).
+    pub level: f64,
+    /// Why the winner failed the confirmation (a round not correct).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+}
+
+impl Confirmation {
+    /// From a two-candidate re-measurement (winner, seed).
+    pub fn of(m: &Interleaved) -> Confirmation {
+        let ratios: Vec<f64> = m
+            .rounds
+            .iter()
+            .filter_map(|row| {
+                let w = row.first()?.as_ref()?.score?;
+                let s = row.get(1)?.as_ref()?.score?;
+                (s > 0.0).then_some(w / s)
+            })
+            .collect();
+        let failure = m
+            .failure(0)
+            .map(|f| format!("the winner: {f}"))
+            .or_else(|| m.failure(1).map(|f| format!("the seed: {f}")));
+        let (low, high, level) =
+            median_interval(&ratios, 0.90).unwrap_or((f64::NAN, f64::NAN, 0.0));
+        Confirmation {
+            rounds: m.rounds.len() as u32,
+            median: if ratios.is_empty() {
+                f64::NAN
+            } else {
+                kevo_strategy::promotion::median(ratios.clone())
+            },
+            ratios,
+            low,
+            high,
+            level,
+            failure,
+        }
+    }
+
+    /// Whether the winner held: correct in every round and faster than the
+    /// seed by the median ratio.
+    pub fn holds(&self) -> bool {
+        self.failure.is_none() && self.median > 1.0
+    }
+
+    /// "1.42x (93.8% interval 1.38-1.47) over 5 fresh rounds".
+    pub fn describe(&self) -> String {
+        match &self.failure {
+            Some(f) => format!("failed on fresh rounds ({f})"),
+            None => format!(
+                "{:.2}x ({:.1}% interval {:.2}-{:.2}) over {} fresh rounds",
+                self.median,
+                self.level * 100.0,
+                self.low,
+                self.high,
+                self.rounds
+            ),
+        }
+    }
+}
+
 /// The end-of-run pick: the best few and the seed re-measured together.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FinalPick {
@@ -188,8 +296,18 @@ pub struct FinalPick {
     pub winner: i64,
     /// The strategy's best, by its in-run score.
     pub in_run_best: i64,
-    /// The winner's median over the seed's, both from the re-measurement.
+    /// The confirmed speedup: the median ratio of [`FinalPick::confirmation`],
+    /// exactly 1 when the winner is the seed (nothing is measured against
+    /// itself). Runs stored before confirmation held the pick's own ratio.
     pub speedup: Option<f64>,
+    /// The chosen winner against the seed on fresh rounds; None when the
+    /// winner is the seed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmation: Option<Confirmation>,
+    /// The pick's choice before confirmation, where the confirmation
+    /// reverted it to the seed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unconfirmed: Option<i64>,
     /// Rounds left out because a timing in them was implausible.
     #[serde(default)]
     pub discarded_rounds: Vec<usize>,
@@ -250,6 +368,16 @@ impl FinalPick {
                 self.in_run_best
             ));
         }
+        match (&self.confirmation, self.unconfirmed) {
+            (Some(c), Some(chosen)) => lines.push(format!(
+                "  candidate {chosen} against the seed: {}: the seed is kept (1.00x)",
+                c.describe()
+            )),
+            (Some(c), None) => {
+                lines.push(format!("  confirmed against the seed: {}", c.describe()))
+            }
+            (None, _) => lines.push("  the seed is the winner: 1.00x, nothing to confirm".into()),
+        }
         lines.join("\n")
     }
 }
@@ -276,8 +404,10 @@ mod tests {
         })
     }
 
+    /// Re-measurements stored before "suspicious" failed the candidate
+    /// marked implausible rounds; they are still read as discarded.
     #[test]
-    fn an_implausibly_fast_round_is_discarded_for_both() {
+    fn a_stored_implausibly_fast_round_is_discarded_for_both() {
         let m = Interleaved {
             rounds: vec![
                 vec![result(Some(0.6)), result(Some(0.5))],
@@ -327,6 +457,66 @@ mod tests {
         assert_eq!(
             pair.failure.as_deref(),
             Some("candidate 7: round 2: wrong result at 64x64")
+        );
+    }
+
+    #[test]
+    fn the_median_interval_takes_order_statistics_by_coverage() {
+        let five = [1.02, 0.98, 1.00, 1.05, 0.97];
+        let (lo, hi, level) = median_interval(&five, 0.90).unwrap();
+        assert_eq!((lo, hi), (0.97, 1.05), "min-max for 5");
+        assert!((level - 0.9375).abs() < 1e-12, "{level}");
+        let ten: Vec<f64> = (1..=10).map(f64::from).collect();
+        let (lo, hi, level) = median_interval(&ten, 0.90).unwrap();
+        assert_eq!((lo, hi), (2.0, 9.0));
+        assert!((level - 0.978_515_625).abs() < 1e-9, "{level}");
+        let (lo, hi, level) = median_interval(&[3.0, 1.0], 0.90).unwrap();
+        assert_eq!((lo, hi, level), (1.0, 3.0, 0.5), "short of 90%: min-max");
+        assert_eq!(median_interval(&[], 0.9), None);
+    }
+
+    #[test]
+    fn a_confirmation_is_the_winners_ratio_on_fresh_rounds() {
+        let m = Interleaved {
+            rounds: vec![
+                vec![result(Some(0.60)), result(Some(0.50))],
+                vec![result(Some(0.66)), result(Some(0.50))],
+                vec![result(Some(0.55)), result(Some(0.50))],
+            ],
+            spend: RemeasureSpend::default(),
+        };
+        let c = Confirmation::of(&m);
+        assert_eq!(c.rounds, 3);
+        assert!((c.median - 1.2).abs() < 1e-12);
+        assert!((c.low - 1.1).abs() < 1e-12 && (c.high - 1.32).abs() < 1e-12);
+        assert!(c.holds());
+        assert!(
+            c.describe()
+                .starts_with("1.20x (75.0% interval 1.10-1.32) over 3 fresh rounds")
+        );
+        // Identical kernels: a median ratio at or below 1 does not hold.
+        let null = Interleaved {
+            rounds: vec![
+                vec![result(Some(0.50)), result(Some(0.51))],
+                vec![result(Some(0.51)), result(Some(0.50))],
+                vec![result(Some(0.495)), result(Some(0.50))],
+            ],
+            spend: RemeasureSpend::default(),
+        };
+        assert!(!Confirmation::of(&null).holds());
+        // A winner that fails a fresh round does not hold either.
+        let failing = Interleaved {
+            rounds: vec![
+                vec![result(Some(0.9)), result(Some(0.5))],
+                vec![result(None), result(Some(0.5))],
+            ],
+            spend: RemeasureSpend::default(),
+        };
+        let c = Confirmation::of(&failing);
+        assert!(!c.holds());
+        assert_eq!(
+            c.failure.as_deref(),
+            Some("the winner: round 2: wrong result at 64x64")
         );
     }
 }

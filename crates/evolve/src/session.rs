@@ -3508,15 +3508,24 @@ impl<'e> Session<'e> {
             })
             .map(|(id, _)| id)
             .unwrap_or(in_run_best.id);
-        let median_of = |id: i64| {
-            candidates
-                .iter()
-                .find(|e| e.candidate == id)
-                .and_then(|e| e.remeasured)
+        // The speedup is measured apart from the rounds that chose the
+        // winner: the winner and the seed again, on fresh rounds.
+        let confirmation = if winner == seed.id {
+            None
+        } else {
+            let (w, s) = (
+                self.sources[&winner].clone(),
+                self.sources[&seed.id].clone(),
+            );
+            let c = self.remeasure(&[&w, &s], rounds)?;
+            self.record_confirmation(winner, seed.id, &c).await?;
+            Some(crate::remeasure::Confirmation::of(&c))
         };
-        let speedup = match (median_of(winner), median_of(seed.id)) {
-            (Some(w), Some(s)) if s > 0.0 => Some(w / s),
-            _ => None,
+        let held = confirmation.as_ref().is_none_or(|c| c.holds());
+        let (winner, unconfirmed, speedup) = match &confirmation {
+            Some(c) if held => (winner, None, Some(c.median)),
+            Some(_) => (seed.id, Some(winner), Some(1.0)),
+            None => (winner, None, Some(1.0)),
         };
         let pick = FinalPick {
             rounds,
@@ -3524,17 +3533,47 @@ impl<'e> Session<'e> {
             winner,
             in_run_best: in_run_best.id,
             speedup,
+            confirmation,
+            unconfirmed,
             discarded_rounds: m.discarded(),
         };
+        let candidates = ranked.iter().map(|r| CandidateId(r.0)).collect();
+        self.record_interleaved(RemeasurePurpose::Final, candidates, pick.describe(), &m)
+            .await?;
+        Ok(Some(pick))
+    }
+
+    /// Stores the winner-against-seed rounds of the final pick.
+    async fn record_confirmation(
+        &mut self,
+        winner: i64,
+        seed: i64,
+        m: &Interleaved,
+    ) -> Result<(), EvolveError> {
+        let c = crate::remeasure::Confirmation::of(m);
+        let verdict = format!("candidate {winner} against the seed: {}", c.describe());
+        let candidates = vec![CandidateId(winner), CandidateId(seed)];
+        self.record_interleaved(RemeasurePurpose::Confirm, candidates, verdict, m)
+            .await
+    }
+
+    /// Stores a re-measurement of the run's end and counts its spend.
+    async fn record_interleaved(
+        &mut self,
+        purpose: RemeasurePurpose,
+        candidates: Vec<CandidateId>,
+        verdict: String,
+        m: &Interleaved,
+    ) -> Result<(), EvolveError> {
         self.env
             .store
             .record_remeasurement(
                 &self.run,
                 self.iteration,
                 &NewRemeasurement {
-                    purpose: RemeasurePurpose::Final,
-                    candidates: ranked.iter().map(|r| CandidateId(r.0)).collect(),
-                    verdict: pick.describe(),
+                    purpose,
+                    candidates,
+                    verdict,
                     rounds: serde_json::to_value(&m.rounds).unwrap_or_default(),
                     evaluations: m.spend.evaluations as u32,
                     device_s: m.spend.device_s,
@@ -3543,7 +3582,7 @@ impl<'e> Session<'e> {
             )
             .await?;
         self.state.remeasure.add(&m.spend);
-        Ok(Some(pick))
+        Ok(())
     }
 
     /// The held-out gate: the incumbent and the seed at the held-out size in
@@ -3557,7 +3596,13 @@ impl<'e> Session<'e> {
         let winner_src = self.sources[&winner_id].clone();
         let seed_src = self.sources[&seed_id].clone();
         let winner = self.evaluate(&winner_src, std::slice::from_ref(&size), limit)?;
-        let seed = self.evaluate(&seed_src, std::slice::from_ref(&size), limit)?;
+        // A seed kept is not measured against itself ("seed kept" beside
+        // "0.89x the seed"): one evaluation serves both roles.
+        let seed = if winner_id == seed_id {
+            winner.clone()
+        } else {
+            self.evaluate(&seed_src, std::slice::from_ref(&size), limit)?
+        };
         let fraction = |e: &Evaluation| {
             e.outcome
                 .is_correct()
@@ -3566,6 +3611,7 @@ impl<'e> Session<'e> {
         };
         let (wf, sf) = (fraction(&winner), fraction(&seed));
         let speedup = match (wf, sf) {
+            _ if winner_id == seed_id => wf.map(|_| 1.0),
             (Some(w), Some(s)) if s > 0.0 => Some(w / s),
             _ => None,
         };

@@ -18,9 +18,14 @@ pub enum HeldOutVerdict {
     #[serde(rename = "held-out regression")]
     HeldOutRegression,
     /// Wrong, or failed (compile, runtime error, timeout), at the held-out
-    /// size.
+    /// size. Never said of a correct kernel: speed alone is not overfit.
     #[serde(rename = "overfit")]
     Overfit,
+    /// Correct there, but faster than the hardware allows even after the
+    /// evaluator measured the ceiling again: a verdict on honesty, kept
+    /// apart from overfit.
+    #[serde(rename = "suspicious")]
+    Suspicious,
     /// The winner is the seed: the search found nothing to judge.
     #[serde(rename = "seed kept")]
     SeedKept,
@@ -32,6 +37,7 @@ impl HeldOutVerdict {
             HeldOutVerdict::Generalises => "generalises",
             HeldOutVerdict::HeldOutRegression => "held-out regression",
             HeldOutVerdict::Overfit => "overfit",
+            HeldOutVerdict::Suspicious => "suspicious",
             HeldOutVerdict::SeedKept => "seed kept",
         }
     }
@@ -62,6 +68,12 @@ pub fn classify(
         return (
             HeldOutVerdict::SeedKept,
             "the winner is the seed: no candidate beat it".into(),
+        );
+    }
+    if let kevo_eval::Outcome::Suspicious { size, reason, .. } = &winner.outcome {
+        return (
+            HeldOutVerdict::Suspicious,
+            format!("correct at the held-out size but suspicious at {size}: {reason}"),
         );
     }
     if !winner.outcome.is_correct() {

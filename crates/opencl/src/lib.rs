@@ -2,6 +2,8 @@
 //! and runs on machines without OpenCL (the backend then reports itself
 //! unavailable). Works on PoCL (CPU, used in CI) and on GPU platforms.
 
+mod stderr;
+
 use std::ptr;
 
 use kevo_backend::{
@@ -374,10 +376,18 @@ impl Backend for OpenClBackend {
         flags.extend(options.extra_flags.iter().map(String::as_str));
         let mut program = Program::create_from_source(&self.context, source)
             .map_err(|e| cl_err("creating a program", e))?;
-        if let Err(e) = program.build(&[self.device.id()], &flags.join(" ")) {
+        // PoCL's compiler also writes its diagnostics' count ("1 warning
+        // and 45 errors generated.") to the process's stderr, where it
+        // landed above `kevo devices`' first line: it is kept apart and
+        // joins the build log instead.
+        let (built, printed) =
+            stderr::captured(|| program.build(&[self.device.id()], &flags.join(" ")));
+        if let Err(e) = built {
             let log = program.get_build_log(self.device.id()).unwrap_or_default();
-            let log = if log.trim().is_empty() {
+            let log = if log.trim().is_empty() && printed.trim().is_empty() {
                 format!("build failed: {e} ({})", e.0)
+            } else if log.trim().is_empty() {
+                normalise_log(&printed)
             } else {
                 normalise_log(&log)
             };

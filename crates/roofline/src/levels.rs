@@ -144,7 +144,15 @@ fn plan(info: &DeviceInfo) -> SweepPlan {
     let cus = u64::from(info.compute_units.max(1));
     if info.is_cpu {
         SweepPlan {
-            sets: working_sets(16 << 10, 256 << 20),
+            // Past the driver's cache (up to 1 GiB): a VM's share of a
+            // 256 MiB host L3 ends where the sweep's last cliff is, not
+            // where the driver says.
+            sets: working_sets(
+                16 << 10,
+                (256u64 << 20)
+                    .max(info.cache_bytes.saturating_mul(2).min(1 << 30))
+                    .min((info.global_mem_bytes / 4).max(256 << 20)),
+            ),
             min_bytes_per_launch: 64 << 20,
             threads: cus * 256,
             saturating_threads: cus * 64,
@@ -166,9 +174,19 @@ fn plan(info: &DeviceInfo) -> SweepPlan {
 
 /// The copy sweep: every working set of the plan, each with its bandwidth.
 pub fn sweep(backend: &mut dyn Backend) -> Result<Vec<SweepPoint>, String> {
+    let sets = plan(backend.info()).sets;
+    sweep_points(backend, &sets)
+}
+
+/// The copy bandwidth at each of `sets` (bytes, increasing), with the
+/// plan's threads and load: the sweep, or one point of it measured again.
+pub fn sweep_points(backend: &mut dyn Backend, sets: &[u64]) -> Result<Vec<SweepPoint>, String> {
     let info = backend.info().clone();
-    let plan = plan(&info);
-    let largest = *plan.sets.last().expect("a non-empty plan");
+    let plan = SweepPlan {
+        sets: sets.to_vec(),
+        ..plan(&info)
+    };
+    let largest = *plan.sets.last().ok_or("no working sets to measure")?;
     let name = if plan.chunked {
         "bw_sweep_chunked"
     } else {

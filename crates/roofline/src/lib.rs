@@ -6,16 +6,19 @@
 //! ceilings measured by two micro-benchmarks (a streaming copy and an FMA
 //! loop), cached per device so the measurement runs once.
 
+pub mod bench;
+pub mod envelope;
 pub mod hierarchy;
 pub mod levels;
 
+pub use bench::{Bound, measure, remeasure};
 pub use hierarchy::{Hierarchy, Level, Placement, Spread, SweepPoint, human_bytes};
 pub use levels::{Extras, LaunchOverhead};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use kevo_backend::{Backend, BackendError, CompileOptions, DeviceInfo, Dialect, KernelArg, Launch};
+use kevo_backend::{Backend, BackendError, DeviceInfo, Dialect};
 use kevo_tasks::CeilingKind;
 use serde::{Deserialize, Serialize};
 
@@ -262,7 +265,15 @@ pub struct Measurement {
     pub fma_gflops_max: f64,
     /// Bytes copied per run.
     pub copy_bytes: u64,
+    /// When the latest measurement of the envelope ran.
     pub measured_unix: u64,
+    /// How many measurements this envelope holds (1 in caches written
+    /// before ceilings became envelopes).
+    #[serde(default = "one")]
+    pub runs: u32,
+    /// When the first of them ran (0 where not recorded).
+    #[serde(default)]
+    pub first_unix: u64,
     /// The hierarchy sweep, shared-memory bandwidth, FP64 and FP16; None in
     /// measurements cached before kevo measured them (which are then
     /// measured again).
@@ -270,13 +281,49 @@ pub struct Measurement {
     pub extras: Option<Extras>,
 }
 
+fn one() -> u32 {
+    1
+}
+
 impl Measurement {
+    /// A measurement (or envelope) from its two ceilings' spreads.
+    pub fn from_spreads(
+        copy: Spread,
+        fma: Spread,
+        copy_bytes: u64,
+        (first_unix, measured_unix, runs): (u64, u64, u32),
+        extras: Option<Extras>,
+    ) -> Measurement {
+        Measurement {
+            copy_gbs: copy.median,
+            copy_gbs_min: copy.min,
+            copy_gbs_max: copy.max,
+            fma_gflops: fma.median,
+            fma_gflops_min: fma.min,
+            fma_gflops_max: fma.max,
+            copy_bytes,
+            measured_unix,
+            runs,
+            first_unix,
+            extras,
+        }
+    }
+
     /// The DRAM copy bandwidth with its spread.
     pub fn copy_spread(&self) -> Spread {
         Spread {
             median: self.copy_gbs,
             min: self.copy_gbs_min,
             max: self.copy_gbs_max,
+        }
+    }
+
+    /// The FP32 FMA peak with its spread.
+    pub fn fma_spread(&self) -> Spread {
+        Spread {
+            median: self.fma_gflops,
+            min: self.fma_gflops_min,
+            max: self.fma_gflops_max,
         }
     }
 
@@ -296,125 +343,6 @@ pub enum RooflineError {
     NoKernels(Dialect),
     #[error("ceiling cache {path}: {message}")]
     Cache { path: PathBuf, message: String },
-}
-
-fn kernels(dialect: Dialect) -> Result<&'static str, RooflineError> {
-    match dialect.native() {
-        Dialect::OpenCl => Ok(include_str!("../kernels/microbench.cl")),
-        Dialect::Cuda => Ok(include_str!("../kernels/microbench.cu")),
-        Dialect::Metal | Dialect::Triton => Err(RooflineError::NoKernels(dialect)),
-    }
-}
-
-fn stats(v: Vec<f64>) -> (f64, f64, f64) {
-    let s = Spread::of(v);
-    (s.median, s.min, s.max)
-}
-
-/// Time `launch` with 3 warm-ups and 10 timed runs; return the 10 times.
-fn time_runs(backend: &mut dyn Backend, launch: &Launch) -> Result<Vec<f64>, BackendError> {
-    let seq = std::slice::from_ref(launch);
-    for _ in 0..3 {
-        backend.run_timed(seq)?;
-    }
-    (0..10)
-        .map(|_| backend.run_timed(seq).map(|t| t.seconds()))
-        .collect()
-}
-
-/// Run the copy and FMA micro-benchmarks. Sizes adapt to the device: 256 MiB
-/// per buffer on GPUs (far past any L2), 64 MiB on CPUs (past a typical L3,
-/// short enough for a 2-core CI machine).
-pub fn measure(backend: &mut dyn Backend) -> Result<Measurement, RooflineError> {
-    let info = backend.info().clone();
-    let module = backend.compile(kernels(backend.dialect())?, &CompileOptions::default())?;
-    let result = (|| {
-        let copy = backend.kernel(module, "bw_copy")?;
-        let fma = backend.kernel(module, "fma_peak")?;
-        let local = 256u32
-            .min(backend.kernel_info(copy)?.max_threads_per_block as u32)
-            .max(1);
-
-        let buf_bytes: u64 = if info.is_cpu {
-            64 << 20
-        } else {
-            (256u64 << 20).min(info.global_mem_bytes / 8)
-        };
-        let n = buf_bytes / 16;
-        let input = backend.alloc(buf_bytes as usize)?;
-        let output = backend.alloc(buf_bytes as usize)?;
-        backend.upload(input, &vec![0x3Fu8; buf_bytes as usize])?;
-        let launch = Launch {
-            kernel: copy,
-            global: [n.div_ceil(u64::from(local)) * u64::from(local), 1, 1],
-            local: [local, 1, 1],
-            dynamic_shared_bytes: 0,
-            args: vec![
-                KernelArg::Buffer(input),
-                KernelArg::Buffer(output),
-                KernelArg::U32(n as u32),
-            ],
-        };
-        let times = time_runs(backend, &launch);
-        backend.free(input);
-        backend.free(output);
-        let copy_bytes = 2 * n * 16;
-        let (copy_gbs, copy_gbs_min, copy_gbs_max) = stats(
-            times?
-                .into_iter()
-                .map(|t| copy_bytes as f64 / t / 1e9)
-                .collect(),
-        );
-
-        let fma_local = 256u32
-            .min(backend.kernel_info(fma)?.max_threads_per_block as u32)
-            .max(1);
-        let (threads, iters): (u64, u32) = if info.is_cpu {
-            (1 << 16, 1024)
-        } else {
-            (u64::from(info.compute_units.max(1)) * 2048, 16384)
-        };
-        let threads = threads.div_ceil(u64::from(fma_local)) * u64::from(fma_local);
-        let out = backend.alloc(threads as usize * 4)?;
-        let launch = Launch {
-            kernel: fma,
-            global: [threads, 1, 1],
-            local: [fma_local, 1, 1],
-            dynamic_shared_bytes: 0,
-            args: vec![
-                KernelArg::Buffer(out),
-                KernelArg::U32(iters),
-                KernelArg::F32(0.999_9),
-            ],
-        };
-        let times = time_runs(backend, &launch);
-        backend.free(out);
-        let flops = threads as f64 * 16.0 * f64::from(iters);
-        let (fma_gflops, fma_gflops_min, fma_gflops_max) =
-            stats(times?.into_iter().map(|t| flops / t / 1e9).collect());
-        let dram = Spread {
-            median: copy_gbs,
-            min: copy_gbs_min,
-            max: copy_gbs_max,
-        };
-        let extras = levels::measure_extras(backend, dram);
-        Ok(Measurement {
-            copy_gbs,
-            copy_gbs_min,
-            copy_gbs_max,
-            fma_gflops,
-            fma_gflops_min,
-            fma_gflops_max,
-            copy_bytes,
-            measured_unix: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs())
-                .unwrap_or(0),
-            extras: Some(extras),
-        })
-    })();
-    backend.release_module(module);
-    result
 }
 
 /// Cache key of a device: measurements are only reused on the same backend,
@@ -471,12 +399,18 @@ impl CeilingCache {
         Ok(self.load_all()?.remove(&cache_key(info)))
     }
 
-    /// Store a measurement; written to a temporary file and renamed so a
-    /// crash never leaves a torn cache.
-    pub fn put(&self, info: &DeviceInfo, m: &Measurement) -> Result<(), RooflineError> {
+    /// Add a measurement to the device's envelope (a ceiling only rises:
+    /// see [`envelope`]); written to a temporary file and renamed so a
+    /// crash never leaves a torn cache. Returns the envelope stored.
+    pub fn put(&self, info: &DeviceInfo, m: &Measurement) -> Result<Measurement, RooflineError> {
         // A corrupt cache is replaced rather than blocking every later run.
         let mut all = self.load_all().unwrap_or_default();
-        all.insert(cache_key(info), m.clone());
+        let key = cache_key(info);
+        let merged = match all.remove(&key) {
+            Some(old) => envelope::merge(&old, m, info.is_cpu),
+            None => m.clone(),
+        };
+        all.insert(key, merged.clone());
         if let Some(dir) = self.path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| self.cache_err(e))?;
         }
@@ -485,7 +419,8 @@ impl CeilingCache {
             .with_extension(format!("json.tmp{}", std::process::id()));
         let text = serde_json::to_string_pretty(&all).map_err(|e| self.cache_err(e))?;
         std::fs::write(&tmp, text).map_err(|e| self.cache_err(e))?;
-        std::fs::rename(&tmp, &self.path).map_err(|e| self.cache_err(e))
+        std::fs::rename(&tmp, &self.path).map_err(|e| self.cache_err(e))?;
+        Ok(merged)
     }
 }
 
@@ -502,8 +437,21 @@ pub fn measured(
     }
     let m = measure(backend)?;
     // Failing to write the cache costs a re-measurement later, nothing more.
-    let _ = cache.put(&info, &m);
+    let m = cache.put(&info, &m).unwrap_or(m);
     Ok((m, false))
+}
+
+/// Measure the device again and add the result to its cached envelope
+/// (`kevo devices --remeasure`): the envelope only rises, so a measurement
+/// made on a busy machine cannot lower a ceiling. Returns the new
+/// measurement and the envelope now stored.
+pub fn remeasure_into(
+    backend: &mut dyn Backend,
+    cache: &CeilingCache,
+) -> Result<(Measurement, Measurement), RooflineError> {
+    let m = measure(backend)?;
+    let stored = cache.put(backend.info(), &m)?;
+    Ok((m, stored))
 }
 
 /// The ceilings a score is computed against: the datasheet row when the
@@ -646,6 +594,8 @@ mod tests {
             fma_gflops_max: 110.0,
             copy_bytes: 1,
             measured_unix: 5,
+            runs: 1,
+            first_unix: 5,
             extras: None,
         };
         assert_eq!(cache.get(&info("a")).unwrap(), None);

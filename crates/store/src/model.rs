@@ -231,8 +231,12 @@ pub struct RunListing {
     pub last_iteration: Option<u32>,
     /// Candidates stored, the seed included.
     pub candidates: u64,
-    /// The best in-distribution score; None while nothing is correct.
+    /// The winner's score: a finished run's confirmed winner, else the
+    /// best in-distribution score so far; None while nothing is correct.
     pub best_score: Option<f64>,
+    /// A finished run's confirmed speedup over the seed.
+    #[serde(default)]
+    pub speedup: Option<f64>,
     /// Spend recorded in the last checkpoint.
     pub cost_usd: Option<f64>,
     /// The last sign of life of the process running it (`running` only).
@@ -451,6 +455,9 @@ pub enum RemeasurePurpose {
     Promotion,
     /// The best few of a run at its end, to pick the winner.
     Final,
+    /// The picked winner against the seed on fresh rounds: the speedup a
+    /// run reports, measured apart from the rounds that chose it.
+    Confirm,
 }
 
 impl RemeasurePurpose {
@@ -458,6 +465,7 @@ impl RemeasurePurpose {
         match self {
             RemeasurePurpose::Promotion => "promotion",
             RemeasurePurpose::Final => "final",
+            RemeasurePurpose::Confirm => "confirm",
         }
     }
 }
@@ -468,6 +476,7 @@ impl FromStr for RemeasurePurpose {
         match s {
             "promotion" => Ok(RemeasurePurpose::Promotion),
             "final" => Ok(RemeasurePurpose::Final),
+            "confirm" => Ok(RemeasurePurpose::Confirm),
             other => Err(format!("unknown re-measurement purpose `{other}`")),
         }
     }

@@ -875,7 +875,14 @@ impl Store {
                     finished_at: r.finished_at,
                     last_iteration: r.last_iteration.map(|i| self.iteration_of(i)).transpose()?,
                     candidates: self.count_of(r.candidates)?,
-                    best_score: r.best_score,
+                    // A finished run's winner is the confirmed one of its
+                    // summary, not the in-run maximum of noisy scores.
+                    best_score: r
+                        .summary
+                        .as_ref()
+                        .and_then(|s| s.0["best_score"].as_f64())
+                        .or(r.best_score),
+                    speedup: r.summary.as_ref().and_then(|s| s.0["speedup"].as_f64()),
                     cost_usd: r.cost_usd,
                     heartbeat_at: r.heartbeat_at,
                     heartbeat_holder: r.heartbeat_holder,
