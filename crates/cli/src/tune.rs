@@ -394,7 +394,26 @@ pub fn tune(args: TuneArgs) -> Result<ExitCode> {
     }
     let best_index = kevo_tune::best(&trials);
     let rows: Vec<Row> = trials.into_iter().map(|t| t.detail).collect();
-    let best = best_index.map(|i| &rows[i]);
+    // The single-measurement best is a maximum of noisy figures (a dozen
+    // of heat2d's 24 within 2% of each other on an H200): the top few are
+    // chosen again on interleaved rounds and the choice confirmed against
+    // the seed on fresh ones.
+    let confirmed = best_index.map(|_| {
+        confirm_top(
+            &rows,
+            &mut |source: &str| {
+                worker.evaluate(task.name(), source, &plan.in_distribution, timeout)
+            },
+            &|c| space.instantiate(&template, c),
+            &seed_source,
+        )
+    });
+    let best = match &confirmed {
+        Some((ranked, c)) => c.chosen.map(|i| ranked[i]).or(best_index),
+        None => None,
+    }
+    .map(|i| &rows[i]);
+    let confirmation = confirmed.as_ref().and_then(|(_, c)| c.confirmation());
 
     // The held-out gate: the best configuration and the seed, one session.
     let mut held_out = None;
@@ -476,6 +495,8 @@ pub fn tune(args: TuneArgs) -> Result<ExitCode> {
         "best": best.map(|b| space.describe(&b.configuration)),
         "best_score": best.and_then(|b| b.evaluation.outcome.score()),
         "seed_score": baseline_score,
+        "confirmed": confirmation_json(confirmation.as_ref()),
+        "speedup": confirmation.as_ref().filter(|c| c.holds()).map_or(1.0, |c| c.median),
         "held_out": held_out,
         "wall_s": started.elapsed().as_secs_f64(),
     });
@@ -518,6 +539,7 @@ pub fn tune(args: TuneArgs) -> Result<ExitCode> {
                 },
                 "kernel": written.as_ref().map(|p| p.display().to_string()),
                 "held_out": held_out,
+                "confirmed": confirmation_json(confirmation.as_ref()),
             })),
         });
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -540,14 +562,14 @@ pub fn tune(args: TuneArgs) -> Result<ExitCode> {
             Some(b) => {
                 let score = b.evaluation.outcome.score().unwrap_or(0.0);
                 println!(
-                    "best: {}  score {score:.4}{}",
+                    "best: {}  score {score:.4} (one measurement){}",
                     space.describe(&b.configuration),
                     match baseline_score {
-                        Some(s) if s > 0.0 =>
-                            format!(", {:.2}x the naive seed ({s:.4})", score / s),
+                        Some(s) if s > 0.0 => format!(", the naive seed {s:.4}"),
                         _ => format!(", the naive seed: {}", baseline.outcome.summary()),
                     }
                 );
+                println!("{}", confirmation_line(confirmation.as_ref()));
                 if let Some(h) = &held_out {
                     println!(
                         "held-out {}: {}",
@@ -580,6 +602,77 @@ pub fn tune(args: TuneArgs) -> Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Configurations chosen again among: the best few by their single
+/// measurement.
+const CONFIRM_TOP: usize = 3;
+
+/// The top [`CONFIRM_TOP`] correct rows (indices into `rows`, best first)
+/// and their pick-and-confirm against the seed.
+fn confirm_top(
+    rows: &[Row],
+    evaluate: &mut dyn FnMut(&str) -> Evaluation,
+    instantiate: &dyn Fn(&Configuration) -> String,
+    seed_source: &str,
+) -> (Vec<usize>, kevo_evolve::Confirmed) {
+    let score = |i: usize| {
+        rows[i]
+            .evaluation
+            .outcome
+            .score()
+            .unwrap_or(f64::NEG_INFINITY)
+    };
+    let mut ranked: Vec<usize> = (0..rows.len())
+        .filter(|&i| rows[i].evaluation.outcome.score().is_some())
+        .collect();
+    ranked.sort_by(|&a, &b| score(b).total_cmp(&score(a)));
+    ranked.truncate(CONFIRM_TOP);
+    let sources: Vec<String> = ranked
+        .iter()
+        .map(|&i| instantiate(&rows[i].configuration))
+        .collect();
+    let refs: Vec<&str> = sources.iter().map(String::as_str).collect();
+    let rounds = kevo_strategy::promotion::DEFAULT_ROUNDS;
+    let confirmed = kevo_evolve::pick_and_confirm(&refs, seed_source, rounds, &mut |s| {
+        Ok::<_, std::convert::Infallible>(evaluate(s))
+    });
+    let confirmed = match confirmed {
+        Ok(c) => c,
+        Err(never) => match never {},
+    };
+    (ranked, confirmed)
+}
+
+fn confirmation_json(c: Option<&kevo_evolve::Confirmation>) -> Value {
+    match c {
+        Some(c) => json!({
+            "speedup": c.median,
+            "low": c.low,
+            "high": c.high,
+            "level": c.level,
+            "rounds": c.rounds,
+            "ratios": c.ratios,
+            "holds": c.holds(),
+            "failure": c.failure,
+        }),
+        None => Value::Null,
+    }
+}
+
+/// "confirmed: 1.04x the naive seed (93.8% interval 1.02-1.05) over 5
+/// fresh rounds", or why nothing is.
+fn confirmation_line(c: Option<&kevo_evolve::Confirmation>) -> String {
+    match c {
+        Some(c) if c.holds() => format!("confirmed: {} the naive seed", c.describe()),
+        Some(c) => format!(
+            "not confirmed faster than the naive seed: {} (1.00x: the seed stands)",
+            c.describe()
+        ),
+        None => format!(
+            "not confirmed: none of the best {CONFIRM_TOP} beat the naive seed on interleaved rounds (1.00x)"
+        ),
+    }
 }
 
 /// One iteration holding one candidate (no parents: configurations are

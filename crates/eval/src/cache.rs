@@ -22,6 +22,11 @@ impl<K: Eq + Hash + Clone, V: Clone> LruCache<K, V> {
         }
     }
 
+    /// Whether `key` is cached (without counting as a use).
+    pub fn contains(&self, key: &K) -> bool {
+        self.entries.contains_key(key)
+    }
+
     pub fn get(&mut self, key: &K) -> Option<V> {
         self.clock += 1;
         let clock = self.clock;

@@ -14,6 +14,7 @@
 //! exists only if every size passed and none ran faster than the hardware
 //! allows.
 
+mod ahead;
 mod cache;
 mod device;
 pub mod json_f64;
@@ -113,7 +114,7 @@ impl Default for EvalConfig {
     }
 }
 
-type CacheKey = (String, Size, u64);
+use ahead::CacheKey;
 
 /// Evaluates candidates on one backend. Inputs and CPU references are cached
 /// across candidates, so a second candidate of the same task pays for neither.
@@ -137,6 +138,9 @@ pub struct Evaluator<B: Backend> {
     /// allocation costs ~60k page faults on first touch.
     scratch: Vec<Vec<u8>>,
     evaluations: u64,
+    /// The next evaluation's verification inputs and references, being
+    /// prepared on spare cores (GPU devices only).
+    ahead: ahead::Ahead,
     /// The verification seed (an index into the pool) of the next
     /// evaluation, where the caller chose it: a supervisor that computes a
     /// folder task's expected outputs ships only the seed it asks for.
@@ -274,6 +278,16 @@ impl<B: Backend> Drop for Evaluator<B> {
     }
 }
 
+/// References are about as large as the output buffers.
+fn reference_bytes(problem: &Problem) -> usize {
+    problem
+        .outputs
+        .iter()
+        .map(|&i| problem.buffers[i].bytes)
+        .sum::<usize>()
+        + 256
+}
+
 fn problem_bytes(p: &Problem) -> usize {
     p.buffers
         .iter()
@@ -300,6 +314,7 @@ impl<B: Backend> Evaluator<B> {
             utility: None,
             scratch: Vec::new(),
             evaluations: 0,
+            ahead: ahead::Ahead::default(),
             next_verify_index: None,
         }
     }
@@ -349,11 +364,60 @@ impl<B: Backend> Evaluator<B> {
         if let Some(p) = self.problems.get(&key) {
             return p;
         }
+        if let Some((prepared, waited)) = self.ahead.take(&key) {
+            wall.inputs_s += waited;
+            return self.keep_prepared(key, prepared);
+        }
         let t = Instant::now();
         let p = Arc::new(task.problem(size, seed));
         wall.inputs_s += t.elapsed().as_secs_f64();
         self.problems.insert(key, p.clone(), problem_bytes(&p));
         p
+    }
+
+    /// Caches a preparation made ahead; returns its problem.
+    fn keep_prepared(&mut self, key: CacheKey, prepared: ahead::Prepared) -> Arc<Problem> {
+        let p = prepared.problem;
+        self.problems
+            .insert(key.clone(), p.clone(), problem_bytes(&p));
+        if let Some(r) = prepared.reference {
+            self.references.insert(key, r, reference_bytes(&p));
+        }
+        p
+    }
+
+    /// Waits for the preparations still running and caches them: before a
+    /// compile, whose memory limit is tighter than the worker's.
+    fn settle_ahead(&mut self, wall: &mut WallTimes) {
+        let (done, waited) = self.ahead.settle();
+        wall.inputs_s += waited;
+        for (key, prepared) in done {
+            self.keep_prepared(key, prepared);
+        }
+    }
+
+    /// Starts preparing the next evaluation's verification inputs and CPU
+    /// references at `sizes` on spare cores, where the device is not the
+    /// CPU and they are not cached yet (see [`ahead`]).
+    fn prepare_next(&mut self, task: &Task, sizes: &[Size]) {
+        if self.backend.info().is_cpu {
+            return;
+        }
+        let pool = self.config.verify_seed_pool.max(1) as u64;
+        let seed = self.verify_seed(task, (self.evaluations + 1) % pool);
+        let with_reference = task
+            .device_reference(self.backend.dialect().native())
+            .is_none();
+        let check_key = self.inputs_secret().check_key(seed);
+        for size in sizes {
+            let key = (task.content_hash().to_string(), size.clone(), seed);
+            let cached =
+                self.problems.contains(&key) && (!with_reference || self.references.contains(&key));
+            if !cached {
+                self.ahead
+                    .start(key, task.code(), check_key, with_reference);
+            }
+        }
     }
 
     fn reference(
@@ -368,6 +432,14 @@ impl<B: Backend> Evaluator<B> {
         if let Some(r) = self.references.get(&key) {
             return Ok(r);
         }
+        if let Some((prepared, waited)) = self.ahead.take(&key) {
+            wall.reference_s += waited;
+            if let Some(r) = prepared.reference {
+                self.references
+                    .insert(key, r.clone(), reference_bytes(problem));
+                return Ok(r);
+            }
+        }
         let t = Instant::now();
         let r = match task.device_reference(self.backend.dialect().native()) {
             Some(source) => self.device_reference(task, source, problem)?,
@@ -377,14 +449,8 @@ impl<B: Backend> Evaluator<B> {
             }
         };
         wall.reference_s += t.elapsed().as_secs_f64();
-        // References are about as large as one output buffer.
-        let bytes = problem
-            .outputs
-            .iter()
-            .map(|&i| problem.buffers[i].bytes)
-            .sum::<usize>()
-            + 256;
-        self.references.insert(key, r.clone(), bytes);
+        self.references
+            .insert(key, r.clone(), reference_bytes(problem));
         Ok(r)
     }
 
@@ -503,6 +569,7 @@ impl<B: Backend> Evaluator<B> {
     ) -> Evaluation {
         let start = Instant::now();
         let mut wall = WallTimes::default();
+        self.settle_ahead(&mut wall);
         let mut results = Vec::new();
         let mut kernels = Vec::new();
         let outcome = self.evaluate_inner(
@@ -673,6 +740,9 @@ impl<B: Backend> Evaluator<B> {
             }
             let seed_index = self.next_verify_index.unwrap_or(self.evaluations)
                 % self.config.verify_seed_pool.max(1) as u64;
+            // The device is about to work: the next evaluation's inputs
+            // are prepared meanwhile.
+            self.prepare_next(task, sizes);
             for size in sizes {
                 on_stage(Stage::Size(&size.label));
                 match self.run_size(

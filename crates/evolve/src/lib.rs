@@ -34,7 +34,10 @@ pub use options::{
     DEFAULT_VALIDATE_MAX_SLOWDOWN, EvolveOptions, MetaPromptOptions, NatsOptions, PromptOptions,
     TuneOptions, ValidationOptions,
 };
-pub use remeasure::{FinalEntry, FinalPick, Interleaved, RemeasureSpend, RoundResult, SizeTime};
+pub use remeasure::{
+    Confirmation, Confirmed, FinalEntry, FinalPick, Interleaved, RemeasureSpend, RoundResult,
+    SizeTime, interleave, median_interval, pick_and_confirm,
+};
 pub use session::{
     ArmStat, Asked, Environment, Event, EvolveError, HeldOutSummary, InFlightCalls, META_PURPOSE,
     Observer, Summary, ValidationState, arm_stats, ask, create, device_selectors, finish,

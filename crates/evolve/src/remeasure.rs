@@ -180,6 +180,96 @@ impl Interleaved {
     }
 }
 
+/// Evaluates `sources` together over `rounds` interleaved rounds (the
+/// order rotating each round); a candidate that fails a round is not run
+/// again. `evaluate` runs one source with the full protocol.
+pub fn interleave<E>(
+    sources: &[&str],
+    rounds: u32,
+    evaluate: &mut dyn FnMut(&str) -> Result<Evaluation, E>,
+) -> Result<Interleaved, E> {
+    let started = std::time::Instant::now();
+    let mut m = Interleaved::default();
+    let mut failed = vec![false; sources.len()];
+    for r in 0..rounds as usize {
+        let mut row: Vec<Option<RoundResult>> = vec![None; sources.len()];
+        for i in Interleaved::order(sources.len(), r) {
+            if failed[i] {
+                continue;
+            }
+            let e = evaluate(sources[i])?;
+            m.spend.evaluations += 1;
+            m.spend.device_s += e.wall.device_s;
+            let result = RoundResult::of(&e);
+            failed[i] = result.failure.is_some();
+            row[i] = Some(result);
+        }
+        m.rounds.push(row);
+    }
+    m.spend.remeasurements = 1;
+    m.spend.wall_s = started.elapsed().as_secs_f64();
+    Ok(m)
+}
+
+/// A winner chosen among the best few on one set of interleaved rounds and
+/// confirmed against the seed on another: what `kevo tune` reports, as a
+/// search's final pick does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Confirmed {
+    /// The rounds that chose, the seed last.
+    pub pick: Interleaved,
+    /// Index into the candidates of the chosen one; None when none beat the
+    /// seed's median in the choosing rounds.
+    pub chosen: Option<usize>,
+    /// The chosen one against the seed on fresh rounds.
+    pub confirm: Option<Interleaved>,
+}
+
+impl Confirmed {
+    /// The confirmation's figures, where there was one.
+    pub fn confirmation(&self) -> Option<Confirmation> {
+        self.confirm.as_ref().map(Confirmation::of)
+    }
+
+    /// The chosen candidate, if it held on the fresh rounds.
+    pub fn winner(&self) -> Option<usize> {
+        self.chosen
+            .filter(|_| self.confirmation().is_some_and(|c| c.holds()))
+    }
+}
+
+/// Choose among `candidates` (best first) on `rounds` interleaved rounds
+/// with `seed`, then confirm the choice against the seed on `rounds` fresh
+/// rounds.
+pub fn pick_and_confirm<E>(
+    candidates: &[&str],
+    seed: &str,
+    rounds: u32,
+    evaluate: &mut dyn FnMut(&str) -> Result<Evaluation, E>,
+) -> Result<Confirmed, E> {
+    let mut all: Vec<&str> = candidates.to_vec();
+    all.push(seed);
+    let pick = interleave(&all, rounds, evaluate)?;
+    let seed_median = pick.median(candidates.len());
+    let chosen = (0..candidates.len())
+        .filter_map(|i| pick.median(i).map(|m| (i, m)))
+        .filter(|&(_, m)| seed_median.is_none_or(|s| m > s))
+        .fold(None::<(usize, f64)>, |best, c| match best {
+            Some(b) if b.1 >= c.1 => Some(b),
+            _ => Some(c),
+        })
+        .map(|(i, _)| i);
+    let confirm = match chosen {
+        Some(i) => Some(interleave(&[candidates[i], seed], rounds, evaluate)?),
+        None => None,
+    };
+    Ok(Confirmed {
+        pick,
+        chosen,
+        confirm,
+    })
+}
+
 /// The distribution-free confidence interval of a median from `values`:
 /// the k-th smallest and k-th largest, with the largest k whose coverage
 /// (1 - 2 P[Binomial(n, 1/2) < k]) is at least `level`; k = 1 (min-max)

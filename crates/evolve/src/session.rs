@@ -3224,27 +3224,10 @@ impl<'e> Session<'e> {
     /// candidate that fails a round is not run again.
     fn remeasure(&mut self, sources: &[&str], rounds: u32) -> Result<Interleaved, EvolveError> {
         let sizes = self.sizes();
-        let started = Instant::now();
-        let mut m = Interleaved::default();
-        let mut failed = vec![false; sources.len()];
-        for r in 0..rounds as usize {
-            let mut row: Vec<Option<crate::remeasure::RoundResult>> = vec![None; sources.len()];
-            for i in Interleaved::order(sources.len(), r) {
-                if failed[i] {
-                    continue;
-                }
-                let e = self.evaluate(sources[i], &sizes, self.timeout)?;
-                m.spend.evaluations += 1;
-                m.spend.device_s += e.wall.device_s;
-                let result = crate::remeasure::RoundResult::of(&e);
-                failed[i] = result.failure.is_some();
-                row[i] = Some(result);
-            }
-            m.rounds.push(row);
-        }
-        m.spend.remeasurements = 1;
-        m.spend.wall_s = started.elapsed().as_secs_f64();
-        Ok(m)
+        let timeout = self.timeout;
+        crate::remeasure::interleave(sources, rounds, &mut |source| {
+            self.evaluate(source, &sizes, timeout)
+        })
     }
 
     /// The provisional ids a copy of the strategy keeps from `batch`,

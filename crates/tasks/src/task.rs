@@ -470,6 +470,11 @@ impl Task {
     pub fn problem(&self, size: &Size, seed: u64) -> Problem {
         self.code.problem(size, seed)
     }
+    /// The task's code, shareable with another thread (an evaluator
+    /// prepares inputs and references ahead on spare cores).
+    pub fn code(&self) -> Arc<dyn TaskCode> {
+        self.code.clone()
+    }
     /// Bytes of every buffer one run at `size` touches: the working set
     /// that is placed in the memory hierarchy. Builds the problem, so it
     /// costs an input generation.
