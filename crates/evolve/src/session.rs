@@ -3358,9 +3358,16 @@ impl<'e> Session<'e> {
         // The queue of a distributed run failing mid-judgement: the
         // decision is abandoned and the error returned.
         let mut unreachable: Option<EvolveError> = None;
+        // Holders are gated by their single first evaluation, as the
+        // challengers are by theirs.
+        let first_score: HashMap<i64, f64> = held
+            .iter()
+            .filter_map(|id| Some((*id, self.evaluations.get(id)?.outcome.score()?)))
+            .collect();
         {
             let mut judge = RecordingJudge {
                 inner: NoiseAwareJudge {
+                    first_score,
                     measure: |c: Elite, h: Elite| {
                         // A provisional id is a proposal of `tried`; any
                         // other is held by the strategy, loaded above.

@@ -148,14 +148,45 @@ pub struct Remeasured {
 /// holder)` re-measures the two interleaved and returns their scores per
 /// round. A challenger whose score does not appear greater is not
 /// re-measured.
+///
+/// "Appears greater" compares measurements of one kind: the challenger's
+/// single first evaluation with the holder's single first evaluation
+/// (`first_score`), not with the median a re-measurement left the holder
+/// (a median of five rounds sits below a single selected figure, so every
+/// challenger looked better than a re-measured holder).
 pub struct NoiseAwareJudge<M: FnMut(Elite, Elite) -> Remeasured> {
     pub measure: M,
+    /// The single first score of a candidate by id, where known; the
+    /// holder's kept score otherwise.
+    pub first_score: std::collections::HashMap<i64, f64>,
+}
+
+impl<M: FnMut(Elite, Elite) -> Remeasured> NoiseAwareJudge<M> {
+    /// A judge that knows no first scores (every holder compared by its
+    /// kept score).
+    pub fn new(measure: M) -> Self {
+        NoiseAwareJudge {
+            measure,
+            first_score: Default::default(),
+        }
+    }
 }
 
 impl<M: FnMut(Elite, Elite) -> Remeasured> Judge for NoiseAwareJudge<M> {
     fn judge(&mut self, challenger: Elite, holder: Elite) -> Judgement {
-        if challenger.score <= holder.score {
-            return StrictJudge.judge(challenger, holder);
+        let holder_single = self
+            .first_score
+            .get(&holder.id)
+            .copied()
+            .filter(|s| s.is_finite())
+            .unwrap_or(holder.score);
+        if challenger.score <= holder_single {
+            return Judgement {
+                better: false,
+                challenger_score: challenger.score,
+                holder_score: holder.score,
+                note: None,
+            };
         }
         let measured = (self.measure)(challenger, holder);
         noise_aware_judgement(challenger, holder, &measured)
@@ -336,15 +367,13 @@ mod tests {
     #[test]
     fn the_noise_aware_judge_measures_only_apparent_gains() {
         let mut asked = Vec::new();
-        let mut judge = NoiseAwareJudge {
-            measure: |c: Elite, h: Elite| {
-                asked.push((c.id, h.id));
-                Remeasured {
-                    rounds: vec![[0.5, 0.5], [0.51, 0.5], [0.49, 0.5]],
-                    failure: None,
-                }
-            },
-        };
+        let mut judge = NoiseAwareJudge::new(|c: Elite, h: Elite| {
+            asked.push((c.id, h.id));
+            Remeasured {
+                rounds: vec![[0.5, 0.5], [0.51, 0.5], [0.49, 0.5]],
+                failure: None,
+            }
+        });
         let worse = judge.judge(e(2, 0.4), e(1, 0.5));
         assert!(!worse.better && worse.note.is_none());
         let lucky = judge.judge(e(3, 0.7), e(1, 0.5));
@@ -383,5 +412,26 @@ mod tests {
         assert!(err.to_string().contains("--remeasure-rounds"), "{err}");
         let err = Promotion::named("lenient", None).unwrap_err();
         assert!(err.to_string().contains("`lenient`"), "{err}");
+    }
+
+    #[test]
+    fn a_challenger_is_gated_by_the_holders_single_first_score() {
+        let mut asked = Vec::new();
+        let mut judge = NoiseAwareJudge::new(|c: Elite, h: Elite| {
+            asked.push((c.id, h.id));
+            Remeasured {
+                rounds: vec![[0.5, 0.5], [0.5, 0.5]],
+                failure: None,
+            }
+        });
+        // Holder 1 keeps its re-measured median 0.5; it was first measured
+        // once at 0.6.
+        judge.first_score.insert(1, 0.6);
+        let below = judge.judge(e(2, 0.55), e(1, 0.5));
+        assert!(!below.better && below.note.is_none(), "not re-measured");
+        let above = judge.judge(e(3, 0.65), e(1, 0.5));
+        assert!(above.note.is_some(), "re-measured");
+        drop(judge);
+        assert_eq!(asked, vec![(3, 1)]);
     }
 }

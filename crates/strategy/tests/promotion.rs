@@ -100,12 +100,10 @@ fn noise_aware_records_the_lucky_candidate_within_noise_and_promotes_the_faster_
     for config in configs() {
         let name = config.stored_name();
         let mut asked = Vec::new();
-        let mut judge = NoiseAwareJudge {
-            measure: |c: Elite, h: Elite| {
-                asked.push((c.id, h.id));
-                remeasure(c, h, 5)
-            },
-        };
+        let mut judge = NoiseAwareJudge::new(|c: Elite, h: Elite| {
+            asked.push((c.id, h.id));
+            remeasure(c, h, 5)
+        });
         let (lucky, faster, best, reason) = search(&config, &mut judge);
         assert!(!lucky, "{name}: the lucky candidate is not kept");
         assert!(
