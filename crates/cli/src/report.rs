@@ -515,6 +515,12 @@ impl BenchRow {
     }
 }
 
+/// The share of an evaluation's wall time that is neither compiling nor
+/// device work: inputs, references, checks and the rest of the harness.
+pub fn harness_share(w: &kevo_eval::WallTimes) -> f64 {
+    ((w.total_s - w.compile_s - w.device_s) / w.total_s).max(0.0)
+}
+
 pub fn print_bench(rows: &[BenchRow], device: &kevo_backend::DeviceInfo, json: bool) -> Result<()> {
     if json {
         println!(
@@ -525,7 +531,7 @@ pub fn print_bench(rows: &[BenchRow], device: &kevo_backend::DeviceInfo, json: b
     }
     println!("device {} ({})", device.name, device.backend);
     println!(
-        "{:<10} {:<5} {:>9} | {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}  {}",
+        "{:<10} {:<5} {:>9} | {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9}  {}",
         "task",
         "",
         "total s",
@@ -535,13 +541,14 @@ pub fn print_bench(rows: &[BenchRow], device: &kevo_backend::DeviceInfo, json: b
         "device",
         "check",
         "other",
+        "harness",
         "timed",
         "warm spread"
     );
     for r in rows {
         for (label, w) in [("cold", &r.cold), ("warm", &r.warm_median)] {
             println!(
-                "{:<10} {:<5} {:>9.4} | {:>9.4} {:>9.4} {:>9.4} {:>9.4} {:>9.4} {:>9.4} {:>9.4}  {}",
+                "{:<10} {:<5} {:>9.4} | {:>9.4} {:>9.4} {:>9.4} {:>9.4} {:>9.4} {:>9.4} {:>7.1}% {:>9.4}  {}",
                 r.task,
                 label,
                 w.total_s,
@@ -551,6 +558,7 @@ pub fn print_bench(rows: &[BenchRow], device: &kevo_backend::DeviceInfo, json: b
                 w.device_s,
                 w.check_s,
                 w.other_s(),
+                harness_share(w) * 100.0,
                 r.timed_median_s,
                 if label == "warm" {
                     format!(

@@ -1114,14 +1114,18 @@ async fn decisions_on_stored_ids(db: &TestDb) {
         .await
         .unwrap_err();
     assert!(err.to_string().contains("at least one candidate"), "{err}");
+    // The pick's winner confirmed against the seed on fresh rounds.
+    let confirm = remeasurement(RemeasurePurpose::Confirm, vec![winner, seed]);
+    store.record_remeasurement(&run, 1, &confirm).await.unwrap();
     let stored = store.remeasurements(&run).await.unwrap();
-    assert_eq!(stored.len(), 2);
+    assert_eq!(stored.len(), 3);
     assert_eq!(stored[0].iteration, 1);
     assert_eq!(
         stored[0].remeasurement,
         remeasurement(RemeasurePurpose::Promotion, vec![winner, seed])
     );
     assert_eq!(stored[1].remeasurement, final_pick);
+    assert_eq!(stored[2].remeasurement, confirm);
     assert!(store.remeasurements(&other_run).await.unwrap().is_empty());
 }
 
