@@ -514,10 +514,11 @@ pub(crate) fn print_summary(summary: &kevo_evolve::Summary) {
         summary.seed_score,
         summary.best_score,
         summary.speedup,
-        if summary.final_pick.is_some() {
-            ", re-measured together"
-        } else {
-            ""
+        match &summary.final_pick {
+            Some(p) if p.confirmation.is_some() && p.unconfirmed.is_none() =>
+                ", confirmed against the seed on fresh rounds",
+            Some(_) => ", the seed kept: nothing to measure against itself",
+            None => "",
         },
         summary.best_iteration
     );

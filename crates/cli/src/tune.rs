@@ -664,9 +664,9 @@ fn confirmation_json(c: Option<&kevo_evolve::Confirmation>) -> Value {
 /// fresh rounds", or why nothing is.
 fn confirmation_line(c: Option<&kevo_evolve::Confirmation>) -> String {
     match c {
-        Some(c) if c.holds() => format!("confirmed: {} the naive seed", c.describe()),
+        Some(c) if c.holds() => format!("confirmed against the naive seed: {}", c.describe()),
         Some(c) => format!(
-            "not confirmed faster than the naive seed: {} (1.00x: the seed stands)",
+            "not confirmed faster than the naive seed beyond the interval: {} (1.00x: the seed stands)",
             c.describe()
         ),
         None => format!(

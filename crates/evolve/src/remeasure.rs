@@ -354,10 +354,12 @@ impl Confirmation {
         }
     }
 
-    /// Whether the winner held: correct in every round and faster than the
-    /// seed by the median ratio.
+    /// Whether the winner held: correct in every fresh round and faster
+    /// than the seed beyond the interval (its lower end above 1). A median
+    /// above 1 alone is not enough: on a busy 2-core PoCL machine a null
+    /// search's winner came out at 1.035x with an interval of 0.80-1.22.
     pub fn holds(&self) -> bool {
-        self.failure.is_none() && self.median > 1.0
+        self.failure.is_none() && self.ratios.len() >= 2 && self.low > 1.0
     }
 
     /// "1.42x (93.8% interval 1.38-1.47) over 5 fresh rounds".
@@ -460,7 +462,7 @@ impl FinalPick {
         }
         match (&self.confirmation, self.unconfirmed) {
             (Some(c), Some(chosen)) => lines.push(format!(
-                "  candidate {chosen} against the seed: {}: the seed is kept (1.00x)",
+                "  candidate {chosen} against the seed: {}: not faster beyond the interval, the seed is kept (1.00x)",
                 c.describe()
             )),
             (Some(c), None) => {
@@ -584,6 +586,18 @@ mod tests {
             c.describe()
                 .starts_with("1.20x (75.0% interval 1.10-1.32) over 3 fresh rounds")
         );
+        // A median above 1 whose interval reaches below it does not hold.
+        let unsure = Interleaved {
+            rounds: vec![
+                vec![result(Some(0.55)), result(Some(0.50))],
+                vec![result(Some(0.49)), result(Some(0.50))],
+                vec![result(Some(0.52)), result(Some(0.50))],
+            ],
+            spend: RemeasureSpend::default(),
+        };
+        let c = Confirmation::of(&unsure);
+        assert!(c.median > 1.0 && c.low < 1.0, "{c:?}");
+        assert!(!c.holds());
         // Identical kernels: a median ratio at or below 1 does not hold.
         let null = Interleaved {
             rounds: vec![

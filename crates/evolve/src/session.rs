@@ -3420,19 +3420,14 @@ impl<'e> Session<'e> {
         Ok(Some(Judged { table, measured }))
     }
 
-    /// The end-of-run pick: the `final_remeasure` best candidates by
-    /// in-run score and the seed, re-measured together; the winner is the
-    /// best median among those that passed every round. None when
-    /// disabled or when nothing but the seed scored.
-    async fn final_pick(&mut self) -> Result<Option<FinalPick>, EvolveError> {
-        let k = self.options.final_remeasure as usize;
-        let strategy = self.strategy.as_deref().expect("seed evaluated");
-        let (seed, in_run_best) = (strategy.seed(), strategy.best());
+    /// The candidates the final pick re-measures, best in-run score first:
+    /// the `k` best not far below the best, and the strategy's best.
+    fn final_ranked(&self, k: usize, seed_id: i64, in_run_best: Elite) -> Vec<(i64, u32, f64)> {
         let mut ranked: Vec<(i64, u32, f64)> = Vec::new();
         for h in &self.state.history {
             if let (Some(id), Some(score), None) = (h.candidate, h.score, h.duplicate_of)
                 && score.is_finite()
-                && id != seed.id
+                && id != seed_id
                 && !ranked.iter().any(|r| r.0 == id)
             {
                 ranked.push((id, h.iteration, score));
@@ -3449,7 +3444,7 @@ impl<'e> Session<'e> {
         ranked.truncate(k);
         // The strategy's best competes even if re-measured scores moved it
         // out of the top k by in-run score.
-        if in_run_best.id != seed.id && !ranked.iter().any(|r| r.0 == in_run_best.id) {
+        if in_run_best.id != seed_id && !ranked.iter().any(|r| r.0 == in_run_best.id) {
             let entry = self
                 .state
                 .history
@@ -3464,6 +3459,18 @@ impl<'e> Session<'e> {
                 });
             ranked.extend(entry);
         }
+        ranked
+    }
+
+    /// The end-of-run pick: the `final_remeasure` best candidates by
+    /// in-run score and the seed, re-measured together; the winner is the
+    /// best median among those that passed every round. None when
+    /// disabled or when nothing but the seed scored.
+    async fn final_pick(&mut self) -> Result<Option<FinalPick>, EvolveError> {
+        let k = self.options.final_remeasure as usize;
+        let strategy = self.strategy.as_deref().expect("seed evaluated");
+        let (seed, in_run_best) = (strategy.seed(), strategy.best());
+        let mut ranked = self.final_ranked(k, seed.id, in_run_best);
         if k == 0 || ranked.is_empty() {
             return Ok(None);
         }
