@@ -211,6 +211,11 @@ fn replay(ws: &str, run: &str, stored_state: &serde_json::Value) {
                 (c, h, interleaved.pair([c, h]))
             })
             .collect();
+        // Each candidate's single first score: what the gate compares.
+        let first: std::collections::HashMap<i64, f64> = rows
+            .iter()
+            .filter_map(|r| Some((r.candidate_id?.0, r.score?)))
+            .collect();
         let last = rows.iter().map(|r| r.iteration).max().unwrap();
         for k in 1..=last {
             let selection = strategy.select();
@@ -235,6 +240,7 @@ fn replay(ws: &str, run: &str, stored_state: &serde_json::Value) {
                 &batch,
                 &mut StoredJudge {
                     promotions: &promotions,
+                    first: &first,
                 },
             );
             let decided: Vec<bool> = d.placements.iter().map(|p| p.kept).collect();
@@ -245,15 +251,23 @@ fn replay(ws: &str, run: &str, stored_state: &serde_json::Value) {
 }
 
 /// The noise-aware rule applied to a run's stored re-measurements; a
-/// challenger that appears better and was not re-measured fails the test.
+/// challenger that appears better (its single first score above the
+/// holder's) and was not re-measured fails the test.
 struct StoredJudge<'a> {
     promotions: &'a [(i64, i64, Remeasured)],
+    first: &'a std::collections::HashMap<i64, f64>,
 }
 
 impl Judge for StoredJudge<'_> {
     fn judge(&mut self, challenger: Elite, holder: Elite) -> Judgement {
-        if challenger.score <= holder.score {
-            return StrictJudge.judge(challenger, holder);
+        let holder_single = self.first.get(&holder.id).copied().unwrap_or(holder.score);
+        if challenger.score <= holder_single {
+            return Judgement {
+                better: false,
+                challenger_score: challenger.score,
+                holder_score: holder.score,
+                note: None,
+            };
         }
         let (_, _, m) = self
             .promotions
