@@ -586,3 +586,42 @@ fn the_triton_dialect_says_what_is_missing() {
         }
     }
 }
+
+/// `kevo devices` prints its own lines only (PoCL's compiler once wrote
+/// "1 warning and 45 errors generated.", from the FP16 probe that PoCL
+/// cannot build, above the first one), and `--remeasure` adds to the
+/// device's envelope.
+#[test]
+fn devices_prints_only_its_own_output_and_remeasure_adds_to_the_envelope() {
+    if !opencl_available() {
+        return;
+    }
+    // A fresh cache: every probe compiles now.
+    let dir = tempfile::tempdir().unwrap();
+    let devices = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_kevo"))
+            .arg("devices")
+            .args(args)
+            .env("KEVO_CACHE_DIR", dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out).1);
+        text(&out)
+    };
+    let (stdout, stderr) = devices(&["--remeasure"]);
+    assert_eq!(stderr, "", "kevo's own output only");
+    let first = stdout.lines().next().unwrap_or_default();
+    assert!(first.starts_with("opencl "), "{stdout}");
+    assert!(!stdout.contains("generated."), "{stdout}");
+    assert!(
+        stdout.contains("envelope: the best of 1 measurement ("),
+        "{stdout}"
+    );
+    let (again, stderr) = devices(&["--remeasure"]);
+    assert_eq!(stderr, "");
+    assert!(
+        again.contains("envelope: the best of 2 measurements ("),
+        "{again}"
+    );
+    assert!(again.contains("a ceiling only rises"), "{again}");
+}

@@ -3507,17 +3507,19 @@ impl<'e> Session<'e> {
             .unwrap_or(in_run_best.id);
         // The speedup is measured apart from the rounds that chose the
         // winner: the winner and the seed again, on fresh rounds.
-        let confirmation = if winner == seed.id {
+        let chosen = winner;
+        let confirm_rounds = if winner == seed.id {
             None
         } else {
             let (w, s) = (
                 self.sources[&winner].clone(),
                 self.sources[&seed.id].clone(),
             );
-            let c = self.remeasure(&[&w, &s], rounds)?;
-            self.record_confirmation(winner, seed.id, &c).await?;
-            Some(crate::remeasure::Confirmation::of(&c))
+            Some(self.remeasure(&[&w, &s], rounds)?)
         };
+        let confirmation = confirm_rounds
+            .as_ref()
+            .map(crate::remeasure::Confirmation::of);
         let held = confirmation.as_ref().is_none_or(|c| c.holds());
         let (winner, unconfirmed, speedup) = match &confirmation {
             Some(c) if held => (winner, None, Some(c.median)),
@@ -3537,6 +3539,9 @@ impl<'e> Session<'e> {
         let candidates = ranked.iter().map(|r| CandidateId(r.0)).collect();
         self.record_interleaved(RemeasurePurpose::Final, candidates, pick.describe(), &m)
             .await?;
+        if let Some(c) = &confirm_rounds {
+            self.record_confirmation(chosen, seed.id, c).await?;
+        }
         Ok(Some(pick))
     }
 
