@@ -64,11 +64,9 @@ pub struct EvalConfig {
     pub target_spread: f64,
     pub timing_budget_s: f64,
     pub compile: CompileOptions,
-    /// Input seeds for verification runs, used in rotation on CPU devices:
-    /// each candidate is verified on inputs other than the timed ones, so a
-    /// kernel cannot pass by replaying an answer it computed during timing.
-    /// On GPU devices every evaluation draws a seed of its own instead,
-    /// its inputs and references prepared ahead on spare cores.
+    /// Input seeds for verification runs, used in rotation: each candidate is
+    /// verified on inputs other than the timed ones, so a kernel cannot pass
+    /// by replaying an answer it computed during timing.
     pub verify_seed_pool: usize,
     /// The secret every input seed is derived from (see [`InputSecret`]);
     /// `None` draws a fresh one when the evaluator starts. A coordinator
@@ -377,21 +375,6 @@ impl<B: Backend> Evaluator<B> {
         p
     }
 
-    /// The verification seed index of evaluation number `n`: the caller's
-    /// choice where it made one (modulo the pool); on a GPU device `n`
-    /// itself, so every evaluation is verified on inputs no other
-    /// candidate saw (they are prepared ahead on spare cores); on a CPU
-    /// device, where preparing ahead would share the cores being timed,
-    /// the pool in rotation.
-    fn verify_index(&self, n: u64) -> u64 {
-        let pool = self.config.verify_seed_pool.max(1) as u64;
-        match self.next_verify_index {
-            Some(i) if n == self.evaluations => i % pool,
-            _ if !self.backend.info().is_cpu => n,
-            _ => n % pool,
-        }
-    }
-
     /// Caches a preparation made ahead; returns its problem.
     fn keep_prepared(&mut self, key: CacheKey, prepared: ahead::Prepared) -> Arc<Problem> {
         let p = prepared.problem;
@@ -420,7 +403,8 @@ impl<B: Backend> Evaluator<B> {
         if self.backend.info().is_cpu {
             return;
         }
-        let seed = self.verify_seed(task, self.verify_index(self.evaluations + 1));
+        let pool = self.config.verify_seed_pool.max(1) as u64;
+        let seed = self.verify_seed(task, (self.evaluations + 1) % pool);
         let with_reference = task
             .device_reference(self.backend.dialect().native())
             .is_none();
@@ -754,7 +738,8 @@ impl<B: Backend> Evaluator<B> {
                     Err(e) => return runtime_error(None, e),
                 }
             }
-            let seed_index = self.verify_index(self.evaluations);
+            let seed_index = self.next_verify_index.unwrap_or(self.evaluations)
+                % self.config.verify_seed_pool.max(1) as u64;
             // The device is about to work: the next evaluation's inputs
             // are prepared meanwhile.
             self.prepare_next(task, sizes);
