@@ -20,7 +20,6 @@ use common::{kill_after_iteration, opencl_available};
 use kevo_store::{CandidateId, RunId, Store};
 use kevo_strategy::{
     Descriptors, Elite, Judge, Judgement, Remeasured, Scored, StepOutcome, StrategyConfig,
-    StrictJudge,
 };
 
 fn kevo(cache: &Path) -> Command {
