@@ -261,12 +261,7 @@ impl Judge for StoredJudge<'_> {
     fn judge(&mut self, challenger: Elite, holder: Elite) -> Judgement {
         let holder_single = self.first.get(&holder.id).copied().unwrap_or(holder.score);
         if challenger.score <= holder_single {
-            return Judgement {
-                better: false,
-                challenger_score: challenger.score,
-                holder_score: holder.score,
-                note: None,
-            };
+            return Judgement::not_better(challenger, holder);
         }
         let (_, _, m) = self
             .promotions

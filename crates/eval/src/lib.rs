@@ -1005,9 +1005,10 @@ impl<B: Backend> Evaluator<B> {
         let achieved = work / time.median_s / 1e9;
         // Checked against the bytes a correct kernel must move, not the
         // scored work where that counts more (fft3d: 2x).
-        // At the kernel's slow end (third-quartile time): a verdict beyond
-        // the spread of its runs, not one lucky run.
-        let plausible = task.plausibility_work(size) / time.q3_s.max(time.median_s) / 1e9;
+        // At the median time, the figure the score uses: a kernel that
+        // slowed a quarter of its runs on purpose would move a quartile,
+        // not the median it is scored by.
+        let plausible = task.plausibility_work(size) / time.median_s / 1e9;
         let kind = task.ceiling();
         let ceiling = self.ceilings.for_kind(kind);
         let working_set: u64 = timed.buffers.iter().map(|b| b.bytes as u64).sum();
@@ -1057,7 +1058,7 @@ impl<B: Backend> Evaluator<B> {
             let Some(size) = sizes.iter().find(|s| s.label == r.label) else {
                 continue;
             };
-            let figure = task.plausibility_work(size) / r.time.q3_s.max(r.time.median_s) / 1e9;
+            let figure = task.plausibility_work(size) / r.time.median_s / 1e9;
             let facts = self.device_facts();
             let ws = r.working_set_bytes;
             let Some(first) = placement::suspicion(figure, kind, &self.bounds, ws, facts) else {

@@ -88,9 +88,11 @@ pub struct DeviceFacts {
 /// peak for compute-bound tasks; for bandwidth-bound ones, above the
 /// ceiling of the level its working set lives in (DRAM past every cache),
 /// or, with no measured hierarchy, the fallback rule of the driver's cache.
-/// `achieved` is the figure at the kernel's slow end (its third-quartile
-/// time), so the verdict is beyond the spread of the kernel's runs, and
-/// every measured ceiling is taken at its best (the envelope's maximum).
+/// `achieved` is the figure at the kernel's median time (the one its
+/// score uses: judging a quartile would let a kernel that slows a quarter
+/// of its runs on purpose hide a fast median), and every measured ceiling
+/// is taken at its best (the envelope's maximum, raised by the
+/// re-measurement the evaluator makes before any verdict).
 pub fn suspicion(
     achieved: f64,
     kind: CeilingKind,

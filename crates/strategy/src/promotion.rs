@@ -104,6 +104,16 @@ pub struct Judgement {
 }
 
 impl Judgement {
+    /// Not better, nothing measured: both keep their scores.
+    pub fn not_better(challenger: Elite, holder: Elite) -> Judgement {
+        Judgement {
+            better: false,
+            challenger_score: challenger.score,
+            holder_score: holder.score,
+            note: None,
+        }
+    }
+
     /// The reason a strategy gives, `base` followed by the note.
     pub fn reason(&self, base: String) -> String {
         match &self.note {
@@ -181,12 +191,7 @@ impl<M: FnMut(Elite, Elite) -> Remeasured> Judge for NoiseAwareJudge<M> {
             .filter(|s| s.is_finite())
             .unwrap_or(holder.score);
         if challenger.score <= holder_single {
-            return Judgement {
-                better: false,
-                challenger_score: challenger.score,
-                holder_score: holder.score,
-                note: None,
-            };
+            return Judgement::not_better(challenger, holder);
         }
         let measured = (self.measure)(challenger, holder);
         noise_aware_judgement(challenger, holder, &measured)
