@@ -67,6 +67,17 @@ pub struct EvalConfig {
     /// Input seeds for verification runs, used in rotation: each candidate is
     /// verified on inputs other than the timed ones, so a kernel cannot pass
     /// by replaying an answer it computed during timing.
+    ///
+    /// A pool, not a fresh seed per evaluation: the seeds are secret, a
+    /// kernel sees one of them per evaluation, and no state survives from
+    /// one candidate to the next (modules, device buffers, scratch and
+    /// pristine copies are scrubbed or checked: the adversarial suite's
+    /// class 2). A channel between candidates, were one found, would let a
+    /// later kernel replay the *timed* answers, which stay fixed per worker
+    /// so their references are computed once; fresh verification seeds
+    /// would not close it. They would cost a full reference per size and
+    /// evaluation: up to 58.6% of a warm H100 evaluation (ising), seconds
+    /// for an imported problem whose reference is a PyTorch module.
     pub verify_seed_pool: usize,
     /// The secret every input seed is derived from (see [`InputSecret`]);
     /// `None` draws a fresh one when the evaluator starts. A coordinator

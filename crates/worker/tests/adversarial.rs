@@ -29,6 +29,7 @@ kevo_runtimes::backend_tests!(
     sandbox_a_confined_worker_reads_nothing_of_the_users,
     sandbox_inline_assembly_is_refused,
     sandbox_a_confined_worker_connects_to_no_unix_socket,
+    honest_kernels_pass_under_ceilings_measured_on_a_busy_machine,
 );
 
 /// How long a hanging candidate may run in the exploit tests and in the
@@ -190,4 +191,8 @@ mod triton_on_cuda {
             std::env::var("KEVO_REQUIRE_CUDA").as_deref() == Ok("1"),
         );
     }
+}
+
+fn honest_kernels_pass_under_ceilings_measured_on_a_busy_machine(under: UnderTest) {
+    common::honest_kernels_pass_under_ceilings_measured_on_a_busy_machine(under);
 }
