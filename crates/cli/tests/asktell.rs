@@ -6,7 +6,7 @@
 
 use crate::common;
 
-use common::{EVOLVE_SAXPY_SMOKE, opencl_available};
+use common::{EVOLVE_SAXPY_SMOKE, opencl_available, succeeded};
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -17,16 +17,6 @@ fn kevo(ws: &Path, args: &[&str]) -> Output {
         .arg(ws)
         .output()
         .unwrap()
-}
-
-fn ok(out: Output) -> String {
-    assert!(
-        out.status.success(),
-        "stdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
 }
 
 /// Exit code 2 and the error message.
@@ -66,7 +56,7 @@ fn run_id(ws: &Path) -> String {
 
 fn history(ws: &Path, run: &str) -> Vec<serde_json::Value> {
     let v: serde_json::Value =
-        serde_json::from_str(&ok(kevo(ws, &["show", run, "--json"]))).unwrap();
+        serde_json::from_str(&succeeded(kevo(ws, &["show", run, "--json"]))).unwrap();
     v["history"].as_array().unwrap().clone()
 }
 
@@ -138,7 +128,7 @@ fn ask_tell_matches_a_cmd_run_and_refuses_bad_input() {
     // The external run: created, its seed evaluated, waiting.
     let args = evolve("external");
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = ok(kevo(&ext_ws, &args));
+    let out = succeeded(kevo(&ext_ws, &args));
     let run = run_id(&ext_ws);
     assert!(out.contains(&format!("next: kevo ask {run}")), "{out}");
     let seed = std::fs::read_to_string(ext_ws.join("runs").join(&run).join("00_seed.cl")).unwrap();
@@ -146,7 +136,7 @@ fn ask_tell_matches_a_cmd_run_and_refuses_bad_input() {
     for (i, a) in answers.iter().enumerate() {
         std::fs::write(root.path().join(format!("answer{}.md", i + 1)), a).unwrap();
     }
-    let listing = ok(kevo(&ext_ws, &["runs"]));
+    let listing = succeeded(kevo(&ext_ws, &["runs"]));
     assert!(listing.contains("interrupted"), "{listing}");
     // It is driven by ask/tell, not resumed.
     let err = refused(kevo(&ext_ws, &["evolve", "--resume", &run]));
@@ -166,11 +156,15 @@ fn ask_tell_matches_a_cmd_run_and_refuses_bad_input() {
     std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
     let args = evolve(&format!("cmd:{}", agent.display()));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    ok(kevo(&cmd_ws, &args));
+    succeeded(kevo(&cmd_ws, &args));
     let cmd_run = run_id(&cmd_ws);
 
     let ask = |n: &str| -> Vec<serde_json::Value> {
-        serde_json::from_str(&ok(kevo(&ext_ws, &["ask", &run, "--n", n, "--json"]))).unwrap()
+        serde_json::from_str(&succeeded(kevo(
+            &ext_ws,
+            &["ask", &run, "--n", n, "--json"],
+        )))
+        .unwrap()
     };
     let tell = |id: i64, file: &Path| {
         kevo(
@@ -188,7 +182,7 @@ fn ask_tell_matches_a_cmd_run_and_refuses_bad_input() {
         let prompt = std::fs::read_to_string(file).unwrap();
         assert!(prompt.contains(asked[0]["user"].as_str().unwrap()));
         if i == 1 {
-            let shown = ok(kevo(&ext_ws, &["show", &run]));
+            let shown = succeeded(kevo(&ext_ws, &["show", &run]));
             assert!(
                 shown.contains(&format!("proposal {id} (pending), asked after iteration 0")),
                 "{shown}"
@@ -204,7 +198,7 @@ fn ask_tell_matches_a_cmd_run_and_refuses_bad_input() {
             );
             assert_eq!(history(&ext_ws, &run), before);
         }
-        let out = ok(tell(id, &root.path().join(format!("answer{i}.md"))));
+        let out = succeeded(tell(id, &root.path().join(format!("answer{i}.md"))));
         assert!(out.contains(&format!("iteration {i} of run")), "{out}");
         // The iteration's prompt is the one handed out.
         let stored = std::fs::read_to_string(
@@ -247,7 +241,7 @@ fn ask_tell_matches_a_cmd_run_and_refuses_bad_input() {
         "seed, duplicate of the seed, compile error, wrong, new kernel, its duplicate"
     );
 
-    let summary = ok(kevo(&ext_ws, &["finish", &run]));
+    let summary = succeeded(kevo(&ext_ws, &["finish", &run]));
     assert!(summary.contains("held-out"), "{summary}");
     assert!(
         summary.contains("finished by `kevo finish` after 5"),

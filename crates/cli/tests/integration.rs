@@ -17,6 +17,7 @@ mod devices;
 mod distributed;
 mod evolve;
 mod evolving_prompts;
+mod golden;
 mod hostile_endpoint;
 mod install;
 mod kernelbench;

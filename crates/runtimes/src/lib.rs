@@ -7,6 +7,7 @@
 use kevo_backend::{Backend, BackendError, DeviceInfo, DeviceSelector, Dialect};
 use serde::{Deserialize, Serialize};
 
+pub mod fixed_times;
 pub mod testing;
 
 /// A backend a run can ask for.
@@ -125,8 +126,24 @@ fn not_built(kind: BackendKind) -> BackendError {
 
 /// Opens a device of `kind`. `Auto` tries CUDA first and falls back to
 /// OpenCL; when neither opens, the OpenCL error is returned (the CUDA one
-/// is usually just "no driver").
+/// is usually just "no driver"). With `KEVO_FIXED_DEVICE_TIMES=1` the
+/// device's clock is replaced by a fixed one ([`fixed_times`]): kevo's
+/// golden test, never a measurement.
 pub fn open(
+    kind: BackendKind,
+    selector: &DeviceSelector,
+    options: OpenOptions,
+) -> Result<Box<dyn Backend>, BackendError> {
+    let backend = open_real(kind, selector, options)?;
+    Ok(if fixed_times::fixed_times_requested() {
+        Box::new(fixed_times::FixedTimes::new(backend))
+    } else {
+        backend
+    })
+}
+
+/// [`open`] without the fixed-time clock.
+fn open_real(
     kind: BackendKind,
     selector: &DeviceSelector,
     options: OpenOptions,

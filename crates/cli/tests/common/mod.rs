@@ -21,6 +21,18 @@ pub fn opencl_available() -> bool {
     ok
 }
 
+/// The standard output of a command that must succeed; both streams in
+/// the failure message otherwise.
+pub fn succeeded(out: std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "stdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
 /// Every file under `dir`, recursively, that holds `needle` as bytes.
 /// (Not every test binary that includes this module uses it.)
 #[allow(dead_code)]
