@@ -15,6 +15,7 @@ mod config;
 mod cross;
 mod devices;
 mod distributed;
+mod docs;
 mod evolve;
 mod evolving_prompts;
 mod golden;
