@@ -12,11 +12,22 @@
 //! An answer is recorded once: its proposal is marked answered in the
 //! iteration's own transaction.
 
-use chrono::Utc;
-use kevo_proposer::Usage;
-use kevo_store::{NewProposal, ProposalStatus, RunStatus};
+use std::path::PathBuf;
 
-use super::*;
+use chrono::Utc;
+use kevo_proposer::{ChatRequest, Completion, Extraction, ProviderError, Usage};
+use kevo_store::{ProposalId, RunId, StoreError};
+use kevo_strategy::Selection;
+use serde::Serialize;
+
+use super::base::{Environment, Session};
+use super::error::EvolveError;
+use super::events::{Event, Observer};
+use super::state::stored_options;
+use super::summary::Summary;
+use crate::EvolveOptions;
+
+use kevo_store::{NewProposal, ProposalStatus, RunStatus};
 
 /// The status reason of a run that waits for `kevo ask` and `kevo tell`.
 fn waiting_reason(run: &str) -> String {

@@ -9,11 +9,17 @@
 //! yet recorded as sent (a kill between the two) are sent on resume.
 
 use std::sync::Arc;
+use std::time::Duration;
+
+use kevo_proposer::{ChatRequest, ProviderError};
+use kevo_store::ProposalId;
+
+use super::base::Session;
+use super::error::EvolveError;
+use super::events::{Event, Observer};
 
 use kevo_proposer::{BatchProvider, BatchState};
 use kevo_store::{ProposalStatus, StoredProposal};
-
-use super::*;
 
 /// Consecutive failed polls after which the run stops (resumable).
 const MAX_POLL_FAILURES: u32 = 5;

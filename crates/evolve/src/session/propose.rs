@@ -1,0 +1,527 @@
+//! Proposing: the prompt's context, model calls with retries, extraction,
+//! tuning a template, evaluating each answer once.
+
+use std::time::Instant;
+
+use kevo_eval::{Evaluation, Outcome, WallTimes};
+use kevo_proposer::{
+    Attempt, ChatRequest, Completion, Extraction, ProviderError, StepOutcome, UserContext,
+};
+use kevo_store::{CandidateId, CandidateRef, NewCandidate, source_sha256};
+use kevo_strategy::Selection;
+
+use super::base::{AbortOnDrop, Session};
+use super::calls::{Calls, InFlightCall, proposal_call, with_answer};
+use super::error::EvolveError;
+use super::values::{
+    Duplicate, EvaluatedOnce, EvaluatedProposal, PromptContext, Tried, TriedResult, attempts,
+    hint_text, normalised_sha,
+};
+
+impl<'e> Session<'e> {
+    /// What the proposer is shown: the parent's source and evaluation,
+    /// the previous attempt from it (or why the last proposal gave
+    /// nothing to evaluate), and whether the parent is still the seed.
+    /// Every candidate the selection names is loaded first.
+    pub(super) async fn prompt_context(
+        &mut self,
+        selection: &Selection,
+    ) -> Result<PromptContext, EvolveError> {
+        let named = [selection.parent]
+            .into_iter()
+            .chain(selection.previous)
+            .chain(selection.elites.iter().copied())
+            .chain(selection.inspirations.iter().copied());
+        for id in named.collect::<Vec<_>>() {
+            self.load(CandidateId(id)).await?;
+        }
+        let strategy = self.strategy.as_deref().expect("seed evaluated");
+        let (seed, best) = (strategy.seed().id, strategy.best());
+        let (best, best_score) = (best.id, best.score);
+        let incumbent = selection.parent;
+        let incumbent_profile = self.profile(incumbent);
+        let role = if incumbent == seed {
+            "seed"
+        } else if incumbent == best {
+            "incumbent"
+        } else {
+            "parent"
+        };
+        let analysis = self
+            .analysis(incumbent, incumbent_profile.as_deref(), role)
+            .await?;
+        let incumbent_source = self.sources[&incumbent].clone();
+        let incumbent_evaluation = self.evaluations[&incumbent].clone();
+        let mut previous_profile = None;
+        let previous = match &self.state.previous_failure {
+            // The last proposal gave nothing to evaluate: tell the proposer
+            // why, against the source it was asked to improve.
+            Some(reason) => Some((
+                incumbent_source.clone(),
+                Evaluation::without_sizes(
+                    &incumbent_evaluation.task,
+                    &incumbent_evaluation.device,
+                    &incumbent_evaluation.backend,
+                    Outcome::NoCode {
+                        reason: reason.clone(),
+                    },
+                    WallTimes::default(),
+                ),
+            )),
+            // Before the first attempt from this parent it is the only
+            // baseline.
+            None => selection.previous.map(|p| {
+                // With --profile-every, a correct attempt is profiled when
+                // it is first shown, so the proposer sees why it was slow.
+                if self.options.profile_every
+                    && p != incumbent
+                    && self.evaluations[&p].outcome.score().is_some()
+                {
+                    previous_profile = self.profile(p);
+                }
+                (self.sources[&p].clone(), self.evaluations[&p].clone())
+            }),
+        };
+        let shown = |ids: &[i64]| -> Vec<(String, Evaluation)> {
+            ids.iter()
+                .map(|id| (self.sources[id].clone(), self.evaluations[id].clone()))
+                .collect()
+        };
+        let previous_rejected = self.state.previous_failure.is_none()
+            && selection.previous.is_some_and(|p| {
+                self.state.history.iter().any(|h| {
+                    h.candidate == Some(p) && h.outcome == StepOutcome::RejectedByValidation
+                })
+            });
+        Ok(PromptContext {
+            previous_rejected,
+            incumbent,
+            incumbent_profile,
+            previous_profile,
+            analysis,
+            incumbent_source,
+            incumbent_evaluation,
+            previous,
+            incumbent_is_seed: incumbent == seed,
+            incumbent_is_best: incumbent == best,
+            incumbent_score: (incumbent == best).then_some(best_score),
+            elites: shown(&selection.elites),
+            inspirations: shown(&selection.inspirations),
+            prompt_variant: None,
+        })
+    }
+
+    /// The request for a selection and its context, with its prompt
+    /// variant's guidance.
+    pub(super) fn request(
+        &self,
+        context: &PromptContext,
+        selection: &Selection,
+    ) -> Result<ChatRequest, EvolveError> {
+        let guidance = match (context.prompt_variant, &self.state.prompts) {
+            (Some(v), Some(archive)) => {
+                let variant = archive.get(v).ok_or_else(|| {
+                    EvolveError::MetaPrompter(format!("the archive has no variant {v}"))
+                })?;
+                Some(
+                    kevo_proposer::prompt::guidance::Guidance::parse(&variant.guidance).map_err(
+                        |e| EvolveError::MetaPrompter(format!("variant {v} is unreadable: {e}")),
+                    )?,
+                )
+            }
+            _ => None,
+        };
+        let hints: Vec<String> = selection
+            .hints
+            .iter()
+            .map(|h| hint_text(h, self.dialect))
+            .collect();
+        let request = self.prompts.request_with(
+            &UserContext {
+                previous: context
+                    .previous
+                    .as_ref()
+                    .map(|(source, evaluation)| Attempt { source, evaluation }),
+                incumbent: Attempt {
+                    source: &context.incumbent_source,
+                    evaluation: &context.incumbent_evaluation,
+                },
+                incumbent_is_seed: context.incumbent_is_seed,
+                incumbent_is_best: context.incumbent_is_best,
+                incumbent_score: context.incumbent_score,
+                history: &self.state.history,
+                elites: &attempts(&context.elites),
+                inspirations: &attempts(&context.inspirations),
+                hints: &hints,
+                incumbent_profile: context.incumbent_profile.as_deref(),
+                previous_profile: context.previous_profile.as_deref(),
+                analysis: context.analysis.as_deref(),
+                previous_rejected: context.previous_rejected,
+            },
+            guidance.as_ref(),
+        )?;
+        Ok(request)
+    }
+
+    /// Stage 2: the calls of one prompt (concurrently, with their
+    /// latencies; a budget stop of every call ends the run) as a future
+    /// that owns what it needs, so that several prompts' calls can be in
+    /// flight at once. They are registered until they return; if the
+    /// future is dropped instead (a signal), `interrupt` stores them as
+    /// abandoned under iteration `k`.
+    pub(super) fn issue(
+        &self,
+        k: u32,
+        request: &ChatRequest,
+    ) -> impl std::future::Future<Output = Calls> + Send + 'static {
+        static TOKENS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let token = TOKENS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let n = self.options.candidates_per_iteration.max(1) as usize;
+        let sent = Instant::now();
+        let in_flight = self.env.in_flight.clone();
+        in_flight.lock().extend((0..n).map(|_| InFlightCall {
+            token,
+            purpose: "propose",
+            run: self.run.clone(),
+            iteration: k,
+            provider: self.provider.label(),
+            system: request.system.clone(),
+            user: request.user.clone(),
+            sent,
+        }));
+        let handles = AbortOnDrop(
+            (0..n)
+                .map(|_| {
+                    let p = self.provider.clone();
+                    let r = request.clone();
+                    tokio::spawn(async move {
+                        let t = Instant::now();
+                        let res = p.complete(&r).await;
+                        (res, t.elapsed().as_secs_f64())
+                    })
+                })
+                .collect(),
+        );
+        async move {
+            let mut handles = handles;
+            let mut joined = Vec::with_capacity(n);
+            for h in handles.0.iter_mut() {
+                joined.push(h.await);
+            }
+            in_flight.lock().retain(|c| c.token != token);
+            let completions: Vec<(Result<Completion, ProviderError>, f64)> =
+                joined.into_iter().collect::<Result<_, _>>()?;
+            if let Some((Err(e), _)) = completions.first()
+                && e.is_budget_stop()
+                && completions.iter().all(|(r, _)| r.is_err())
+            {
+                return Err(EvolveError::Provider(e.clone()));
+            }
+            Ok(completions)
+        }
+    }
+
+    /// With several workers (`--devices`, or remote ones), the new sources
+    /// of an iteration's answers are evaluated at once, before the answers
+    /// are taken one by one (which then find their evaluation here): the
+    /// same sources, checks and limits, in parallel. Templates, and
+    /// sources this run has measured, are left to the sequential path.
+    pub(super) async fn prefetch(
+        &mut self,
+        context: &PromptContext,
+        completions: &[(Result<Completion, ProviderError>, f64)],
+    ) -> Result<(), EvolveError> {
+        self.prefetched.clear();
+        if self.pool.parallel() < 2 || completions.len() < 2 {
+            return Ok(());
+        }
+        let mut fresh: Vec<String> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for (result, _) in completions {
+            let Ok(completion) = result else { continue };
+            let Extraction::Code { source, .. } = kevo_proposer::extract(
+                &completion.text,
+                &self
+                    .prompts
+                    .extract_options(Some(&context.incumbent_source)),
+            ) else {
+                continue;
+            };
+            if kevo_tune::is_template(&source) {
+                continue;
+            }
+            let normalised = normalised_sha(&source);
+            if self.normalised.contains_key(&normalised) || !seen.insert(normalised) {
+                continue;
+            }
+            if self
+                .env
+                .store
+                .find_evaluation(&self.run, &source_sha256(&source))
+                .await?
+                .is_some()
+            {
+                continue;
+            }
+            fresh.push(source);
+        }
+        if fresh.len() < 2 {
+            return Ok(());
+        }
+        let started = Instant::now();
+        let sizes = self.sizes();
+        let evaluations = self
+            .pool
+            .evaluate_many(self.task, &fresh, &sizes, self.timeout)?;
+        self.evaluating += started.elapsed();
+        for (source, e) in fresh.into_iter().zip(evaluations) {
+            self.prefetched.insert(source_sha256(&source), e);
+        }
+        Ok(())
+    }
+
+    /// Stage 3: each response's call record, its source extracted, and the
+    /// source evaluated unless this run already measured it. The first
+    /// proposal's response, source and result go to the run directory.
+    pub(super) async fn try_completions(
+        &mut self,
+        k: u32,
+        request: &ChatRequest,
+        context: &PromptContext,
+        selection: &Selection,
+        completions: Vec<(Result<Completion, ProviderError>, f64)>,
+    ) -> Result<Vec<Tried>, EvolveError> {
+        self.prefetch(context, &completions).await?;
+        let mut tried: Vec<Tried> = Vec::with_capacity(completions.len());
+        for (j, (result, latency)) in completions.into_iter().enumerate() {
+            let mut call = proposal_call(
+                self.provider.label(),
+                &request.system,
+                &request.user,
+                latency,
+            );
+            let completion = match result {
+                Err(e) => {
+                    call.error = Some(e.to_string());
+                    tried.push(Tried::nothing(
+                        call,
+                        StepOutcome::Skipped,
+                        format!("the proposer failed: {e}"),
+                    ));
+                    continue;
+                }
+                Ok(c) => c,
+            };
+            let mut call = with_answer(call, &completion);
+            // An ensemble's call is stored under the member that answered.
+            if let Some(member) = &completion.member {
+                call.provider = member.clone();
+            }
+            if j == 0 {
+                self.dir.write_response(k, &completion.text)?;
+                if let Some(r) = &completion.reasoning {
+                    self.dir.write_reasoning(k, r)?;
+                }
+            }
+            let extraction = kevo_proposer::extract(
+                &completion.text,
+                &self
+                    .prompts
+                    .extract_options(Some(&context.incumbent_source)),
+            );
+            let source = match extraction {
+                Extraction::Code { source, .. } => source,
+                other => {
+                    let reason = other
+                        .failure_reason()
+                        .unwrap_or_else(|| "no code in the response".into());
+                    let outcome = match other {
+                        Extraction::NoCode { .. } => StepOutcome::NoCode,
+                        _ => StepOutcome::EditRejected,
+                    };
+                    tried.push(Tried::nothing(call, outcome, reason));
+                    continue;
+                }
+            };
+            let note = kevo_proposer::prompt::attempt_note(&completion.text, &source);
+            let tune_seed = self.options.rng_seed ^ (u64::from(k) << 16) ^ j as u64;
+            let (source, (evaluation, reused_from, duplicate)) = if kevo_tune::is_template(&source)
+            {
+                self.tune_template(source, &tried, tune_seed).await?
+            } else {
+                let result = self.evaluate_once(&source, &tried).await?;
+                (source, result)
+            };
+            if j == 0 {
+                // A tuned template's candidate is its best instance.
+                self.dir.write_candidate(k, &source)?;
+            }
+            if j == 0 {
+                self.dir.write_result(k, &evaluation)?;
+            }
+            let analysis = self
+                .seed_features
+                .as_ref()
+                .map(|seed| kevo_descriptors::analyse(&source, self.dialect, seed));
+            tried.push(Tried {
+                call,
+                result: TriedResult::Evaluated(Box::new(EvaluatedProposal {
+                    candidate: NewCandidate {
+                        source,
+                        parents: vec![CandidateRef::Stored(CandidateId(selection.parent))],
+                        island: selection.island.map(i64::from),
+                        cell: analysis.as_ref().map(|a| a.descriptors.to_string()),
+                        descriptors: analysis.as_ref().and_then(|a| serde_json::to_value(a).ok()),
+                        provider: Some(completion.provider.clone()),
+                        model: Some(completion.model.clone()),
+                    },
+                    descriptors: analysis.map(|a| a.descriptors),
+                    evaluation,
+                    reused_from,
+                    duplicate,
+                    note,
+                })),
+            });
+        }
+        Ok(tried)
+    }
+
+    /// A proposed template (`// kevo: tune` lines) is tuned best-of-k: the
+    /// tuning strategy picks up to `tune.best_of` configurations, each is
+    /// instantiated and evaluated like any candidate (a configuration this
+    /// run measured before costs nothing), and the fastest correct one,
+    /// annotated with the table of what was tried, becomes the candidate
+    /// with its evaluation, so everything downstream (decision, prompts,
+    /// held-out gate, export) sees an ordinary kernel. A template whose
+    /// declarations do not parse, or tuning turned off, fails as a compile
+    /// error naming the line; with no correct configuration, the first
+    /// configuration's failure stands.
+    pub(super) async fn tune_template(
+        &mut self,
+        template: String,
+        batch: &[Tried],
+        seed: u64,
+    ) -> Result<(String, EvaluatedOnce), EvolveError> {
+        let refuse = |this: &Self, message: String| {
+            let device = this.pool.device();
+            let log = format!("candidate.{}: error: {message}", this.dialect.extension());
+            Evaluation::without_sizes(
+                this.task.name(),
+                &device.name,
+                &device.backend,
+                kevo_eval::Outcome::CompileError {
+                    diagnostics: kevo_backend::CompileDiagnostics::from_log(log),
+                    message,
+                },
+                kevo_eval::WallTimes::default(),
+            )
+        };
+        let best_of = self.options.tune.best_of as usize;
+        if best_of == 0 {
+            let message = "the kernel declares tunable parameters (`// kevo: tune`), and tuning \
+                           is off in this run (tune.best_of = 0): define the values yourself"
+                .to_string();
+            let e = refuse(self, message);
+            return Ok((template, (e, None, None)));
+        }
+        let space = match kevo_tune::TuningSpace::parse(&template) {
+            Ok(Some(space)) => space,
+            Ok(None) => unreachable!("is_template found a tune line"),
+            Err(e) => {
+                let e = refuse(self, e.to_string());
+                return Ok((template, (e, None, None)));
+            }
+        };
+        let mut search = self.options.tune.strategy.build(seed);
+        let mut seen: Vec<kevo_tune::Observation> = Vec::new();
+        let mut tried: Vec<(kevo_tune::Configuration, EvaluatedOnce)> = Vec::new();
+        while tried.len() < best_of {
+            let Some(c) = search.next(&space, &seen) else {
+                break;
+            };
+            let instance = space.instantiate(&template, &c);
+            let result = self.evaluate_once(&instance, batch).await?;
+            seen.push(kevo_tune::Observation {
+                configuration: c.clone(),
+                score: result.0.outcome.score(),
+            });
+            tried.push((c, result));
+        }
+        let best = tried
+            .iter()
+            .enumerate()
+            .filter_map(|(i, (_, r))| r.0.outcome.score().map(|s| (i, s)))
+            .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
+            .map(|(i, _)| i)
+            .unwrap_or(0);
+        let mut order: Vec<usize> = (0..tried.len()).collect();
+        order.sort_by(|&a, &b| {
+            let s = |i: usize| tried[i].1.0.outcome.score().unwrap_or(f64::NEG_INFINITY);
+            s(b).total_cmp(&s(a)).then(a.cmp(&b))
+        });
+        let mut table = format!(
+            "kevo tuned this kernel: {} of its {} valid configurations evaluated ({}), best first:",
+            tried.len(),
+            space.valid().len(),
+            self.options.tune.strategy
+        );
+        for i in order {
+            let (c, (e, _, _)) = &tried[i];
+            let verdict = match e.outcome.score() {
+                Some(score) => format!("score {score:.4}"),
+                None => {
+                    let summary = e.outcome.summary();
+                    let short: String = summary.chars().take(120).collect();
+                    short.replace('\n', " ")
+                }
+            };
+            table.push_str(&format!("\n  {}  {verdict}", space.describe(c)));
+        }
+        let (c, result) = tried.swap_remove(best);
+        Ok((space.instantiate_annotated(&template, &c, &table), result))
+    }
+
+    /// `source`'s evaluation: the stored one if this run measured the
+    /// same source before, that of an earlier candidate whose source is
+    /// the same up to comments and whitespace, one of this batch's, or a
+    /// new measurement; with the candidate it duplicates, if any.
+    pub(super) async fn evaluate_once(
+        &mut self,
+        source: &str,
+        batch: &[Tried],
+    ) -> Result<EvaluatedOnce, EvolveError> {
+        let sha = source_sha256(source);
+        if let Some(stored) = self.env.store.find_evaluation(&self.run, &sha).await?
+            && let Ok(e) = stored.evaluation()
+        {
+            let of = Duplicate::Stored(stored.candidate_id.0);
+            return Ok((e, Some(stored.id), Some(of)));
+        }
+        let normalised = normalised_sha(source);
+        if let Some(&id) = self.normalised.get(&normalised) {
+            self.load(CandidateId(id)).await?;
+            return Ok((
+                self.evaluations[&id].clone(),
+                None,
+                Some(Duplicate::Stored(id)),
+            ));
+        }
+        let earlier = batch.iter().enumerate().find_map(|(j, t)| match &t.result {
+            TriedResult::Evaluated(e) if normalised_sha(&e.candidate.source) == normalised => {
+                Some((e.evaluation.clone(), j))
+            }
+            _ => None,
+        });
+        Ok(match earlier {
+            Some((e, j)) => (e, None, Some(Duplicate::InBatch(j))),
+            None => match self.prefetched.remove(&sha) {
+                Some(e) => (e, None, None),
+                None => (
+                    self.evaluate(source, &self.sizes(), self.timeout)?,
+                    None,
+                    None,
+                ),
+            },
+        })
+    }
+}
