@@ -1,4 +1,12 @@
+use std::path::{Path, PathBuf};
+
+use kevo_proposer::EditMode;
+use kevo_runtimes::BackendKind;
+use kevo_strategy::{Promotion, StrategyConfig};
+use kevo_tasks::SizeSet;
+
 use super::*;
+use crate::options::{EvolveOptions, PromptOptions};
 
 fn file(text: &str) -> Result<ConfigLayer, ConfigError> {
     ConfigLayer::from_text(Path::new("/exp/run.toml"), text.to_string())

@@ -1,0 +1,346 @@
+//! The merged settings as a run's options and a worker's configuration, and
+//! back (a stored run's settings, `kevo config show`).
+
+use kevo_proposer::{EditMode, StagnationParams};
+use kevo_runtimes::BackendKind;
+use kevo_strategy::Promotion;
+use kevo_tasks::SizeSet;
+use kevo_worker::kevo_sandbox;
+
+use super::layer::ConfigError;
+use super::sections::{
+    BudgetSection, Ceilings, DeviceSection, EditModeName, LimitsSection, LlmSection,
+    PromotionSection, PromptSection, RunConfig, SandboxSection, TimingSection, TuneSection,
+};
+use super::{DEFAULT_MAX_TIMED_RUNS, DEFAULT_TARGET_SPREAD};
+use crate::options::{EvolveOptions, PromptOptions};
+
+impl RunConfig {
+    /// The promotion rule and the final re-measurement these settings give.
+    pub(super) fn promotion_rule(&self) -> Result<(Promotion, u32), String> {
+        let name = self.promotion.rule.as_deref().unwrap_or("noise-aware");
+        let rule = Promotion::named(name, self.promotion.rounds).map_err(|e| match e {
+            kevo_strategy::StrategyError::Setting { reason, .. } => reason,
+            other => other.to_string(),
+        })?;
+        let default_final = match rule {
+            Promotion::Strict => 0,
+            Promotion::NoiseAware { .. } => crate::DEFAULT_FINAL_REMEASURE,
+        };
+        Ok((
+            rule,
+            self.promotion.final_remeasure.unwrap_or(default_final),
+        ))
+    }
+
+    /// The run's options: every key left out takes kevo's default. Needs a
+    /// task; a run also needs models (the caller checks, since `eval` and
+    /// `bench` do not).
+    pub fn to_options(&self) -> Result<EvolveOptions, ConfigError> {
+        let task = self.task.clone().ok_or_else(|| ConfigError {
+            place: "the settings".into(),
+            key: Some("task".into()),
+            message: "no task: give --task NAME or `task = \"NAME\"` in the config file".into(),
+        })?;
+        // A task folder by its absolute path, so that `--resume` finds it
+        // from any directory.
+        let task = match kevo_tasks::is_folder_reference(&task) {
+            true => std::fs::canonicalize(&task)
+                .map(|p| p.display().to_string())
+                .unwrap_or(task),
+            false => task,
+        };
+        self.options_for(task)
+    }
+
+    /// The options with every default filled in and no task (for printing
+    /// settings that name none yet).
+    pub fn options_without_task(&self) -> Result<EvolveOptions, ConfigError> {
+        self.options_for(String::new())
+    }
+
+    /// The evaluation worker these settings describe (`eval` and `bench`,
+    /// which may evaluate every task).
+    /// Its inputs come from one secret per command (`KEVO_INPUTS_SECRET`
+    /// names one to reproduce), shared by every worker the command starts.
+    pub fn worker_config(&self) -> Result<kevo_worker::WorkerConfig, ConfigError> {
+        let secret = kevo_eval::InputSecret::from_env_or_draw().map_err(|e| ConfigError {
+            place: "KEVO_INPUTS_SECRET".into(),
+            key: None,
+            message: e.to_string(),
+        })?;
+        Ok(self
+            .options_for(String::new())?
+            .worker_config()
+            .with_inputs_secret(Some(secret)))
+    }
+
+    pub(super) fn options_for(&self, task: String) -> Result<EvolveOptions, ConfigError> {
+        let mut o = EvolveOptions::new(
+            &task,
+            self.llm.models.as_deref().unwrap_or_default(),
+            self.budget.iterations.unwrap_or(10),
+        );
+        let promotion = self.promotion_rule().map_err(|message| ConfigError {
+            place: "the settings".into(),
+            key: Some("promotion".into()),
+            message,
+        })?;
+        o.backend = self.device.backend.unwrap_or(BackendKind::Auto);
+        o.selector = kevo_backend::DeviceSelector {
+            platform: self.device.platform.clone(),
+            device: self.device.device.clone(),
+        };
+        o.declared_ceilings = self.device.ceilings.map(|c| kevo_worker::DeclaredCeilings {
+            bandwidth_gbs: c.bandwidth_gbs,
+            fp32_gflops: c.fp32_gflops,
+        });
+        o.fast_math = self.device.fast_math.unwrap_or(true);
+        o.devices = self.device.devices.clone().unwrap_or_default();
+        o.mixed_devices = self.device.mixed_devices.unwrap_or(false);
+        o.triton_python = self.device.triton_python.clone();
+        o.nats = self.device.nats.clone().map(|url| crate::NatsOptions {
+            url,
+            namespace: self
+                .device
+                .nats_namespace
+                .clone()
+                .unwrap_or_else(|| "kevo".into()),
+        });
+        o.profile = self.device.profile.unwrap_or(false);
+        o.profile_every = self.device.profile_every.unwrap_or(false);
+        o.sanitize_winner = self.device.sanitize_winner.clone().unwrap_or_default();
+        o.sizes = self.sizes.unwrap_or(SizeSet::Full);
+        o.timing = kevo_worker::TimingOptions {
+            cuda_graph: self.timing.cuda_graph.unwrap_or(true),
+            flush_l2: self.timing.flush_l2.unwrap_or(false),
+            target_spread: Some(self.timing.target_spread.unwrap_or(DEFAULT_TARGET_SPREAD)),
+            max_timed_runs: Some(self.timing.max_timed_runs.unwrap_or(DEFAULT_MAX_TIMED_RUNS)),
+        };
+        let gib = |v: f64| (v * f64::from(1u32 << 30)) as u64;
+        let defaults = kevo_worker::Limits::default();
+        o.limits = kevo_worker::Limits {
+            compile_memory_bytes: self
+                .limits
+                .compile_memory_gib
+                .map(|v| gib(v).max(64 << 20))
+                .unwrap_or(defaults.compile_memory_bytes),
+            worker_memory_bytes: self
+                .limits
+                .worker_memory_gib
+                .map(gib)
+                .unwrap_or(defaults.worker_memory_bytes),
+            compile_timeout_s: self
+                .limits
+                .compile_timeout_s
+                .unwrap_or(defaults.compile_timeout_s),
+        };
+        o.timeout_s = self.limits.candidate_timeout_s;
+        o.sandbox = kevo_sandbox::Options {
+            enabled: self.sandbox.enabled.unwrap_or(true),
+            required: self.sandbox.required.unwrap_or(false),
+            skip: self.sandbox.skip.clone().unwrap_or_default(),
+            readable: self.sandbox.allow_read.clone().unwrap_or_default(),
+            writable: self.sandbox.allow_write.clone().unwrap_or_default(),
+            ..Default::default()
+        };
+        o.llm_config = self.llm.providers.clone();
+        o.llm_timeout_s = self.llm.timeout_s;
+        o.llm_retries = self.llm.retries;
+        o.accept_unknown_cost = self.llm.accept_unknown_cost.unwrap_or(false);
+        o.record = self.llm.record.clone();
+        o.analyst = self.llm.analyst.clone();
+        o.concurrency = self.llm.concurrency.unwrap_or(1);
+        o.candidates_per_iteration = self.llm.candidates_per_iteration.unwrap_or(1);
+        o.batch_poll_s = self.llm.batch_poll_s.unwrap_or(o.batch_poll_s);
+        o.edit_mode = match self.llm.edit_mode {
+            Some(EditModeName::Diff) => EditMode::SearchReplace,
+            _ => EditMode::FullSource,
+        };
+        o.rng_seed = self.llm.seed.unwrap_or(o.rng_seed);
+        o.model_choice = self.llm.model_choice.unwrap_or_default();
+        o.meta_prompt = self
+            .llm
+            .meta_prompter
+            .clone()
+            .map(|prompter| crate::MetaPromptOptions {
+                prompter,
+                every: self.llm.meta_every.unwrap_or(crate::DEFAULT_META_EVERY),
+            });
+        o.max_wall_s = self.budget.max_wall_s;
+        o.max_cost_usd = self.budget.max_cost_usd;
+        o.target_score = self.budget.target_score;
+        o.prompt = PromptOptions {
+            templates: self.prompt.templates.clone(),
+            history_len: self.prompt.history.unwrap_or(o.prompt.history_len),
+            stagnation: StagnationParams {
+                window: self
+                    .prompt
+                    .stagnation_window
+                    .unwrap_or(o.prompt.stagnation.window),
+                gap: self
+                    .prompt
+                    .stagnation_gap
+                    .unwrap_or(o.prompt.stagnation.gap),
+            },
+        };
+        o.context_budget_tokens = self.prompt.context_budget_tokens;
+        o.tune = crate::TuneOptions {
+            best_of: self.tune.best_of.unwrap_or(o.tune.best_of),
+            strategy: self.tune.strategy.unwrap_or(o.tune.strategy),
+        };
+        (o.promotion, o.final_remeasure) = promotion;
+        o.validation = crate::ValidationOptions {
+            enabled: self.promotion.validate.unwrap_or(false),
+            max_slowdown: self
+                .promotion
+                .validate_max_slowdown
+                .unwrap_or(o.validation.max_slowdown),
+        };
+        o.strategy = self.strategy.clone().unwrap_or_default();
+        Ok(o)
+    }
+
+    /// Every setting of `options`, written out: what `kevo config show`
+    /// and `kevo show RUN --config` print. A run started from a kernel
+    /// file has its source stored, not the path, so `seed_kernel` is left
+    /// out.
+    pub fn from_options(o: &EvolveOptions) -> RunConfig {
+        let gib = |bytes: u64| bytes as f64 / f64::from(1u32 << 30);
+        let (rule, rounds) = match o.promotion {
+            Promotion::Strict => ("strict", None),
+            Promotion::NoiseAware { rounds } => ("noise-aware", Some(rounds)),
+        };
+        RunConfig {
+            task: Some(o.task.clone()),
+            sizes: Some(o.sizes),
+            seed_kernel: None,
+            device: DeviceSection {
+                backend: Some(o.backend),
+                platform: o.selector.platform.clone(),
+                device: o.selector.device.clone(),
+                ceilings: o.declared_ceilings.map(|c| Ceilings {
+                    bandwidth_gbs: c.bandwidth_gbs,
+                    fp32_gflops: c.fp32_gflops,
+                }),
+                fast_math: Some(o.fast_math),
+                profile: Some(o.profile),
+                profile_every: Some(o.profile_every),
+                sanitize_winner: Some(o.sanitize_winner.clone()),
+                nats: o.nats.as_ref().map(|n| n.url.clone()),
+                nats_namespace: o.nats.as_ref().map(|n| n.namespace.clone()),
+                devices: (!o.devices.is_empty()).then(|| o.devices.clone()),
+                mixed_devices: o.mixed_devices.then_some(true),
+                triton_python: o.triton_python.clone(),
+            },
+            timing: TimingSection {
+                cuda_graph: Some(o.timing.cuda_graph),
+                flush_l2: Some(o.timing.flush_l2),
+                target_spread: Some(o.timing.target_spread.unwrap_or(DEFAULT_TARGET_SPREAD)),
+                max_timed_runs: Some(o.timing.max_timed_runs.unwrap_or(DEFAULT_MAX_TIMED_RUNS)),
+            },
+            limits: LimitsSection {
+                candidate_timeout_s: o.timeout_s,
+                compile_timeout_s: Some(o.limits.compile_timeout_s),
+                compile_memory_gib: Some(gib(o.limits.compile_memory_bytes)),
+                worker_memory_gib: Some(gib(o.limits.worker_memory_bytes)),
+            },
+            sandbox: SandboxSection {
+                enabled: Some(o.sandbox.enabled),
+                required: Some(o.sandbox.required),
+                skip: Some(o.sandbox.skip.clone()),
+                allow_read: Some(o.sandbox.readable.clone()),
+                allow_write: Some(o.sandbox.writable.clone()),
+            },
+            llm: LlmSection {
+                models: Some(o.llm.clone()),
+                analyst: o.analyst.clone(),
+                providers: o.llm_config.clone(),
+                timeout_s: o.llm_timeout_s,
+                retries: o.llm_retries,
+                accept_unknown_cost: Some(o.accept_unknown_cost),
+                record: o.record.clone(),
+                concurrency: Some(o.concurrency),
+                candidates_per_iteration: Some(o.candidates_per_iteration),
+                batch_poll_s: Some(o.batch_poll_s),
+                edit_mode: Some(match o.edit_mode {
+                    EditMode::SearchReplace => EditModeName::Diff,
+                    EditMode::FullSource => EditModeName::Full,
+                }),
+                seed: Some(o.rng_seed),
+                model_choice: Some(o.model_choice),
+                meta_prompter: o.meta_prompt.as_ref().map(|m| m.prompter.clone()),
+                meta_every: o.meta_prompt.as_ref().map(|m| m.every),
+            },
+            budget: BudgetSection {
+                iterations: Some(o.iterations),
+                max_wall_s: o.max_wall_s,
+                max_cost_usd: o.max_cost_usd,
+                target_score: o.target_score,
+            },
+            prompt: PromptSection {
+                templates: o.prompt.templates.clone(),
+                history: Some(o.prompt.history_len),
+                context_budget_tokens: o.context_budget_tokens,
+                stagnation_window: Some(o.prompt.stagnation.window),
+                stagnation_gap: Some(o.prompt.stagnation.gap),
+            },
+            promotion: PromotionSection {
+                rule: Some(rule.into()),
+                rounds,
+                final_remeasure: Some(o.final_remeasure),
+                validate: Some(o.validation.enabled),
+                validate_max_slowdown: Some(o.validation.max_slowdown),
+            },
+            tune: TuneSection {
+                best_of: Some(o.tune.best_of),
+                strategy: Some(o.tune.strategy),
+            },
+            strategy: Some(o.strategy.clone()),
+        }
+    }
+
+    /// These settings as TOML, with a comment naming the optional keys
+    /// that are not set.
+    pub fn to_toml(&self) -> String {
+        let unset: Vec<&str> = [
+            ("task", self.task.is_none()),
+            ("device.platform", self.device.platform.is_none()),
+            ("device.device", self.device.device.is_none()),
+            ("device.ceilings", self.device.ceilings.is_none()),
+            ("device.nats", self.device.nats.is_none()),
+            (
+                "limits.candidate_timeout_s",
+                self.limits.candidate_timeout_s.is_none(),
+            ),
+            ("llm.models", self.llm.models.is_none()),
+            ("llm.analyst", self.llm.analyst.is_none()),
+            ("llm.meta_prompter", self.llm.meta_prompter.is_none()),
+            ("llm.providers", self.llm.providers.is_none()),
+            ("llm.timeout_s", self.llm.timeout_s.is_none()),
+            ("llm.retries", self.llm.retries.is_none()),
+            ("llm.record", self.llm.record.is_none()),
+            ("budget.max_wall_s", self.budget.max_wall_s.is_none()),
+            ("budget.max_cost_usd", self.budget.max_cost_usd.is_none()),
+            ("budget.target_score", self.budget.target_score.is_none()),
+            ("prompt.templates", self.prompt.templates.is_none()),
+            (
+                "prompt.context_budget_tokens",
+                self.prompt.context_budget_tokens.is_none(),
+            ),
+        ]
+        .into_iter()
+        .filter(|(_, unset)| *unset)
+        .map(|(k, _)| k)
+        .collect();
+        let body = toml::to_string_pretty(self).unwrap_or_else(|e| format!("# {e}\n"));
+        let mut out = String::new();
+        if !unset.is_empty() {
+            out.push_str("# not set: ");
+            out.push_str(&unset.join(", "));
+            out.push('\n');
+        }
+        out.push_str(&body);
+        out
+    }
+}
