@@ -214,96 +214,17 @@ impl<'e> Session<'e> {
         };
         let device = pool.device().clone();
         let dialect = device.dialect;
-        let provider_config = match &options.llm_config {
-            Some(p) => ProviderConfig::load(p)?,
-            None => ProviderConfig::default(),
-        }
-        .with_overrides(options.llm_timeout_s, options.llm_retries)?
-        .with_model_choice(options.rng_seed, options.model_choice);
-        let accounting = match options.max_cost_usd {
-            Some(usd) => Accounting::with_budget(usd),
-            None => Accounting::new(),
-        };
-        accounting.set_accept_unknown_cost(options.accept_unknown_cost);
-        let mut provider =
-            kevo_proposer::build(&options.llm_spec(), &provider_config, &accounting)?;
-        if let Some(path) = &options.record {
-            provider = Arc::new(kevo_proposer::Recording::new(provider, path)?);
-        }
-        if options.model_choice.is_bandit() && provider.ensemble_state().is_none() {
-            return Err(EvolveError::BanditNeedsEnsemble {
-                choice: options.model_choice.to_string(),
-                model: provider.label(),
-            });
-        }
-        let batch = kevo_proposer::build_batch(&options.llm_spec(), &provider_config, &accounting)?;
-        // The analyst shares the accounting: its calls count in the budget
-        // and stop at it like the generator's.
-        let analyst = match &options.analyst {
-            Some(spec) => {
-                let mut analyst = kevo_proposer::build(spec, &provider_config, &accounting)?;
-                if let Some(path) = options.analyst_record() {
-                    analyst = Arc::new(kevo_proposer::Recording::new(analyst, &path)?);
-                }
-                Some(analyst)
-            }
-            None => None,
-        };
-        let meta_prompter = match &options.meta_prompt {
-            Some(meta) => {
-                if provider.label() == "external" || batch.is_some() {
-                    return Err(EvolveError::MetaPrompter(
-                        "a run whose answers come from outside (external, batch:) is not meta-prompted: its prompts leave before their variant's outcome is known".into(),
-                    ));
-                }
-                if meta.every == 0 {
-                    return Err(EvolveError::MetaPrompter(
-                        "--meta-every must be at least 1".into(),
-                    ));
-                }
-                let mut m = kevo_proposer::build(&meta.prompter, &provider_config, &accounting)?;
-                if let Some(path) = options.meta_record() {
-                    m = Arc::new(kevo_proposer::Recording::new(m, &path)?);
-                }
-                Some(m)
-            }
-            None => None,
-        };
-        let brief = DeviceBrief {
-            name: device.name.clone(),
-            ceilings: pool.ceilings().clone(),
-            info: Some(device.clone()),
-        };
-        let mut prompts = PromptBuilder::new(task, dialect, options.sizes, brief)?
-            .with_edit_mode(options.edit_mode)
-            .with_fast_math(options.fast_math)
-            .with_history_len(options.prompt.history_len)
-            .with_stagnation(options.prompt.stagnation)
-            .with_tuning(options.tune.best_of)
-            .with_reference(options.reference_kernel.clone());
-        if let Some(dir) = &options.prompt.templates {
-            prompts = prompts.with_templates(kevo_proposer::Templates::with_overrides(dir)?);
-        }
-        if let Some(tokens) = options.context_budget_tokens {
-            prompts = prompts.with_context_budget(tokens);
-        }
+        let Proposers {
+            provider,
+            batch,
+            accounting,
+            analyst,
+            meta_prompter,
+        } = Proposers::build(&options)?;
+        let prompts = prompt_builder(&options, task, &device, &pool)?;
         let run = match existing {
             Some(run) => run,
-            None => {
-                env.store
-                    .create_run(&NewRun {
-                        task: task.name().to_string(),
-                        backend: device.backend.clone(),
-                        device: device.name.clone(),
-                        size_set: options.sizes,
-                        strategy: options.strategy.stored_name().into(),
-                        config: run_config(&options, task, &pool)?,
-                        rng_state: provider
-                            .ensemble_state()
-                            .map(|s| serde_json::to_value(s).unwrap_or_default()),
-                    })
-                    .await?
-            }
+            None => create_run(env, &options, task, &pool, &provider).await?,
         };
         let dir = RunDir::create(&env.workspace, &run, dialect.extension())?;
         let heartbeat = start_heartbeat(&env.store, &run);
@@ -424,4 +345,137 @@ impl<'e> Session<'e> {
     pub(super) fn sizes(&self) -> Vec<kevo_tasks::Size> {
         self.plan.in_distribution.clone()
     }
+}
+
+/// The models a run calls, and the accounting they share: the generator
+/// (with its batch form where it has one), the analyst and the
+/// meta-prompter.
+struct Proposers {
+    provider: Arc<dyn Provider>,
+    batch: Option<Arc<kevo_proposer::BatchProvider>>,
+    accounting: Accounting,
+    analyst: Option<Arc<dyn Provider>>,
+    meta_prompter: Option<Arc<dyn Provider>>,
+}
+
+impl Proposers {
+    fn build(options: &EvolveOptions) -> Result<Proposers, EvolveError> {
+        let provider_config = match &options.llm_config {
+            Some(p) => ProviderConfig::load(p)?,
+            None => ProviderConfig::default(),
+        }
+        .with_overrides(options.llm_timeout_s, options.llm_retries)?
+        .with_model_choice(options.rng_seed, options.model_choice);
+        let accounting = match options.max_cost_usd {
+            Some(usd) => Accounting::with_budget(usd),
+            None => Accounting::new(),
+        };
+        accounting.set_accept_unknown_cost(options.accept_unknown_cost);
+        let mut provider =
+            kevo_proposer::build(&options.llm_spec(), &provider_config, &accounting)?;
+        if let Some(path) = &options.record {
+            provider = Arc::new(kevo_proposer::Recording::new(provider, path)?);
+        }
+        if options.model_choice.is_bandit() && provider.ensemble_state().is_none() {
+            return Err(EvolveError::BanditNeedsEnsemble {
+                choice: options.model_choice.to_string(),
+                model: provider.label(),
+            });
+        }
+        let batch = kevo_proposer::build_batch(&options.llm_spec(), &provider_config, &accounting)?;
+        // The analyst shares the accounting: its calls count in the budget
+        // and stop at it like the generator's.
+        let analyst = match &options.analyst {
+            Some(spec) => {
+                let mut analyst = kevo_proposer::build(spec, &provider_config, &accounting)?;
+                if let Some(path) = options.analyst_record() {
+                    analyst = Arc::new(kevo_proposer::Recording::new(analyst, &path)?);
+                }
+                Some(analyst)
+            }
+            None => None,
+        };
+        let meta_prompter = match &options.meta_prompt {
+            Some(meta) => {
+                if provider.label() == "external" || batch.is_some() {
+                    return Err(EvolveError::MetaPrompter(
+                        "a run whose answers come from outside (external, batch:) is not meta-prompted: its prompts leave before their variant's outcome is known".into(),
+                    ));
+                }
+                if meta.every == 0 {
+                    return Err(EvolveError::MetaPrompter(
+                        "--meta-every must be at least 1".into(),
+                    ));
+                }
+                let mut m = kevo_proposer::build(&meta.prompter, &provider_config, &accounting)?;
+                if let Some(path) = options.meta_record() {
+                    m = Arc::new(kevo_proposer::Recording::new(m, &path)?);
+                }
+                Some(m)
+            }
+            None => None,
+        };
+        Ok(Proposers {
+            provider,
+            batch,
+            accounting,
+            analyst,
+            meta_prompter,
+        })
+    }
+}
+
+/// The prompt builder for `task` on `device`, with the run's prompt
+/// settings.
+fn prompt_builder(
+    options: &EvolveOptions,
+    task: &'static Task,
+    device: &kevo_backend::DeviceInfo,
+    pool: &EvaluationPool,
+) -> Result<PromptBuilder<'static>, EvolveError> {
+    let brief = DeviceBrief {
+        name: device.name.clone(),
+        ceilings: pool.ceilings().clone(),
+        info: Some(device.clone()),
+    };
+    let mut prompts = PromptBuilder::new(task, device.dialect, options.sizes, brief)?
+        .with_edit_mode(options.edit_mode)
+        .with_fast_math(options.fast_math)
+        .with_history_len(options.prompt.history_len)
+        .with_stagnation(options.prompt.stagnation)
+        .with_tuning(options.tune.best_of)
+        .with_reference(options.reference_kernel.clone());
+    if let Some(dir) = &options.prompt.templates {
+        prompts = prompts.with_templates(kevo_proposer::Templates::with_overrides(dir)?);
+    }
+    if let Some(tokens) = options.context_budget_tokens {
+        prompts = prompts.with_context_budget(tokens);
+    }
+    Ok(prompts)
+}
+
+/// A new run in the store, with the settings it was started with.
+async fn create_run(
+    env: &Environment,
+    options: &EvolveOptions,
+    task: &'static Task,
+    pool: &EvaluationPool,
+    provider: &Arc<dyn Provider>,
+) -> Result<RunId, EvolveError> {
+    let device = pool.device();
+    let run = env
+        .store
+        .create_run(&NewRun {
+            task: task.name().to_string(),
+            backend: device.backend.clone(),
+            device: device.name.clone(),
+            size_set: options.sizes,
+            strategy: options.strategy.stored_name().into(),
+            config: run_config(options, task, pool)?,
+            rng_state: provider
+                .ensemble_state()
+                .map(|s| serde_json::to_value(s).unwrap_or_default()),
+        })
+        .await?;
+    Ok(run)
 }
