@@ -137,6 +137,15 @@ pub(super) fn at_least_one<T: Into<u64> + Copy>(
 impl RunConfig {
     /// Values in range; (key, message) for the first that is not.
     pub(super) fn check(&self) -> Result<(), (String, String)> {
+        self.check_device_and_limits()?;
+        self.check_llm()?;
+        self.check_budget_prompt_and_promotion()?;
+        self.check_strategy()
+    }
+
+    /// The task, the device's declared ceilings, timing, limits and the
+    /// sandbox.
+    fn check_device_and_limits(&self) -> Result<(), (String, String)> {
         const SECONDS: &str = " of seconds";
         const GIB: &str = " of GiB";
         if let Some(task) = &self.task {
@@ -189,6 +198,12 @@ impl RunConfig {
                 "a sandbox cannot be required and disabled at once".into(),
             ));
         }
+        Ok(())
+    }
+
+    /// The models and how they are called.
+    fn check_llm(&self) -> Result<(), (String, String)> {
+        const SECONDS: &str = " of seconds";
         if let Some(models) = &self.llm.models {
             if models.is_empty() {
                 return Err(("llm.models".into(), "names no model".into()));
@@ -237,6 +252,12 @@ impl RunConfig {
                 "records live model calls; `external` and `batch:` models make none".into(),
             ));
         }
+        Ok(())
+    }
+
+    /// The budget, the prompt's settings and the promotion rule.
+    fn check_budget_prompt_and_promotion(&self) -> Result<(), (String, String)> {
+        const SECONDS: &str = " of seconds";
         positive("budget.max_wall_s", self.budget.max_wall_s, SECONDS)?;
         non_negative("budget.max_cost_usd", self.budget.max_cost_usd, " of USD")?;
         if let Some(t) = self.budget.target_score
@@ -271,6 +292,11 @@ impl RunConfig {
                 ),
             ));
         }
+        Ok(())
+    }
+
+    /// The strategy's own settings.
+    fn check_strategy(&self) -> Result<(), (String, String)> {
         match &self.strategy {
             Some(StrategyConfig::MapElites(c)) => {
                 at_least_one("strategy.islands", Some(c.islands))?;

@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use kevo_descriptors::Features;
+use kevo_descriptors::{Descriptors, Features};
+use kevo_eval::Evaluation;
 use kevo_proposer::{ChatRequest, EnsembleState, StepOutcome, evaluated_entry};
 use kevo_store::{
     CandidateId, CandidateRef, Checkpoint, Decided, NewCandidate, NewDecision, NewEvaluation,
@@ -24,17 +25,7 @@ impl<'e> Session<'e> {
         &mut self,
         observer: &mut dyn Observer,
     ) -> Result<(), EvolveError> {
-        let source = match &self.options.start_source {
-            Some(s) => s.clone(),
-            None => self
-                .task
-                .seed(self.dialect)
-                .ok_or_else(|| EvolveError::NoSeed {
-                    task: self.task.name().to_string(),
-                    dialect: self.dialect,
-                })?
-                .to_string(),
-        };
+        let source = self.seed_source()?;
         let sizes = self.plan.in_distribution.clone();
         // The seed gets a generous limit; candidates get one derived from it.
         let seed_limit =
@@ -54,50 +45,9 @@ impl<'e> Session<'e> {
                 self.options.rng_seed,
             ));
         }
-        let mut validations = Vec::new();
-        if self.options.validation.enabled {
-            let sizes = self.plan.validation.clone();
-            let v = self.evaluate(&source, &sizes, seed_limit)?;
-            if !v.outcome.is_correct() {
-                let reason = format!(
-                    "at its validation sizes, which --validate needs it to pass: {}",
-                    v.outcome.summary()
-                );
-                return Err(self.seed_failed(reason).await);
-            }
-            let gate = &mut self.state.validation;
-            gate.seed_times = v
-                .sizes
-                .iter()
-                .map(|s| (s.label.clone(), s.time.median_s))
-                .collect();
-            gate.seed_wall_s = v.wall.total_s;
-            validations.push(NewValidation {
-                candidate: CandidateRef::Proposal(0),
-                passed: true,
-                reason: "the seed: the baseline at the validation sizes".into(),
-                device_s: v.wall.device_s,
-                wall_s: v.wall.total_s,
-                evaluation: v,
-            });
-        }
-        let features = Features::of(&source, self.dialect);
-        let analysis = kevo_descriptors::analyse(&source, self.dialect, &features);
-        let seed_cell = analysis.descriptors;
-        self.seed_features = Some(features);
-        let proposed = [Proposed {
-            llm_calls: Vec::new(),
-            candidate: Some(NewCandidate {
-                source: source.clone(),
-                parents: Vec::new(),
-                island: None,
-                cell: Some(seed_cell.to_string()),
-                descriptors: serde_json::to_value(&analysis).ok(),
-                provider: Some("seed".into()),
-                model: None,
-            }),
-            evaluation: Some(NewEvaluation::from(evaluation.clone())),
-        }];
+        let validations = self.validate_seed(&source, seed_limit).await?;
+        let (proposed, seed_cell) = self.seed_proposed(&source, &evaluation);
+        let proposed = [proposed];
         let (rng_state, spent) = (self.rng_state(), self.spent());
         let state = &mut self.state;
         let config = &self.options.strategy;
@@ -162,6 +112,82 @@ impl<'e> Session<'e> {
             wall_s: evaluation.wall.total_s,
         });
         Ok(())
+    }
+    /// The kernel a run starts from: `--seed-kernel`'s, else the task's
+    /// seed in the run's dialect.
+    fn seed_source(&self) -> Result<String, EvolveError> {
+        Ok(match &self.options.start_source {
+            Some(s) => s.clone(),
+            None => self
+                .task
+                .seed(self.dialect)
+                .ok_or_else(|| EvolveError::NoSeed {
+                    task: self.task.name().to_string(),
+                    dialect: self.dialect,
+                })?
+                .to_string(),
+        })
+    }
+
+    /// With --validate, the seed at the validation sizes: it must pass
+    /// them, and its times there are the baseline candidates are held to.
+    async fn validate_seed(
+        &mut self,
+        source: &str,
+        seed_limit: Duration,
+    ) -> Result<Vec<NewValidation>, EvolveError> {
+        let mut validations = Vec::new();
+        if !self.options.validation.enabled {
+            return Ok(validations);
+        }
+        let sizes = self.plan.validation.clone();
+        let v = self.evaluate(source, &sizes, seed_limit)?;
+        if !v.outcome.is_correct() {
+            let reason = format!(
+                "at its validation sizes, which --validate needs it to pass: {}",
+                v.outcome.summary()
+            );
+            return Err(self.seed_failed(reason).await);
+        }
+        let gate = &mut self.state.validation;
+        gate.seed_times = v
+            .sizes
+            .iter()
+            .map(|s| (s.label.clone(), s.time.median_s))
+            .collect();
+        gate.seed_wall_s = v.wall.total_s;
+        validations.push(NewValidation {
+            candidate: CandidateRef::Proposal(0),
+            passed: true,
+            reason: "the seed: the baseline at the validation sizes".into(),
+            device_s: v.wall.device_s,
+            wall_s: v.wall.total_s,
+            evaluation: v,
+        });
+        Ok(validations)
+    }
+
+    /// The seed as the store's first proposal, with its cell; the seed's
+    /// features are kept for the descriptors of later candidates.
+    fn seed_proposed(&mut self, source: &str, evaluation: &Evaluation) -> (Proposed, Descriptors) {
+        let features = Features::of(source, self.dialect);
+        let analysis = kevo_descriptors::analyse(source, self.dialect, &features);
+        let seed_cell = analysis.descriptors;
+        self.seed_features = Some(features);
+        let proposed = Proposed {
+            llm_calls: Vec::new(),
+            candidate: Some(NewCandidate {
+                source: source.to_string(),
+                parents: Vec::new(),
+                island: None,
+                cell: Some(seed_cell.to_string()),
+                descriptors: serde_json::to_value(&analysis).ok(),
+                provider: Some("seed".into()),
+                model: None,
+            }),
+            evaluation: Some(NewEvaluation::from(evaluation.clone())),
+        };
+        (proposed, seed_cell)
     }
 
     /// The run marked failed because its seed is not correct (`reason`),
@@ -277,6 +303,14 @@ impl<'e> Session<'e> {
                 .map_err(|e| bad(format!("unreadable RNG state: {e}")))?;
             self.provider.restore_ensemble_state(&s)?;
         }
+        self.replay_calls(cp.iteration).await
+    }
+
+    /// The model calls a resumed run already made, played forward: each
+    /// proposer skips the answers it gave, meta-prompter answers paid for
+    /// and not applied are applied in order, recommendations are not asked
+    /// again, and calls made after the checkpoint count in what was spent.
+    async fn replay_calls(&mut self, checkpoint_iteration: u32) -> Result<(), EvolveError> {
         // Every call that ended, failed ones included (a recording holds
         // them too); not the abandoned ones, which never did.
         let ended: Vec<kevo_store::StoredLlmCall> = self
@@ -332,7 +366,7 @@ impl<'e> Session<'e> {
             // Made after the checkpoint was written (stored under the
             // iteration recorded last when they were made): not in its
             // spent figures.
-            if c.iteration >= cp.iteration {
+            if c.iteration >= checkpoint_iteration {
                 self.spent_before.input_tokens += c.call.input_tokens.unwrap_or(0);
                 self.spent_before.output_tokens += c.call.output_tokens.unwrap_or(0);
                 self.spent_before.reasoning_tokens += c.call.reasoning_tokens.unwrap_or(0);
