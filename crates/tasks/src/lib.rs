@@ -12,6 +12,7 @@ pub mod hash;
 mod host;
 pub mod rng;
 mod spec;
+pub mod syntax;
 mod task;
 mod tasks {
     pub mod adi3d;

@@ -172,7 +172,7 @@ fn parse_dim(text: &str) -> Result<Dim, String> {
         }
         None => (text.trim(), None),
     };
-    if !crate::expr::is_identifier(name) {
+    if !crate::syntax::is_identifier(name) {
         return Err(format!("`{text}` is not a dimension name"));
     }
     Ok(Dim {

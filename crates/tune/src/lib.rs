@@ -6,6 +6,7 @@
 //! the budget on.
 
 pub mod constraint;
+mod integer;
 pub mod search;
 pub mod space;
 pub mod tuner;

@@ -22,14 +22,18 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use kevo_tasks::syntax::is_identifier;
+
 use crate::constraint::Constraint;
+use crate::integer::parse_integer;
+use declarations::{Directives, directive, line_error, word_runs};
+
+mod declarations;
 
 /// More configurations than this (before constraints) is a mistake in the
 /// ranges, not a space anyone will search: enumerating it would take longer
 /// than evaluating any budget of it.
 pub const MAX_CONFIGURATIONS: u64 = 1_000_000;
-
-const MARKER: &str = "kevo:";
 
 /// One tuned parameter.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -72,63 +76,6 @@ pub struct TuningSpace {
     total: u64,
 }
 
-/// Parse a decimal or 0x-hexadecimal integer, with `_` separators.
-pub(crate) fn parse_integer(text: &str) -> Option<i64> {
-    let (negative, digits) = match text.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, text),
-    };
-    let clean: String = digits.chars().filter(|&c| c != '_').collect();
-    let magnitude = match clean
-        .strip_prefix("0x")
-        .or_else(|| clean.strip_prefix("0X"))
-    {
-        Some(hex) => i64::from_str_radix(hex, 16).ok()?,
-        None if !clean.is_empty() && clean.chars().all(|c| c.is_ascii_digit()) => {
-            clean.parse::<i64>().ok()?
-        }
-        None => return None,
-    };
-    Some(if negative { -magnitude } else { magnitude })
-}
-
-fn is_identifier(s: &str) -> bool {
-    let mut chars = s.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
-/// The identifier-like runs of `line` (letters, digits, `_`), with their
-/// byte ranges.
-fn word_runs(line: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
-    let bytes = line.as_bytes();
-    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
-    let mut at = 0;
-    std::iter::from_fn(move || {
-        while at < bytes.len() && !word(bytes[at]) {
-            at += 1;
-        }
-        if at >= bytes.len() {
-            return None;
-        }
-        let start = at;
-        while at < bytes.len() && word(bytes[at]) {
-            at += 1;
-        }
-        Some((start, at))
-    })
-}
-
-/// `(keyword, rest)` of a `// kevo: KEYWORD REST` line.
-fn directive(line: &str) -> Option<(&str, &str)> {
-    let rest = line.trim().strip_prefix("//")?.trim_start();
-    let rest = rest.strip_prefix(MARKER)?.trim_start();
-    let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
-    Some((&rest[..end], rest[end..].trim()))
-}
-
 /// Whether `source` declares any tuned parameter: it is a template, and
 /// evaluating it needs a configuration.
 pub fn is_template(source: &str) -> bool {
@@ -137,34 +84,39 @@ pub fn is_template(source: &str) -> bool {
         .any(|l| matches!(directive(l), Some(("tune", _))))
 }
 
-/// The macro name a `#define` line defines, if it is one.
-fn defined_name(line: &str) -> Option<&str> {
-    let rest = line.trim_start().strip_prefix('#')?.trim_start();
-    let rest = rest.strip_prefix("define")?;
-    if !rest.starts_with(char::is_whitespace) {
-        return None;
+impl Parameter {
+    /// The parameter a `// kevo: tune` line declares on (1-based) line
+    /// `line`, from the rest of the line; `earlier` are the parameters
+    /// declared above it.
+    fn parse(rest: &str, line: u32, earlier: &[Parameter]) -> Result<Parameter, String> {
+        let mut words = rest.split_whitespace();
+        let Some(name) = words.next() else {
+            return Err("expected `// kevo: tune NAME V1 V2 ...`".into());
+        };
+        if !is_identifier(name) {
+            return Err(format!("`{name}` is not a C identifier"));
+        }
+        if let Some(p) = earlier.iter().find(|p| p.name == name) {
+            return Err(format!("`{name}` is already declared on line {}", p.line));
+        }
+        let mut values = Vec::new();
+        for w in words {
+            let v = parse_integer(w)
+                .ok_or_else(|| format!("`{w}` is not an integer (values are integers)"))?;
+            if values.contains(&v) {
+                return Err(format!("the value {v} is listed twice"));
+            }
+            values.push(v);
+        }
+        if values.is_empty() {
+            return Err(format!("`{name}` has no values"));
+        }
+        Ok(Parameter {
+            name: name.to_string(),
+            values,
+            line,
+        })
     }
-    let rest = rest.trim_start();
-    let end = rest
-        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .unwrap_or(rest.len());
-    Some(&rest[..end])
-}
-
-/// Whether `line` is `#ifndef NAME` or `#if !defined(NAME)` / `#if !defined NAME`.
-fn guards(line: &str, name: &str) -> bool {
-    let Some(rest) = line.trim_start().strip_prefix('#') else {
-        return false;
-    };
-    let rest = rest.trim_start();
-    if let Some(r) = rest.strip_prefix("ifndef") {
-        return r.trim() == name;
-    }
-    let Some(r) = rest.strip_prefix("if") else {
-        return false;
-    };
-    let compact: String = r.chars().filter(|c| !c.is_whitespace()).collect();
-    compact == format!("!defined({name})") || compact == format!("!defined{name}")
 }
 
 impl TuningSpace {
@@ -172,57 +124,15 @@ impl TuningSpace {
     /// parameter (an ordinary kernel).
     pub fn parse(source: &str) -> Result<Option<TuningSpace>, DeclarationError> {
         let lines: Vec<&str> = source.lines().collect();
-        let err = |n: usize, reason: String| DeclarationError {
-            line: n as u32 + 1,
-            text: lines[n].trim().to_string(),
-            reason,
-        };
-        let mut parameters: Vec<Parameter> = Vec::new();
-        let mut requires = Vec::new();
-        let mut blocks = Vec::new();
-        for (n, line) in lines.iter().enumerate() {
-            match directive(line) {
-                Some(("tune", rest)) => {
-                    let mut words = rest.split_whitespace();
-                    let Some(name) = words.next() else {
-                        return Err(err(n, "expected `// kevo: tune NAME V1 V2 ...`".into()));
-                    };
-                    if !is_identifier(name) {
-                        return Err(err(n, format!("`{name}` is not a C identifier")));
-                    }
-                    if let Some(p) = parameters.iter().find(|p| p.name == name) {
-                        return Err(err(
-                            n,
-                            format!("`{name}` is already declared on line {}", p.line),
-                        ));
-                    }
-                    let mut values = Vec::new();
-                    for w in words {
-                        let v = parse_integer(w).ok_or_else(|| {
-                            err(n, format!("`{w}` is not an integer (values are integers)"))
-                        })?;
-                        if values.contains(&v) {
-                            return Err(err(n, format!("the value {v} is listed twice")));
-                        }
-                        values.push(v);
-                    }
-                    if values.is_empty() {
-                        return Err(err(n, format!("`{name}` has no values")));
-                    }
-                    parameters.push(Parameter {
-                        name: name.to_string(),
-                        values,
-                        line: n as u32 + 1,
-                    });
-                }
-                Some(("require", rest)) => requires.push((n, rest)),
-                Some(("block", rest)) => blocks.push((n, rest)),
-                _ => {}
-            }
-        }
+        let Directives {
+            parameters,
+            requires,
+            blocks,
+        } = declarations::directives(&lines)?;
         if parameters.is_empty() {
             return match requires.first() {
-                Some(&(n, _)) => Err(err(
+                Some(&(n, _)) => Err(line_error(
+                    &lines,
                     n,
                     "a constraint without any `// kevo: tune` parameter".into(),
                 )),
@@ -230,90 +140,11 @@ impl TuningSpace {
             };
         }
         let names: Vec<&str> = parameters.iter().map(|p| p.name.as_str()).collect();
-        let mut requirements = Vec::new();
-        for (n, text) in requires {
-            let constraint = Constraint::parse(text, &names).map_err(|reason| err(n, reason))?;
-            requirements.push(Requirement {
-                constraint,
-                line: n as u32 + 1,
-            });
-        }
-        // A block shape may name parameters and numbers only (its first word
-        // may be a kernel, which the evaluator checks).
-        for (n, rest) in blocks {
-            let Some(shape) = rest.split_whitespace().last() else {
-                continue;
-            };
-            for (a, b) in word_runs(shape) {
-                let word = &shape[a..b];
-                if !word.as_bytes()[0].is_ascii_digit() && !names.contains(&word) {
-                    return Err(err(
-                        n,
-                        format!(
-                            "`{word}` in the block shape is not a tuned parameter ({}); \
-                             separate dimensions with `*`, e.g. `BLOCK_X*BLOCK_Y`",
-                            names.join(", ")
-                        ),
-                    ));
-                }
-            }
-        }
-        // kevo defines the parameters; a definition of its own would clash
-        // (or silently win), unless guarded so the template also compiles alone.
-        let mut used = vec![false; parameters.len()];
-        let mut previous_directive = "";
-        for (n, line) in lines.iter().enumerate() {
-            if let Some(defined) = defined_name(line)
-                && let Some(i) = names.iter().position(|p| *p == defined)
-                && !guards(previous_directive, defined)
-            {
-                return Err(err(
-                    n,
-                    format!(
-                        "`{defined}` is a tuned parameter (line {}); kevo defines it for each \
-                         configuration: remove this #define or guard it with `#ifndef {defined}`",
-                        parameters[i].line
-                    ),
-                ));
-            }
-            if line.trim_start().starts_with('#') {
-                previous_directive = line;
-            }
-            let kind = directive(line).map(|(k, _)| k);
-            if matches!(kind, Some("tune" | "require")) {
-                continue;
-            }
-            for (a, b) in word_runs(line) {
-                if let Some(i) = names.iter().position(|p| *p == &line[a..b]) {
-                    used[i] = true;
-                }
-            }
-        }
-        if let Some(i) = used.iter().position(|u| !u) {
-            let n = parameters[i].line as usize - 1;
-            return Err(err(
-                n,
-                format!(
-                    "`{}` is declared but the kernel never uses it: every value would \
-                     compile the same kernel",
-                    parameters[i].name
-                ),
-            ));
-        }
-        let total = parameters
-            .iter()
-            .try_fold(1u64, |acc, p| acc.checked_mul(p.values.len() as u64))
-            .unwrap_or(u64::MAX);
-        if total > MAX_CONFIGURATIONS {
-            let n = parameters.last().expect("not empty").line as usize - 1;
-            return Err(err(
-                n,
-                format!(
-                    "the parameters span {total} configurations; kevo searches at most \
-                     {MAX_CONFIGURATIONS}: narrow the ranges"
-                ),
-            ));
-        }
+        let requirements = declarations::requirements(&lines, &requires, &names)?;
+        declarations::check_block_shapes(&lines, &blocks, &names)?;
+        declarations::check_definitions(&lines, &parameters)?;
+        declarations::check_every_parameter_used(&lines, &parameters)?;
+        let total = declarations::count_configurations(&lines, &parameters)?;
         let mut space = TuningSpace {
             parameters,
             requirements,
@@ -323,16 +154,17 @@ impl TuningSpace {
         space.valid = space.enumerate();
         if space.valid.is_empty() {
             let n = space.requirements[0].line as usize - 1;
-            let lines: Vec<String> = space
+            let constraint_lines: Vec<String> = space
                 .requirements
                 .iter()
                 .map(|r| r.line.to_string())
                 .collect();
-            return Err(err(
+            return Err(line_error(
+                &lines,
                 n,
                 format!(
                     "no configuration meets the constraints (lines {}): {total} were tried",
-                    lines.join(", ")
+                    constraint_lines.join(", ")
                 ),
             ));
         }

@@ -11,9 +11,8 @@
 //! worker runs no program and reads no file.
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
@@ -21,6 +20,8 @@ use super::{FolderFiles, FolderTask, ReferenceDef};
 use crate::{
     BufferInit, PerDialect, Problem, Reference, Size, Task, TaskAssets, TaskCode, Verdict,
 };
+
+mod command;
 
 /// A reference command that runs longer than this is stopped: a hung
 /// program must not hang the run (numpy at 64M elements takes about 2 s).
@@ -263,139 +264,6 @@ impl FolderCode {
                 self.decode_output(name, bytes, size, file)
             })
             .collect()
-    }
-
-    /// Run the reference command on the inputs of `problem`, or read its
-    /// earlier answer from the cache.
-    fn run_command(
-        &self,
-        command: &[String],
-        size: &Size,
-        problem: &Problem,
-        fingerprint: &str,
-    ) -> Result<Vec<Vec<u8>>, ReferenceError> {
-        let cached = crate::cache_dir()
-            .join("task-references")
-            .join(&self.hash)
-            .join(format!("{}-{fingerprint}", size.label));
-        let names: Vec<&String> = self.checked().map(|(n, _)| n).collect();
-        let read_all = |dir: &Path| -> Result<Vec<Vec<u8>>, ReferenceError> {
-            names
-                .iter()
-                .map(|name| {
-                    let path = dir.join(format!("{name}.npy"));
-                    let shown = format!("outputs/{name}.npy");
-                    let bytes = std::fs::read(&path).map_err(|e| {
-                        self.error(format!(
-                            "the command {command:?} wrote no `{shown}` ({e}); it must write \
-                             every checked output into $KEVO_OUTPUTS"
-                        ))
-                    })?;
-                    self.decode_output(name, &bytes, size, &shown)
-                })
-                .collect()
-        };
-        if cached.is_dir()
-            && let Ok(out) = read_all(&cached)
-        {
-            return Ok(out);
-        }
-        let work = tempfile::Builder::new()
-            .prefix("kevo-reference-")
-            .tempdir()
-            .map_err(|e| self.error(format!("cannot make a temporary directory: {e}")))?;
-        let (inputs, outputs) = (work.path().join("inputs"), work.path().join("outputs"));
-        for dir in [&inputs, &outputs] {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| self.error(format!("cannot make {}: {e}", dir.display())))?;
-        }
-        for (b, spec) in self.folder.buffers.iter().zip(&problem.buffers) {
-            if let BufferInit::Data(data) = &spec.init {
-                let path = inputs.join(format!("{}.npy", b.name));
-                std::fs::write(&path, super::npy::write(data, b.element))
-                    .map_err(|e| self.error(format!("cannot write {}: {e}", path.display())))?;
-            }
-        }
-        let mut cmd = std::process::Command::new(&command[0]);
-        cmd.args(&command[1..])
-            .current_dir(&self.folder.root)
-            .env("KEVO_INPUTS", &inputs)
-            .env("KEVO_OUTPUTS", &outputs)
-            .env("KEVO_SIZE", &size.label)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped());
-        let names_values = self
-            .folder
-            .spec
-            .dims
-            .iter()
-            .map(|d| d.name.clone())
-            .chain(self.folder.derived.iter().map(|(n, _)| n.clone()))
-            .zip(self.folder.values(size));
-        for (name, value) in names_values {
-            cmd.env(format!("KEVO_{name}"), format!("{value}"));
-        }
-        let mut child = cmd.spawn().map_err(|e| {
-            self.error(format!(
-                "cannot start {:?} in {} ({e})",
-                command[0],
-                self.folder.root.display()
-            ))
-        })?;
-        let mut stderr = child.stderr.take().expect("piped");
-        let tail = std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = std::io::Read::read_to_string(&mut stderr, &mut text);
-            let lines: Vec<&str> = text.lines().collect();
-            lines[lines.len().saturating_sub(8)..].join("\n")
-        });
-        let started = Instant::now();
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break status,
-                Ok(None) if started.elapsed() > COMMAND_TIMEOUT => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err(self.error(format!(
-                        "the command {command:?} ran longer than {} s at size `{}`; stopped",
-                        COMMAND_TIMEOUT.as_secs(),
-                        size.label
-                    )));
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-                Err(e) => return Err(self.error(format!("waiting for {command:?}: {e}"))),
-            }
-        };
-        let tail = tail.join().unwrap_or_default();
-        if !status.success() {
-            return Err(self.error(format!(
-                "the command {command:?} failed at size `{}` ({status}){}",
-                size.label,
-                if tail.is_empty() {
-                    String::new()
-                } else {
-                    format!(":\n{tail}")
-                }
-            )));
-        }
-        let out = read_all(&outputs)?;
-        // A cache that cannot be written costs a rerun, nothing more.
-        if std::fs::create_dir_all(&cached).is_ok() {
-            for (name, data) in names.iter().zip(&out) {
-                let b = self
-                    .folder
-                    .buffers
-                    .iter()
-                    .find(|b| &&b.name == name)
-                    .expect("validated");
-                let _ = std::fs::write(
-                    cached.join(format!("{name}.npy")),
-                    super::npy::write(data, b.element),
-                );
-            }
-        }
-        Ok(out)
     }
 }
 

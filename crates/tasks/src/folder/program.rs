@@ -1,17 +1,16 @@
-//! A task folder's host program and check: the buffers with their seeded
-//! contents, the launch sequence (setup, the steps with their ping-pong
-//! swaps and per-step scalars, finish), and the comparison of each checked
-//! output with the expected one.
+//! A task folder's host program: the buffers with their seeded contents,
+//! the launch sequence (setup, the steps with their ping-pong swaps and
+//! per-step scalars, finish), and the element encodings that the check of
+//! the outputs (`compare.rs`) and the null candidates share.
 
 use std::sync::Arc;
 
-use rayon::prelude::*;
-
 use super::{
-    BlockDef, ElementType, FolderError, FolderTask, Init, LaunchDef, Role, Scalar, ScalarDef, Stage,
+    BlockDef, BufferDef, ElementType, FolderError, FolderTask, Init, LaunchDef, Role, Scalar,
+    ScalarDef, Stage,
 };
 use crate::rng::Rng;
-use crate::{Access, Arg, Block, BufferInit, BufferSpec, LaunchSpec, Problem, Size, Verdict};
+use crate::{Access, Arg, Block, BufferInit, BufferSpec, LaunchSpec, Problem, Size};
 
 /// More elements than this in one buffer is a mistake in a length
 /// expression, not a problem size (16 GiB of f32).
@@ -53,48 +52,7 @@ impl FolderTask {
             for size in plan.all() {
                 let v = self.values(size);
                 for (i, b) in self.buffers.iter().enumerate() {
-                    let n = self.count(
-                        &format!("buffers[{i}].length"),
-                        b.length.eval(&v),
-                        size,
-                        MAX_ELEMENTS,
-                    )?;
-                    if let Some(Init::Npy { file, scalars, .. }) = &b.init
-                        && n * u64::from(b.element.lanes) != *scalars
-                    {
-                        return Err(FolderError {
-                            file: self.root.join("task.toml").display().to_string(),
-                            key: format!("buffers[{i}].init"),
-                            message: format!(
-                                "`{file}` holds {scalars} values; at size `{}` the buffer \
-                                 needs {}",
-                                size.label,
-                                n * u64::from(b.element.lanes)
-                            ),
-                        });
-                    }
-                    if n == 0 {
-                        return Err(FolderError {
-                            file: self.root.join("task.toml").display().to_string(),
-                            key: format!("buffers[{i}].length"),
-                            message: format!("is 0 at size `{}`", size.label),
-                        });
-                    }
-                    if let Some(s) = &b.structure {
-                        let order = s.order.eval(&v);
-                        let square = order * order;
-                        if !(order >= 1.0 && order.fract() == 0.0 && (n as f64) % square == 0.0) {
-                            return Err(FolderError {
-                                file: self.root.join("task.toml").display().to_string(),
-                                key: format!("buffers[{i}].structure"),
-                                message: format!(
-                                    "at size `{}` the order is {order}, and the buffer's {n} \
-                                     elements are not a whole number of {order} x {order} matrices",
-                                    size.label
-                                ),
-                            });
-                        }
-                    }
+                    self.check_buffer_at(i, b, &v, size)?;
                 }
                 let steps = self.count("steps", self.steps.eval(&v), size, MAX_LAUNCHES)?;
                 let per_step = self
@@ -113,6 +71,61 @@ impl FolderTask {
                         )?;
                     }
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// Buffer `i`, `b`, at `size` (whose values are `v`): a length in range
+    /// and not 0, that fits its npy file and is whole matrices of its
+    /// structure.
+    fn check_buffer_at(
+        &self,
+        i: usize,
+        b: &BufferDef,
+        v: &[f64],
+        size: &Size,
+    ) -> Result<(), FolderError> {
+        let n = self.count(
+            &format!("buffers[{i}].length"),
+            b.length.eval(v),
+            size,
+            MAX_ELEMENTS,
+        )?;
+        if let Some(Init::Npy { file, scalars, .. }) = &b.init
+            && n * u64::from(b.element.lanes) != *scalars
+        {
+            return Err(FolderError {
+                file: self.root.join("task.toml").display().to_string(),
+                key: format!("buffers[{i}].init"),
+                message: format!(
+                    "`{file}` holds {scalars} values; at size `{}` the buffer \
+                     needs {}",
+                    size.label,
+                    n * u64::from(b.element.lanes)
+                ),
+            });
+        }
+        if n == 0 {
+            return Err(FolderError {
+                file: self.root.join("task.toml").display().to_string(),
+                key: format!("buffers[{i}].length"),
+                message: format!("is 0 at size `{}`", size.label),
+            });
+        }
+        if let Some(s) = &b.structure {
+            let order = s.order.eval(v);
+            let square = order * order;
+            if !(order >= 1.0 && order.fract() == 0.0 && (n as f64) % square == 0.0) {
+                return Err(FolderError {
+                    file: self.root.join("task.toml").display().to_string(),
+                    key: format!("buffers[{i}].structure"),
+                    message: format!(
+                        "at size `{}` the order is {order}, and the buffer's {n} \
+                         elements are not a whole number of {order} x {order} matrices",
+                        size.label
+                    ),
+                });
             }
         }
         Ok(())
@@ -228,171 +241,6 @@ impl FolderTask {
             args,
         }
     }
-
-    /// Compare one checked output (`got`, the downloaded bytes) with the
-    /// expected bytes, by the output's `[check.NAME]`. NaN anywhere in the
-    /// output fails, whatever the tolerance.
-    pub fn check_output(&self, name: &str, got: &[u8], want: &[u8]) -> Verdict {
-        let check = &self.checks[name];
-        let buffer = self
-            .buffers
-            .iter()
-            .find(|b| b.name == name)
-            .expect("validated");
-        if got.len() != want.len() {
-            return Verdict {
-                passed: false,
-                metric: format!("{name}: length"),
-                value: got.len() as f64,
-                tolerance: Some(want.len() as f64),
-            };
-        }
-        if check.exact {
-            let width = buffer.element.scalar.bytes();
-            let differ: usize = got
-                .par_chunks(width * 4096)
-                .zip(want.par_chunks(width * 4096))
-                .map(|(a, b)| {
-                    a.chunks(width)
-                        .zip(b.chunks(width))
-                        .filter(|(x, y)| x != y)
-                        .count()
-                })
-                .sum();
-            return Verdict {
-                passed: differ == 0,
-                metric: format!("{name}: elements that differ"),
-                value: differ as f64,
-                tolerance: Some(0.0),
-            };
-        }
-        let scalar = buffer.element.scalar;
-        let width = scalar.bytes();
-        // In parallel and without decoding whole buffers (saxpy 64M: 0.1 s
-        // instead of 2.9 s per candidate).
-        let tally = got
-            .par_chunks(width * 4096)
-            .zip(want.par_chunks(width * 4096))
-            .map(|(g, w)| {
-                let mut t = Tally::default();
-                for (g, w) in g.chunks_exact(width).zip(w.chunks_exact(width)) {
-                    t.add(decode_one(g, scalar), decode_one(w, scalar), check);
-                }
-                t
-            })
-            .reduce(Tally::default, Tally::merge);
-        let Tally {
-            outside,
-            worst,
-            peak,
-            dot,
-            gg,
-            ww,
-            any_nan,
-        } = tally;
-        let n = (got.len() / width).max(1);
-        let inside = 1.0 - outside as f64 / n as f64;
-        if any_nan || inside < check.within {
-            return Verdict {
-                passed: false,
-                metric: within_metric(name, check, worst),
-                value: inside,
-                tolerance: Some(check.within),
-            };
-        }
-        if let Some(share) = check.peak_error {
-            // The atol keeps an all-zero reference from demanding exact zeros.
-            let ceiling = check.atol + share * peak;
-            if worst > ceiling {
-                return Verdict {
-                    passed: false,
-                    metric: format!("{name}: largest error / largest |ref| ({peak:.2e})"),
-                    value: worst / peak.max(f64::MIN_POSITIVE),
-                    tolerance: Some(share),
-                };
-            }
-        }
-        if let Some(floor) = check.cosine {
-            let cosine = if gg == 0.0 && ww == 0.0 {
-                1.0
-            } else {
-                dot / (gg.sqrt() * ww.sqrt())
-            };
-            let similar = cosine >= floor;
-            if !similar {
-                return Verdict {
-                    passed: false,
-                    metric: format!("{name}: cosine similarity"),
-                    value: cosine,
-                    tolerance: Some(floor),
-                };
-            }
-        }
-        Verdict {
-            passed: true,
-            metric: within_metric(name, check, worst),
-            value: inside,
-            tolerance: Some(check.within),
-        }
-    }
-}
-
-/// The sums a tolerance check needs, over part of an output.
-#[derive(Default)]
-struct Tally {
-    outside: usize,
-    worst: f64,
-    /// The reference's largest magnitude.
-    peak: f64,
-    dot: f64,
-    gg: f64,
-    ww: f64,
-    any_nan: bool,
-}
-
-impl Tally {
-    fn add(&mut self, g: f64, w: f64, check: &super::CheckDef) {
-        let diff = (g - w).abs();
-        // NaN compares false: a NaN output is outside, always.
-        let close = diff <= check.atol + check.rtol * w.abs();
-        if !close {
-            self.outside += 1;
-        }
-        self.worst = if diff.is_finite() {
-            self.worst.max(diff)
-        } else {
-            f64::INFINITY
-        };
-        // Finite values only: one Inf in the reference would lift the
-        // ceiling to Inf for every element.
-        if w.is_finite() {
-            self.peak = self.peak.max(w.abs());
-        }
-        self.any_nan |= g.is_nan();
-        self.dot += g * w;
-        self.gg += g * g;
-        self.ww += w * w;
-    }
-
-    fn merge(a: Tally, b: Tally) -> Tally {
-        Tally {
-            outside: a.outside + b.outside,
-            worst: a.worst.max(b.worst),
-            peak: a.peak.max(b.peak),
-            dot: a.dot + b.dot,
-            gg: a.gg + b.gg,
-            ww: a.ww + b.ww,
-            any_nan: a.any_nan || b.any_nan,
-        }
-    }
-}
-
-/// "y: fraction within 4e-6 + 1e-5·|ref| (max error 9.54e-7)".
-fn within_metric(name: &str, check: &super::CheckDef, worst: f64) -> String {
-    format!(
-        "{name}: fraction within {:e} + {:e}·|ref| (max error {worst:.2e})",
-        check.atol, check.rtol
-    )
 }
 
 fn scalar_arg(s: &ScalarDef, values: &[f64], step: u64) -> Arg {
@@ -497,7 +345,7 @@ pub(super) fn encode(v: f64, scalar: Scalar, out: &mut Vec<u8>) {
 }
 
 /// One little-endian `scalar` as f64.
-fn decode_one(c: &[u8], scalar: Scalar) -> f64 {
+pub(super) fn decode_one(c: &[u8], scalar: Scalar) -> f64 {
     match scalar {
         Scalar::F16 => f16_to_f32(u16::from_le_bytes([c[0], c[1]])) as f64,
         Scalar::F32 => f32::from_le_bytes(c.try_into().expect("4 bytes")) as f64,

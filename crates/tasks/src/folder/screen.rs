@@ -4,7 +4,7 @@
 //! check on each; one that passes means the check cannot tell a kernel
 //! that skips the work from one that does it.
 
-use super::{FolderTask, Role, program};
+use super::{BufferDef, FolderTask, Role, program};
 use crate::{BufferInit, Problem};
 
 /// The outputs of one null candidate, in the order of `Problem::outputs`.
@@ -18,12 +18,16 @@ pub struct NullCandidate {
     pub outputs: Vec<Vec<u8>>,
 }
 
+/// The checked outputs of a problem: each one's index among the problem's
+/// buffers, and its definition.
+type Outputs<'a> = Vec<(usize, &'a BufferDef)>;
+
 impl FolderTask {
     /// The null candidates of `problem`, whose expected outputs are
     /// `expected`. The constant is the expected outputs' mean (floats) or
     /// most common value (integers): the constant most likely to pass.
     pub fn null_candidates(&self, problem: &Problem, expected: &[Vec<u8>]) -> Vec<NullCandidate> {
-        let outputs: Vec<(usize, &super::BufferDef)> = problem
+        let outputs: Outputs = problem
             .outputs
             .iter()
             .zip(self.checks.keys())
@@ -61,38 +65,22 @@ impl FolderTask {
                     .map(|&(i, _)| vec![0; problem.buffers[i].bytes])
                     .collect(),
             },
+            constant_candidate(problem, &outputs, expected),
         ];
-        let mut constants = Vec::new();
-        let mut shown = Vec::new();
-        for (&(i, def), want) in outputs.iter().zip(expected) {
-            let scalar = def.element.scalar;
-            let values = program::decode(want, scalar);
-            let c = if scalar.is_float() {
-                let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
-                finite.iter().sum::<f64>() / finite.len().max(1) as f64
-            } else {
-                let mut counts = std::collections::HashMap::new();
-                for v in &values {
-                    *counts.entry(*v as i64).or_insert(0usize) += 1;
-                }
-                counts
-                    .into_iter()
-                    .max_by_key(|&(v, n)| (n, -v))
-                    .map_or(0.0, |(v, _)| v as f64)
-            };
-            shown.push(format!("{c:.4}"));
-            let n = problem.buffers[i].bytes / scalar.bytes();
-            let mut bytes = Vec::with_capacity(problem.buffers[i].bytes);
-            for _ in 0..n {
-                program::encode(c, scalar, &mut bytes);
-            }
-            constants.push(bytes);
-        }
-        nulls.push(NullCandidate {
-            kind: "writes a constant".into(),
-            name: format!("writes the constant {}", shown.join(", ")),
-            outputs: constants,
-        });
+        nulls.extend(self.copy_candidates(problem, &outputs, &untouched));
+        nulls
+    }
+
+    /// For each input (or inout) buffer that starts with data, the outputs
+    /// of a kernel that copies it into every output of its element type
+    /// (leaving the others `untouched`).
+    fn copy_candidates(
+        &self,
+        problem: &Problem,
+        outputs: &Outputs,
+        untouched: &[Vec<u8>],
+    ) -> Vec<NullCandidate> {
+        let mut nulls = Vec::new();
         for (k, b) in self.buffers.iter().enumerate() {
             if !matches!(b.role, Role::Input | Role::Inout) {
                 continue;
@@ -105,7 +93,7 @@ impl FolderTask {
             }
             let copied = outputs
                 .iter()
-                .zip(&untouched)
+                .zip(untouched)
                 .map(|(&(i, def), untouched)| {
                     if def.element != b.element {
                         return untouched.clone();
@@ -125,5 +113,42 @@ impl FolderTask {
             });
         }
         nulls
+    }
+}
+
+/// The outputs of a kernel that writes one constant into each output: the
+/// mean of the `expected` output's finite values (floats) or its most
+/// common value (integers).
+fn constant_candidate(problem: &Problem, outputs: &Outputs, expected: &[Vec<u8>]) -> NullCandidate {
+    let mut constants = Vec::new();
+    let mut shown = Vec::new();
+    for (&(i, def), want) in outputs.iter().zip(expected) {
+        let scalar = def.element.scalar;
+        let values = program::decode(want, scalar);
+        let c = if scalar.is_float() {
+            let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+            finite.iter().sum::<f64>() / finite.len().max(1) as f64
+        } else {
+            let mut counts = std::collections::HashMap::new();
+            for v in &values {
+                *counts.entry(*v as i64).or_insert(0usize) += 1;
+            }
+            counts
+                .into_iter()
+                .max_by_key(|&(v, n)| (n, -v))
+                .map_or(0.0, |(v, _)| v as f64)
+        };
+        shown.push(format!("{c:.4}"));
+        let n = problem.buffers[i].bytes / scalar.bytes();
+        let mut bytes = Vec::with_capacity(problem.buffers[i].bytes);
+        for _ in 0..n {
+            program::encode(c, scalar, &mut bytes);
+        }
+        constants.push(bytes);
+    }
+    NullCandidate {
+        kind: "writes a constant".into(),
+        name: format!("writes the constant {}", shown.join(", ")),
+        outputs: constants,
     }
 }
