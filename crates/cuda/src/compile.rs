@@ -191,6 +191,13 @@ pub(crate) fn compile(
         }
         _ => return Err(nvrtc_error(r, "compiling")),
     }
+    let image = compiled_image(&prog, target)?;
+    Ok((image, log))
+}
+
+/// The image of a compiled program in the form `target` asks for (a
+/// CUBIN, or NUL-terminated PTX for the driver to JIT).
+fn compiled_image(prog: &Program, target: &Target) -> Result<Image, BackendError> {
     let image = match target {
         Target::Cubin(_) => {
             let mut size = 0usize;
@@ -226,7 +233,7 @@ pub(crate) fn compile(
             Image::Ptx(buf)
         }
     };
-    Ok((image, log))
+    Ok(image)
 }
 
 /// A writable module-scope variable of a CUBIN and the bytes it starts

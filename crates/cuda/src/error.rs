@@ -100,6 +100,15 @@ pub(crate) fn describe(r: CUresult) -> String {
     }
 }
 
+/// A driver result as a `Result`, so calls chain with `?` and `map_err`.
+pub(crate) fn ok(r: CUresult) -> Result<(), CUresult> {
+    if r == CUresult::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(r)
+    }
+}
+
 /// The typed error for a failed driver call `what`.
 pub(crate) fn to_error(r: CUresult, op: Op, what: &str) -> BackendError {
     let message = format!("{what}: {}", describe(r));

@@ -110,7 +110,40 @@ fn paste_sites(definition: &str) -> Vec<Vec<Operand<'_>>> {
         params.push("__VA_ARGS__");
         body = rest.get(close + 1..).unwrap_or("");
     }
-    // Tokens: identifiers and numbers, literals, `##`, `#`, punctuators.
+    let tokens = macro_tokens(body);
+    // `__VA_OPT__(...)` next to `##` pastes a token inside the parentheses:
+    // every operand of such a macro counts as a parameter.
+    let va_opt = tokens.contains(&"__VA_OPT__");
+    let operand = |k: usize| -> Operand<'_> {
+        if va_opt || params.contains(&tokens[k]) {
+            if k > 0 && tokens[k - 1] == "#" {
+                Operand::Literal("\"")
+            } else {
+                Operand::Param
+            }
+        } else {
+            Operand::Literal(tokens[k])
+        }
+    };
+    let mut sites = Vec::new();
+    let mut k = 0;
+    while k < tokens.len() {
+        if tokens[k] != "##" && tokens.get(k + 1) == Some(&"##") {
+            let mut site = vec![operand(k)];
+            while tokens.get(k + 1) == Some(&"##") && k + 2 < tokens.len() {
+                k += 2;
+                site.push(operand(k));
+            }
+            sites.push(site);
+        }
+        k += 1;
+    }
+    sites
+}
+
+/// The tokens of a macro body: identifiers and numbers, literals, `##`,
+/// `#`, punctuators (`%:%:` and `%:` spelled as `##` and `#`).
+fn macro_tokens(body: &str) -> Vec<&str> {
     let bytes = body.as_bytes();
     let mut tokens: Vec<&str> = Vec::new();
     let mut i = 0;
@@ -149,34 +182,7 @@ fn paste_sites(definition: &str) -> Vec<Vec<Operand<'_>>> {
             &body[start..i]
         });
     }
-    // `__VA_OPT__(...)` next to `##` pastes a token inside the parentheses:
-    // every operand of such a macro counts as a parameter.
-    let va_opt = tokens.contains(&"__VA_OPT__");
-    let operand = |k: usize| -> Operand<'_> {
-        if va_opt || params.contains(&tokens[k]) {
-            if k > 0 && tokens[k - 1] == "#" {
-                Operand::Literal("\"")
-            } else {
-                Operand::Param
-            }
-        } else {
-            Operand::Literal(tokens[k])
-        }
-    };
-    let mut sites = Vec::new();
-    let mut k = 0;
-    while k < tokens.len() {
-        if tokens[k] != "##" && tokens.get(k + 1) == Some(&"##") {
-            let mut site = vec![operand(k)];
-            while tokens.get(k + 1) == Some(&"##") && k + 2 < tokens.len() {
-                k += 2;
-                site.push(operand(k));
-            }
-            sites.push(site);
-        }
-        k += 1;
-    }
-    sites
+    tokens
 }
 
 /// Whether `t` splits into the operands of `site`: literals as spelled,
@@ -262,122 +268,185 @@ struct Line {
     text: String,
 }
 
-fn logical_lines(source: &str) -> Result<Vec<Line>, Refusal> {
-    #[derive(PartialEq)]
-    enum State {
-        Code,
-        LineComment,
-        BlockComment,
-        Quoted(char),
+/// Where the scan of `logical_lines` is: in code, a comment or a literal.
+#[derive(PartialEq)]
+enum State {
+    Code,
+    LineComment,
+    BlockComment,
+    Quoted(char),
+}
+
+/// The scan of `logical_lines`: the lines so far, the one being built,
+/// the physical line it is at and where the logical line started.
+struct Scan {
+    lines: Vec<Line>,
+    text: String,
+    physical: usize,
+    first: usize,
+    state: State,
+}
+
+impl Scan {
+    /// End the logical line at a newline: the next starts on the next
+    /// physical line.
+    fn end_line(&mut self) {
+        self.lines.push(Line {
+            first: self.first,
+            last: self.physical,
+            text: std::mem::take(&mut self.text),
+        });
+        self.physical += 1;
+        self.first = self.physical;
     }
+
+    /// Character `c` in code, `next` after it: a comment or a literal may
+    /// start, a newline ends the line. Returns how many characters after
+    /// `c` it took too.
+    fn code(&mut self, c: char, next: Option<&char>) -> usize {
+        match c {
+            '/' if next == Some(&'/') => {
+                self.state = State::LineComment;
+                1
+            }
+            '/' if next == Some(&'*') => {
+                self.state = State::BlockComment;
+                self.text.push(' ');
+                1
+            }
+            '"' | '\'' => {
+                self.state = State::Quoted(c);
+                self.text.push(c);
+                0
+            }
+            '\n' => {
+                self.end_line();
+                0
+            }
+            _ => {
+                self.text.push(c);
+                0
+            }
+        }
+    }
+
+    /// Character `c` in a `//` comment: dropped; a newline ends it and the
+    /// line.
+    fn line_comment(&mut self, c: char) {
+        if c == '\n' {
+            self.state = State::Code;
+            self.end_line();
+        }
+    }
+
+    /// Character `c` in a `/* */` comment, `next` after it: dropped, the
+    /// physical lines counted. Returns how many characters after `c` it
+    /// took too.
+    fn block_comment(&mut self, c: char, next: Option<&char>) -> usize {
+        if c == '*' && next == Some(&'/') {
+            self.state = State::Code;
+            return 1;
+        } else if c == '\n' {
+            self.physical += 1;
+        }
+        0
+    }
+
+    /// Character `c` in a literal opened by `q`, `next` after it: kept, an
+    /// escape with the character it escapes. Returns how many characters
+    /// after `c` it took too.
+    fn quoted(&mut self, q: char, c: char, next: Option<&char>) -> usize {
+        self.text.push(c);
+        if c == '\\' {
+            if let Some(&n) = next {
+                self.text.push(n);
+                return 1;
+            }
+        } else if c == q {
+            self.state = State::Code;
+        } else if c == '\n' {
+            // An unterminated literal ends at the line, as in C.
+            self.text.pop();
+            self.state = State::Code;
+            self.end_line();
+        }
+        0
+    }
+}
+
+/// Length of the line splice (`\` then a line feed, or `\` then CR LF) at
+/// `i`, if one is there.
+fn splice_at(chars: &[char], i: usize) -> Option<usize> {
+    if chars[i] == '\\' && chars.get(i + 1) == Some(&'\n') {
+        return Some(2);
+    }
+    if chars[i] == '\\' && chars.get(i + 1) == Some(&'\r') && chars.get(i + 2) == Some(&'\n') {
+        return Some(3);
+    }
+    None
+}
+
+/// The last character of the trigraph at `i` (`??=` is `#` to some
+/// compilers), if one is there.
+fn trigraph_at(chars: &[char], i: usize) -> Option<char> {
+    if chars[i] == '?'
+        && chars.get(i + 1) == Some(&'?')
+        && let Some(t) = chars.get(i + 2)
+        && "=/'()!<>-".contains(*t)
+    {
+        return Some(*t);
+    }
+    None
+}
+
+/// The logical lines of `source`, as the preprocessor sees them: splices
+/// joined in every state, comments replaced by a space, literals kept
+/// whole; a trigraph outside comments is refused.
+fn logical_lines(source: &str) -> Result<Vec<Line>, Refusal> {
     let chars: Vec<char> = source.chars().collect();
-    let mut lines = Vec::new();
-    let mut text = String::new();
-    let (mut physical, mut first) = (1usize, 1usize);
-    let mut state = State::Code;
+    let mut scan = Scan {
+        lines: Vec::new(),
+        text: String::new(),
+        physical: 1,
+        first: 1,
+        state: State::Code,
+    };
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i];
         // A splice joins lines in every state.
-        if c == '\\' && chars.get(i + 1) == Some(&'\n') {
-            physical += 1;
-            i += 2;
+        if let Some(len) = splice_at(&chars, i) {
+            scan.physical += 1;
+            i += len;
             continue;
         }
-        if c == '\\' && chars.get(i + 1) == Some(&'\r') && chars.get(i + 2) == Some(&'\n') {
-            physical += 1;
-            i += 3;
-            continue;
-        }
-        if c == '?'
-            && chars.get(i + 1) == Some(&'?')
-            && state != State::LineComment
-            && state != State::BlockComment
-            && let Some(t) = chars.get(i + 2)
-            && "=/'()!<>-".contains(*t)
+        if scan.state != State::LineComment
+            && scan.state != State::BlockComment
+            && let Some(t) = trigraph_at(&chars, i)
         {
             return Err(Refusal {
-                line: physical,
+                line: scan.physical,
                 reason: format!("the trigraph ??{t} is not allowed"),
             });
         }
-        match state {
-            State::Code => match c {
-                '/' if chars.get(i + 1) == Some(&'/') => {
-                    state = State::LineComment;
-                    i += 1;
-                }
-                '/' if chars.get(i + 1) == Some(&'*') => {
-                    state = State::BlockComment;
-                    text.push(' ');
-                    i += 1;
-                }
-                '"' | '\'' => {
-                    state = State::Quoted(c);
-                    text.push(c);
-                }
-                '\n' => {
-                    lines.push(Line {
-                        first,
-                        last: physical,
-                        text: std::mem::take(&mut text),
-                    });
-                    physical += 1;
-                    first = physical;
-                }
-                _ => text.push(c),
-            },
+        let next = chars.get(i + 1);
+        let taken = match scan.state {
+            State::Code => scan.code(c, next),
             State::LineComment => {
-                if c == '\n' {
-                    state = State::Code;
-                    lines.push(Line {
-                        first,
-                        last: physical,
-                        text: std::mem::take(&mut text),
-                    });
-                    physical += 1;
-                    first = physical;
-                }
+                scan.line_comment(c);
+                0
             }
-            State::BlockComment => {
-                if c == '*' && chars.get(i + 1) == Some(&'/') {
-                    state = State::Code;
-                    i += 1;
-                } else if c == '\n' {
-                    physical += 1;
-                }
-            }
-            State::Quoted(q) => {
-                text.push(c);
-                if c == '\\' {
-                    if let Some(&n) = chars.get(i + 1) {
-                        text.push(n);
-                        i += 1;
-                    }
-                } else if c == q {
-                    state = State::Code;
-                } else if c == '\n' {
-                    // An unterminated literal ends at the line, as in C.
-                    text.pop();
-                    state = State::Code;
-                    lines.push(Line {
-                        first,
-                        last: physical,
-                        text: std::mem::take(&mut text),
-                    });
-                    physical += 1;
-                    first = physical;
-                }
-            }
-        }
-        i += 1;
+            State::BlockComment => scan.block_comment(c, next),
+            State::Quoted(q) => scan.quoted(q, c, next),
+        };
+        i += 1 + taken;
     }
-    lines.push(Line {
-        first,
-        last: physical,
-        text,
+    scan.lines.push(Line {
+        first: scan.first,
+        last: scan.physical,
+        text: scan.text,
     });
-    Ok(lines)
+    Ok(scan.lines)
 }
 
 /// Identifiers outside string and character literals.
@@ -460,78 +529,61 @@ pub fn prepare(source: &str, dialect: Dialect) -> Result<String, Refusal> {
         return Ok(source.to_string());
     }
     let lines = logical_lines(source)?;
-    let refuse = |line: usize, reason: String| Err(Refusal { line, reason });
-    // Macros whose definition pastes tokens, and which macros use which.
-    let mut pastes: BTreeSet<String> = BTreeSet::new();
-    let mut uses: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let mut conditions: Vec<(usize, Vec<String>)> = Vec::new();
-    let mut pasted: BTreeMap<usize, (usize, &str)> = BTreeMap::new();
-    // The `##` chains of every macro, each with its line.
-    let mut sites: Vec<(usize, Vec<Operand<'_>>)> = Vec::new();
+    let mut directives = Directives::default();
     for line in &lines {
-        for id in identifiers(&line.text) {
-            if PROBES.contains(&id) {
-                return refuse(
-                    line.first,
-                    format!("`{id}` probes the filesystem and is not allowed"),
-                );
-            }
-            if dialect == Dialect::OpenCl
-                && let Some((_, why)) = OPENCL_NATIVE.iter().find(|(w, _)| *w == id)
-            {
-                return refuse(
-                    line.first,
-                    format!("`{id}` is not allowed in OpenCL C: it {why}"),
-                );
-            }
+        check_identifiers(line, dialect)?;
+        check_pragma_operators(line, dialect)?;
+        if let Some((name, argument)) = directive(&line.text) {
+            directives.take(line, name, argument, dialect)?;
         }
-        if dialect == Dialect::OpenCl && line.text.contains("_Pragma") {
-            // The pragma inside the string, as the compiler destringizes it.
-            let inside = line.text.replace(['"', '\\'], " ");
-            if let Some((w, why)) = identifiers(&inside)
-                .into_iter()
-                .find_map(|id| OPENCL_NATIVE.iter().find(|(w, _)| *w == id))
-            {
-                return refuse(
-                    line.first,
-                    format!("a `_Pragma` naming `{w}` is not allowed in OpenCL C: it {why}"),
-                );
-            }
-        }
-        if line.text.contains("_Pragma") && FILE_PRAGMAS.iter().any(|p| line.text.contains(p)) {
-            return refuse(
-                line.first,
-                "a `_Pragma` that names a file is not allowed".into(),
-            );
-        }
-        let Some((name, argument)) = directive(&line.text) else {
-            continue;
-        };
+    }
+    // Pasting builds identifiers from the source's own tokens, so in
+    // OpenCL C no `##` chain may be able to make a refused identifier.
+    if dialect == Dialect::OpenCl && !directives.sites.is_empty() {
+        refuse_native_pastes(&lines, &directives)?;
+    }
+    directives.refuse_pasting_conditions()?;
+    if directives.pasted.is_empty() {
+        return Ok(source.to_string());
+    }
+    Ok(paste_headers(source, &directives.pasted))
+}
+
+/// A refusal of the candidate at `line`, for `?`.
+fn refuse<T>(line: usize, reason: String) -> Result<T, Refusal> {
+    Err(Refusal { line, reason })
+}
+
+/// What `prepare` gathers from the directives, for the checks that need
+/// the whole source.
+#[derive(Default)]
+struct Directives<'a> {
+    /// Macros whose definition pastes tokens (growing to those that reach
+    /// one through others).
+    pastes: BTreeSet<String>,
+    /// Which macros each macro uses.
+    uses: BTreeMap<String, Vec<String>>,
+    /// The identifiers of every `#if` and `#elif`, each with its line.
+    conditions: Vec<(usize, Vec<String>)>,
+    /// kevo headers to paste in: the `#include`'s first line, its last
+    /// line and the header's text.
+    pasted: BTreeMap<usize, (usize, &'static str)>,
+    /// The `##` chains of every macro, each with its line.
+    sites: Vec<(usize, Vec<Operand<'a>>)>,
+}
+
+impl<'a> Directives<'a> {
+    /// Check directive `name` (with `argument`) of `line`, refusing what
+    /// names a file, and record what the later checks need.
+    fn take(
+        &mut self,
+        line: &Line,
+        name: &str,
+        argument: &'a str,
+        dialect: Dialect,
+    ) -> Result<(), Refusal> {
         match name {
-            "include" | "include_next" | "import" => match header_name(argument) {
-                Some(h) if name == "include" && allowed(h, dialect) => {
-                    if let Some((_, text)) = KEVO_HEADERS.iter().find(|(n, _)| *n == h) {
-                        pasted.insert(line.first, (line.last, text));
-                    }
-                }
-                Some(h) => {
-                    return refuse(
-                        line.first,
-                        format!(
-                            "#{name} \"{h}\" is not allowed: a candidate may include only {}",
-                            allowed_list(dialect)
-                        ),
-                    );
-                }
-                None => {
-                    return refuse(
-                        line.first,
-                        format!(
-                            "#{name} needs a literal <header> or \"header\" name, not `{argument}`"
-                        ),
-                    );
-                }
-            },
+            "include" | "include_next" | "import" => self.include(line, name, argument, dialect)?,
             "embed" => return refuse(line.first, "#embed reads a file and is not allowed".into()),
             "line" if argument.contains('"') => {
                 return refuse(line.first, "#line with a file name is not allowed".into());
@@ -546,21 +598,9 @@ pub fn prepare(source: &str, dialect: Dialect) -> Result<String, Refusal> {
                     format!("#pragma {argument} names a file and is not allowed"),
                 );
             }
-            "define" => {
-                let ids = identifiers(argument);
-                if let Some((macro_name, body)) = ids.split_first() {
-                    if argument.contains("##") || argument.contains("%:%:") {
-                        pastes.insert(macro_name.to_string());
-                        sites.extend(paste_sites(argument).into_iter().map(|s| (line.first, s)));
-                    }
-                    uses.insert(
-                        macro_name.to_string(),
-                        body.iter().map(|s| s.to_string()).collect(),
-                    );
-                }
-            }
+            "define" => self.define(line, argument),
             "if" | "elif" => {
-                conditions.push((
+                self.conditions.push((
                     line.first,
                     identifiers(argument)
                         .iter()
@@ -570,58 +610,170 @@ pub fn prepare(source: &str, dialect: Dialect) -> Result<String, Refusal> {
             }
             _ => {}
         }
+        Ok(())
     }
-    // Pasting builds identifiers from the source's own tokens, so in
-    // OpenCL C no `##` chain may be able to make a refused identifier.
-    if dialect == Dialect::OpenCl && !sites.is_empty() {
-        let ids: BTreeSet<&str> = lines
-            .iter()
-            .flat_map(|l| identifiers(&l.text))
-            .chain(pasted.values().flat_map(|(_, text)| identifiers(text)))
-            .collect();
-        for (word, why) in OPENCL_NATIVE {
-            if let Some((line, parts)) = pasted_into(word, &sites, &ids) {
+
+    /// An `#include` (or `#include_next`, `#import`): only a literal name
+    /// of an allowed header passes, and a kevo header is pasted in.
+    fn include(
+        &mut self,
+        line: &Line,
+        name: &str,
+        argument: &str,
+        dialect: Dialect,
+    ) -> Result<(), Refusal> {
+        match header_name(argument) {
+            Some(h) if name == "include" && allowed(h, dialect) => {
+                if let Some((_, text)) = KEVO_HEADERS.iter().find(|(n, _)| *n == h) {
+                    self.pasted.insert(line.first, (line.last, text));
+                }
+                Ok(())
+            }
+            Some(h) => refuse(
+                line.first,
+                format!(
+                    "#{name} \"{h}\" is not allowed: a candidate may include only {}",
+                    allowed_list(dialect)
+                ),
+            ),
+            None => refuse(
+                line.first,
+                format!("#{name} needs a literal <header> or \"header\" name, not `{argument}`"),
+            ),
+        }
+    }
+
+    /// A `#define`: which macros it uses, and its `##` chains if it pastes.
+    fn define(&mut self, line: &Line, argument: &'a str) {
+        let ids = identifiers(argument);
+        if let Some((macro_name, body)) = ids.split_first() {
+            if argument.contains("##") || argument.contains("%:%:") {
+                self.pastes.insert(macro_name.to_string());
+                self.sites
+                    .extend(paste_sites(argument).into_iter().map(|s| (line.first, s)));
+            }
+            self.uses.insert(
+                macro_name.to_string(),
+                body.iter().map(|s| s.to_string()).collect(),
+            );
+        }
+    }
+
+    /// Every macro that reaches a pasting macro pastes too; an `#if` or
+    /// `#elif` that uses one is refused, as pasting could spell a
+    /// filesystem probe where no text shows it.
+    fn refuse_pasting_conditions(&mut self) -> Result<(), Refusal> {
+        // Everything that reaches a pasting macro.
+        loop {
+            let before = self.pastes.len();
+            for (name, body) in &self.uses {
+                if body.iter().any(|b| self.pastes.contains(b)) {
+                    self.pastes.insert(name.clone());
+                }
+            }
+            if self.pastes.len() == before {
+                break;
+            }
+        }
+        for (line, ids) in &self.conditions {
+            if let Some(m) = ids.iter().find(|i| self.pastes.contains(*i)) {
                 return refuse(
-                    line,
+                    *line,
                     format!(
-                        "this macro pastes tokens with ##, which could make `{word}` \
-                         (from {}); `{word}` is not allowed in OpenCL C: it {why}; rename \
-                         the pieces or do without ##",
-                        parts
-                            .iter()
-                            .map(|p| format!("`{p}`"))
-                            .collect::<Vec<_>>()
-                            .join(" + ")
+                        "#if uses `{m}`, which pastes tokens with ##: it could spell a filesystem probe"
                     ),
                 );
             }
         }
+        Ok(())
     }
-    // Everything that reaches a pasting macro.
-    loop {
-        let before = pastes.len();
-        for (name, body) in &uses {
-            if body.iter().any(|b| pastes.contains(b)) {
-                pastes.insert(name.clone());
-            }
+}
+
+/// The identifiers of `line` no candidate may use: a filesystem probe, and
+/// in OpenCL C what reaches machine code.
+fn check_identifiers(line: &Line, dialect: Dialect) -> Result<(), Refusal> {
+    for id in identifiers(&line.text) {
+        if PROBES.contains(&id) {
+            return refuse(
+                line.first,
+                format!("`{id}` probes the filesystem and is not allowed"),
+            );
         }
-        if pastes.len() == before {
-            break;
+        if dialect == Dialect::OpenCl
+            && let Some((_, why)) = OPENCL_NATIVE.iter().find(|(w, _)| *w == id)
+        {
+            return refuse(
+                line.first,
+                format!("`{id}` is not allowed in OpenCL C: it {why}"),
+            );
         }
     }
-    for (line, ids) in conditions {
-        if let Some(m) = ids.iter().find(|i| pastes.contains(*i)) {
+    Ok(())
+}
+
+/// The `_Pragma` operators of `line`, judged by the pragma inside the
+/// string: in OpenCL C none may name what reaches machine code, and none
+/// may name a file.
+fn check_pragma_operators(line: &Line, dialect: Dialect) -> Result<(), Refusal> {
+    if dialect == Dialect::OpenCl && line.text.contains("_Pragma") {
+        // The pragma inside the string, as the compiler destringizes it.
+        let inside = line.text.replace(['"', '\\'], " ");
+        if let Some((w, why)) = identifiers(&inside)
+            .into_iter()
+            .find_map(|id| OPENCL_NATIVE.iter().find(|(w, _)| *w == id))
+        {
+            return refuse(
+                line.first,
+                format!("a `_Pragma` naming `{w}` is not allowed in OpenCL C: it {why}"),
+            );
+        }
+    }
+    if line.text.contains("_Pragma") && FILE_PRAGMAS.iter().any(|p| line.text.contains(p)) {
+        return refuse(
+            line.first,
+            "a `_Pragma` that names a file is not allowed".into(),
+        );
+    }
+    Ok(())
+}
+
+/// In OpenCL C: no `##` chain of the source may be able to paste a refused
+/// identifier from the source's identifiers (kevo's pasted headers'
+/// included).
+fn refuse_native_pastes(lines: &[Line], directives: &Directives<'_>) -> Result<(), Refusal> {
+    let ids: BTreeSet<&str> = lines
+        .iter()
+        .flat_map(|l| identifiers(&l.text))
+        .chain(
+            directives
+                .pasted
+                .values()
+                .flat_map(|(_, text)| identifiers(text)),
+        )
+        .collect();
+    for (word, why) in OPENCL_NATIVE {
+        if let Some((line, parts)) = pasted_into(word, &directives.sites, &ids) {
             return refuse(
                 line,
                 format!(
-                    "#if uses `{m}`, which pastes tokens with ##: it could spell a filesystem probe"
+                    "this macro pastes tokens with ##, which could make `{word}` \
+                     (from {}); `{word}` is not allowed in OpenCL C: it {why}; rename \
+                     the pieces or do without ##",
+                    parts
+                        .iter()
+                        .map(|p| format!("`{p}`"))
+                        .collect::<Vec<_>>()
+                        .join(" + ")
                 ),
             );
         }
     }
-    if pasted.is_empty() {
-        return Ok(source.to_string());
-    }
+    Ok(())
+}
+
+/// `source` with each kevo header's `#include` replaced by the header's
+/// text, then a `#line` that keeps the source's own line numbers.
+fn paste_headers(source: &str, pasted: &BTreeMap<usize, (usize, &str)>) -> String {
     let mut out = String::with_capacity(source.len());
     let mut skip_through = 0;
     for (i, text) in source.split_inclusive('\n').enumerate() {
@@ -641,7 +793,7 @@ pub fn prepare(source: &str, dialect: Dialect) -> Result<String, Refusal> {
             None => out.push_str(text),
         }
     }
-    Ok(out)
+    out
 }
 
 #[cfg(test)]

@@ -4,9 +4,11 @@
 //! time reads against what the vendor ships as well as against the
 //! roofline. A library that is missing is said once and skipped.
 
+use kevo_backend::{Backend, BackendError, BufferId, VendorError, VendorOp};
+use kevo_tasks::{BufferInit, Problem, Size, Task, Verdict};
 use serde::{Deserialize, Serialize};
 
-use crate::{Evaluation, TimeStats};
+use crate::{Evaluation, Evaluator, TimeStats, WallTimes};
 
 /// What the vendor library did at one size.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -195,6 +197,180 @@ pub fn ratio_text(kernel_over_library: f64) -> String {
         format!("{kernel_over_library:.2}x slower")
     } else {
         format!("{:.2}x faster", 1.0 / kernel_over_library)
+    }
+}
+
+impl<B: Backend> Evaluator<B> {
+    /// The vendor library's version of `task`'s job at each of `sizes`
+    /// (cuFFT for fft3d on CUDA), on the same device and inputs as the
+    /// kernels and timed by the same protocol: every buffer restored from
+    /// its pristine copy before each run, random warm-ups, timed runs on
+    /// the device clock until the spread is small. The output of one more
+    /// run is checked by the task's own check, so the library is shown to
+    /// do the same job (sign, normalisation, layout) before its time is.
+    pub fn vendor_baseline(&mut self, task: &Task, sizes: &[Size]) -> VendorBaseline {
+        self.vendor_baseline_observed(task, sizes, &mut |_| {})
+    }
+
+    /// [`Evaluator::vendor_baseline`], calling `on_size` before each size.
+    pub fn vendor_baseline_observed(
+        &mut self,
+        task: &Task,
+        sizes: &[Size],
+        on_size: &mut dyn FnMut(&str),
+    ) -> VendorBaseline {
+        let ops: Vec<(&Size, VendorOp<usize>)> = sizes
+            .iter()
+            .filter_map(|s| task.vendor_op(s).map(|op| (s, op)))
+            .collect();
+        let Some((_, first)) = ops.first() else {
+            return VendorBaseline::None {
+                reason: format!("no vendor library does the job of `{}`", task.name()),
+            };
+        };
+        let library = match self.backend.vendor_library(first.kind()) {
+            Ok(l) => l,
+            Err(VendorError::Missing { library, reason }) => {
+                return VendorBaseline::Missing {
+                    library: library.into(),
+                    reason,
+                };
+            }
+            Err(e @ VendorError::Unsupported { .. }) => {
+                return VendorBaseline::None {
+                    reason: e.to_string(),
+                };
+            }
+            Err(e) => {
+                return VendorBaseline::Failed {
+                    library: None,
+                    message: e.to_string(),
+                };
+            }
+        };
+        let mut results = Vec::new();
+        for (size, op) in ops {
+            on_size(&size.label);
+            let run = self
+                .vendor_size(task, size, op)
+                .unwrap_or_else(|e| VendorRun::Failed {
+                    message: e.to_string(),
+                });
+            results.push(VendorSize {
+                label: size.label.clone(),
+                op: op.describe(),
+                run,
+                kernel_over_library: None,
+            });
+            if self.backend.is_poisoned() {
+                break;
+            }
+        }
+        self.backend.release_vendor();
+        VendorBaseline::Measured {
+            library: library.name,
+            version: library.version,
+            sizes: results,
+        }
+    }
+
+    /// One size of a vendor baseline (see [`Evaluator::vendor_baseline`]).
+    fn vendor_size(
+        &mut self,
+        task: &Task,
+        size: &Size,
+        op: VendorOp<usize>,
+    ) -> Result<VendorRun, VendorError> {
+        let mut wall = WallTimes::default();
+        let seed = self.timed_seed(task);
+        let problem = self.problem(task, size, seed, &mut wall);
+        let reference = self.reference(task, size, seed, &problem, &mut wall)?;
+        let checksum_key = self.utility()?.key;
+        let key = (task.content_hash().to_string(), size.clone(), seed);
+        let pristine = self
+            .pristine
+            .get(&mut self.backend, key, &problem, &[], checksum_key)?;
+        let mut working: Vec<BufferId> = Vec::with_capacity(problem.buffers.len());
+        let run = (|| -> Result<VendorRun, VendorError> {
+            for spec in &problem.buffers {
+                working.push(self.backend.alloc(spec.bytes.max(4))?);
+            }
+            let op = op.map(|i| working[i]);
+            let (backend, config) = (&mut self.backend, &self.config);
+            // What kernels get before every run: inputs back, outputs NaN.
+            let reset =
+                |backend: &mut B| reset_vendor_buffers(backend, &problem, &working, &pristine);
+            let warmups = config.draw_warmups();
+            for _ in 0..warmups {
+                reset(backend)?;
+                backend.run_vendor(&op)?;
+            }
+            let mut samples = Vec::new();
+            let mut timed_s = 0.0;
+            while !config.timing_done(&samples, timed_s) {
+                reset(backend)?;
+                let t = backend.run_vendor(&op)?.seconds();
+                samples.push(t);
+                timed_s += t;
+            }
+            reset(backend)?;
+            backend.run_vendor(&op)?;
+            let mut outputs = Vec::with_capacity(problem.outputs.len());
+            for &i in &problem.outputs {
+                let mut out = vec![0u8; problem.buffers[i].bytes];
+                backend.download(working[i], &mut out)?;
+                outputs.push(out);
+            }
+            let verdict = task.check(size, &problem, &reference, &outputs);
+            Ok(vendor_run(verdict, samples, warmups))
+        })();
+        // The library's outputs are the answer: wiped before the memory
+        // can back a later candidate's allocation.
+        for (b, spec) in working.into_iter().zip(&problem.buffers) {
+            let _ = self.backend.fill_buffer(b, 0, spec.bytes);
+            self.backend.free(b);
+        }
+        run
+    }
+}
+
+/// The working buffers of a vendor op restored as a kernel's are before
+/// every run: inputs from their pristine copies (or uploaded where there
+/// are none), outputs NaN.
+fn reset_vendor_buffers(
+    backend: &mut impl Backend,
+    problem: &Problem,
+    working: &[BufferId],
+    pristine: &[Option<BufferId>],
+) -> Result<(), BackendError> {
+    for ((spec, &w), p) in problem.buffers.iter().zip(working).zip(pristine) {
+        match (&spec.init, p) {
+            (BufferInit::Data(_), Some(p)) => backend.copy_buffer(*p, w, spec.bytes)?,
+            (BufferInit::Data(d), None) => backend.upload(w, d)?,
+            (BufferInit::Zero, _) => backend.fill_buffer(w, 0, spec.bytes)?,
+            (BufferInit::Sentinel, _) => backend.fill_buffer(w, 0xFF, spec.bytes)?,
+        }
+    }
+    Ok(())
+}
+
+/// What a vendor op's checked output shows: its times when it passed the
+/// task's check, else only that it did another job.
+fn vendor_run(verdict: Verdict, samples: Vec<f64>, warmups: usize) -> VendorRun {
+    if verdict.passed {
+        VendorRun::Correct {
+            time: TimeStats::from_samples(samples),
+            warmups: warmups as u32,
+            metric: verdict.metric,
+            error: verdict.value,
+            tolerance: verdict.tolerance,
+        }
+    } else {
+        VendorRun::WrongResult {
+            metric: verdict.metric,
+            error: verdict.value,
+            tolerance: verdict.tolerance,
+        }
     }
 }
 
