@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use async_nats::jetstream::AckKind;
 use async_nats::jetstream::consumer::{AckPolicy, pull};
+use async_nats::jetstream::{AckKind, Message};
 use futures::StreamExt;
 use kevo_eval::{Evaluation, Outcome, WallTimes};
 
@@ -124,6 +124,8 @@ impl JobWorker {
         result
     }
 
+    /// The loop of [`JobWorker::serve`]: one message at a time until
+    /// `stop` is set.
     async fn serve_jobs(
         &self,
         evaluate: &mut (dyn FnMut(&Job) -> Evaluation + Send),
@@ -131,113 +133,160 @@ impl JobWorker {
         log: &mut (dyn FnMut(String) + Send),
     ) -> Result<(), DispatchError> {
         while !stop.load(Ordering::Relaxed) {
-            let mut batch = self
-                .consumer
-                .fetch()
-                .max_messages(1)
-                .expires(Duration::from_secs(1))
-                .messages()
-                .await
-                .map_err(|e| jetstream_error("fetch", e))?;
-            let Some(message) = batch.next().await else {
+            let Some(message) = self.next_message().await? else {
                 continue;
             };
-            let message = message.map_err(|e| jetstream_error("fetch", e))?;
-            let delivery = message.info().map(|i| i.delivered as u64).unwrap_or(1);
-            let job: Job = match serde_json::from_slice(&message.payload) {
-                Ok(job) => job,
-                Err(e) => {
-                    log(format!("dropped a job that is not one: {e}"));
-                    let _ = message.ack_with(AckKind::Term).await;
-                    continue;
-                }
-            };
-            // Stored and not acknowledged (the worker died in between):
-            // nothing to do again.
-            if matches!(self.opened.results.get(&job.id).await, Ok(Some(_))) {
-                let _ = message.double_ack().await;
-                continue;
-            }
-            log(format!(
-                "job {} (delivery {delivery}): {} started",
-                job.id, job.task
-            ));
-            let evaluation = if delivery > u64::from(self.options.attempts) {
-                self.failure(
-                    &job,
-                    format!(
-                        "the candidate's evaluation ended its worker {} times in a row (killed, crashed or lost); it is not run again",
-                        delivery - 1
-                    ),
-                )
-            } else {
-                match task_hash(&job.task) {
-                    Some(h) if h == job.task_hash => {
-                        // Alive while evaluating: the server waits for a
-                        // silent worker one ack wait, not the whole job.
-                        let alive = {
-                            let message = message.clone();
-                            let every = self.options.ack_wait / 3;
-                            tokio::spawn(async move {
-                                loop {
-                                    tokio::time::sleep(every).await;
-                                    let _ = message.ack_with(AckKind::Progress).await;
-                                }
-                            })
-                        };
-                        let e = tokio::task::block_in_place(|| evaluate(&job));
-                        alive.abort();
-                        e
-                    }
-                    Some(h) => self.failure(
-                        &job,
-                        format!(
-                            "worker {} has task {} at definition {h}, the job was made for {}: run the same kevo build on the workers and the coordinator",
-                            self.info.id, job.task, job.task_hash
-                        ),
-                    ),
-                    None => self.failure(
-                        &job,
-                        format!(
-                            "worker {} does not know task {} (task folders are not sent with jobs)",
-                            self.info.id, job.task
-                        ),
-                    ),
-                }
-            };
-            log(format!("job {}: {}", job.id, evaluation.outcome.summary()));
-            let result = JobResult {
-                job: job.id.clone(),
-                worker: self.info.id.clone(),
-                delivery,
-                evaluation,
-            };
-            // Written once, checked by the server: a result stored
-            // meanwhile (a redelivery raced this one) is kept, and that is
-            // the one the coordinator takes.
-            match self
-                .opened
-                .results
-                .put_once(&job.id, serde_json::to_vec(&result)?)
-                .await
-            {
-                Ok(true) => {}
-                Ok(false) => log(format!(
-                    "job {}: another delivery stored its result first; this one is dropped",
-                    job.id
-                )),
-                Err(e) => {
-                    // Not stored: left unacknowledged, to be redelivered.
-                    log(format!("job {}: result not stored ({e})", job.id));
-                    continue;
-                }
-            }
-            message
-                .double_ack()
-                .await
-                .map_err(|e| jetstream_error("acknowledge", e))?;
+            self.serve_message(message, evaluate, log).await?;
         }
         Ok(())
+    }
+
+    /// The next job message of this worker's queue, waiting at most 1 s
+    /// (None then), so that `stop` is looked at every second.
+    async fn next_message(&self) -> Result<Option<Message>, DispatchError> {
+        let mut batch = self
+            .consumer
+            .fetch()
+            .max_messages(1)
+            .expires(Duration::from_secs(1))
+            .messages()
+            .await
+            .map_err(|e| jetstream_error("fetch", e))?;
+        let Some(message) = batch.next().await else {
+            return Ok(None);
+        };
+        message.map(Some).map_err(|e| jetstream_error("fetch", e))
+    }
+
+    /// One delivered message: a payload that is no job is terminated, a
+    /// job whose result is already stored acknowledged again, any other
+    /// evaluated, its result stored, then acknowledged.
+    async fn serve_message(
+        &self,
+        message: Message,
+        evaluate: &mut (dyn FnMut(&Job) -> Evaluation + Send),
+        log: &mut (dyn FnMut(String) + Send),
+    ) -> Result<(), DispatchError> {
+        let delivery = message.info().map(|i| i.delivered as u64).unwrap_or(1);
+        let job: Job = match serde_json::from_slice(&message.payload) {
+            Ok(job) => job,
+            Err(e) => {
+                log(format!("dropped a job that is not one: {e}"));
+                let _ = message.ack_with(AckKind::Term).await;
+                return Ok(());
+            }
+        };
+        // Stored and not acknowledged (the worker died in between):
+        // nothing to do again.
+        if matches!(self.opened.results.get(&job.id).await, Ok(Some(_))) {
+            let _ = message.double_ack().await;
+            return Ok(());
+        }
+        log(format!(
+            "job {} (delivery {delivery}): {} started",
+            job.id, job.task
+        ));
+        let evaluation = self.evaluate_job(&job, delivery, &message, evaluate);
+        log(format!("job {}: {}", job.id, evaluation.outcome.summary()));
+        if !self.store_result(&job, delivery, evaluation, log).await? {
+            return Ok(());
+        }
+        message
+            .double_ack()
+            .await
+            .map_err(|e| jetstream_error("acknowledge", e))
+    }
+
+    /// The job's evaluation: a failure once it has ended its worker in
+    /// every allowed attempt, or when this worker's task definition is
+    /// another than the job's or unknown; else `evaluate`'s.
+    fn evaluate_job(
+        &self,
+        job: &Job,
+        delivery: u64,
+        message: &Message,
+        evaluate: &mut (dyn FnMut(&Job) -> Evaluation + Send),
+    ) -> Evaluation {
+        if delivery > u64::from(self.options.attempts) {
+            return self.failure(
+                job,
+                format!(
+                    "the candidate's evaluation ended its worker {} times in a row (killed, crashed or lost); it is not run again",
+                    delivery - 1
+                ),
+            );
+        }
+        match task_hash(&job.task) {
+            Some(h) if h == job.task_hash => {
+                // Alive while evaluating: the server waits for a
+                // silent worker one ack wait, not the whole job.
+                let alive = {
+                    let message = message.clone();
+                    let every = self.options.ack_wait / 3;
+                    tokio::spawn(async move {
+                        loop {
+                            tokio::time::sleep(every).await;
+                            let _ = message.ack_with(AckKind::Progress).await;
+                        }
+                    })
+                };
+                let e = tokio::task::block_in_place(|| evaluate(job));
+                alive.abort();
+                e
+            }
+            Some(h) => self.failure(
+                job,
+                format!(
+                    "worker {} has task {} at definition {h}, the job was made for {}: run the same kevo build on the workers and the coordinator",
+                    self.info.id, job.task, job.task_hash
+                ),
+            ),
+            None => self.failure(
+                job,
+                format!(
+                    "worker {} does not know task {} (task folders are not sent with jobs)",
+                    self.info.id, job.task
+                ),
+            ),
+        }
+    }
+
+    /// Store the job's result; whether to acknowledge the job (false when
+    /// it was not stored: left unacknowledged, to be redelivered).
+    async fn store_result(
+        &self,
+        job: &Job,
+        delivery: u64,
+        evaluation: Evaluation,
+        log: &mut (dyn FnMut(String) + Send),
+    ) -> Result<bool, DispatchError> {
+        let result = JobResult {
+            job: job.id.clone(),
+            worker: self.info.id.clone(),
+            delivery,
+            evaluation,
+        };
+        // Written once, checked by the server: a result stored
+        // meanwhile (a redelivery raced this one) is kept, and that is
+        // the one the coordinator takes.
+        match self
+            .opened
+            .results
+            .put_once(&job.id, serde_json::to_vec(&result)?)
+            .await
+        {
+            Ok(true) => {}
+            Ok(false) => log(format!(
+                "job {}: another delivery stored its result first; this one is dropped",
+                job.id
+            )),
+            Err(e) => {
+                // Not stored: left unacknowledged, to be redelivered.
+                log(format!("job {}: result not stored ({e})", job.id));
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     fn failure(&self, job: &Job, message: String) -> Evaluation {

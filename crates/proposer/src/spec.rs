@@ -194,124 +194,133 @@ fn starts_member(s: &str) -> bool {
     name_len > 0 && s[name_len..].starts_with([':', '@'])
 }
 
+/// One member of the spec `whole`: its kind, told by its prefix, and its
+/// weight.
 fn parse_member(whole: &str, member: &str) -> Result<ModelSpec, SpecError> {
     let text = member.trim();
-    let err = |part: &str, reason: String| SpecError {
+    let err = |e: PartError<'_>| spec_error(whole, e);
+    let (body, weight) = split_weight(text).map_err(err)?;
+    let kind = if let Some(api) = body.strip_prefix("batch:") {
+        batch_kind(whole, body, api)?
+    } else if body == "external" {
+        SpecKind::External
+    } else if let Some(command) = body.strip_prefix("cmd+json:").or(body.strip_prefix("cmd:")) {
+        cmd_kind(body, command).map_err(err)?
+    } else if let Some(rest) = body.strip_prefix("replay:") {
+        replay_kind(body, rest).map_err(err)?
+    } else {
+        api_kind(body).map_err(err)?
+    };
+    Ok(ModelSpec {
+        kind,
+        weight,
+        text: text.to_string(),
+    })
+}
+
+/// The error of spec `whole` at a part of it.
+fn spec_error(whole: &str, (part, reason): PartError<'_>) -> SpecError {
+    SpecError {
         spec: whole.to_string(),
         part: part.to_string(),
         reason,
-    };
-    let (body, weight) = split_weight(text).map_err(|(p, r)| err(p, r))?;
+    }
+}
 
-    if let Some(api) = body.strip_prefix("batch:") {
-        return match parse_member(whole, api)?.kind {
-            SpecKind::Api {
-                provider,
-                base_url,
-                model,
-            } => Ok(ModelSpec {
-                kind: SpecKind::Batch {
-                    provider,
-                    base_url,
-                    model,
-                },
-                weight,
-                text: text.to_string(),
-            }),
-            _ => Err(err(
+/// `batch:` + an API member (`api`): the same provider, URL and model,
+/// through the batch endpoint.
+fn batch_kind(whole: &str, body: &str, api: &str) -> Result<SpecKind, SpecError> {
+    match parse_member(whole, api)?.kind {
+        SpecKind::Api {
+            provider,
+            base_url,
+            model,
+        } => Ok(SpecKind::Batch {
+            provider,
+            base_url,
+            model,
+        }),
+        _ => Err(spec_error(
+            whole,
+            (
                 body,
                 "`batch:` takes an HTTP API, e.g. `batch:openai:gpt-5`".into(),
-            )),
-        };
+            ),
+        )),
     }
+}
 
-    if body == "external" {
-        return Ok(ModelSpec {
-            kind: SpecKind::External,
-            weight,
-            text: text.to_string(),
-        });
+/// `cmd:COMMAND` or `cmd+json:COMMAND` (`body`, with `command` after the
+/// prefix).
+fn cmd_kind<'a>(body: &'a str, command: &str) -> Result<SpecKind, PartError<'a>> {
+    let command = command.trim();
+    if command.is_empty() {
+        return Err((body, "no command after `cmd:`".into()));
     }
+    Ok(SpecKind::Cmd {
+        command: command.to_string(),
+        json: body.starts_with("cmd+json:"),
+    })
+}
 
-    if let Some(command) = body.strip_prefix("cmd+json:").or(body.strip_prefix("cmd:")) {
-        let command = command.trim();
-        if command.is_empty() {
-            return Err(err(body, "no command after `cmd:`".into()));
+/// `replay:PATH[#MODE]` (`body`, with `rest` after the prefix).
+fn replay_kind<'a>(body: &'a str, rest: &'a str) -> Result<SpecKind, PartError<'a>> {
+    let (path, mode) = match rest.rsplit_once('#') {
+        None => (rest, ReplayMode::Ordered),
+        Some((p, "ordered")) => (p, ReplayMode::Ordered),
+        Some((p, "keyed")) => (p, ReplayMode::Keyed),
+        Some((_, other)) => {
+            return Err((
+                other,
+                "unknown replay mode (expected `#ordered` or `#keyed`)".into(),
+            ));
         }
-        return Ok(ModelSpec {
-            kind: SpecKind::Cmd {
-                command: command.to_string(),
-                json: body.starts_with("cmd+json:"),
-            },
-            weight,
-            text: text.to_string(),
-        });
+    };
+    if path.trim().is_empty() {
+        return Err((body, "no file after `replay:`".into()));
     }
+    Ok(SpecKind::Replay {
+        path: PathBuf::from(path.trim()),
+        mode,
+    })
+}
 
-    if let Some(rest) = body.strip_prefix("replay:") {
-        let (path, mode) = match rest.rsplit_once('#') {
-            None => (rest, ReplayMode::Ordered),
-            Some((p, "ordered")) => (p, ReplayMode::Ordered),
-            Some((p, "keyed")) => (p, ReplayMode::Keyed),
-            Some((_, other)) => {
-                return Err(err(
-                    other,
-                    "unknown replay mode (expected `#ordered` or `#keyed`)".into(),
-                ));
-            }
-        };
-        if path.trim().is_empty() {
-            return Err(err(body, "no file after `replay:`".into()));
-        }
-        return Ok(ModelSpec {
-            kind: SpecKind::Replay {
-                path: PathBuf::from(path.trim()),
-                mode,
-            },
-            weight,
-            text: text.to_string(),
-        });
-    }
-
+/// `PROVIDER[@URL]:MODEL`, an HTTP API; a `=` left in it is a bad weight.
+fn api_kind(body: &str) -> Result<SpecKind, PartError<'_>> {
     if body.contains('=') {
         let tail = body.rsplit_once('=').map_or("", |(_, t)| t);
-        return Err(err(
+        return Err((
             tail,
             "is not a weight (expected `SPEC=NUMBER`, e.g. `openai:gpt-5=0.7`)".into(),
         ));
     }
-
     let name_len = body.find(|c: char| !is_name_char(c)).unwrap_or(body.len());
     let provider = &body[..name_len];
     if provider.is_empty() {
-        return Err(err(
+        return Err((
             body,
             "expected PROVIDER:MODEL, PROVIDER@URL:MODEL, cmd:COMMAND or replay:FILE".into(),
         ));
     }
     let rest = &body[name_len..];
     let (base_url, model) = if let Some(url_and_model) = rest.strip_prefix('@') {
-        let (url, model) = split_url(url_and_model).map_err(|(p, r)| err(p, r))?;
+        let (url, model) = split_url(url_and_model)?;
         (Some(url), model)
     } else if let Some(model) = rest.strip_prefix(':') {
         (None, model)
     } else {
-        return Err(err(
+        return Err((
             body,
             "expected `:MODEL` after the provider name (e.g. `openai:gpt-5`)".into(),
         ));
     };
     if model.trim().is_empty() {
-        return Err(err(body, "no model name after `:`".into()));
+        return Err((body, "no model name after `:`".into()));
     }
-    Ok(ModelSpec {
-        kind: SpecKind::Api {
-            provider: provider.to_ascii_lowercase(),
-            base_url,
-            model: model.trim().to_string(),
-        },
-        weight,
-        text: text.to_string(),
+    Ok(SpecKind::Api {
+        provider: provider.to_ascii_lowercase(),
+        base_url,
+        model: model.trim().to_string(),
     })
 }
 

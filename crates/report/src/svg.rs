@@ -275,6 +275,38 @@ pub fn progress(points: &[Point], along: Along) -> String {
         &format!("score against {}", along.label()),
         HEIGHT,
     );
+    let (x, y) = progress_scales(points, along);
+    let fmt_x: fn(f64) -> String = match along {
+        Along::Iteration => |v| format!("{v:.0}"),
+        _ => number,
+    };
+    axes(
+        &mut out,
+        &x,
+        &y,
+        along.label(),
+        "score (roofline fraction)",
+        fmt_x,
+    );
+    best_so_far(&mut out, points, along, &x, &y);
+    // Points without a score sit in a band 14 px under the x axis.
+    let band = HEIGHT - BOTTOM + 14.0;
+    for p in points {
+        progress_point(&mut out, p, along, &x, &y, band);
+    }
+    let _ = write!(
+        out,
+        r#"<text x="{}" y="{:.1}" class="tick" text-anchor="end">not correct</text>"#,
+        LEFT - 6.0,
+        band + 4.0
+    );
+    out.push_str("</svg>");
+    out
+}
+
+/// The progress chart's scales: x over `along` (whole iterations), with
+/// 10 px of margin; y over the scores, with 6.
+fn progress_scales(points: &[Point], along: Along) -> (Scale, Scale) {
     let bottom = HEIGHT - BOTTOM;
     let x = Scale::fit(
         points.iter().map(|p| along.of(p)),
@@ -289,19 +321,11 @@ pub fn progress(points: &[Point], along: Along) -> String {
     };
     let scores = points.iter().filter_map(|p| p.score);
     let y = Scale::fit(scores, bottom - 6.0, TOP + 6.0, false);
-    let fmt_x: fn(f64) -> String = match along {
-        Along::Iteration => |v| format!("{v:.0}"),
-        _ => number,
-    };
-    axes(
-        &mut out,
-        &x,
-        &y,
-        along.label(),
-        "score (roofline fraction)",
-        fmt_x,
-    );
-    // The best so far, as steps in x order.
+    (x, y)
+}
+
+/// The best score so far, as steps in x order to the last point.
+fn best_so_far(out: &mut String, points: &[Point], along: Along, x: &Scale, y: &Scale) {
     let mut sorted: Vec<&Point> = points.iter().collect();
     sorted.sort_by(|a, b| along.of(a).total_cmp(&along.of(b)));
     let mut path = String::new();
@@ -333,43 +357,37 @@ pub fn progress(points: &[Point], along: Along) -> String {
             r##"<path class="best-so-far" d="{path}" fill="none" stroke="#1b9e4b" stroke-width="2" stroke-opacity="0.6"/>"##
         );
     }
-    let band = bottom + 14.0;
-    for p in points {
-        let px = x.map(along.of(p));
-        let (py, r) = match p.score {
-            Some(s) => (y.map(s), 4.5),
-            None => (band, 3.5),
-        };
-        let ring = if p.promoted {
-            r##" stroke="#111" stroke-width="2""##
-        } else {
-            r##" stroke="#fff" stroke-width="0.5""##
-        };
-        let score = p.score.map(|s| format!("{s}")).unwrap_or_default();
-        let _ = write!(
-            out,
-            r#"<circle class="point" data-iteration="{}" data-candidate="{}" data-outcome="{}" data-score="{score}" data-promoted="{}" cx="{px:.1}" cy="{py:.1}" r="{r}" fill="{}"{ring}><title>iteration {}: {}{}{}</title></circle>"#,
-            p.iteration,
-            p.candidate.map(|c| c.to_string()).unwrap_or_default(),
-            p.outcome,
-            p.promoted,
-            outcome_colour(p.outcome),
-            p.iteration,
-            outcome_label(p.outcome),
-            p.score
-                .map(|s| format!(", score {}", number(s)))
-                .unwrap_or_default(),
-            if p.promoted { ", kept" } else { "" },
-        );
-    }
+}
+
+/// One proposal's point: at its score, or in the `band` when it has none;
+/// ringed when it was kept.
+fn progress_point(out: &mut String, p: &Point, along: Along, x: &Scale, y: &Scale, band: f64) {
+    let px = x.map(along.of(p));
+    let (py, r) = match p.score {
+        Some(s) => (y.map(s), 4.5),
+        None => (band, 3.5),
+    };
+    let ring = if p.promoted {
+        r##" stroke="#111" stroke-width="2""##
+    } else {
+        r##" stroke="#fff" stroke-width="0.5""##
+    };
+    let score = p.score.map(|s| format!("{s}")).unwrap_or_default();
     let _ = write!(
         out,
-        r#"<text x="{}" y="{:.1}" class="tick" text-anchor="end">not correct</text>"#,
-        LEFT - 6.0,
-        band + 4.0
+        r#"<circle class="point" data-iteration="{}" data-candidate="{}" data-outcome="{}" data-score="{score}" data-promoted="{}" cx="{px:.1}" cy="{py:.1}" r="{r}" fill="{}"{ring}><title>iteration {}: {}{}{}</title></circle>"#,
+        p.iteration,
+        p.candidate.map(|c| c.to_string()).unwrap_or_default(),
+        p.outcome,
+        p.promoted,
+        outcome_colour(p.outcome),
+        p.iteration,
+        outcome_label(p.outcome),
+        p.score
+            .map(|s| format!(", score {}", number(s)))
+            .unwrap_or_default(),
+        if p.promoted { ", kept" } else { "" },
     );
-    out.push_str("</svg>");
-    out
 }
 
 /// Grouped bars of roofline fractions (percent) per size, the 100 % line

@@ -8,6 +8,9 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
+use kevo_eval::Evaluation;
+use kevo_store::{CandidateId, HistoryRow, StoredLlmCall};
+
 use crate::data::RunData;
 
 pub const SCHEMA: &str = "kevo.trajectory/1";
@@ -25,38 +28,82 @@ pub struct Filter {
 
 /// The records of one run, in step order.
 pub fn trajectories(data: &RunData, filter: Filter, redact: &dyn Fn(&str) -> String) -> Vec<Value> {
-    let seed_score = data
-        .seed
-        .and_then(|s| data.evaluations.get(&s.0))
-        .and_then(|e| e.outcome.score());
-    // The proposing call of each candidate; calls that made no candidate
-    // by iteration.
-    let mut call_of_candidate = BTreeMap::new();
-    let mut failed_calls: BTreeMap<u32, Vec<&kevo_store::StoredLlmCall>> = BTreeMap::new();
-    // Only the generator's calls: an analyst's or a meta-prompter's call
-    // is not a step's proposal.
-    for c in data
-        .llm_calls
+    let steps = Steps {
+        data,
+        seed_score: data
+            .seed
+            .and_then(|s| data.evaluations.get(&s.0))
+            .and_then(|e| e.outcome.score()),
+        calls: ProposingCalls::of(data),
+        best: best_candidate(data),
+        variant_of: prompt_variants(data),
+        redact,
+    };
+    data.history
         .iter()
-        .filter(|c| c.call.purpose == "propose" || c.call.purpose.is_empty())
-    {
-        match c.candidate_id {
-            Some(id) => {
-                call_of_candidate.entry(id.0).or_insert(c);
+        .filter(|h| h.iteration > 0)
+        .filter(|h| steps.passes(filter, h))
+        .map(|h| steps.record(h))
+        .collect()
+}
+
+/// The generator's calls: the proposing call of each candidate, and the
+/// calls that made no candidate by iteration. An analyst's or a
+/// meta-prompter's call is not a step's proposal.
+struct ProposingCalls<'a> {
+    of_candidate: BTreeMap<i64, &'a StoredLlmCall>,
+    failed: BTreeMap<u32, Vec<&'a StoredLlmCall>>,
+}
+
+impl<'a> ProposingCalls<'a> {
+    fn of(data: &'a RunData) -> ProposingCalls<'a> {
+        let mut of_candidate = BTreeMap::new();
+        let mut failed: BTreeMap<u32, Vec<&StoredLlmCall>> = BTreeMap::new();
+        for c in data
+            .llm_calls
+            .iter()
+            .filter(|c| c.call.purpose == "propose" || c.call.purpose.is_empty())
+        {
+            match c.candidate_id {
+                Some(id) => {
+                    of_candidate.entry(id.0).or_insert(c);
+                }
+                None => failed.entry(c.iteration).or_default().push(c),
             }
-            None => failed_calls.entry(c.iteration).or_default().push(c),
+        }
+        ProposingCalls {
+            of_candidate,
+            failed,
         }
     }
-    let best = data
-        .history
+
+    /// The call that proposed step `h`: its candidate's, or for a step
+    /// without one the first failed call of its iteration.
+    fn of_step(&self, h: &HistoryRow) -> Option<&'a StoredLlmCall> {
+        match h.candidate_id {
+            Some(id) => self.of_candidate.get(&id.0).copied(),
+            None => self
+                .failed
+                .get(&h.iteration)
+                .and_then(|v| v.first().copied()),
+        }
+    }
+}
+
+/// The run's best correct candidate after the seed (highest score).
+fn best_candidate(data: &RunData) -> Option<CandidateId> {
+    data.history
         .iter()
         .filter(|h| h.iteration > 0 && h.outcome_kind.as_deref() == Some("correct"))
         .filter_map(|h| Some((h.candidate_id?, h.score?)))
         .max_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(c, _)| c);
-    // The prompt variant each candidate was asked with (`--meta-prompter`).
-    let variant_of: BTreeMap<i64, u64> = data
-        .checkpoint
+        .map(|(c, _)| c)
+}
+
+/// The prompt variant each candidate was asked with (`--meta-prompter`),
+/// from the checkpoint's prompt archive.
+fn prompt_variants(data: &RunData) -> BTreeMap<i64, u64> {
+    data.checkpoint
         .as_ref()
         .and_then(|c| c.strategy_state.as_ref())
         .and_then(|s| s["prompts"]["variants"].as_array())
@@ -70,23 +117,34 @@ pub fn trajectories(data: &RunData, filter: Filter, redact: &dyn Fn(&str) -> Str
                 .flatten()
                 .filter_map(move |c| Some((c.as_i64()?, id)))
         })
-        .collect();
-    let mut out = Vec::new();
-    for h in data.history.iter().filter(|h| h.iteration > 0) {
+        .collect()
+}
+
+/// What every record of a run draws on.
+struct Steps<'a> {
+    data: &'a RunData,
+    seed_score: Option<f64>,
+    calls: ProposingCalls<'a>,
+    best: Option<CandidateId>,
+    variant_of: BTreeMap<i64, u64>,
+    redact: &'a dyn Fn(&str) -> String,
+}
+
+impl Steps<'_> {
+    /// Whether step `h` is among those `filter` writes.
+    fn passes(&self, filter: Filter, h: &HistoryRow) -> bool {
         let correct = h.outcome_kind.as_deref() == Some("correct");
-        if (filter.correct_only && !correct)
+        !((filter.correct_only && !correct)
             || (filter.promoted_only && !h.promoted)
-            || (filter.best_only && (h.candidate_id.is_none() || h.candidate_id != best))
-        {
-            continue;
-        }
+            || (filter.best_only && (h.candidate_id.is_none() || h.candidate_id != self.best)))
+    }
+
+    /// The record of step `h`, every text field redacted.
+    fn record(&self, h: &HistoryRow) -> Value {
+        let (data, redact, best) = (self.data, self.redact, self.best);
+        let correct = h.outcome_kind.as_deref() == Some("correct");
         let candidate = h.candidate_id.and_then(|c| data.candidates.get(&c.0));
-        let call = match h.candidate_id {
-            Some(id) => call_of_candidate.get(&id.0).copied(),
-            None => failed_calls
-                .get(&h.iteration)
-                .and_then(|v| v.first().copied()),
-        };
+        let call = self.calls.of_step(h);
         let evaluation = h.candidate_id.and_then(|c| data.evaluations.get(&c.0));
         let parent = candidate.and_then(|c| c.parents.first()).map(|p| p.0);
         let parent_score = parent
@@ -97,21 +155,10 @@ pub fn trajectories(data: &RunData, filter: Filter, redact: &dyn Fn(&str) -> Str
             (Some(s), Some(b)) if b > 0.0 => Some(s / b),
             _ => None,
         };
-        let feedback = evaluation.map(|e| {
-            let mut lines = vec![e.outcome.summary()];
-            for s in &e.sizes {
-                lines.push(format!(
-                    "{}: {}, {:.4} ms median, {:.1}% of the roofline",
-                    s.label,
-                    if s.correct { "correct" } else { "wrong" },
-                    s.time.median_s * 1e3,
-                    s.fraction * 100.0
-                ));
-            }
-            lines.join("\n")
-        });
+        let seed_score = self.seed_score;
+        let feedback = evaluation.map(feedback_text);
         let text = |s: Option<&str>| s.map(redact);
-        out.push(json!({
+        json!({
             "schema": SCHEMA,
             "run": data.info.id.0,
             "task": data.info.task,
@@ -123,7 +170,7 @@ pub fn trajectories(data: &RunData, filter: Filter, redact: &dyn Fn(&str) -> Str
             "parent": parent,
             "provider": call.map(|c| redact(&c.call.provider)),
             "model": call.map(|c| redact(&c.call.model)),
-            "prompt_variant": h.candidate_id.and_then(|c| variant_of.get(&c.0)),
+            "prompt_variant": h.candidate_id.and_then(|c| self.variant_of.get(&c.0)),
             "prompt": call.map(|c| json!({
                 "system": redact(&c.call.prompt_system),
                 "user": redact(&c.call.prompt_user),
@@ -148,9 +195,24 @@ pub fn trajectories(data: &RunData, filter: Filter, redact: &dyn Fn(&str) -> Str
                 "reasoning": c.call.reasoning_tokens,
             })),
             "cost_usd": call.and_then(|c| c.call.cost_usd),
-        }));
+        })
     }
-    out
+}
+
+/// An evaluation as the proposer read it: the outcome's summary, then per
+/// size its correctness, median time in ms and fraction of the roofline.
+fn feedback_text(e: &Evaluation) -> String {
+    let mut lines = vec![e.outcome.summary()];
+    for s in &e.sizes {
+        lines.push(format!(
+            "{}: {}, {:.4} ms median, {:.1}% of the roofline",
+            s.label,
+            if s.correct { "correct" } else { "wrong" },
+            s.time.median_s * 1e3,
+            s.fraction * 100.0
+        ));
+    }
+    lines.join("\n")
 }
 
 #[cfg(test)]

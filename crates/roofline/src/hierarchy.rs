@@ -172,41 +172,7 @@ impl Hierarchy {
         driver_cache_bytes: u64,
     ) -> Hierarchy {
         let points: Vec<&SweepPoint> = sweep.iter().filter(|p| p.saturated).collect();
-        let mut runs: Vec<Vec<&SweepPoint>> = Vec::new();
-        for p in &points {
-            let cliff = runs.last().is_some_and(|run| {
-                // The plateau's best point: the small end of a sweep can be
-                // slower than the level itself (launch and barrier costs).
-                let top = run
-                    .iter()
-                    .max_by(|a, b| a.gbs.median.total_cmp(&b.gbs.median))
-                    .expect("runs are never empty");
-                p.gbs.median * CLIFF_FACTOR < top.gbs.median && p.gbs.max < top.gbs.min
-            });
-            match runs.last_mut() {
-                Some(run) if !cliff => run.push(p),
-                _ => runs.push(vec![p]),
-            }
-        }
-        let mut note = None;
-        // A plateau of one point between two others is a transition.
-        let last = runs.len().saturating_sub(1);
-        let mut plateaus: Vec<Vec<&SweepPoint>> = Vec::new();
-        for (i, run) in runs.into_iter().enumerate() {
-            if run.len() < 2 && i != last {
-                continue;
-            }
-            // A gentle slope cut into bands is one level: plateaus whose
-            // medians are within the cliff factor merge.
-            match plateaus.last_mut() {
-                Some(prev)
-                    if plateau_spread(prev).median < plateau_spread(&run).median * CLIFF_FACTOR =>
-                {
-                    prev.extend(run)
-                }
-                _ => plateaus.push(run),
-            }
-        }
+        let plateaus = merge_plateaus(split_at_cliffs(&points));
         // The slowest plateau is DRAM when it runs near the DRAM copy
         // bandwidth; otherwise the sweep never got past the last cache.
         let reaches_dram = plateaus.last().is_some_and(|r| {
@@ -218,56 +184,8 @@ impl Hierarchy {
             (n, true) => &plateaus[..n - 1],
             (_, false) => &plateaus[..],
         };
-        if points.len() < 3 {
-            note = Some(format!(
-                "only {} of {} sweep points had enough threads to fill the device",
-                points.len(),
-                sweep.len()
-            ));
-        } else if cache_runs.is_empty() {
-            let lo = points[0].bytes;
-            let hi = points[points.len() - 1].bytes;
-            note = Some(format!(
-                "no cliff between {} and {}: every working set copied at about {:.0} GB/s",
-                human_bytes(lo),
-                human_bytes(hi),
-                plateau_spread(&points).median
-            ));
-        } else if !reaches_dram {
-            note = Some(format!(
-                "the sweep ended at {} still faster than DRAM: the last cache is at least that large",
-                human_bytes(points[points.len() - 1].bytes)
-            ));
-        }
-        let names: &[&str] = if is_cpu {
-            &["L1", "L2", "L3"]
-        } else {
-            &["L1", "L2"]
-        };
-        let count = cache_runs.len();
-        let mut levels: Vec<Level> = cache_runs
-            .iter()
-            .enumerate()
-            .map(|(i, run)| {
-                // Named counting down from the last cache before DRAM.
-                let from_last = count - 1 - i;
-                let name = names
-                    .len()
-                    .checked_sub(1 + from_last)
-                    .map_or_else(|| format!("cache {}", i + 1), |k| names[k].to_string());
-                let capacity = run[run.len() - 1].bytes;
-                let reach = points
-                    .iter()
-                    .map(|p| p.bytes)
-                    .find(|&b| b > capacity && !run.iter().any(|q| q.bytes == b));
-                Level {
-                    name,
-                    capacity_bytes: Some(capacity),
-                    reach_bytes: Some(reach.unwrap_or(capacity)),
-                    gbs: plateau_spread(run),
-                }
-            })
-            .collect();
+        let note = sweep_note(&points, sweep.len(), cache_runs.is_empty(), reaches_dram);
+        let mut levels = cache_levels(cache_runs, &points, is_cpu);
         levels.push(Level {
             name: "DRAM".into(),
             capacity_bytes: None,
@@ -324,6 +242,125 @@ impl Hierarchy {
     pub fn level(&self, name: &str) -> Option<&Level> {
         self.levels.iter().find(|l| l.name == name)
     }
+}
+
+/// The saturated points in runs, a new run at every cliff: a point more
+/// than [`CLIFF_FACTOR`] slower than its run's best, past that point's
+/// slowest run.
+fn split_at_cliffs<'a>(points: &[&'a SweepPoint]) -> Vec<Vec<&'a SweepPoint>> {
+    let mut runs: Vec<Vec<&SweepPoint>> = Vec::new();
+    for p in points {
+        let cliff = runs.last().is_some_and(|run| {
+            // The plateau's best point: the small end of a sweep can be
+            // slower than the level itself (launch and barrier costs).
+            let top = run
+                .iter()
+                .max_by(|a, b| a.gbs.median.total_cmp(&b.gbs.median))
+                .expect("runs are never empty");
+            p.gbs.median * CLIFF_FACTOR < top.gbs.median && p.gbs.max < top.gbs.min
+        });
+        match runs.last_mut() {
+            Some(run) if !cliff => run.push(p),
+            _ => runs.push(vec![p]),
+        }
+    }
+    runs
+}
+
+/// The plateaus among the runs: a run of one point between two others is
+/// a transition and goes; neighbours within [`CLIFF_FACTOR`] merge.
+fn merge_plateaus(runs: Vec<Vec<&SweepPoint>>) -> Vec<Vec<&SweepPoint>> {
+    let last = runs.len().saturating_sub(1);
+    let mut plateaus: Vec<Vec<&SweepPoint>> = Vec::new();
+    for (i, run) in runs.into_iter().enumerate() {
+        if run.len() < 2 && i != last {
+            continue;
+        }
+        // A gentle slope cut into bands is one level: plateaus whose
+        // medians are within the cliff factor merge.
+        match plateaus.last_mut() {
+            Some(prev)
+                if plateau_spread(prev).median < plateau_spread(&run).median * CLIFF_FACTOR =>
+            {
+                prev.extend(run)
+            }
+            _ => plateaus.push(run),
+        }
+    }
+    plateaus
+}
+
+/// Why fewer levels were found than a device usually has: fewer than 3
+/// saturated points, no cliff at all, or a sweep that ended in a cache.
+fn sweep_note(
+    points: &[&SweepPoint],
+    sweep_len: usize,
+    no_caches: bool,
+    reaches_dram: bool,
+) -> Option<String> {
+    if points.len() < 3 {
+        Some(format!(
+            "only {} of {} sweep points had enough threads to fill the device",
+            points.len(),
+            sweep_len
+        ))
+    } else if no_caches {
+        let lo = points[0].bytes;
+        let hi = points[points.len() - 1].bytes;
+        Some(format!(
+            "no cliff between {} and {}: every working set copied at about {:.0} GB/s",
+            human_bytes(lo),
+            human_bytes(hi),
+            plateau_spread(points).median
+        ))
+    } else if !reaches_dram {
+        Some(format!(
+            "the sweep ended at {} still faster than DRAM: the last cache is at least that large",
+            human_bytes(points[points.len() - 1].bytes)
+        ))
+    } else {
+        None
+    }
+}
+
+/// A cache level per plateau, named counting down from the last cache
+/// before DRAM (L1-L3 on a CPU, L1-L2 on a GPU, "cache N" beyond), its
+/// capacity the plateau's largest point and its reach the next point past
+/// it.
+fn cache_levels(
+    cache_runs: &[Vec<&SweepPoint>],
+    points: &[&SweepPoint],
+    is_cpu: bool,
+) -> Vec<Level> {
+    let names: &[&str] = if is_cpu {
+        &["L1", "L2", "L3"]
+    } else {
+        &["L1", "L2"]
+    };
+    let count = cache_runs.len();
+    cache_runs
+        .iter()
+        .enumerate()
+        .map(|(i, run)| {
+            // Named counting down from the last cache before DRAM.
+            let from_last = count - 1 - i;
+            let name = names
+                .len()
+                .checked_sub(1 + from_last)
+                .map_or_else(|| format!("cache {}", i + 1), |k| names[k].to_string());
+            let capacity = run[run.len() - 1].bytes;
+            let reach = points
+                .iter()
+                .map(|p| p.bytes)
+                .find(|&b| b > capacity && !run.iter().any(|q| q.bytes == b));
+            Level {
+                name,
+                capacity_bytes: Some(capacity),
+                reach_bytes: Some(reach.unwrap_or(capacity)),
+                gbs: plateau_spread(run),
+            }
+        })
+        .collect()
 }
 
 /// Median of a plateau's medians, with its smallest and largest run.

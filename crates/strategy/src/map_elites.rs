@@ -9,7 +9,9 @@ use kevo_descriptors::{Axis, Descriptors};
 use serde::{Deserialize, Serialize};
 
 use crate::rng::Rng;
-use crate::{Decision, Elite, Hint, HintReason, Placement, Scored, Selection, Strategy};
+
+mod placement;
+use crate::{Decision, Elite, Hint, HintReason, Scored, Selection, Strategy};
 
 /// How often each parent-selection rule is used (relative weights).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -456,107 +458,11 @@ impl Strategy for MapElites {
         judge: &mut dyn crate::Judge,
     ) -> Decision {
         self.iteration = iteration;
-        let parent_cell = selection.cell.unwrap_or_default();
-        let parent_score = self
-            .cells
-            .get(&parent_cell)
-            .filter(|c| c.elite.id == selection.parent)
-            .map(|c| c.elite.score)
-            .unwrap_or(self.seed.score);
-        let island = selection.island.unwrap_or(0);
+        let parent = self.parent_of(selection);
         let mut placements = Vec::with_capacity(batch.len());
         let before = self.best;
         for c in batch {
-            if let Some(reason) = c.duplicate_reason() {
-                // A repeat teaches nothing new: no insertion, no transition.
-                placements.push(Placement {
-                    id: c.id,
-                    kept: false,
-                    island: Some(island),
-                    cell: c.descriptors,
-                    reason,
-                });
-                continue;
-            }
-            let mut score = c.score.filter(|s| s.is_finite());
-            let (kept, reason, outcome) = match (score, c.descriptors) {
-                (None, _) => (
-                    false,
-                    format!("no score ({})", c.outcome),
-                    TransitionOutcome::Regression,
-                ),
-                (Some(_), None) => (
-                    false,
-                    "no descriptors to place it by".to_string(),
-                    TransitionOutcome::Neutral,
-                ),
-                (Some(s), Some(cell)) => match self.cells.get(&cell).copied() {
-                    None => (
-                        true,
-                        format!("fills the empty cell {cell}"),
-                        TransitionOutcome::Improvement,
-                    ),
-                    Some(e) => {
-                        let j = judge.judge(Elite { id: c.id, score: s }, e.elite);
-                        self.rescore(e.elite.id, j.holder_score);
-                        if j.better {
-                            score = Some(j.challenger_score);
-                        }
-                        let base = format!(
-                            "score {s:.4} {} cell {cell}'s elite {:.4}",
-                            if s > e.elite.score {
-                                "beats"
-                            } else {
-                                "does not beat"
-                            },
-                            e.elite.score
-                        );
-                        let outcome = if j.better {
-                            TransitionOutcome::Improvement
-                        } else if s < parent_score {
-                            TransitionOutcome::Regression
-                        } else {
-                            TransitionOutcome::Neutral
-                        };
-                        (j.better, j.reason(base), outcome)
-                    }
-                },
-            };
-            let mut reason = reason;
-            if let (true, Some(s), Some(cell)) = (kept, score, c.descriptors) {
-                let elite = Elite { id: c.id, score: s };
-                self.cells.insert(
-                    cell,
-                    CellElite {
-                        cell,
-                        elite,
-                        island,
-                    },
-                );
-                if s > self.best.score {
-                    let best = self.best;
-                    self.best = crate::contest_best(judge, elite, best, &mut reason, |id, s| {
-                        self.rescore(id, s)
-                    });
-                }
-            }
-            self.transitions.push_back(Transition {
-                iteration,
-                parent: parent_cell,
-                child: c.descriptors,
-                delta: score.map_or(-1.0, |s| s / parent_score - 1.0),
-                outcome,
-            });
-            while self.transitions.len() > self.config.transitions.max(1) {
-                self.transitions.pop_front();
-            }
-            placements.push(Placement {
-                id: c.id,
-                kept,
-                island: Some(island),
-                cell: c.descriptors,
-                reason,
-            });
+            placements.push(self.place(iteration, &parent, c, judge));
         }
         if let Some(last) = crate::shown_next(batch) {
             self.last_child.insert(selection.parent, last);

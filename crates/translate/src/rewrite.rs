@@ -7,6 +7,15 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use crate::TranslateError;
 use crate::lex::{Kind, Tok, lex};
 
+mod names;
+mod pass;
+
+use names::{
+    BUILTIN_INDICES, KNOWN_UNDERSCORED, PRELUDE_CALLS, REFUSED, RENAMES, THREE_VECTORS,
+    is_builtin_type,
+};
+use pass::{Edit, Pass};
+
 const PRELUDE: &str = include_str!("prelude.cl");
 
 /// Where a pointer points.
@@ -51,272 +60,6 @@ pub fn cuda_to_opencl(source: &str) -> Result<String, TranslateError> {
     t.structure()?;
     t.infer_and_qualify()?;
     Ok(t.finish())
-}
-
-/// Identifiers with no faithful OpenCL C 1.2 translation, and why.
-const REFUSED: &[(&str, &str)] = &[
-    ("template", "C++ templates"),
-    ("typename", "C++ templates"),
-    ("namespace", "C++ namespaces"),
-    ("using", "C++ using-declarations"),
-    ("class", "C++ classes"),
-    ("operator", "C++ operator overloading"),
-    ("new", "C++ allocation"),
-    ("delete", "C++ allocation"),
-    ("const_cast", "C++ casts; use a C cast"),
-    ("auto", "C++ type deduction"),
-    ("decltype", "C++ type deduction"),
-    ("static_assert", "C++ static assertions"),
-    ("asm", "inline PTX"),
-    ("dim3", "CUDA's dim3 type"),
-    ("cooperative_groups", "cooperative groups"),
-    (
-        "__shfl_sync",
-        "warp shuffles (OpenCL C 1.2 has no sub-group operations)",
-    ),
-    (
-        "__shfl_up_sync",
-        "warp shuffles (OpenCL C 1.2 has no sub-group operations)",
-    ),
-    (
-        "__shfl_down_sync",
-        "warp shuffles (OpenCL C 1.2 has no sub-group operations)",
-    ),
-    (
-        "__shfl_xor_sync",
-        "warp shuffles (OpenCL C 1.2 has no sub-group operations)",
-    ),
-    (
-        "__shfl",
-        "warp shuffles (OpenCL C 1.2 has no sub-group operations)",
-    ),
-    (
-        "__shfl_down",
-        "warp shuffles (OpenCL C 1.2 has no sub-group operations)",
-    ),
-    (
-        "__shfl_xor",
-        "warp shuffles (OpenCL C 1.2 has no sub-group operations)",
-    ),
-    ("__ballot_sync", "warp votes"),
-    ("__any_sync", "warp votes"),
-    ("__all_sync", "warp votes"),
-    ("__activemask", "warp masks"),
-    (
-        "__syncwarp",
-        "warp barriers; OpenCL has only the work-group barrier",
-    ),
-    ("__reduce_add_sync", "warp reductions"),
-    ("atomicInc", "CUDA's wrapping increment"),
-    ("atomicDec", "CUDA's wrapping decrement"),
-    ("__brev", "bit reversal"),
-    ("__ffs", "find-first-set"),
-    ("__half", "half-precision types"),
-    ("__half2", "half-precision types"),
-    ("__nv_bfloat16", "bfloat16 types"),
-    ("clock", "the SM clock"),
-    ("clock64", "the SM clock"),
-    ("__nanosleep", "sleeping"),
-    ("malloc", "device-side allocation"),
-    ("free", "device-side allocation"),
-];
-
-/// `float3`-like types: 12 bytes in CUDA memory, 16 in OpenCL memory, so a
-/// buffer of them would be read differently.
-const THREE_VECTORS: &[&str] = &[
-    "float3", "int3", "uint3", "char3", "uchar3", "short3", "ushort3", "double3", "long3", "ulong3",
-];
-
-/// CUDA function -> OpenCL function, where only the name differs.
-const RENAMES: &[(&str, &str)] = &[
-    ("sqrtf", "sqrt"),
-    ("rsqrtf", "rsqrt"),
-    ("cbrtf", "cbrt"),
-    ("sinf", "sin"),
-    ("cosf", "cos"),
-    ("tanf", "tan"),
-    ("asinf", "asin"),
-    ("acosf", "acos"),
-    ("atanf", "atan"),
-    ("atan2f", "atan2"),
-    ("sinhf", "sinh"),
-    ("coshf", "cosh"),
-    ("tanhf", "tanh"),
-    ("expf", "exp"),
-    ("exp2f", "exp2"),
-    ("exp10f", "exp10"),
-    ("expm1f", "expm1"),
-    ("logf", "log"),
-    ("log2f", "log2"),
-    ("log10f", "log10"),
-    ("log1pf", "log1p"),
-    ("powf", "pow"),
-    ("fabsf", "fabs"),
-    ("floorf", "floor"),
-    ("ceilf", "ceil"),
-    ("roundf", "round"),
-    ("truncf", "trunc"),
-    ("rintf", "rint"),
-    ("nearbyintf", "rint"),
-    ("fminf", "fmin"),
-    ("fmaxf", "fmax"),
-    ("fmaf", "fma"),
-    ("fmodf", "fmod"),
-    ("hypotf", "hypot"),
-    ("erff", "erf"),
-    ("erfcf", "erfc"),
-    ("copysignf", "copysign"),
-    ("sinpif", "sinpi"),
-    ("cospif", "cospi"),
-    ("lgammaf", "lgamma"),
-    ("tgammaf", "tgamma"),
-    ("__expf", "native_exp"),
-    ("__exp10f", "native_exp10"),
-    ("__logf", "native_log"),
-    ("__log2f", "native_log2"),
-    ("__log10f", "native_log10"),
-    ("__sinf", "native_sin"),
-    ("__cosf", "native_cos"),
-    ("__tanf", "native_tan"),
-    ("__powf", "pow"),
-    ("__fdividef", "native_divide"),
-    ("__fsqrt_rn", "sqrt"),
-    ("__frsqrt_rn", "rsqrt"),
-    ("__fmaf_rn", "fma"),
-    ("__float_as_int", "as_int"),
-    ("__float_as_uint", "as_uint"),
-    ("__int_as_float", "as_float"),
-    ("__uint_as_float", "as_float"),
-    ("__float2int_rn", "convert_int_rte"),
-    ("__float2int_rz", "convert_int_rtz"),
-    ("__float2int_rd", "convert_int_rtn"),
-    ("__float2int_ru", "convert_int_rtp"),
-    ("__float2uint_rn", "convert_uint_rte"),
-    ("__float2uint_rz", "convert_uint_rtz"),
-    ("__int2float_rn", "convert_float_rte"),
-    ("__uint2float_rn", "convert_float_rte"),
-    ("__popc", "popcount"),
-    ("__popcll", "popcount"),
-    ("__clz", "clz"),
-    ("__clzll", "clz"),
-    ("__mul24", "mul24"),
-    ("__umul24", "mul24"),
-    ("__mulhi", "mul_hi"),
-    ("__umulhi", "mul_hi"),
-    ("__threadfence", "mem_fence(CLK_GLOBAL_MEM_FENCE)"),
-    (
-        "__threadfence_block",
-        "mem_fence(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)",
-    ),
-    (
-        "__syncthreads",
-        "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)",
-    ),
-];
-
-/// CUDA functions that become a prelude macro, and the piece defining it.
-const PRELUDE_CALLS: &[(&str, &str, &str)] = &[
-    ("sincosf", "kevo_sincosf", "sincos"),
-    ("__sincosf", "kevo_native_sincosf", "sincos"),
-    ("__saturatef", "kevo_saturatef", "saturate"),
-    ("__ldg", "kevo_ldg", "ldg"),
-];
-
-/// CUDA's atomics on 32-bit integers -> OpenCL's.
-const INT_ATOMICS: &[(&str, &str)] = &[
-    ("atomicAdd", "atomic_add"),
-    ("atomicSub", "atomic_sub"),
-    ("atomicExch", "atomic_xchg"),
-    ("atomicMin", "atomic_min"),
-    ("atomicMax", "atomic_max"),
-    ("atomicAnd", "atomic_and"),
-    ("atomicOr", "atomic_or"),
-    ("atomicXor", "atomic_xor"),
-    ("atomicCAS", "atomic_cmpxchg"),
-];
-
-const BUILTIN_INDICES: &[(&str, &str)] = &[
-    ("threadIdx", "get_local_id"),
-    ("blockIdx", "get_group_id"),
-    ("blockDim", "get_local_size"),
-    ("gridDim", "get_num_groups"),
-];
-
-/// Words that may open a declaration besides type names.
-const QUALIFIERS: &[&str] = &[
-    "const",
-    "volatile",
-    "static",
-    "register",
-    "__shared__",
-    "extern",
-    "__restrict__",
-    "restrict",
-    "signed",
-    "unsigned",
-    "struct",
-    "constexpr",
-];
-
-/// CUDA words that the rewrite handles or that OpenCL C shares; any other
-/// `__name` is an intrinsic without a translation.
-const KNOWN_UNDERSCORED: &[&str] = &[
-    "__global__",
-    "__device__",
-    "__host__",
-    "__shared__",
-    "__constant__",
-    "__restrict__",
-    "__forceinline__",
-    "__noinline__",
-    "__inline__",
-    "__launch_bounds__",
-    "__attribute__",
-    "__align__",
-    "__CUDACC__",
-    "__CUDA_ARCH__",
-    "__LINE__",
-    "__FILE__",
-    "__kernel",
-    "__global",
-    "__local",
-    "__constant",
-    "__private",
-];
-
-fn is_builtin_type(word: &str) -> bool {
-    const SCALARS: &[&str] = &[
-        "void",
-        "char",
-        "short",
-        "int",
-        "long",
-        "float",
-        "double",
-        "bool",
-        "size_t",
-        "ptrdiff_t",
-        "uchar",
-        "ushort",
-        "uint",
-        "ulong",
-        "int8_t",
-        "uint8_t",
-        "int16_t",
-        "uint16_t",
-        "int32_t",
-        "uint32_t",
-        "int64_t",
-        "uint64_t",
-    ];
-    const VECTOR_BASES: &[&str] = &[
-        "char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "float", "double",
-    ];
-    SCALARS.contains(&word)
-        || VECTOR_BASES.iter().any(|b| {
-            word.strip_prefix(b)
-                .is_some_and(|n| matches!(n, "2" | "3" | "4" | "8" | "16"))
-        })
 }
 
 struct Param {
@@ -470,141 +213,9 @@ impl Translator {
         let mut wrapper_braces = HashSet::new();
         let mut i = 0;
         while i < self.toks.len() {
-            let t = self.toks[i].clone();
-            let next = self.next_tok(i);
-            let next_is = |s: &str| next.is_some_and(|j| self.toks[j].is(s));
-            match t.kind {
-                Kind::Ident => match t.text.as_str() {
-                    "extern" if next.is_some_and(|j| self.toks[j].text == "\"C\"") => {
-                        let lit = next.unwrap();
-                        self.out[i].clear();
-                        self.out[lit].clear();
-                        if let Some(open) = self.next_tok(lit)
-                            && self.toks[open].is("{")
-                        {
-                            let close = self.matching(open)?;
-                            self.out[open].clear();
-                            self.out[close].clear();
-                            wrapper_braces.insert(open);
-                            wrapper_braces.insert(close);
-                        }
-                    }
-                    "static_cast" | "reinterpret_cast" if next_is("<") => {
-                        // `reinterpret_cast<T>(e)` -> `((T)(e))`.
-                        let lt = next.unwrap();
-                        let gt = (lt..self.toks.len())
-                            .find(|&j| self.toks[j].is(">"))
-                            .ok_or_else(|| self.unsupported(i, "an unclosed cast", "cut off"))?;
-                        let open = self.next_tok(gt).filter(|&j| self.toks[j].is("("));
-                        let Some(open) = open else {
-                            return Err(self.unsupported(
-                                i,
-                                &format!("`{}`", t.text),
-                                "expected `(`",
-                            ));
-                        };
-                        let close = self.matching(open)?;
-                        self.out[i].clear();
-                        self.out[lt] = "((".into();
-                        self.out[gt] = ")".into();
-                        self.out[close] = "))".into();
-                    }
-                    "static_cast" | "reinterpret_cast" | "const_cast" => {
-                        return Err(self.unsupported(i, &format!("`{}`", t.text), "use a C cast"));
-                    }
-                    "__global__" => self.out[i] = "__kernel".into(),
-                    "__device__" | "__host__" | "__forceinline__" | "__noinline__"
-                    | "__inline__" | "inline" => self.out[i].clear(),
-                    "__shared__" => self.out[i] = "__local".into(),
-                    "__constant__" => self.out[i] = "__constant".into(),
-                    "__restrict__" => self.out[i] = "restrict".into(),
-                    "nullptr" => self.out[i] = "0".into(),
-                    "warpSize" => self.out[i] = "32".into(),
-                    "constexpr" => self.out[i] = "const".into(),
-                    "long" if next_is("long") => self.out[i].clear(),
-                    "__launch_bounds__" | "__align__" if next_is("(") => {
-                        let open = next.unwrap();
-                        let close = self.matching(open)?;
-                        for j in i..=close {
-                            self.out[j].clear();
-                        }
-                        i = close;
-                    }
-                    word => {
-                        if let Some((_, f)) = BUILTIN_INDICES.iter().find(|(c, _)| *c == word) {
-                            let dot = next.filter(|&j| self.toks[j].is("."));
-                            let axis = dot
-                                .and_then(|d| self.next_tok(d))
-                                .filter(|&a| matches!(self.toks[a].text.as_str(), "x" | "y" | "z"));
-                            let (Some(dot), Some(axis)) = (dot, axis) else {
-                                return Err(self.unsupported(
-                                    i,
-                                    &format!("`{word}` without .x, .y or .z"),
-                                    "OpenCL has one query per dimension",
-                                ));
-                            };
-                            let d = match self.toks[axis].text.as_str() {
-                                "x" => 0,
-                                "y" => 1,
-                                _ => 2,
-                            };
-                            self.out[i] = format!("((uint){f}({d}))");
-                            for j in i + 1..=axis {
-                                self.out[j].clear();
-                            }
-                            let _ = dot;
-                            i = axis;
-                        } else if let Some((_, cl)) = RENAMES.iter().find(|(c, _)| *c == word) {
-                            if !next_is("(") {
-                                return Err(self.unsupported(
-                                    i,
-                                    &format!("`{word}` not called"),
-                                    "only calls are translated",
-                                ));
-                            }
-                            if word.starts_with("__syncthreads")
-                                || word.starts_with("__threadfence")
-                            {
-                                // `__syncthreads()` -> `barrier(...)`: drop the
-                                // empty argument list.
-                                let open = next.unwrap();
-                                let close = self.matching(open)?;
-                                for j in open..=close {
-                                    self.out[j].clear();
-                                }
-                            }
-                            self.out[i] = (*cl).into();
-                        } else if let Some((_, cl, piece)) =
-                            PRELUDE_CALLS.iter().find(|(c, _, _)| *c == word)
-                        {
-                            self.out[i] = (*cl).into();
-                            self.pieces.insert(piece);
-                        } else if let Some(ty) = word.strip_prefix("make_") {
-                            if is_builtin_type(ty) {
-                                self.out[i] = format!("({ty})");
-                            }
-                        } else if word.ends_with("_t")
-                            && word.starts_with(['i', 'u'])
-                            && is_builtin_type(word)
-                        {
-                            self.pieces.insert("fixed_width_integers");
-                        }
-                    }
-                },
-                Kind::Number => {
-                    // `1ull` / `1ll`: OpenCL's 64-bit literals are `ul` / `l`.
-                    let lower = t.text.to_ascii_lowercase();
-                    let cut = if lower.ends_with("ull") || lower.ends_with("llu") {
-                        Some((3, "ul"))
-                    } else if lower.ends_with("ll") {
-                        Some((2, "l"))
-                    } else {
-                        None
-                    };
-                    if let Some((n, suffix)) = cut {
-                        self.out[i] = format!("{}{suffix}", &t.text[..t.text.len() - n]);
-                    }
-                }
+            match self.toks[i].kind {
+                Kind::Ident => i = self.rewrite_ident(i, &mut wrapper_braces)?,
+                Kind::Number => self.rewrite_number(i),
                 _ => {}
             }
             i += 1;
@@ -615,6 +226,191 @@ impl Translator {
             })
             .collect();
         Ok(())
+    }
+
+    /// The rewrite of identifier `i`: a CUDA keyword, cast or attribute,
+    /// else a name ([`Translator::rewrite_name`]). Returns the last token
+    /// it consumed, where the walk goes on after.
+    fn rewrite_ident(
+        &mut self,
+        i: usize,
+        wrapper_braces: &mut HashSet<usize>,
+    ) -> Result<usize, TranslateError> {
+        let t = self.toks[i].clone();
+        let next = self.next_tok(i);
+        let next_is = |s: &str| next.is_some_and(|j| self.toks[j].is(s));
+        match t.text.as_str() {
+            "extern" if next.is_some_and(|j| self.toks[j].text == "\"C\"") => {
+                self.drop_extern_c(i, next.unwrap(), wrapper_braces)?;
+            }
+            "static_cast" | "reinterpret_cast" if next_is("<") => {
+                self.angle_cast(i, next.unwrap())?;
+            }
+            "static_cast" | "reinterpret_cast" | "const_cast" => {
+                return Err(self.unsupported(i, &format!("`{}`", t.text), "use a C cast"));
+            }
+            "__global__" => self.out[i] = "__kernel".into(),
+            "__device__" | "__host__" | "__forceinline__" | "__noinline__" | "__inline__"
+            | "inline" => self.out[i].clear(),
+            "__shared__" => self.out[i] = "__local".into(),
+            "__constant__" => self.out[i] = "__constant".into(),
+            "__restrict__" => self.out[i] = "restrict".into(),
+            "nullptr" => self.out[i] = "0".into(),
+            "warpSize" => self.out[i] = "32".into(),
+            "constexpr" => self.out[i] = "const".into(),
+            "long" if next_is("long") => self.out[i].clear(),
+            "__launch_bounds__" | "__align__" if next_is("(") => {
+                let close = self.matching(next.unwrap())?;
+                for j in i..=close {
+                    self.out[j].clear();
+                }
+                return Ok(close);
+            }
+            word => return self.rewrite_name(i, word, next),
+        }
+        Ok(i)
+    }
+
+    /// `extern "C"` (token `i`, literal `lit`) goes, with the braces of an
+    /// `extern "C" { }` wrapper, which are then no part of the structure.
+    fn drop_extern_c(
+        &mut self,
+        i: usize,
+        lit: usize,
+        wrapper_braces: &mut HashSet<usize>,
+    ) -> Result<(), TranslateError> {
+        self.out[i].clear();
+        self.out[lit].clear();
+        if let Some(open) = self.next_tok(lit)
+            && self.toks[open].is("{")
+        {
+            let close = self.matching(open)?;
+            self.out[open].clear();
+            self.out[close].clear();
+            wrapper_braces.insert(open);
+            wrapper_braces.insert(close);
+        }
+        Ok(())
+    }
+
+    /// `reinterpret_cast<T>(e)` (token `i`, `<` at `lt`) -> `((T)(e))`.
+    fn angle_cast(&mut self, i: usize, lt: usize) -> Result<(), TranslateError> {
+        let gt = (lt..self.toks.len())
+            .find(|&j| self.toks[j].is(">"))
+            .ok_or_else(|| self.unsupported(i, "an unclosed cast", "cut off"))?;
+        let open = self.next_tok(gt).filter(|&j| self.toks[j].is("("));
+        let Some(open) = open else {
+            return Err(self.unsupported(i, &format!("`{}`", self.toks[i].text), "expected `(`"));
+        };
+        let close = self.matching(open)?;
+        self.out[i].clear();
+        self.out[lt] = "((".into();
+        self.out[gt] = ")".into();
+        self.out[close] = "))".into();
+        Ok(())
+    }
+
+    /// A name that is no keyword: a thread-index built-in, a renamed or
+    /// prelude call, a `make_` vector, a fixed-width integer type. Returns
+    /// the last token it consumed.
+    fn rewrite_name(
+        &mut self,
+        i: usize,
+        word: &str,
+        next: Option<usize>,
+    ) -> Result<usize, TranslateError> {
+        if let Some((_, query)) = BUILTIN_INDICES.iter().find(|(c, _)| *c == word) {
+            return self.builtin_index(i, word, query, next);
+        } else if let Some((_, cl)) = RENAMES.iter().find(|(c, _)| *c == word) {
+            self.renamed_call(i, word, cl, next)?;
+        } else if let Some((_, cl, piece)) = PRELUDE_CALLS.iter().find(|(c, _, _)| *c == word) {
+            self.out[i] = (*cl).into();
+            self.pieces.insert(piece);
+        } else if let Some(ty) = word.strip_prefix("make_") {
+            if is_builtin_type(ty) {
+                self.out[i] = format!("({ty})");
+            }
+        } else if word.ends_with("_t") && word.starts_with(['i', 'u']) && is_builtin_type(word) {
+            self.pieces.insert("fixed_width_integers");
+        }
+        Ok(i)
+    }
+
+    /// `threadIdx.x` and kin -> `((uint)get_local_id(0))`: OpenCL has one
+    /// query per dimension. Returns the axis's token.
+    fn builtin_index(
+        &mut self,
+        i: usize,
+        word: &str,
+        query: &str,
+        next: Option<usize>,
+    ) -> Result<usize, TranslateError> {
+        let dot = next.filter(|&j| self.toks[j].is("."));
+        let axis = dot
+            .and_then(|d| self.next_tok(d))
+            .filter(|&a| matches!(self.toks[a].text.as_str(), "x" | "y" | "z"));
+        let (Some(_), Some(axis)) = (dot, axis) else {
+            return Err(self.unsupported(
+                i,
+                &format!("`{word}` without .x, .y or .z"),
+                "OpenCL has one query per dimension",
+            ));
+        };
+        let d = match self.toks[axis].text.as_str() {
+            "x" => 0,
+            "y" => 1,
+            _ => 2,
+        };
+        self.out[i] = format!("((uint){query}({d}))");
+        for j in i + 1..=axis {
+            self.out[j].clear();
+        }
+        Ok(axis)
+    }
+
+    /// A call of a CUDA function OpenCL names `cl` (only calls are
+    /// translated).
+    fn renamed_call(
+        &mut self,
+        i: usize,
+        word: &str,
+        cl: &str,
+        next: Option<usize>,
+    ) -> Result<(), TranslateError> {
+        if !next.is_some_and(|j| self.toks[j].is("(")) {
+            return Err(self.unsupported(
+                i,
+                &format!("`{word}` not called"),
+                "only calls are translated",
+            ));
+        }
+        if word.starts_with("__syncthreads") || word.starts_with("__threadfence") {
+            // `__syncthreads()` -> `barrier(...)`: drop the
+            // empty argument list.
+            let open = next.unwrap();
+            let close = self.matching(open)?;
+            for j in open..=close {
+                self.out[j].clear();
+            }
+        }
+        self.out[i] = cl.into();
+        Ok(())
+    }
+
+    /// `1ull` / `1ll`: OpenCL's 64-bit literals are `ul` / `l`.
+    fn rewrite_number(&mut self, i: usize) {
+        let text = &self.toks[i].text;
+        let lower = text.to_ascii_lowercase();
+        let cut = if lower.ends_with("ull") || lower.ends_with("llu") {
+            Some((3, "ul"))
+        } else if lower.ends_with("ll") {
+            Some((2, "l"))
+        } else {
+            None
+        };
+        if let Some((n, suffix)) = cut {
+            self.out[i] = format!("{}{suffix}", &text[..text.len() - n]);
+        }
     }
 
     /// The token closing the bracket at token `open` (macro bodies are
@@ -988,522 +784,6 @@ fn merge(
             learned.insert(key, (space, line));
             Ok(())
         }
-    }
-}
-
-/// One name of a local declaration.
-struct Declarator {
-    name: String,
-    pointer: bool,
-    array: bool,
-    /// The initializer's positions.
-    init: Option<(usize, usize)>,
-    name_pos: usize,
-}
-
-enum Edit {
-    Prefix(&'static str),
-    Replace(String),
-}
-
-/// One walk over one function's body.
-struct Pass<'a> {
-    t: &'a Translator,
-    f: usize,
-    apply: bool,
-    syms: HashMap<String, Sym>,
-    /// (callee, parameter) -> the space a call passes, and its line.
-    calls: HashMap<(usize, usize), (Space, u32)>,
-    edits: Vec<(usize, Edit)>,
-    pieces: BTreeSet<&'static str>,
-}
-
-impl<'a> Pass<'a> {
-    fn new(
-        t: &'a Translator,
-        f: usize,
-        spaces: &HashMap<(usize, usize), (Space, u32)>,
-        apply: bool,
-    ) -> Self {
-        let mut syms = t.constants.clone();
-        let func = &t.functions[f];
-        let mut edits = Vec::new();
-        for (k, param) in func.params.iter().enumerate() {
-            let space = if !param.pointer {
-                Space::Private
-            } else if func.kernel {
-                Space::Global
-            } else {
-                match spaces.get(&(f, k)) {
-                    Some((s, _)) => *s,
-                    // Never called: global, the likely intent.
-                    None if apply => Space::Global,
-                    None => Space::Unknown,
-                }
-            };
-            if param.pointer {
-                edits.push((param.first_tok, Edit::Prefix(space.qualifier())));
-            }
-            syms.insert(
-                param.name.clone(),
-                Sym {
-                    space,
-                    indirect: param.pointer,
-                    elem: param.elem.clone(),
-                },
-            );
-        }
-        Pass {
-            t,
-            f,
-            apply,
-            syms,
-            calls: HashMap::new(),
-            edits,
-            pieces: BTreeSet::new(),
-        }
-    }
-
-    fn text(&self, p: usize) -> &'a str {
-        self.t.text(p)
-    }
-
-    fn tok(&self, p: usize) -> usize {
-        self.t.code[p]
-    }
-
-    fn run(&mut self) -> Result<(), TranslateError> {
-        let (open, close) = self.t.functions[self.f].body;
-        let mut p = open + 1;
-        while p < close {
-            if self.declaration_starts(p, open) {
-                self.declaration(p, close)?;
-            }
-            match self.text(p) {
-                "(" => self.maybe_cast(p)?,
-                "static_cast" | "reinterpret_cast" => self.cpp_cast(p)?,
-                word if self.t.c(p).kind == Kind::Ident && self.text(p + 1) == "(" => {
-                    let callees: Vec<usize> = (0..self.t.functions.len())
-                        .filter(|&f| self.t.functions[f].name == word)
-                        .collect();
-                    for &callee in &callees {
-                        self.call(p, callee)?;
-                    }
-                    if callees.is_empty() && word.starts_with("atomic") {
-                        self.atomic(p)?;
-                    }
-                }
-                _ => {}
-            }
-            p += 1;
-        }
-        Ok(())
-    }
-
-    fn declaration_starts(&self, p: usize, open: usize) -> bool {
-        let w = self.text(p);
-        if !(self.t.is_type_word(w) || QUALIFIERS.contains(&w)) {
-            return false;
-        }
-        p == open + 1
-            || matches!(self.text(p - 1), "{" | "}" | ";")
-            || (self.text(p - 1) == "(" && p >= 2 && self.text(p - 2) == "for")
-    }
-
-    /// A local declaration at `p`: record its names; qualify pointers.
-    fn declaration(&mut self, p: usize, limit: usize) -> Result<(), TranslateError> {
-        let mut q = p;
-        let mut shared = false;
-        let mut elem = Vec::new();
-        let mut saw_type = false;
-        while q < limit {
-            let w = self.text(q);
-            if w == "__shared__" {
-                shared = true;
-            } else if w == "struct" {
-                q += 1;
-                elem.push(self.text(q));
-                saw_type = true;
-            } else if self.t.is_type_word(w) || matches!(w, "unsigned" | "signed") {
-                elem.push(w);
-                saw_type = true;
-            } else if !QUALIFIERS.contains(&w) {
-                break;
-            }
-            q += 1;
-        }
-        if !saw_type {
-            return Ok(());
-        }
-        let elem = elem.join(" ");
-        // Declarators: `*`s, a name, `[..]`s, an optional initializer.
-        let mut declared: Vec<Declarator> = Vec::new();
-        loop {
-            let mut pointer = false;
-            while matches!(
-                self.text(q),
-                "*" | "const" | "volatile" | "__restrict__" | "restrict"
-            ) {
-                pointer |= self.text(q) == "*";
-                q += 1;
-            }
-            if self.t.c(q).kind != Kind::Ident {
-                return Ok(());
-            }
-            let name_pos = q;
-            q += 1;
-            let mut array = false;
-            while self.text(q) == "[" {
-                array = true;
-                q = self.t.close_of(q)? + 1;
-            }
-            let mut init = None;
-            if self.text(q) == "=" {
-                let from = q + 1;
-                let mut depth = 0;
-                while q < limit {
-                    match self.text(q) {
-                        "(" | "[" | "{" => depth += 1,
-                        ")" | "]" | "}" => depth -= 1,
-                        "," | ";" if depth == 0 => break,
-                        _ => {}
-                    }
-                    q += 1;
-                }
-                init = Some((from, q));
-            }
-            declared.push(Declarator {
-                name: self.text(name_pos).to_string(),
-                pointer,
-                array,
-                init,
-                name_pos,
-            });
-            match self.text(q) {
-                "," => q += 1,
-                ";" => break,
-                _ => return Ok(()),
-            }
-        }
-        if shared && !self.t.functions[self.f].kernel {
-            return Err(self.t.unsupported(
-                self.tok(p),
-                "`__shared__` inside a `__device__` function",
-                "OpenCL allows __local variables only at kernel scope",
-            ));
-        }
-        let mut qualifier: Option<Space> = None;
-        for Declarator {
-            name,
-            pointer,
-            array,
-            init,
-            name_pos,
-        } in &declared
-        {
-            let space = if shared {
-                Space::Local
-            } else if *pointer {
-                let space = match init {
-                    Some((a, b)) => self.space_of(*a, *b)?,
-                    None => self.assigned_later(name, *name_pos)?,
-                };
-                let space = match space {
-                    Some(s) => s,
-                    None if self.apply => {
-                        return Err(TranslateError::UnknownSpace {
-                            line: self.t.c(*name_pos).line,
-                            name: name.clone(),
-                            why: "its value names no pointer or array".into(),
-                        });
-                    }
-                    None => Space::Unknown,
-                };
-                match qualifier {
-                    Some(s) if s != space && self.apply => {
-                        return Err(TranslateError::MixedSpaces {
-                            line: self.t.c(*name_pos).line,
-                            name: format!("the declaration of `{name}`"),
-                            first: s.name(),
-                            second: space.name(),
-                        });
-                    }
-                    _ => qualifier = Some(space),
-                }
-                space
-            } else {
-                Space::Private
-            };
-            self.syms.insert(
-                name.clone(),
-                Sym {
-                    space,
-                    indirect: *pointer || *array,
-                    elem: elem.clone(),
-                },
-            );
-        }
-        if let Some(space) = qualifier
-            && space.qualifier() != ""
-        {
-            if declared.iter().any(|d| !d.pointer) && self.apply {
-                return Err(self.t.unsupported(
-                    self.tok(p),
-                    "pointers and values in one declaration",
-                    "the pointers need an address space the values cannot take; declare them apart",
-                ));
-            }
-            self.edits
-                .push((self.tok(p), Edit::Prefix(space.qualifier())));
-        }
-        Ok(())
-    }
-
-    /// The space of the first `name = ...;` after a declaration without
-    /// an initializer.
-    fn assigned_later(&self, name: &str, from: usize) -> Result<Option<Space>, TranslateError> {
-        let (_, close) = self.t.functions[self.f].body;
-        for p in from + 1..close {
-            if self.text(p) == name && self.text(p + 1) == "=" {
-                let end = (p + 2..close)
-                    .find(|&q| self.text(q) == ";")
-                    .unwrap_or(close);
-                return self.space_of(p + 2, end);
-            }
-        }
-        Ok(None)
-    }
-
-    /// The address space positions `[from, to)` point into: that of the
-    /// pointers and arrays they name (`&x` of a value is private). None if
-    /// they name none.
-    fn space_of(&self, from: usize, to: usize) -> Result<Option<Space>, TranslateError> {
-        let mut found: Option<(Space, usize)> = None;
-        for p in from..to {
-            if self.t.c(p).kind != Kind::Ident
-                || (p > 0 && matches!(self.text(p - 1), "." | "->"))
-                || self.text(p + 1) == "("
-            {
-                continue;
-            }
-            let Some(sym) = self.syms.get(self.text(p)) else {
-                continue;
-            };
-            let space = if sym.indirect {
-                sym.space
-            } else if p > from && self.text(p - 1) == "&" {
-                Space::Private
-            } else {
-                continue;
-            };
-            match found {
-                Some((s, _)) if s == Space::Unknown || space == Space::Unknown => {
-                    found = Some((Space::Unknown, p));
-                }
-                Some((s, at)) if s != space => {
-                    return Err(TranslateError::MixedSpaces {
-                        line: self.t.c(p).line,
-                        name: format!(
-                            "the expression with `{}` and `{}`",
-                            self.text(at),
-                            self.text(p)
-                        ),
-                        first: s.name(),
-                        second: space.name(),
-                    });
-                }
-                _ => found = Some((space, p)),
-            }
-        }
-        Ok(found.map(|(s, _)| s))
-    }
-
-    /// The operand after a cast ending at position `close`: positions
-    /// `[close + 1, end)`.
-    fn operand_end(&self, close: usize) -> Result<usize, TranslateError> {
-        let mut p = close + 1;
-        while matches!(self.text(p), "&" | "*" | "-" | "+" | "!" | "~") {
-            p += 1;
-        }
-        if self.text(p) == "(" {
-            p = self.t.close_of(p)? + 1;
-        } else {
-            p += 1;
-        }
-        loop {
-            match self.text(p) {
-                "[" | "(" => p = self.t.close_of(p)? + 1,
-                "." | "->" => p += 2,
-                _ => return Ok(p),
-            }
-        }
-    }
-
-    /// `(T*)x`: the cast takes `x`'s address space.
-    fn maybe_cast(&mut self, open: usize) -> Result<(), TranslateError> {
-        let mut p = open + 1;
-        let mut saw_type = false;
-        while self.text(p) != ")" {
-            let w = self.text(p);
-            if self.t.is_type_word(w) || matches!(w, "unsigned" | "signed" | "struct") {
-                saw_type = true;
-            } else if !matches!(w, "const" | "volatile" | "*") {
-                return Ok(());
-            }
-            p += 1;
-        }
-        let close = p;
-        if !saw_type || self.text(close - 1) != "*" {
-            return Ok(());
-        }
-        let end = self.operand_end(close)?;
-        self.qualify_cast(open, open + 1, (close + 1, end))
-    }
-
-    /// Qualify the cast type starting at position `ty` with the space of
-    /// the operand `[from, to)`.
-    fn qualify_cast(
-        &mut self,
-        at: usize,
-        ty: usize,
-        (from, to): (usize, usize),
-    ) -> Result<(), TranslateError> {
-        let space = match self.space_of(from, to)? {
-            Some(s) => s,
-            None if self.apply => {
-                return Err(TranslateError::UnknownSpace {
-                    line: self.t.c(at).line,
-                    name: "a pointer cast".into(),
-                    why: "what it casts names no pointer or array".into(),
-                });
-            }
-            None => Space::Unknown,
-        };
-        self.edits
-            .push((self.tok(ty), Edit::Prefix(space.qualifier())));
-        Ok(())
-    }
-
-    /// `reinterpret_cast<T*>(x)`: like `(T*)x`.
-    fn cpp_cast(&mut self, kw: usize) -> Result<(), TranslateError> {
-        let Some(gt) = (kw + 2..self.t.code.len()).find(|&p| self.text(p) == ">") else {
-            return Ok(());
-        };
-        if self.text(gt - 1) != "*" || self.text(gt + 1) != "(" {
-            return Ok(());
-        }
-        let close = self.t.close_of(gt + 1)?;
-        self.qualify_cast(kw, kw + 2, (gt + 2, close))
-    }
-
-    /// The arguments of the call whose `(` is at `open`: position ranges.
-    fn arguments(&self, open: usize) -> Result<Vec<(usize, usize)>, TranslateError> {
-        let close = self.t.close_of(open)?;
-        let mut args = Vec::new();
-        let mut from = open + 1;
-        let mut depth = 0;
-        for p in open + 1..close {
-            match self.text(p) {
-                "(" | "[" | "{" => depth += 1,
-                ")" | "]" | "}" => depth -= 1,
-                "," if depth == 0 => {
-                    args.push((from, p));
-                    from = p + 1;
-                }
-                _ => {}
-            }
-        }
-        if from < close {
-            args.push((from, close));
-        }
-        Ok(args)
-    }
-
-    fn call(&mut self, name: usize, callee: usize) -> Result<(), TranslateError> {
-        let args = self.arguments(name + 1)?;
-        let line = self.t.c(name).line;
-        for (k, (a, b)) in args.into_iter().enumerate() {
-            let Some(param) = self.t.functions[callee].params.get(k) else {
-                break;
-            };
-            if !param.pointer {
-                continue;
-            }
-            let space = match self.space_of(a, b)? {
-                Some(s) => s,
-                None if self.apply => {
-                    return Err(TranslateError::UnknownSpace {
-                        line,
-                        name: format!("argument {} of `{}`", k + 1, self.text(name)),
-                        why: "it names no pointer or array".into(),
-                    });
-                }
-                None => Space::Unknown,
-            };
-            merge(&mut self.calls, (callee, k), space, line, &self.t.functions)?;
-        }
-        Ok(())
-    }
-
-    fn atomic(&mut self, name: usize) -> Result<(), TranslateError> {
-        let word = self.text(name);
-        let Some((_, int_name)) = INT_ATOMICS.iter().find(|(c, _)| *c == word) else {
-            return Err(self.t.unsupported(
-                self.tok(name),
-                &format!("`{word}`"),
-                "an atomic the translator does not know",
-            ));
-        };
-        let args = self.arguments(name + 1)?;
-        let Some(&(a, b)) = args.first() else {
-            return Ok(());
-        };
-        // The element type: a cast's, else the named pointer's.
-        let elem = if self.text(a) == "(" && self.t.is_type_word(self.text(a + 1)) {
-            (a + 1..b)
-                .take_while(|&p| self.text(p) != ")")
-                .map(|p| self.text(p))
-                .filter(|w| self.t.is_type_word(w) || matches!(*w, "unsigned" | "signed"))
-                .collect::<Vec<_>>()
-                .join(" ")
-        } else {
-            (a..b)
-                .filter(|&p| self.t.c(p).kind == Kind::Ident)
-                .find_map(|p| self.syms.get(self.text(p)).filter(|s| s.indirect))
-                .map(|s| s.elem.clone())
-                .unwrap_or_default()
-        };
-        let space = self.space_of(a, b)?.unwrap_or(Space::Unknown);
-        let replacement = match elem.as_str() {
-            "int" | "unsigned int" | "unsigned" | "uint" | "int32_t" | "uint32_t"
-            | "signed int" => int_name.to_string(),
-            "float" if word == "atomicExch" => "atomic_xchg".into(),
-            "float" if word == "atomicAdd" => {
-                self.pieces.insert("atomic_add_float");
-                match space {
-                    Space::Local => "kevo_atomic_add_float_local".into(),
-                    _ => "kevo_atomic_add_float_global".into(),
-                }
-            }
-            "" if self.apply => {
-                return Err(TranslateError::UnknownSpace {
-                    line: self.t.c(name).line,
-                    name: format!("the first argument of `{word}`"),
-                    why: "its element type is needed to pick the OpenCL atomic".into(),
-                });
-            }
-            "" => return Ok(()),
-            other => {
-                return Err(self.t.unsupported(
-                    self.tok(name),
-                    &format!("`{word}` on {other}"),
-                    "OpenCL C 1.2 has 32-bit integer atomics (and exchange on float) only",
-                ));
-            }
-        };
-        self.edits
-            .push((self.tok(name), Edit::Replace(replacement)));
-        Ok(())
     }
 }
 

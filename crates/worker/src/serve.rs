@@ -6,11 +6,15 @@ use std::io::{BufRead, Write};
 use std::panic::AssertUnwindSafe;
 use std::time::Instant;
 
+use kevo_backend::{Backend, DeviceInfo};
 use kevo_eval::{Evaluation, Evaluator, Outcome, Stage, VendorBaseline, WallTimes};
+use kevo_roofline::{Ceilings, Measurement};
+use kevo_tasks::{Size, Task};
 
-use crate::limits;
-use crate::protocol::{Reply, Request, WorkerConfig};
+use crate::limits::{self, Limits};
+use crate::protocol::{Reply, Request, SelfTest, TaskPackage, WorkerConfig};
 
+/// Write `reply` as one line of JSON and flush it.
 fn send(out: &mut impl Write, reply: &Reply) -> std::io::Result<()> {
     let mut line = serde_json::to_string(reply).map_err(std::io::Error::other)?;
     line.push('\n');
@@ -30,36 +34,70 @@ pub fn serve(
     let environment: Vec<String> = std::env::vars_os()
         .map(|(k, _)| k.to_string_lossy().into_owned())
         .collect();
+    let opened = match open_device(&config) {
+        Ok(opened) => opened,
+        Err(message) => return send(&mut output, &Reply::Fatal { message }),
+    };
+    let self_test = self_test(&config, environment);
+    let device = opened.backend.info().clone();
+    let limits = config.limits.clone();
+    let evaluator = Evaluator::new(opened.backend, opened.ceilings.clone(), config.eval);
+    limits::apply_worker_limit(&limits);
+    send(
+        &mut output,
+        &Reply::Ready {
+            device: Box::new(device.clone()),
+            ceilings: Box::new(opened.ceilings),
+            startup_s: start.elapsed().as_secs_f64(),
+            sandbox: opened.sandbox,
+            measured: opened.measured.map(Box::new),
+            self_test,
+        },
+    )?;
+    let mut session = Session {
+        evaluator,
+        device,
+        limits,
+        refused_definitions: Vec::new(),
+    };
+    while let Some(read) = Request::read_from(&mut input)? {
+        let request = match read {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("kevo worker: ignoring a malformed request: {e}");
+                continue;
+            }
+        };
+        if !session.handle(request, &mut output)? {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// The device as a worker evaluates on it, opened inside the sandbox.
+struct OpenedDevice {
+    backend: Box<dyn Backend>,
+    /// The layers of confinement in force.
+    sandbox: kevo_sandbox::Status,
+    ceilings: Ceilings,
+    /// Ceilings measured now, for the coordinator to cache.
+    measured: Option<Measurement>,
+}
+
+/// Enter the sandbox, open the device, add the seccomp layer and find the
+/// roofline ceilings; an error is the message of the `Fatal` reply.
+fn open_device(config: &WorkerConfig) -> Result<OpenedDevice, String> {
     // Before any device is opened: user namespaces need a single-threaded
     // process, and Landlock rules bind threads created after them.
-    let sandbox = match kevo_sandbox::enter(&config.sandbox) {
-        Ok(status) => status,
-        Err(e) => {
-            return send(
-                &mut output,
-                &Reply::Fatal {
-                    message: e.to_string(),
-                },
-            );
-        }
-    };
+    let sandbox = kevo_sandbox::enter(&config.sandbox).map_err(|e| e.to_string())?;
     let open_options = kevo_runtimes::OpenOptions {
         triton_python: config.triton_python.clone(),
         scratch: config.sandbox.scratch.clone(),
         ..config.timing.open_options()
     };
-    let backend = match kevo_runtimes::open(config.backend, &config.selector, open_options) {
-        Ok(b) => b,
-        Err(e) => {
-            return send(
-                &mut output,
-                &Reply::Fatal {
-                    message: e.to_string(),
-                },
-            );
-        }
-    };
-    let mut backend = backend;
+    let mut backend = kevo_runtimes::open(config.backend, &config.selector, open_options)
+        .map_err(|e| e.to_string())?;
     // The seccomp layer once the device is open: no candidate has run.
     // A helper the backend started while opening is restarted under it.
     let sandbox = match kevo_sandbox::filter_syscalls(&config.sandbox, sandbox) {
@@ -67,16 +105,9 @@ pub fn serve(
             backend.restart_helpers();
             status
         }
-        Err(e) => {
-            return send(
-                &mut output,
-                &Reply::Fatal {
-                    message: e.to_string(),
-                },
-            );
-        }
+        Err(e) => return Err(e.to_string()),
     };
-    let found = match config.declared_ceilings {
+    let found = match &config.declared_ceilings {
         Some(declared) => Ok((declared.ceilings(), None)),
         None => {
             let key = kevo_roofline::cache_key(backend.info());
@@ -84,19 +115,22 @@ pub fn serve(
             kevo_roofline::ceilings_with(backend.as_mut(), known)
         }
     };
-    let (ceilings, measured) = match found {
-        Ok(found) => found,
-        Err(e) => {
-            return send(
-                &mut output,
-                &Reply::Fatal {
-                    message: format!("cannot determine the device's roofline ceilings: {e}"),
-                },
-            );
-        }
-    };
+    let (ceilings, measured) =
+        found.map_err(|e| format!("cannot determine the device's roofline ceilings: {e}"))?;
+    Ok(OpenedDevice {
+        backend,
+        sandbox,
+        ceilings,
+        measured,
+    })
+}
+
+/// What the worker finds from inside its confinement, for tests that ask
+/// (files to read, sockets to connect to); `environment` is the variables
+/// as the coordinator set them. None when nothing was asked.
+fn self_test(config: &WorkerConfig, environment: Vec<String>) -> Option<SelfTest> {
     let probes = !config.self_test_reads.is_empty() || !config.self_test_connects.is_empty();
-    let self_test = probes.then(|| crate::protocol::SelfTest {
+    probes.then(|| SelfTest {
         reads: config
             .self_test_reads
             .iter()
@@ -119,39 +153,26 @@ pub fn serve(
                 .map(|p| crate::self_test::connect(p, python))
                 .collect()
         },
-    });
-    let device = backend.info().clone();
-    let limits = config.limits.clone();
-    let mut evaluator = Evaluator::new(backend, ceilings.clone(), config.eval);
-    limits::apply_worker_limit(&limits);
-    send(
-        &mut output,
-        &Reply::Ready {
-            device: Box::new(device.clone()),
-            ceilings: Box::new(ceilings),
-            startup_s: start.elapsed().as_secs_f64(),
-            sandbox,
-            measured: measured.map(Box::new),
-            self_test,
-        },
-    )?;
-    // Why a task folder sent to this worker was not defined, for the
-    // evaluations that name it.
-    let mut refused_definitions: Vec<String> = Vec::new();
-    while let Some(read) = Request::read_from(&mut input)? {
-        let request = match read {
-            Ok(r) => r,
-            Err(e) => {
-                eprintln!("kevo worker: ignoring a malformed request: {e}");
-                continue;
-            }
-        };
+    })
+}
+
+/// What answering requests needs once the device is open.
+struct Session {
+    evaluator: Evaluator<Box<dyn Backend>>,
+    device: DeviceInfo,
+    limits: Limits,
+    /// Why a task folder sent to this worker was not defined, for the
+    /// evaluations that name it.
+    refused_definitions: Vec<String>,
+}
+
+impl Session {
+    /// Answer one request; false when the worker must exit after it.
+    fn handle(&mut self, request: Request, output: &mut impl Write) -> std::io::Result<bool> {
         match request {
             Request::Define { package } => {
-                if let Err(message) = define(*package) {
-                    eprintln!("kevo worker: {message}");
-                    refused_definitions.push(message);
-                }
+                self.define_task(*package);
+                Ok(true)
             }
             Request::Baseline {
                 id,
@@ -160,42 +181,16 @@ pub fn serve(
                 task_hash,
                 sizes,
             } => {
-                let baseline = match task_for(&task, task_hash.as_deref()) {
-                    Err(message) => VendorBaseline::Failed {
-                        library: None,
-                        message,
-                    },
-                    Ok(task_ref) => {
-                        let mut progress = |size: &str| {
-                            let reply = Reply::Progress {
-                                id,
-                                nonce: nonce.clone(),
-                                size: size.to_string(),
-                            };
-                            let _ = send(&mut output, &reply);
-                        };
-                        std::panic::catch_unwind(AssertUnwindSafe(|| {
-                            evaluator.vendor_baseline_observed(task_ref, &sizes, &mut progress)
-                        }))
-                        .unwrap_or_else(|panic| VendorBaseline::Failed {
-                            library: None,
-                            message: format!(
-                                "internal error while running the vendor library: {}",
-                                panic_text(&*panic)
-                            ),
-                        })
-                    }
-                };
-                let restart = evaluator.backend().is_poisoned();
+                let baseline =
+                    self.baseline(id, &nonce, &task, task_hash.as_deref(), &sizes, output);
+                let restart = self.evaluator.backend().is_poisoned();
                 let reply = Reply::Baseline {
                     id,
                     nonce,
                     baseline: Box::new(baseline),
                     restart,
                 };
-                if !answer(&mut output, &reply, restart)? {
-                    return Ok(());
-                }
+                answer(output, &reply, restart)
             }
             Request::Evaluate {
                 id,
@@ -207,67 +202,136 @@ pub fn serve(
                 verify_index,
             } => {
                 let evaluation = match task_for(&task, task_hash.as_deref()) {
-                    Err(mut message) => {
-                        for refused in &refused_definitions {
-                            message.push_str("; ");
-                            message.push_str(refused);
-                        }
-                        failed(&task, &device, message)
-                    }
+                    Err(message) => failed(&task, &self.device, self.with_refusals(message)),
                     Ok(task_ref) => {
-                        let mut compiling = false;
-                        let mut progress = |stage: Stage<'_>| {
-                            let reply = match stage {
-                                Stage::Compile => {
-                                    compiling = limits::enter_compile(&limits);
-                                    Reply::Compiling {
-                                        id,
-                                        nonce: nonce.clone(),
-                                    }
-                                }
-                                Stage::Size(size) => {
-                                    if std::mem::take(&mut compiling) {
-                                        limits::leave_compile(&limits);
-                                    }
-                                    Reply::Progress {
-                                        id,
-                                        nonce: nonce.clone(),
-                                        size: size.to_string(),
-                                    }
-                                }
-                            };
-                            let _ = send(&mut output, &reply);
-                        };
                         if let Some(index) = verify_index {
-                            evaluator.verify_next_on(index);
+                            self.evaluator.verify_next_on(index);
                         }
-                        let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                            evaluator.evaluate_observed(task_ref, &source, &sizes, &mut progress)
-                        }));
-                        limits::leave_compile(&limits);
-                        result.unwrap_or_else(|panic| {
-                            failed(
-                                &task,
-                                &device,
-                                format!("internal error while evaluating: {}", panic_text(&*panic)),
-                            )
-                        })
+                        self.evaluate(id, &nonce, task_ref, &source, &sizes, output)
+                            .unwrap_or_else(|panic| {
+                                failed(
+                                    &task,
+                                    &self.device,
+                                    format!("internal error while evaluating: {panic}"),
+                                )
+                            })
                     }
                 };
-                let restart = evaluator.backend().is_poisoned();
+                let restart = self.evaluator.backend().is_poisoned();
                 let reply = Reply::Result {
                     id,
                     nonce,
                     evaluation: Box::new(evaluation),
                     restart,
                 };
-                if !answer(&mut output, &reply, restart)? {
-                    return Ok(());
-                }
+                answer(output, &reply, restart)
             }
         }
     }
-    Ok(())
+
+    /// Define the task folder the coordinator sent; why it was refused is
+    /// logged and kept for the evaluations that name it.
+    fn define_task(&mut self, package: TaskPackage) {
+        if let Err(message) = define(package) {
+            eprintln!("kevo worker: {message}");
+            self.refused_definitions.push(message);
+        }
+    }
+
+    /// The vendor library's baseline of `task` at `sizes`, a `Progress`
+    /// reply per size; a task this worker cannot run, or a panic, is a
+    /// failed baseline.
+    fn baseline(
+        &mut self,
+        id: u64,
+        nonce: &str,
+        task: &str,
+        task_hash: Option<&str>,
+        sizes: &[Size],
+        output: &mut impl Write,
+    ) -> VendorBaseline {
+        let task_ref = match task_for(task, task_hash) {
+            Err(message) => {
+                return VendorBaseline::Failed {
+                    library: None,
+                    message,
+                };
+            }
+            Ok(task_ref) => task_ref,
+        };
+        let mut progress = |size: &str| {
+            let reply = Reply::Progress {
+                id,
+                nonce: nonce.to_string(),
+                size: size.to_string(),
+            };
+            let _ = send(output, &reply);
+        };
+        std::panic::catch_unwind(AssertUnwindSafe(|| {
+            self.evaluator
+                .vendor_baseline_observed(task_ref, sizes, &mut progress)
+        }))
+        .unwrap_or_else(|panic| VendorBaseline::Failed {
+            library: None,
+            message: format!(
+                "internal error while running the vendor library: {}",
+                panic_text(&*panic)
+            ),
+        })
+    }
+
+    /// Evaluate `source` as `task` at `sizes`, replying `Compiling` and a
+    /// `Progress` per size as it goes, the compile-time limits held only
+    /// while compiling. A panic comes back as its message.
+    fn evaluate(
+        &mut self,
+        id: u64,
+        nonce: &str,
+        task: &Task,
+        source: &str,
+        sizes: &[Size],
+        output: &mut impl Write,
+    ) -> Result<Evaluation, String> {
+        let limits = &self.limits;
+        let mut compiling = false;
+        let mut progress = |stage: Stage<'_>| {
+            let reply = match stage {
+                Stage::Compile => {
+                    compiling = limits::enter_compile(limits);
+                    Reply::Compiling {
+                        id,
+                        nonce: nonce.to_string(),
+                    }
+                }
+                Stage::Size(size) => {
+                    if std::mem::take(&mut compiling) {
+                        limits::leave_compile(limits);
+                    }
+                    Reply::Progress {
+                        id,
+                        nonce: nonce.to_string(),
+                        size: size.to_string(),
+                    }
+                }
+            };
+            let _ = send(output, &reply);
+        };
+        let evaluator = &mut self.evaluator;
+        let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            evaluator.evaluate_observed(task, source, sizes, &mut progress)
+        }));
+        limits::leave_compile(limits);
+        result.map_err(|panic| panic_text(&*panic))
+    }
+
+    /// `message` followed by why each task folder sent was not defined.
+    fn with_refusals(&self, mut message: String) -> String {
+        for refused in &self.refused_definitions {
+            message.push_str("; ");
+            message.push_str(refused);
+        }
+        message
+    }
 }
 
 /// Send the answer to a request; false when the worker must exit after it

@@ -11,10 +11,9 @@
 //! result.
 
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::process::{Child, ChildStdin};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -26,6 +25,8 @@ use serde::Serialize;
 
 use crate::protocol::{Reply, Request, WorkerConfig};
 
+mod spawn;
+
 /// How to start a worker process: `program args... --config JSON`.
 #[derive(Debug, Clone)]
 pub struct WorkerCommand {
@@ -34,9 +35,6 @@ pub struct WorkerCommand {
     /// Extra environment variables for the worker.
     pub env: Vec<(String, String)>,
 }
-
-/// The descriptor number the worker writes its replies to.
-const PROTOCOL_FD: i32 = 3;
 
 /// 128 bits from the kernel's random source, as hex: a request's nonce.
 fn fresh_nonce() -> String {
@@ -154,9 +152,6 @@ enum Waited {
     Crashed { compiling: bool },
 }
 
-/// Lines of stderr kept for a crash report.
-const STDERR_LINES: usize = 40;
-
 /// A supervised worker for one device.
 pub struct Worker {
     command: WorkerCommand,
@@ -175,27 +170,6 @@ pub struct Worker {
     self_test: Option<crate::protocol::SelfTest>,
     /// The running worker's private directory, removed with it.
     scratch: Option<tempfile::TempDir>,
-}
-
-/// Keep the last lines of `stream` in `tail` (bounded: 64 KiB a line).
-fn keep_tail(stream: impl Read + Send + 'static, tail: Arc<Mutex<VecDeque<String>>>) {
-    std::thread::spawn(move || {
-        let mut reader = BufReader::new(stream);
-        let mut buf = Vec::new();
-        loop {
-            buf.clear();
-            match reader.by_ref().take(64 * 1024).read_until(b'\n', &mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {
-                    let mut t = tail.lock().unwrap_or_else(|p| p.into_inner());
-                    if t.len() == STDERR_LINES {
-                        t.pop_front();
-                    }
-                    t.push_back(String::from_utf8_lossy(&buf).trim_end().to_string());
-                }
-            }
-        }
-    });
 }
 
 /// Reference command runs at once while shipping a folder task (Python
@@ -315,208 +289,6 @@ impl Worker {
     /// The confinement the running worker reported.
     pub fn sandbox(&self) -> &kevo_sandbox::Status {
         &self.sandbox
-    }
-
-    /// kevo's ceiling cache as the worker would find it: the command's own
-    /// KEVO_CACHE_DIR first (tests set one), else the usual location.
-    fn ceiling_cache(&self) -> kevo_roofline::CeilingCache {
-        match self.command.env.iter().find(|(k, _)| k == "KEVO_CACHE_DIR") {
-            Some((_, dir)) => {
-                kevo_roofline::CeilingCache::new(PathBuf::from(dir).join("ceilings.json"))
-            }
-            None => kevo_roofline::CeilingCache::default_location(),
-        }
-    }
-
-    /// The environment a worker starts with: the allow-list of the
-    /// coordinator's, the command's own variables, and the scratch
-    /// directory as every temporary, cache and home directory a driver or
-    /// compiler might write to.
-    fn worker_environment(
-        &self,
-        scratch: &std::path::Path,
-    ) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
-        let mut env = kevo_sandbox::env::allowed_environment(std::env::vars_os());
-        env.extend(
-            self.command
-                .env
-                .iter()
-                .filter(|(k, _)| !kevo_sandbox::env::is_secret(std::ffi::OsStr::new(k)))
-                .map(|(k, v)| (k.into(), v.into())),
-        );
-        for var in [
-            "TMPDIR",
-            "HOME",
-            "XDG_CACHE_HOME",
-            "POCL_CACHE_DIR",
-            "CUDA_CACHE_PATH",
-        ] {
-            env.push((var.into(), scratch.as_os_str().to_owned()));
-        }
-        env
-    }
-
-    fn spawn(&mut self) -> Result<(), WorkerError> {
-        let started = Instant::now();
-        let spawn_error = |source: std::io::Error| WorkerError::Spawn {
-            program: self.command.program.display().to_string(),
-            source,
-        };
-        let scratch = tempfile::Builder::new()
-            .prefix("kevo-worker-")
-            .tempdir()
-            .map_err(spawn_error)?;
-        let mut config = self.config.clone();
-        config.sandbox.scratch = Some(scratch.path().to_path_buf());
-        triton_interpreter(&mut config);
-        config.known_measurements = self.ceiling_cache().get_all().unwrap_or_default();
-        let config = serde_json::to_string(&config).expect("worker config serialises");
-        let environment = self.worker_environment(scratch.path());
-        self.scratch = Some(scratch);
-        // The reply pipe: both ends close-on-exec; the child gets the write
-        // end as PROTOCOL_FD (dup2 clears close-on-exec on the copy).
-        let mut fds = [0i32; 2];
-        // SAFETY: out-parameter of two descriptors.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return Err(spawn_error(std::io::Error::last_os_error()));
-        }
-        // SAFETY: fresh descriptors owned from here on.
-        let (reply_read, reply_write) = unsafe {
-            use std::os::fd::FromRawFd;
-            (
-                std::fs::File::from_raw_fd(fds[0]),
-                std::os::fd::OwnedFd::from_raw_fd(fds[1]),
-            )
-        };
-        let write_fd = {
-            use std::os::fd::AsRawFd;
-            reply_write.as_raw_fd()
-        };
-        let mut cmd = Command::new(&self.command.program);
-        cmd.args(&self.command.args)
-            .arg("--config")
-            .arg(config)
-            .arg("--protocol-fd")
-            .arg(PROTOCOL_FD.to_string())
-            .env_clear()
-            .envs(environment)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        {
-            use std::os::unix::process::CommandExt;
-            // Its own process group, so a timeout kills everything it started.
-            cmd.process_group(0);
-            // SAFETY: dup2, fcntl and prctl are async-signal-safe. The reply
-            // pipe becomes PROTOCOL_FD; the worker dies with the coordinator
-            // (kill -9 included).
-            unsafe {
-                cmd.pre_exec(move || {
-                    if write_fd == PROTOCOL_FD {
-                        if libc::fcntl(write_fd, libc::F_SETFD, 0) != 0 {
-                            return Err(std::io::Error::last_os_error());
-                        }
-                    } else if libc::dup2(write_fd, PROTOCOL_FD) < 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    #[cfg(target_os = "linux")]
-                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                    Ok(())
-                });
-            }
-        }
-        let spawned = cmd.spawn();
-        // The coordinator keeps no write end: EOF means the worker is gone.
-        drop(reply_write);
-        let mut child = spawned.map_err(spawn_error)?;
-        let stdin = child.stdin.take().expect("piped stdin");
-        let stdout = child.stdout.take().expect("piped stdout");
-        let stderr = child.stderr.take().expect("piped stderr");
-        let (tx, replies) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(reply_read).lines() {
-                let Ok(line) = line else { break };
-                let reply = serde_json::from_str::<Reply>(&line).map_err(|e| {
-                    let mut text = line.clone();
-                    text.truncate(200);
-                    format!("{e}: {text}")
-                });
-                if tx.send(reply).is_err() {
-                    break;
-                }
-            }
-        });
-        // stdout (anything printed before the worker moved fd 1, and what a
-        // wrapper prints) and stderr are both just diagnostics.
-        let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
-        keep_tail(stderr, stderr_tail.clone());
-        keep_tail(stdout, stderr_tail.clone());
-        let mut running = Running {
-            child,
-            stdin,
-            replies,
-            stderr_tail,
-            shipped: Default::default(),
-        };
-        self.stats.spawns += 1;
-        match running.replies.recv_timeout(self.startup_timeout) {
-            Ok(Err(line)) => {
-                kill_group(&mut running.child);
-                Err(WorkerError::Startup(format!(
-                    "the worker sent an unreadable reply: {line}"
-                )))
-            }
-            Ok(Ok(Reply::Ready {
-                device,
-                ceilings,
-                startup_s,
-                mut sandbox,
-                measured,
-                self_test,
-            })) => {
-                self.self_test = self_test;
-                if let Some(m) = measured {
-                    // Failing to write costs a re-measurement, nothing more.
-                    let _ = self.ceiling_cache().put(&device, &m);
-                }
-                sandbox.environment_scrubbed = true;
-                self.sandbox = sandbox;
-                self.device = *device;
-                self.ceilings = *ceilings;
-                self.stats.startup_s.push(startup_s);
-                self.stats.spawn_s.push(started.elapsed().as_secs_f64());
-                self.running = Some(running);
-                Ok(())
-            }
-            Ok(Ok(Reply::Fatal { message })) => {
-                kill_group(&mut running.child);
-                Err(WorkerError::Startup(message))
-            }
-            Ok(_) => {
-                kill_group(&mut running.child);
-                Err(WorkerError::Startup(
-                    "the worker sent a result before it was ready".into(),
-                ))
-            }
-            Err(RecvTimeoutError::Timeout) => {
-                kill_group(&mut running.child);
-                Err(WorkerError::StartupTimeout(
-                    self.startup_timeout.as_secs_f64(),
-                ))
-            }
-            Err(RecvTimeoutError::Disconnected) => {
-                let status = running.child.wait().ok();
-                let tail = running
-                    .stderr_tail
-                    .lock()
-                    .map(|t| t.iter().cloned().collect::<Vec<_>>().join("\n"));
-                Err(WorkerError::Startup(format!(
-                    "{} before it was ready: {}",
-                    describe_exit(status),
-                    tail.unwrap_or_default()
-                )))
-            }
-        }
     }
 
     /// Send the running worker what it needs to evaluate the task folder
@@ -1006,30 +778,3 @@ pub fn timeout_from_seed(seed_wall_s: f64, factor: f64, floor: Duration) -> Dura
     let derived = Duration::from_secs_f64((seed_wall_s * factor).max(0.0));
     derived.max(floor)
 }
-
-/// A Triton worker runs the helper with the configured interpreter (or
-/// kevo_triton's default); its sandbox must let it read that installation,
-/// which may sit under the home directory. Resolved here, outside the
-/// sandbox; a failure is left for the worker to report when the helper
-/// cannot start.
-#[cfg(feature = "triton")]
-fn triton_interpreter(config: &mut WorkerConfig) {
-    if config.backend != kevo_runtimes::BackendKind::Triton {
-        return;
-    }
-    let python = config
-        .triton_python
-        .clone()
-        .unwrap_or_else(kevo_triton::default_python);
-    if let Ok(paths) = kevo_triton::interpreter_paths(&python) {
-        for p in paths {
-            if !config.sandbox.readable.contains(&p) {
-                config.sandbox.readable.push(p);
-            }
-        }
-    }
-    config.triton_python = Some(python);
-}
-
-#[cfg(not(feature = "triton"))]
-fn triton_interpreter(_: &mut WorkerConfig) {}

@@ -16,6 +16,7 @@ pub mod guidance;
 pub mod history;
 pub mod meta;
 pub mod templates;
+mod user;
 
 use kevo_backend::{DeviceInfo, DeviceKind, Dialect};
 use kevo_eval::{Evaluation, Outcome};
@@ -31,7 +32,7 @@ pub use history::{
 };
 pub use templates::Templates;
 
-use crate::parse::{ExtractOptions, evolve};
+use crate::parse::ExtractOptions;
 use crate::types::ChatRequest;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -293,54 +294,6 @@ struct DeviceCtx {
     /// "an empty kernel takes 4.1 us as a run of its own and 2.3 us per
     /// launch back to back (median of 15 runs)".
     launch_overhead: Option<String>,
-}
-
-#[derive(Serialize)]
-struct AttemptCtx {
-    source: String,
-    feedback: String,
-    outcome: String,
-    failed: bool,
-    is_seed: bool,
-    same_as_previous: bool,
-    /// Shown as the best so far ("incumbent") or as the search's parent.
-    is_best: bool,
-    role: &'static str,
-}
-
-#[derive(Serialize)]
-struct StagnationCtx {
-    window: usize,
-    gap_pct: String,
-    best: String,
-}
-
-#[derive(Serialize)]
-struct UserCtx<'a> {
-    task: TaskCtx<'a>,
-    dialect: DialectCtx,
-    device: DeviceCtx,
-    previous: Option<AttemptCtx>,
-    incumbent: AttemptCtx,
-    history: Vec<String>,
-    history_total: usize,
-    elites: Vec<AttemptCtx>,
-    inspirations: Vec<AttemptCtx>,
-    hints: Vec<String>,
-    stagnation: Option<StagnationCtx>,
-    edit_mode: &'static str,
-    evolve_blocks: bool,
-    device_kind: &'static str,
-    reference: Option<ReferenceCtx>,
-    analysis: Option<String>,
-}
-
-#[derive(Serialize)]
-struct ReferenceCtx {
-    dialect: String,
-    tag: &'static str,
-    origin: String,
-    source: String,
 }
 
 fn mode_name(mode: EditMode) -> &'static str {
@@ -674,155 +627,6 @@ impl<'t> PromptBuilder<'t> {
                     fmt_rate(l.back_to_back_us.median)
                 )
             }),
-        }
-    }
-
-    /// The user prompt for the next candidate.
-    pub fn user(&self, ctx: &UserContext<'_>) -> Result<String, PromptError> {
-        let mut inc_fb = self.feedback(ctx.incumbent.evaluation, "incumbent")?;
-        if let Some(profile) = ctx.incumbent_profile {
-            self.guard_text(profile, "profile")?;
-            inc_fb.text.push_str("\n\n");
-            inc_fb.text.push_str(profile.trim_end());
-        }
-        let first = ctx.incumbent.evaluation.outcome.score();
-        if let (Some(held), Some(first)) = (ctx.incumbent_score, first)
-            && (held - first).abs() > 1e-9 * first.abs().max(1e-300)
-        {
-            inc_fb.text.push_str(&format!(
-                "\nscore after re-measurement (median of interleaved rounds against the kernel it was compared with): {held:.4}; the lines above are its first evaluation"
-            ));
-        }
-        let same = ctx
-            .previous
-            .is_some_and(|p| p.source.trim() == ctx.incumbent.source.trim());
-        let previous = match ctx.previous {
-            Some(p) => {
-                let mut fb = self.feedback(p.evaluation, "previous attempt")?;
-                if let Some(profile) = ctx.previous_profile {
-                    self.guard_text(profile, "profile")?;
-                    fb.text.push_str("\n\n");
-                    fb.text.push_str(profile.trim_end());
-                }
-                if ctx.previous_rejected {
-                    fb.text.push_str(&format!("\n\nNot kept: {FAILS_UNSEEN}."));
-                    fb.summary = "fails on unseen sizes".into();
-                    fb.failed = true;
-                }
-                Some(AttemptCtx {
-                    source: p.source.trim_end().to_string(),
-                    feedback: fb.text,
-                    outcome: fb.summary,
-                    failed: fb.failed,
-                    is_seed: false,
-                    same_as_previous: true,
-                    is_best: false,
-                    role: "previous attempt",
-                })
-            }
-            None => None,
-        };
-        let start = ctx.history.len().saturating_sub(self.history_len);
-        // A note is the model's own words: one that names a hidden size
-        // (a guess, or an echo) is withheld, not an error that would end
-        // the run; anything else naming it still fails the guard.
-        let history: Vec<String> = ctx.history[start..]
-            .iter()
-            .map(|e| match &e.note {
-                Some(note) if self.names_hidden(note) => history_line(&HistoryEntry {
-                    note: Some("(description withheld: it names a size not shown)".into()),
-                    ..e.clone()
-                }),
-                _ => history_line(e),
-            })
-            .collect();
-        self.guard_text(&history.join("\n"), "history")?;
-        let best = ctx.incumbent.evaluation.outcome.score();
-        let stagnation = is_stagnating(ctx.history, best, self.stagnation).then(|| StagnationCtx {
-            window: self.stagnation.window,
-            gap_pct: format!("{}", (self.stagnation.gap * 100.0 * 10.0).round() / 10.0),
-            best: format!("{:.4}", best.unwrap_or(0.0)),
-        });
-        let shown = |a: &Attempt<'_>, what: &str| -> Result<AttemptCtx, PromptError> {
-            let fb = self.feedback(a.evaluation, what)?;
-            Ok(AttemptCtx {
-                source: a.source.trim_end().to_string(),
-                feedback: fb.text,
-                outcome: fb.summary,
-                failed: fb.failed,
-                is_seed: false,
-                same_as_previous: false,
-                is_best: false,
-                role: "elite",
-            })
-        };
-        let elites = ctx
-            .elites
-            .iter()
-            .map(|a| shown(a, "elite"))
-            .collect::<Result<Vec<_>, _>>()?;
-        let inspirations = ctx
-            .inspirations
-            .iter()
-            .map(|a| shown(a, "inspiration"))
-            .collect::<Result<Vec<_>, _>>()?;
-        for h in ctx.hints {
-            self.guard_text(h, "hint")?;
-        }
-        let mut user = UserCtx {
-            task: self.task_ctx(),
-            dialect: dialect_ctx(self.dialect),
-            device: self.device_ctx(),
-            incumbent: AttemptCtx {
-                source: ctx.incumbent.source.trim_end().to_string(),
-                feedback: inc_fb.text,
-                outcome: inc_fb.summary,
-                failed: inc_fb.failed,
-                is_seed: ctx.incumbent_is_seed,
-                same_as_previous: same,
-                is_best: ctx.incumbent_is_best,
-                role: if ctx.incumbent_is_best {
-                    "incumbent"
-                } else {
-                    "parent"
-                },
-            },
-            previous,
-            history,
-            history_total: ctx.history.len(),
-            elites,
-            inspirations,
-            hints: ctx.hints.to_vec(),
-            stagnation,
-            edit_mode: self.mode_name(),
-            evolve_blocks: evolve::has_regions(ctx.incumbent.source),
-            device_kind: kind_name(self.device_kind()),
-            reference: match &self.reference {
-                Some(r) => {
-                    self.guard_text(&r.source, "reference kernel")?;
-                    self.guard_text(&r.origin, "reference kernel")?;
-                    Some(ReferenceCtx {
-                        dialect: r.dialect.to_string(),
-                        tag: r.dialect.fence_tag(),
-                        origin: r.origin.clone(),
-                        source: r.source.trim_end().to_string(),
-                    })
-                }
-                None => None,
-            },
-            analysis: ctx.analysis.and_then(|a| self.shown_analysis(a.trim_end())),
-        };
-        // Within the budget: inspirations go first, then elites, from the
-        // end of each list.
-        let budget = self.context_budget_tokens.saturating_mul(CHARS_PER_TOKEN);
-        loop {
-            let text = self.templates.render("user.j2", &user)?;
-            if text.len() <= budget || (user.inspirations.is_empty() && user.elites.is_empty()) {
-                return Ok(text);
-            }
-            if user.inspirations.pop().is_none() {
-                user.elites.pop();
-            }
         }
     }
 

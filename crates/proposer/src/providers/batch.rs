@@ -259,124 +259,15 @@ impl BatchProvider {
     }
 
     async fn fetch(&self, batch: &str) -> Result<BatchState, ProviderError> {
-        let headers = self.headers();
         let state = match &self.api {
-            Api::OpenAi(p) => {
-                let v = self
-                    .http
-                    .get_json(&format!("{}/batches/{batch}", self.base_url), &headers)
-                    .await?;
-                let status = self.field(&v, "status")?.to_string();
-                let count = |k: &str| {
-                    v.pointer(&format!("/request_counts/{k}"))
-                        .and_then(Value::as_u64)
-                        .unwrap_or(0)
-                };
-                if !matches!(
-                    status.as_str(),
-                    "completed" | "expired" | "cancelled" | "failed"
-                ) {
-                    return Ok(BatchState::Running {
-                        done: count("completed") + count("failed"),
-                        total: count("total"),
-                        status,
-                    });
-                }
-                let mut results = HashMap::new();
-                for key in ["output_file_id", "error_file_id"] {
-                    let Some(file) = v.get(key).and_then(Value::as_str) else {
-                        continue;
-                    };
-                    let text = self
-                        .http
-                        .get_text(&format!("{}/files/{file}/content", self.base_url), &headers)
-                        .await?;
-                    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-                        let row: Value = serde_json::from_str(line).map_err(|e| {
-                            self.invalid(format!("a result line is not JSON ({e})"), &json!(line))
-                        })?;
-                        let id = self.field(&row, "custom_id")?.to_string();
-                        let result = match (row.pointer("/response/status_code"), row.get("error"))
-                        {
-                            (Some(code), _) if code.as_u64() == Some(200) => row
-                                .pointer("/response/body")
-                                .map(|body| p.parse(body))
-                                .unwrap_or_else(|| {
-                                    Err(self.invalid("a result without a body".into(), &row))
-                                }),
-                            (_, Some(e)) if !e.is_null() => Err(self.failed(e.to_string())),
-                            (code, _) => Err(self.failed(format!(
-                                "HTTP {} {}",
-                                code.map(Value::to_string).unwrap_or_default(),
-                                row.pointer("/response/body")
-                                    .map(Value::to_string)
-                                    .unwrap_or_default()
-                            ))),
-                        };
-                        results.insert(id, result);
-                    }
-                }
-                // A batch that failed validation answers nothing: its
-                // errors go into the status every unanswered request names.
-                let status = match v.get("errors").filter(|e| !e.is_null()) {
-                    Some(errors) if status == "failed" => {
-                        self.http.scrub(&format!("failed: {errors}"))
-                    }
-                    _ => status,
-                };
-                BatchState::Ended { status, results }
-            }
-            Api::Anthropic(p) => {
-                let v = self
-                    .http
-                    .get_json(
-                        &format!("{}/v1/messages/batches/{batch}", self.base_url),
-                        &headers,
-                    )
-                    .await?;
-                let status = self.field(&v, "processing_status")?.to_string();
-                let count = |k: &str| {
-                    v.pointer(&format!("/request_counts/{k}"))
-                        .and_then(Value::as_u64)
-                        .unwrap_or(0)
-                };
-                let done =
-                    count("succeeded") + count("errored") + count("canceled") + count("expired");
-                if status != "ended" {
-                    return Ok(BatchState::Running {
-                        total: done + count("processing"),
-                        done,
-                        status,
-                    });
-                }
-                let url = self.field(&v, "results_url")?.to_string();
-                let text = self.http.get_text(&url, &headers).await?;
-                let mut results = HashMap::new();
-                for line in text.lines().filter(|l| !l.trim().is_empty()) {
-                    let row: Value = serde_json::from_str(line).map_err(|e| {
-                        self.invalid(format!("a result line is not JSON ({e})"), &json!(line))
-                    })?;
-                    let id = self.field(&row, "custom_id")?.to_string();
-                    let result = match row.pointer("/result/type").and_then(Value::as_str) {
-                        Some("succeeded") => row
-                            .pointer("/result/message")
-                            .map(|m| p.parse(m))
-                            .unwrap_or_else(|| {
-                                Err(self.invalid("a result without a message".into(), &row))
-                            }),
-                        Some("errored") => Err(self.failed(
-                            row.pointer("/result/error")
-                                .map(Value::to_string)
-                                .unwrap_or_default(),
-                        )),
-                        Some(other) => Err(self.failed(format!("the request was {other}"))),
-                        None => Err(self.invalid("a result without a type".into(), &row)),
-                    };
-                    results.insert(id, result);
-                }
-                BatchState::Ended { status, results }
-            }
+            Api::OpenAi(p) => self.fetch_openai(p, batch).await?,
+            Api::Anthropic(p) => self.fetch_anthropic(p, batch).await?,
         };
+        // A running batch is returned as it stands; an ended one is
+        // priced, cleaned and counted.
+        if matches!(state, BatchState::Running { .. }) {
+            return Ok(state);
+        }
         let state = cleaned(self.priced(state));
         if let BatchState::Ended { results, .. } = &state {
             for r in results.values() {
@@ -387,6 +278,137 @@ impl BatchProvider {
             }
         }
         Ok(state)
+    }
+
+    /// OpenAI's batch `batch`: its status and counts, or once it ended the
+    /// rows of its output and error files.
+    async fn fetch_openai(
+        &self,
+        p: &OpenAiProvider,
+        batch: &str,
+    ) -> Result<BatchState, ProviderError> {
+        let headers = self.headers();
+        let v = self
+            .http
+            .get_json(&format!("{}/batches/{batch}", self.base_url), &headers)
+            .await?;
+        let status = self.field(&v, "status")?.to_string();
+        let count = |k: &str| request_count(&v, k);
+        if !matches!(
+            status.as_str(),
+            "completed" | "expired" | "cancelled" | "failed"
+        ) {
+            return Ok(BatchState::Running {
+                done: count("completed") + count("failed"),
+                total: count("total"),
+                status,
+            });
+        }
+        let mut results = HashMap::new();
+        for key in ["output_file_id", "error_file_id"] {
+            let Some(file) = v.get(key).and_then(Value::as_str) else {
+                continue;
+            };
+            let text = self
+                .http
+                .get_text(&format!("{}/files/{file}/content", self.base_url), &headers)
+                .await?;
+            for line in text.lines().filter(|l| !l.trim().is_empty()) {
+                let (id, row) = self.result_row(line)?;
+                results.insert(id, self.openai_result(p, &row));
+            }
+        }
+        // A batch that failed validation answers nothing: its
+        // errors go into the status every unanswered request names.
+        let status = match v.get("errors").filter(|e| !e.is_null()) {
+            Some(errors) if status == "failed" => self.http.scrub(&format!("failed: {errors}")),
+            _ => status,
+        };
+        Ok(BatchState::Ended { status, results })
+    }
+
+    /// One row of an OpenAI result file: the completion of an HTTP 200
+    /// response, else the request's error.
+    fn openai_result(&self, p: &OpenAiProvider, row: &Value) -> Result<Completion, ProviderError> {
+        match (row.pointer("/response/status_code"), row.get("error")) {
+            (Some(code), _) if code.as_u64() == Some(200) => row
+                .pointer("/response/body")
+                .map(|body| p.parse(body))
+                .unwrap_or_else(|| Err(self.invalid("a result without a body".into(), row))),
+            (_, Some(e)) if !e.is_null() => Err(self.failed(e.to_string())),
+            (code, _) => Err(self.failed(format!(
+                "HTTP {} {}",
+                code.map(Value::to_string).unwrap_or_default(),
+                row.pointer("/response/body")
+                    .map(Value::to_string)
+                    .unwrap_or_default()
+            ))),
+        }
+    }
+
+    /// Anthropic's batch `batch`: its status and counts, or once it ended
+    /// the rows at its results URL.
+    async fn fetch_anthropic(
+        &self,
+        p: &AnthropicProvider,
+        batch: &str,
+    ) -> Result<BatchState, ProviderError> {
+        let headers = self.headers();
+        let v = self
+            .http
+            .get_json(
+                &format!("{}/v1/messages/batches/{batch}", self.base_url),
+                &headers,
+            )
+            .await?;
+        let status = self.field(&v, "processing_status")?.to_string();
+        let count = |k: &str| request_count(&v, k);
+        let done = count("succeeded") + count("errored") + count("canceled") + count("expired");
+        if status != "ended" {
+            return Ok(BatchState::Running {
+                total: done + count("processing"),
+                done,
+                status,
+            });
+        }
+        let url = self.field(&v, "results_url")?.to_string();
+        let text = self.http.get_text(&url, &headers).await?;
+        let mut results = HashMap::new();
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            let (id, row) = self.result_row(line)?;
+            results.insert(id, self.anthropic_result(p, &row));
+        }
+        Ok(BatchState::Ended { status, results })
+    }
+
+    /// One row of Anthropic's results: the message of a request that
+    /// succeeded, else why it did not.
+    fn anthropic_result(
+        &self,
+        p: &AnthropicProvider,
+        row: &Value,
+    ) -> Result<Completion, ProviderError> {
+        match row.pointer("/result/type").and_then(Value::as_str) {
+            Some("succeeded") => row
+                .pointer("/result/message")
+                .map(|m| p.parse(m))
+                .unwrap_or_else(|| Err(self.invalid("a result without a message".into(), row))),
+            Some("errored") => Err(self.failed(
+                row.pointer("/result/error")
+                    .map(Value::to_string)
+                    .unwrap_or_default(),
+            )),
+            Some(other) => Err(self.failed(format!("the request was {other}"))),
+            None => Err(self.invalid("a result without a type".into(), row)),
+        }
+    }
+
+    /// A line of a result file as JSON, with its request's custom id.
+    fn result_row(&self, line: &str) -> Result<(String, Value), ProviderError> {
+        let row: Value = serde_json::from_str(line)
+            .map_err(|e| self.invalid(format!("a result line is not JSON ({e})"), &json!(line)))?;
+        let id = self.field(&row, "custom_id")?.to_string();
+        Ok((id, row))
     }
 
     /// Ask the provider to stop batch `batch` (requests already answered
@@ -449,6 +471,13 @@ impl BatchProvider {
             running => running,
         }
     }
+}
+
+/// A batch's count of requests in state `k` (0 when not given).
+fn request_count(v: &Value, k: &str) -> u64 {
+    v.pointer(&format!("/request_counts/{k}"))
+        .and_then(Value::as_u64)
+        .unwrap_or(0)
 }
 
 /// `state` with its status, every completion and every error cleaned of
