@@ -9,7 +9,8 @@ use anyhow::{Context, Result, bail};
 use kevo_evolve::Environment;
 use kevo_worker::WorkerCommand;
 
-use crate::evolve::{Progress, StoreArgs, print_summary};
+use crate::evolve::{StoreArgs, print_summary};
+use crate::progress::Progress;
 
 async fn environment(store: &StoreArgs) -> Result<Environment> {
     Ok(Environment {

@@ -154,6 +154,52 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
         .map_err(|e| anyhow::anyhow!("--survey {}: {e}", path.display()))?,
         None => Default::default(),
     };
+    let problems = selected_problems(&args)?;
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let importing = Importing {
+        args: &args,
+        survey,
+        scratch: tempfile::tempdir()?,
+        probe_options: kb::ProbeOptions {
+            python: args.python.clone(),
+            device: args.device.clone(),
+            time: args.time,
+            compile: args.compile,
+            rtol: args.rtol,
+            within: args.within,
+            cosine: args.cosine,
+            peak_error: args.peak_error,
+            timeout: std::time::Duration::from_secs(args.probe_timeout),
+        },
+    };
+    let mut lines = Vec::new();
+    for problem in &problems {
+        let line = importing.problem(problem)?;
+        report(&line, args.json);
+        lines.push(line);
+    }
+    write_screen(&args, &lines)?;
+    let written = lines.iter().filter(|l| l.task.is_some()).count();
+    let dropped = lines.iter().filter(|l| l.status == "dropped").count();
+    let failed = lines.len() - written - dropped;
+    if !args.json {
+        println!(
+            "{} problems: {written} written, {dropped} dropped by the screen, {failed} failed; the screen is in {}",
+            lines.len(),
+            args.out.join("screen.json").display()
+        );
+    }
+    Ok(if written > 0 || lines.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// The level's problems, or those `--problems` names (every one of which
+/// must exist).
+fn selected_problems(args: &ImportArgs) -> Result<Vec<kb::Problem>> {
     let wanted = kb::parse_selection(&args.problems)?;
     let mut problems = kb::discover(&args.source, args.level, &args.python)?;
     if !wanted.is_empty() {
@@ -170,22 +216,23 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
         );
         problems.retain(|p| wanted.contains(&p.id));
     }
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("cannot create {}", args.out.display()))?;
-    let scratch = tempfile::tempdir()?;
-    let probe_options = kb::ProbeOptions {
-        python: args.python.clone(),
-        device: args.device.clone(),
-        time: args.time,
-        compile: args.compile,
-        rtol: args.rtol,
-        within: args.within,
-        cosine: args.cosine,
-        peak_error: args.peak_error,
-        timeout: std::time::Duration::from_secs(args.probe_timeout),
-    };
-    let mut lines = Vec::new();
-    for problem in &problems {
+    Ok(problems)
+}
+
+/// What every problem of one import is probed, screened and written with.
+struct Importing<'a> {
+    args: &'a ImportArgs,
+    survey: std::collections::BTreeMap<String, kb::SurveyEntry>,
+    scratch: tempfile::TempDir,
+    probe_options: kb::ProbeOptions,
+}
+
+impl Importing<'_> {
+    /// One problem probed, screened and (unless the screen drops it)
+    /// written as a task folder; its line of the screen. A problem that
+    /// fails is a line; only a Python that cannot run stops the import.
+    fn problem(&self, problem: &kb::Problem) -> Result<Line> {
+        let args = self.args;
         let mut line = Line {
             problem: problem.stem.clone(),
             task: None,
@@ -196,19 +243,20 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
             error: None,
             stages: None,
         };
-        let probe = match kb::probe(&problem.path, &probe_options, scratch.path()) {
+        let probe = match kb::probe(&problem.path, &self.probe_options, self.scratch.path()) {
             Ok(p) => p,
             Err(e @ kb::KernelBenchError::Python { .. }) => return Err(e.into()),
             Err(e) => {
                 line.error = Some(e.to_string());
                 remove_stale(&args.out, problem, &mut line);
-                report(&line, args.json);
-                lines.push(line);
-                continue;
+                return Ok(line);
             }
         };
         let mut screen = kb::screen(&probe);
-        if let Some(entry) = survey.get(&format!("level{}/{}.py", problem.level, problem.stem)) {
+        if let Some(entry) = self
+            .survey
+            .get(&format!("level{}/{}.py", problem.level, problem.stem))
+        {
             let added = kb::survey_flags(&screen, entry);
             screen.flags.extend(added);
         }
@@ -218,10 +266,31 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
         if screen.dropped() && !args.keep_flagged {
             line.status = "dropped";
             remove_stale(&args.out, problem, &mut line);
-            report(&line, args.json);
-            lines.push(line);
-            continue;
+            return Ok(line);
         }
+        let options = self.folder_options(problem)?;
+        match kb::write_folder(problem, &probe, &screen, &args.out, &options) {
+            Ok(w) => {
+                line.status = if screen.dropped() {
+                    "written (flagged)"
+                } else {
+                    "written"
+                };
+                line.task = Some(w.dir.display().to_string());
+                line.stages = Some(w.stages);
+            }
+            Err(e) => {
+                line.error = Some(e.to_string());
+                remove_stale(&args.out, problem, &mut line);
+            }
+        }
+        Ok(line)
+    }
+
+    /// The check's tolerances, the stages, and the problem's seed kernels
+    /// from `--seeds` (a dialect without a file has none).
+    fn folder_options(&self, problem: &kb::Problem) -> Result<kb::FolderOptions> {
+        let args = self.args;
         let mut options = kb::FolderOptions::new(&args.python);
         options.rtol = args.rtol;
         options.within = args.within;
@@ -240,26 +309,13 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
                 }
             }
         }
-        match kb::write_folder(problem, &probe, &screen, &args.out, &options) {
-            Ok(w) => {
-                line.status = if screen.dropped() {
-                    "written (flagged)"
-                } else {
-                    "written"
-                };
-                line.task = Some(w.dir.display().to_string());
-                line.stages = Some(w.stages);
-            }
-            Err(e) => {
-                line.error = Some(e.to_string());
-                remove_stale(&args.out, problem, &mut line);
-            }
-        }
-        report(&line, args.json);
-        lines.push(line);
+        Ok(options)
     }
-    // Problems imported into this folder before, and not this time, keep
-    // their lines.
+}
+
+/// screen.json: this import's lines, and those of problems imported into
+/// this folder before (same level) and not this time, by problem id.
+fn write_screen(args: &ImportArgs, lines: &[Line]) -> Result<()> {
     let screen_path = args.out.join("screen.json");
     let mut merged: Vec<serde_json::Value> = std::fs::read_to_string(&screen_path)
         .ok()
@@ -289,21 +345,7 @@ fn import(args: ImportArgs) -> Result<ExitCode> {
         "problems": merged,
     });
     std::fs::write(&screen_path, serde_json::to_string_pretty(&summary)?)?;
-    let written = lines.iter().filter(|l| l.task.is_some()).count();
-    let dropped = lines.iter().filter(|l| l.status == "dropped").count();
-    let failed = lines.len() - written - dropped;
-    if !args.json {
-        println!(
-            "{} problems: {written} written, {dropped} dropped by the screen, {failed} failed; the screen is in {}",
-            lines.len(),
-            args.out.join("screen.json").display()
-        );
-    }
-    Ok(if written > 0 || lines.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(())
 }
 
 /// Remove the folder an earlier import wrote for `problem` (one holding
@@ -370,19 +412,7 @@ struct Evaluated {
 }
 
 fn eval(args: EvalArgs) -> Result<ExitCode> {
-    let mut folders: Vec<PathBuf> = std::fs::read_dir(&args.dir)
-        .with_context(|| format!("cannot read {}", args.dir.display()))?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.join("kernelbench.json").is_file() && p.join("task.toml").is_file())
-        .collect();
-    folders.sort();
-    anyhow::ensure!(
-        !folders.is_empty(),
-        "{} holds no imported problems (folders with kernelbench.json); run `kevo kernelbench import --out {}` first",
-        args.dir.display(),
-        args.dir.display()
-    );
+    let folders = imported_folders(&args.dir)?;
     let size_set = args.sizes.unwrap_or(kevo_tasks::SizeSet::Full);
     let settings = crate::settings::evaluation_settings(
         &crate::settings::ConfigFileArg::default(),
@@ -395,8 +425,6 @@ fn eval(args: EvalArgs) -> Result<ExitCode> {
     let config = settings.worker_config()?;
     let mut worker =
         kevo_worker::Worker::start(kevo_worker::WorkerCommand::current_exe()?, config)?;
-    let dialect = worker.device().dialect;
-    let ext = dialect.extension();
     if !args.json {
         println!(
             "{} on {} ({} sizes)",
@@ -411,114 +439,164 @@ fn eval(args: EvalArgs) -> Result<ExitCode> {
         // A folder that cannot be evaluated (no seed for this device's
         // dialect, a missing --kernels file) is a failed row, not the end
         // of the report.
-        let mut attempt = || -> Result<Evaluated> {
-            let meta: kb::KernelBenchMeta =
-                serde_json::from_str(&std::fs::read_to_string(folder.join("kernelbench.json"))?)
-                    .with_context(|| {
-                        format!("{}: kernelbench.json is unreadable", folder.display())
-                    })?;
-            let task = kevo_tasks::resolve(&folder.display().to_string())?;
-            let kernel = match &args.kernels {
-                Some(dir) => {
-                    let path = dir.join(format!("{}.{ext}", task.name()));
-                    Some(std::fs::read_to_string(&path).with_context(|| {
-                        format!("no kernel for {} at {}", task.name(), path.display())
-                    })?)
-                }
-                None => None,
-            };
-            // A speedup compares one size on one device: the baselines were
-            // timed at the full size on the import's --device.
-            let comparable =
-                size_set == kevo_tasks::SizeSet::Full && meta.device == worker.device().name;
-            if !comparable && (meta.eager_ms.is_some() || meta.compile_ms.is_some()) {
-                skipped_baselines.push(format!(
-                "{}: baselines timed on {} at the full size, the kernel ran on {} at the {size_set} size",
-                task.name(),
-                meta.device,
-                worker.device().name
-            ));
-            }
-            let source = crate::source_for(task, &kernel, dialect)?;
-            let plan = task.sizes(size_set);
-            let timeout =
-                crate::default_timeout(task, size_set, &plan.in_distribution, worker.ceilings());
-            let e = worker.evaluate(task.name(), &source, &plan.in_distribution, timeout);
-            let correct = e.outcome.score().is_some();
-            let last = e.sizes.last();
-            let row = Evaluated {
-                task: task.name().to_string(),
-                result: kb::ProblemResult {
-                    problem: meta.problem.clone(),
-                    correct,
-                    kernel_ms: last.filter(|_| correct).map(|s| s.time.median_s * 1e3),
-                    eager_ms: meta
-                        .eager_ms
-                        .as_ref()
-                        .and_then(kb::Timing::median_ms)
-                        .filter(|_| comparable),
-                    compile_ms: meta
-                        .compile_ms
-                        .as_ref()
-                        .and_then(kb::Timing::median_ms)
-                        .filter(|_| comparable),
-                    fraction: e.outcome.score(),
-                },
-                outcome: e.outcome.summary(),
-                evaluation_s: e.wall.total_s,
-                compile_s: e.wall.compile_s,
-            };
-            Ok(row)
-        };
-        let row = attempt().unwrap_or_else(|e| {
-            let name = folder
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            Evaluated {
-                task: name.clone(),
-                result: kb::ProblemResult {
-                    problem: name,
-                    correct: false,
-                    kernel_ms: None,
-                    eager_ms: None,
-                    compile_ms: None,
-                    fraction: None,
-                },
-                outcome: format!("not evaluated: {e:#}"),
-                evaluation_s: 0.0,
-                compile_s: 0.0,
-            }
-        });
-        let correct = row.result.correct;
-        if args.json {
-            println!("{}", serde_json::to_string(&row)?);
-            std::io::Write::flush(&mut std::io::stdout())?;
-        } else {
-            let ms = |v: Option<f64>| v.map(|m| format!("{m:.4}")).unwrap_or_else(|| "-".into());
-            let x = |v: Option<f64>| v.map(|m| format!("{m:.2}x")).unwrap_or_else(|| "-".into());
-            println!(
-                "{:<40} {:<8} kernel {:>9} ms  eager {:>9} ms ({:>7})  compile {:>9} ms ({:>7})  fraction {:>6}  evaluated in {:.2} s (compile {:.2} s)",
-                row.task,
-                if correct { "correct" } else { "wrong" },
-                ms(row.result.kernel_ms),
-                ms(row.result.eager_ms),
-                x(row.result.speedup()),
-                ms(row.result.compile_ms),
-                x(row.result.speedup_over_compile()),
-                row.result
-                    .fraction
-                    .map(|f| format!("{f:.3}"))
-                    .unwrap_or_else(|| "-".into()),
-                row.evaluation_s,
-                row.compile_s,
-            );
-            if !correct {
-                println!("    {}", row.outcome);
-            }
-        }
+        let row = evaluate_problem(&args, folder, &mut worker, size_set, &mut skipped_baselines)
+            .unwrap_or_else(|e| not_evaluated(folder, e));
+        print_row(&row, args.json)?;
         rows.push(row);
     }
+    print_eval_summary(&args, &worker, size_set, &rows, &skipped_baselines)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The folders of `dir` that an import wrote (kernelbench.json beside
+/// task.toml), in order; none is an error.
+fn imported_folders(dir: &std::path::Path) -> Result<Vec<PathBuf>> {
+    let mut folders: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot read {}", dir.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("kernelbench.json").is_file() && p.join("task.toml").is_file())
+        .collect();
+    folders.sort();
+    anyhow::ensure!(
+        !folders.is_empty(),
+        "{} holds no imported problems (folders with kernelbench.json); run `kevo kernelbench import --out {}` first",
+        dir.display(),
+        dir.display()
+    );
+    Ok(folders)
+}
+
+/// One problem's kernel (its seed, or `--kernels DIR/<task>.EXT`) at the
+/// set's sizes, beside the baselines its import timed where they compare
+/// (the full size, on the same device); otherwise that is noted in
+/// `skipped_baselines`.
+fn evaluate_problem(
+    args: &EvalArgs,
+    folder: &std::path::Path,
+    worker: &mut kevo_worker::Worker,
+    size_set: kevo_tasks::SizeSet,
+    skipped_baselines: &mut Vec<String>,
+) -> Result<Evaluated> {
+    let dialect = worker.device().dialect;
+    let meta: kb::KernelBenchMeta =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("kernelbench.json"))?)
+            .with_context(|| format!("{}: kernelbench.json is unreadable", folder.display()))?;
+    let task = kevo_tasks::resolve(&folder.display().to_string())?;
+    let kernel =
+        match &args.kernels {
+            Some(dir) => {
+                let path = dir.join(format!("{}.{}", task.name(), dialect.extension()));
+                Some(std::fs::read_to_string(&path).with_context(|| {
+                    format!("no kernel for {} at {}", task.name(), path.display())
+                })?)
+            }
+            None => None,
+        };
+    // A speedup compares one size on one device: the baselines were
+    // timed at the full size on the import's --device.
+    let comparable = size_set == kevo_tasks::SizeSet::Full && meta.device == worker.device().name;
+    if !comparable && (meta.eager_ms.is_some() || meta.compile_ms.is_some()) {
+        skipped_baselines.push(format!(
+            "{}: baselines timed on {} at the full size, the kernel ran on {} at the {size_set} size",
+            task.name(),
+            meta.device,
+            worker.device().name
+        ));
+    }
+    let source = crate::candidate::source_for(task, &kernel, dialect)?;
+    let plan = task.sizes(size_set);
+    let timeout =
+        crate::candidate::default_timeout(task, size_set, &plan.in_distribution, worker.ceilings());
+    let e = worker.evaluate(task.name(), &source, &plan.in_distribution, timeout);
+    let correct = e.outcome.score().is_some();
+    let last = e.sizes.last();
+    let baseline = |t: &Option<kb::Timing>| {
+        t.as_ref()
+            .and_then(kb::Timing::median_ms)
+            .filter(|_| comparable)
+    };
+    Ok(Evaluated {
+        task: task.name().to_string(),
+        result: kb::ProblemResult {
+            problem: meta.problem.clone(),
+            correct,
+            kernel_ms: last.filter(|_| correct).map(|s| s.time.median_s * 1e3),
+            eager_ms: baseline(&meta.eager_ms),
+            compile_ms: baseline(&meta.compile_ms),
+            fraction: e.outcome.score(),
+        },
+        outcome: e.outcome.summary(),
+        evaluation_s: e.wall.total_s,
+        compile_s: e.wall.compile_s,
+    })
+}
+
+/// The failed row of a folder that could not be evaluated, and why.
+fn not_evaluated(folder: &std::path::Path, e: anyhow::Error) -> Evaluated {
+    let name = folder
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Evaluated {
+        task: name.clone(),
+        result: kb::ProblemResult {
+            problem: name,
+            correct: false,
+            kernel_ms: None,
+            eager_ms: None,
+            compile_ms: None,
+            fraction: None,
+        },
+        outcome: format!("not evaluated: {e:#}"),
+        evaluation_s: 0.0,
+        compile_s: 0.0,
+    }
+}
+
+/// A problem's row as soon as it is evaluated: a JSON line (flushed, so
+/// a run cut short keeps it) or a table line.
+fn print_row(row: &Evaluated, json: bool) -> Result<()> {
+    let correct = row.result.correct;
+    if json {
+        println!("{}", serde_json::to_string(&row)?);
+        std::io::Write::flush(&mut std::io::stdout())?;
+        return Ok(());
+    }
+    let ms = |v: Option<f64>| v.map(|m| format!("{m:.4}")).unwrap_or_else(|| "-".into());
+    let x = |v: Option<f64>| v.map(|m| format!("{m:.2}x")).unwrap_or_else(|| "-".into());
+    println!(
+        "{:<40} {:<8} kernel {:>9} ms  eager {:>9} ms ({:>7})  compile {:>9} ms ({:>7})  fraction {:>6}  evaluated in {:.2} s (compile {:.2} s)",
+        row.task,
+        if correct { "correct" } else { "wrong" },
+        ms(row.result.kernel_ms),
+        ms(row.result.eager_ms),
+        x(row.result.speedup()),
+        ms(row.result.compile_ms),
+        x(row.result.speedup_over_compile()),
+        row.result
+            .fraction
+            .map(|f| format!("{f:.3}"))
+            .unwrap_or_else(|| "-".into()),
+        row.evaluation_s,
+        row.compile_s,
+    );
+    if !correct {
+        println!("    {}", row.outcome);
+    }
+    Ok(())
+}
+
+/// The summary over every problem: correct rate, fast_p over both
+/// baselines, geomean speedup, mean evaluation latency, and which
+/// baselines did not compare.
+fn print_eval_summary(
+    args: &EvalArgs,
+    worker: &kevo_worker::Worker,
+    size_set: kevo_tasks::SizeSet,
+    rows: &[Evaluated],
+    skipped_baselines: &[String],
+) -> Result<()> {
     let results: Vec<kb::ProblemResult> = rows.iter().map(|r| r.result.clone()).collect();
     let summary = kb::summarize(&results);
     let latencies: Vec<f64> = rows.iter().map(|r| r.evaluation_s).collect();
@@ -534,33 +612,33 @@ fn eval(args: EvalArgs) -> Result<ExitCode> {
                 "baselines_not_compared": skipped_baselines,
             }))?
         );
-    } else {
-        let fast = |v: &[(f64, f64)]| {
-            v.iter()
-                .map(|(p, f)| format!("fast_{p} {:.0}%", f * 100.0))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        println!(
-            "{} problems: correct {:.0}%; over eager: {}; geomean speedup {}; over torch.compile: {}; mean evaluation {:.2} s",
-            summary.problems,
-            summary.correct_rate * 100.0,
-            fast(&summary.fast_p),
-            summary
-                .geomean_speedup
-                .map(|g| format!("{g:.2}x"))
-                .unwrap_or_else(|| "-".into()),
-            fast(&summary.fast_p_compile),
-            mean_latency
-        );
-        for s in &skipped_baselines {
-            println!("no speedup for {s}");
-        }
-        if results.iter().all(|r| r.eager_ms.is_none()) {
-            println!(
-                "no baselines: import with --time --device cuda on the machine the kernels run on, and evaluate at the full size, for speedups and fast_p"
-            );
-        }
+        return Ok(());
     }
-    Ok(ExitCode::SUCCESS)
+    let fast = |v: &[(f64, f64)]| {
+        v.iter()
+            .map(|(p, f)| format!("fast_{p} {:.0}%", f * 100.0))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    println!(
+        "{} problems: correct {:.0}%; over eager: {}; geomean speedup {}; over torch.compile: {}; mean evaluation {:.2} s",
+        summary.problems,
+        summary.correct_rate * 100.0,
+        fast(&summary.fast_p),
+        summary
+            .geomean_speedup
+            .map(|g| format!("{g:.2}x"))
+            .unwrap_or_else(|| "-".into()),
+        fast(&summary.fast_p_compile),
+        mean_latency
+    );
+    for s in skipped_baselines {
+        println!("no speedup for {s}");
+    }
+    if results.iter().all(|r| r.eager_ms.is_none()) {
+        println!(
+            "no baselines: import with --time --device cuda on the machine the kernels run on, and evaluate at the full size, for speedups and fast_p"
+        );
+    }
+    Ok(())
 }

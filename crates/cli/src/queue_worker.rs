@@ -138,6 +138,25 @@ pub fn serve(args: QueueWorkerArgs) -> Result<ExitCode> {
         args.devices.as_deref().unwrap_or_default(),
     )
     .map_err(|e| anyhow::anyhow!("--devices: {e}"))?;
+    let locals = start_locals(backend, selectors)?;
+    let options = WorkerOptions {
+        attempts: args.attempts,
+        ack_wait: Duration::from_secs_f64(args.ack_wait_s),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(serve_all(&url, &namespace, locals, options))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One isolated worker per device, each opened now (a device that cannot
+/// open fails the command before anything joins), with the description it
+/// joins the queue of its device model with.
+fn start_locals(
+    backend: BackendKind,
+    selectors: Vec<kevo_backend::DeviceSelector>,
+) -> Result<Vec<(WorkerInfo, Local)>> {
     let several = selectors.len() > 1;
     let command = WorkerCommand::current_exe()?;
     let host = host_name();
@@ -173,73 +192,88 @@ pub fn serve(args: QueueWorkerArgs) -> Result<ExitCode> {
         };
         locals.push((info, local));
     }
-    let options = WorkerOptions {
-        attempts: args.attempts,
-        ack_wait: Duration::from_secs_f64(args.ack_wait_s),
-    };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    Ok(locals)
+}
+
+/// Every device joins the queue and serves jobs until Ctrl-C, or until
+/// one device's failure (its server gone) stops them all; the first
+/// error, if any.
+async fn serve_all(
+    url: &str,
+    namespace: &Namespace,
+    locals: Vec<(WorkerInfo, Local)>,
+    options: WorkerOptions,
+) -> Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
-    runtime.block_on(async {
-        {
-            let stop = stop.clone();
-            tokio::spawn(async move {
-                let _ = tokio::signal::ctrl_c().await;
+    {
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let _ = tokio::signal::ctrl_c().await;
+            stop.store(true, Ordering::Relaxed);
+        });
+    }
+    let several = locals.len() > 1;
+    let mut serving = Vec::new();
+    for (k, (info, local)) in locals.into_iter().enumerate() {
+        let worker = match JobWorker::join(url, namespace, info, options.clone()).await {
+            Ok(w) => w,
+            Err(e) => {
                 stop.store(true, Ordering::Relaxed);
-            });
-        }
-        let mut serving = Vec::new();
-        for (k, (info, mut local)) in locals.into_iter().enumerate() {
-            let worker = match JobWorker::join(&url, &namespace, info, options.clone()).await {
-                Ok(w) => w,
-                Err(e) => {
-                    stop.store(true, Ordering::Relaxed);
-                    return Err(e.into());
-                }
-            };
-            // With several devices, each line says which one it is about.
-            let prefix = if several {
-                format!("[device {k}] ")
-            } else {
-                String::new()
-            };
-            let i = worker.info();
-            println!(
-                "{prefix}worker {} serves {} {} (ceilings {:.1} GB/s, {:.0} GFLOP/s) on {url}, namespace {}",
-                i.id,
-                i.backend,
-                i.device.name,
-                i.ceilings.bandwidth_gbs,
-                i.ceilings.fp32_gflops,
-                namespace.name()
-            );
-            let stop = stop.clone();
-            serving.push(tokio::spawn(async move {
-                let mut evaluate = |job: &Job| local.evaluate(job);
-                let mut log = |line: String| println!("{prefix}{line}");
-                let served = worker.serve(&mut evaluate, stop.clone(), &mut log).await;
-                // One device's failure (its server gone) stops the others.
-                stop.store(true, Ordering::Relaxed);
-                println!("{prefix}worker {} stopped", worker.info().id);
-                served
-            }));
-        }
-        let mut first_error = None;
-        for s in serving {
-            match s.await {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => {
-                    first_error.get_or_insert(anyhow::Error::from(e));
-                }
-                Err(e) => {
-                    first_error.get_or_insert(anyhow::anyhow!("a device's worker failed: {e}"));
-                }
+                return Err(e.into());
+            }
+        };
+        // With several devices, each line says which one it is about.
+        let prefix = if several {
+            format!("[device {k}] ")
+        } else {
+            String::new()
+        };
+        let i = worker.info();
+        println!(
+            "{prefix}worker {} serves {} {} (ceilings {:.1} GB/s, {:.0} GFLOP/s) on {url}, namespace {}",
+            i.id,
+            i.backend,
+            i.device.name,
+            i.ceilings.bandwidth_gbs,
+            i.ceilings.fp32_gflops,
+            namespace.name()
+        );
+        serving.push(tokio::spawn(serve_device(
+            worker,
+            local,
+            stop.clone(),
+            prefix,
+        )));
+    }
+    let mut first_error = None;
+    for s in serving {
+        match s.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                first_error.get_or_insert(anyhow::Error::from(e));
+            }
+            Err(e) => {
+                first_error.get_or_insert(anyhow::anyhow!("a device's worker failed: {e}"));
             }
         }
-        first_error.map_or(Ok(()), Err)
-    })?;
-    Ok(ExitCode::SUCCESS)
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+/// One device's jobs, its log lines prefixed with which device it is.
+async fn serve_device(
+    worker: JobWorker,
+    mut local: Local,
+    stop: Arc<AtomicBool>,
+    prefix: String,
+) -> Result<(), kevo_dispatch::DispatchError> {
+    let mut evaluate = |job: &Job| local.evaluate(job);
+    let mut log = |line: String| println!("{prefix}{line}");
+    let served = worker.serve(&mut evaluate, stop.clone(), &mut log).await;
+    // One device's failure (its server gone) stops the others.
+    stop.store(true, Ordering::Relaxed);
+    println!("{prefix}worker {} stopped", worker.info().id);
+    served
 }
 
 #[cfg(test)]

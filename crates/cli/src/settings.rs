@@ -155,7 +155,17 @@ impl DialectArg {
 }
 
 impl DeviceArgs {
+    /// The keys these flags set: device, timing, limits and sandbox, in
+    /// that order.
     pub fn apply(&self, l: &mut FlagLayer) -> Result<()> {
+        self.device_keys(l)?;
+        self.timing_keys(l);
+        self.limit_keys(l);
+        self.sandbox_keys(l)
+    }
+
+    /// Which device, and the ceilings it is scored against.
+    fn device_keys(&self, l: &mut FlagLayer) -> Result<()> {
         l.set(self.backend, "device.backend", "--backend", |c| {
             &mut c.device.backend
         });
@@ -184,6 +194,10 @@ impl DeviceArgs {
             l.config.device.ceilings = Some(parse_ceilings(text)?);
             l.name("device.ceilings", "--ceilings");
         }
+        Ok(())
+    }
+
+    fn timing_keys(&self, l: &mut FlagLayer) {
         l.set(
             self.no_cuda_graph.then_some(false),
             "timing.cuda_graph",
@@ -208,6 +222,9 @@ impl DeviceArgs {
             "--max-timed-runs",
             |c| &mut c.timing.max_timed_runs,
         );
+    }
+
+    fn limit_keys(&self, l: &mut FlagLayer) {
         l.set(
             self.compile_timeout,
             "limits.compile_timeout_s",
@@ -226,6 +243,10 @@ impl DeviceArgs {
             "--worker-memory-gib",
             |c| &mut c.limits.worker_memory_gib,
         );
+    }
+
+    /// How the workers are confined (paths made absolute).
+    fn sandbox_keys(&self, l: &mut FlagLayer) -> Result<()> {
         l.set(
             self.require_sandbox.then_some(true),
             "sandbox.required",
@@ -592,9 +613,24 @@ pub struct RunFlags {
 }
 
 impl RunFlags {
-    /// The keys these flags set.
+    /// The keys these flags set, group by group.
     pub fn layer(&self) -> Result<FlagLayer> {
         let mut l = FlagLayer::default();
+        self.task_keys(&mut l)?;
+        self.device.apply(&mut l)?;
+        self.evaluation_keys(&mut l);
+        self.model_keys(&mut l)?;
+        self.worker_keys(&mut l);
+        self.prompt_keys(&mut l);
+        self.budget_keys(&mut l);
+        self.promotion_keys(&mut l);
+        self.tune_keys(&mut l);
+        self.strategy_keys(&mut l)?;
+        Ok(l)
+    }
+
+    /// What is searched: the task, its sizes, the kernel to start from.
+    fn task_keys(&self, l: &mut FlagLayer) -> Result<()> {
         l.set(self.task.clone(), "task", "--task", |c| &mut c.task);
         l.set(self.sizes, "sizes", "--sizes", |c| &mut c.sizes);
         l.set(
@@ -603,7 +639,11 @@ impl RunFlags {
             "--seed-kernel",
             |c| &mut c.seed_kernel,
         );
-        self.device.apply(&mut l)?;
+        Ok(())
+    }
+
+    /// How each candidate is evaluated beyond the device flags.
+    fn evaluation_keys(&self, l: &mut FlagLayer) {
         l.set(
             self.no_fast_math.then_some(false),
             "device.fast_math",
@@ -634,6 +674,10 @@ impl RunFlags {
             "--timeout",
             |c| &mut c.limits.candidate_timeout_s,
         );
+    }
+
+    /// The models, how they are called and how many calls at once.
+    fn model_keys(&self, l: &mut FlagLayer) -> Result<()> {
         l.set(
             (!self.llm.is_empty()).then(|| self.llm.clone()),
             "llm.models",
@@ -692,6 +736,11 @@ impl RunFlags {
             |c| &mut c.llm.edit_mode,
         );
         l.set(self.rng_seed, "llm.seed", "--rng-seed", |c| &mut c.llm.seed);
+        Ok(())
+    }
+
+    /// Where evaluations run: local devices or a NATS server's workers.
+    fn worker_keys(&self, l: &mut FlagLayer) {
         l.set(self.devices.clone(), "device.devices", "--devices", |c| {
             &mut c.device.devices
         });
@@ -710,6 +759,10 @@ impl RunFlags {
             "--nats-namespace",
             |c| &mut c.device.nats_namespace,
         );
+    }
+
+    /// How an ensemble picks its model, and the meta-prompter.
+    fn prompt_keys(&self, l: &mut FlagLayer) {
         l.set(
             self.model_choice,
             "llm.model_choice",
@@ -725,6 +778,10 @@ impl RunFlags {
         l.set(self.meta_every, "llm.meta_every", "--meta-every", |c| {
             &mut c.llm.meta_every
         });
+    }
+
+    /// When the search stops, and what a prompt may hold.
+    fn budget_keys(&self, l: &mut FlagLayer) {
         l.set(self.iterations, "budget.iterations", "--iterations", |c| {
             &mut c.budget.iterations
         });
@@ -749,6 +806,10 @@ impl RunFlags {
             "--context-budget",
             |c| &mut c.prompt.context_budget_tokens,
         );
+    }
+
+    /// How a challenger is found better, and validated before it is kept.
+    fn promotion_keys(&self, l: &mut FlagLayer) {
         l.set(
             self.promotion.map(|p| match p {
                 PromotionName::NoiseAware => "noise-aware".to_string(),
@@ -782,6 +843,10 @@ impl RunFlags {
             "--validate-max-slowdown",
             |c| &mut c.promotion.validate_max_slowdown,
         );
+    }
+
+    /// Tuning of proposed kernels that declare parameters.
+    fn tune_keys(&self, l: &mut FlagLayer) {
         l.set(self.tune_best_of, "tune.best_of", "--tune-best-of", |c| {
             &mut c.tune.best_of
         });
@@ -791,8 +856,6 @@ impl RunFlags {
             "--tune-strategy",
             |c| &mut c.tune.strategy,
         );
-        self.strategy_keys(&mut l)?;
-        Ok(l)
     }
 
     fn strategy_keys(&self, l: &mut FlagLayer) -> Result<()> {

@@ -10,12 +10,15 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
-use kevo_evolve::sweep::{CellResult, CellState, GroupRow, SweepPlan, SweepState, group_rows};
+use kevo_evolve::sweep::{
+    Cell, CellResult, CellState, GroupRow, SweepPlan, SweepState, group_rows,
+};
 use kevo_evolve::{Environment, Event, Observer};
 use kevo_store::{RunId, RunStatus, Store};
 use kevo_worker::WorkerCommand;
 
-use crate::evolve::{Progress, StoreArgs};
+use crate::evolve::StoreArgs;
+use crate::progress::Progress;
 
 #[derive(Args)]
 pub struct SweepArgs {
@@ -101,93 +104,18 @@ pub fn sweep(args: SweepArgs) -> Result<ExitCode> {
         };
         let mut all_ran = true;
         if !args.report {
-            let total = plan.cells.len();
+            let mut sweeping = Sweeping {
+                args: &args,
+                plan: &plan,
+                env: &env,
+                state: &mut state,
+                state_path: &state_path,
+            };
             for (i, cell) in plan.cells.iter().enumerate() {
-                let say = |text: String| {
-                    if !args.quiet && !args.json {
-                        eprintln!(
-                            "kevo sweep {}: cell {}/{total} {}: {text}",
-                            plan.name,
-                            i + 1,
-                            cell.key
-                        );
-                    }
-                };
-                let run = state.run_of(cell)?;
-                let status = match &run {
-                    Some(r) => Some(env.store.run(&RunId(r.clone())).await?.status),
-                    None => None,
-                };
-                match (&run, status) {
-                    (Some(r), Some(RunStatus::Finished)) => {
-                        say(format!("run {r} finished earlier; skipped"));
-                        continue;
-                    }
-                    (Some(r), Some(RunStatus::Failed)) if !args.retry_failed => {
-                        say(format!(
-                            "run {r} failed earlier; kept (--retry-failed runs it again)"
-                        ));
-                        all_ran = false;
-                        continue;
-                    }
-                    _ => {}
-                }
-                let mut progress = Progress::new(false, args.quiet || args.json);
-                let options = serde_json::to_value(&cell.options)?;
-                let mut observer = CellObserver {
-                    progress: &mut progress,
-                    state: &mut state,
-                    state_path: &state_path,
-                    key: &cell.key,
-                    options,
-                    save_error: None,
-                };
-                let outcome = tokio::select! {
-                    result = async {
-                        match &run {
-                            Some(r) => {
-                                say(format!("resuming run {r}"));
-                                kevo_evolve::resume(r, &env, &mut observer).await
-                            }
-                            None => {
-                                say("starting".into());
-                                kevo_evolve::start(cell.options.clone(), &env, &mut observer).await
-                            }
-                        }
-                    } => result,
-                    signal = crate::evolve::interrupted() => {
-                        let run = state.run_of(cell)?;
-                        let reason = format!("interrupted by {signal}");
-                        if let Some(run) = &run {
-                            kevo_evolve::interrupt(&env, run, &reason).await?;
-                        }
-                        eprintln!(
-                            "kevo sweep {}: {reason}; run it again to go on where it stopped",
-                            plan.name
-                        );
-                        return Ok(ExitCode::from(130));
-                    }
-                };
-                if let Some(e) = observer.save_error.take() {
-                    return Err(e);
-                }
-                match outcome {
-                    Ok(summary) => say(format!(
-                        "run {} {}: {:.2}x in-distribution",
-                        summary.run, summary.stop_reason, summary.speedup
-                    )),
-                    Err(e) => {
-                        // A cell that cannot run is a result, not the end
-                        // of the sweep.
-                        all_ran = false;
-                        say(format!("failed: {e}"));
-                        let entry = state.cells.entry(cell.key.clone()).or_default();
-                        if entry.run.is_none() {
-                            entry.options = serde_json::to_value(&cell.options)?;
-                            entry.error = Some(e.to_string());
-                            state.save(&state_path)?;
-                        }
-                    }
+                match sweeping.cell(i, cell).await? {
+                    CellEnd::Ran => {}
+                    CellEnd::NotRun => all_ran = false,
+                    CellEnd::Interrupted => return Ok(ExitCode::from(130)),
                 }
             }
         }
@@ -215,6 +143,140 @@ pub fn sweep(args: SweepArgs) -> Result<ExitCode> {
             ExitCode::from(1)
         })
     })
+}
+
+/// How a cell's turn ended.
+enum CellEnd {
+    /// Ran now (to a result or an error stored as one), or finished
+    /// earlier.
+    Ran,
+    /// Did not run to the end: failed now, or failed earlier and kept.
+    NotRun,
+    /// A signal stopped the sweep.
+    Interrupted,
+}
+
+/// One sweep under way: its cells run one after another on one device.
+struct Sweeping<'a> {
+    args: &'a SweepArgs,
+    plan: &'a SweepPlan,
+    env: &'a Environment,
+    state: &'a mut SweepState,
+    state_path: &'a std::path::Path,
+}
+
+impl Sweeping<'_> {
+    /// Cell `i`: skipped when finished (or failed, unless
+    /// `--retry-failed`), else started or resumed as an ordinary run. A
+    /// cell that cannot run is a result, not the end of the sweep.
+    async fn cell(&mut self, i: usize, cell: &Cell) -> Result<CellEnd> {
+        let (args, plan) = (self.args, self.plan);
+        let say = |text: String| {
+            if !args.quiet && !args.json {
+                eprintln!(
+                    "kevo sweep {}: cell {}/{} {}: {text}",
+                    plan.name,
+                    i + 1,
+                    plan.cells.len(),
+                    cell.key
+                );
+            }
+        };
+        let run = self.state.run_of(cell)?;
+        if let Some(end) = self.ended_earlier(run.as_deref(), &say).await? {
+            return Ok(end);
+        }
+        let env = self.env;
+        let mut progress = Progress::new(false, args.quiet || args.json);
+        let options = serde_json::to_value(&cell.options)?;
+        let mut observer = CellObserver {
+            progress: &mut progress,
+            state: &mut *self.state,
+            state_path: self.state_path,
+            key: &cell.key,
+            options,
+            save_error: None,
+        };
+        let outcome = tokio::select! {
+            result = async {
+                match &run {
+                    Some(r) => {
+                        say(format!("resuming run {r}"));
+                        kevo_evolve::resume(r, env, &mut observer).await
+                    }
+                    None => {
+                        say("starting".into());
+                        kevo_evolve::start(cell.options.clone(), env, &mut observer).await
+                    }
+                }
+            } => result,
+            signal = crate::evolve::interrupted() => {
+                let run = self.state.run_of(cell)?;
+                let reason = format!("interrupted by {signal}");
+                if let Some(run) = &run {
+                    kevo_evolve::interrupt(env, run, &reason).await?;
+                }
+                eprintln!(
+                    "kevo sweep {}: {reason}; run it again to go on where it stopped",
+                    plan.name
+                );
+                return Ok(CellEnd::Interrupted);
+            }
+        };
+        if let Some(e) = observer.save_error.take() {
+            return Err(e);
+        }
+        match outcome {
+            Ok(summary) => {
+                say(format!(
+                    "run {} {}: {:.2}x in-distribution",
+                    summary.run, summary.stop_reason, summary.speedup
+                ));
+                Ok(CellEnd::Ran)
+            }
+            Err(e) => {
+                say(format!("failed: {e}"));
+                self.keep_error(cell, &e)?;
+                Ok(CellEnd::NotRun)
+            }
+        }
+    }
+
+    /// The end of a cell whose run finished earlier (skipped), or failed
+    /// earlier and is kept (unless `--retry-failed`); None when it runs.
+    async fn ended_earlier(
+        &self,
+        run: Option<&str>,
+        say: &impl Fn(String),
+    ) -> Result<Option<CellEnd>> {
+        let Some(r) = run else { return Ok(None) };
+        let status = self.env.store.run(&RunId(r.to_string())).await?.status;
+        Ok(match status {
+            RunStatus::Finished => {
+                say(format!("run {r} finished earlier; skipped"));
+                Some(CellEnd::Ran)
+            }
+            RunStatus::Failed if !self.args.retry_failed => {
+                say(format!(
+                    "run {r} failed earlier; kept (--retry-failed runs it again)"
+                ));
+                Some(CellEnd::NotRun)
+            }
+            _ => None,
+        })
+    }
+
+    /// A cell that could not even create its run keeps the error as its
+    /// state.
+    fn keep_error(&mut self, cell: &Cell, e: &kevo_evolve::EvolveError) -> Result<()> {
+        let entry = self.state.cells.entry(cell.key.clone()).or_default();
+        if entry.run.is_none() {
+            entry.options = serde_json::to_value(&cell.options)?;
+            entry.error = Some(e.to_string());
+            self.state.save(self.state_path)?;
+        }
+        Ok(())
+    }
 }
 
 async fn cell_status(store: &Store, state: &SweepState, key: &str) -> String {

@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use clap::Subcommand;
+use kevo_eval::Evaluator;
 use kevo_tasks::folder::{FolderTask, ReferenceDef};
 use kevo_tasks::{SizeSet, Task};
 use kevo_worker::{Worker, WorkerCommand};
@@ -197,53 +198,7 @@ fn check(
             return Ok(ExitCode::from(2));
         }
     };
-    let reference_kind = match &folder.reference {
-        ReferenceDef::Kernel(k) => format!(
-            "kernel ({})",
-            k.keys().cloned().collect::<Vec<_>>().join(", ")
-        ),
-        ReferenceDef::Command(c) => format!("command {c:?}"),
-        ReferenceDef::Golden(d) => format!("golden files under {d}/"),
-    };
-    let mut findings = vec![Finding {
-        what: "definition".into(),
-        ok: true,
-        detail: format!(
-            "{} buffers, {} scalars, {} launches, {} checked outputs, dialects {}; every \
-             expression whole and in range at every size; reference: {reference_kind}",
-            folder.buffers.len(),
-            folder.scalars.len(),
-            folder.launches.len(),
-            folder.checks.len(),
-            folder
-                .dialects
-                .keys()
-                .cloned()
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }];
-    let random = folder.buffers.iter().any(|b| {
-        matches!(
-            b.init,
-            Some(
-                kevo_tasks::folder::Init::Uniform { .. }
-                    | kevo_tasks::folder::Init::Normal { .. }
-                    | kevo_tasks::folder::Init::Integers { .. }
-            )
-        )
-    });
-    findings.push(Finding {
-        what: "inputs".into(),
-        ok: true,
-        detail: if random {
-            "drawn from the seed: each verification run uses fresh inputs".into()
-        } else {
-            "WARNING: no input depends on the seed, so the verification runs repeat the timed \
-             inputs and cannot catch a kernel that replays an answer; prefer random starts"
-                .into()
-        },
-    });
+    let mut findings = definition_findings(&folder);
     let task: &'static Task = kevo_tasks::register(folder.into_task())?;
     let path_text = path.display().to_string();
     let settings = crate::settings::evaluation_settings(
@@ -263,97 +218,214 @@ fn check(
 
     // The reference and the check's strength, in this process: the task's
     // own code and kernels only, no candidate.
-    let mut evaluator = crate::open_evaluator(&worker_config)?;
+    let mut evaluator = crate::candidate::open_evaluator(&worker_config)?;
     let dialect = evaluator.backend().info().dialect;
-    let folder = task.folder().expect("registered from a folder");
     for &set in &sets {
-        let plan = task.sizes(set);
-        let mut reference_times = Vec::new();
-        let mut reference_ok = true;
-        // Null candidate kind -> (passed somewhere, worst detail).
-        let mut screened: Vec<(String, Option<String>, String)> = Vec::new();
-        for size in plan.in_distribution.iter().chain([&plan.held_out]) {
-            let started = Instant::now();
-            let found = folder
-                .expected_at(size, seed)
-                .map_err(|e| e.to_string())
-                .and_then(|_| {
-                    evaluator
-                        .reference_at(task, size, seed)
-                        .map_err(|e| e.to_string())
-                });
-            let (problem, reference) = match found {
-                Ok(r) => r,
-                Err(e) => {
-                    findings.push(Finding {
-                        what: format!("reference at {set} {}", size.label),
-                        ok: false,
-                        detail: e,
-                    });
-                    reference_ok = false;
-                    continue;
-                }
-            };
-            reference_times.push(format!(
-                "{} {:.3} s",
-                size.label,
-                started.elapsed().as_secs_f64()
-            ));
-            let expected = &reference
-                .downcast_ref::<kevo_tasks::folder::ExpectedOutputs>()
-                .expect("a folder task's reference is its expected outputs")
-                .0;
-            for null in folder.folder().null_candidates(&problem, expected) {
-                let verdict = task.check(size, &problem, &reference, &null.outputs);
-                let at = match screened.iter().position(|s| s.0 == null.kind) {
-                    Some(at) => at,
-                    None => {
-                        screened.push((null.kind.clone(), None, String::new()));
-                        screened.len() - 1
-                    }
-                };
-                let detail = format!(
-                    "{} = {:.4}{}",
-                    verdict.metric,
-                    verdict.value,
-                    verdict
-                        .tolerance
-                        .map_or(String::new(), |t| format!(" (needs {t})"))
-                );
-                if verdict.passed && screened[at].1.is_none() {
-                    screened[at].1 = Some(format!("{} at {}: {detail}", null.name, size.label));
-                } else if !verdict.passed {
-                    screened[at].2 = detail;
-                }
-            }
-        }
-        if reference_ok {
-            findings.push(Finding {
-                what: format!("reference at the {set} sizes"),
-                ok: true,
-                detail: reference_times.join(", "),
-            });
-        }
-        for (kind, passed, last) in screened {
-            findings.push(Finding {
-                what: format!("a kernel that {kind} ({set})"),
-                ok: passed.is_none(),
-                detail: match passed {
-                    Some(how) => format!(
-                        "PASSES the check ({how}): the check cannot tell it from a kernel \
-                         that does the work; tighten atol/rtol, raise `within`, or add a \
-                         cosine floor or a peak_error"
-                    ),
-                    None => format!("rejected at every size (last: {last})"),
-                },
-            });
-        }
+        findings.extend(reference_findings(&mut evaluator, task, set, seed));
     }
     drop(evaluator);
 
     // The seed, and a kernel reference as a candidate (its times are the
     // baseline a speedup is measured against), through the confined worker.
     let mut worker = Worker::start(WorkerCommand::current_exe()?, worker_config)?;
+    let scores = kernel_findings(&mut worker, (task, dialect), &sets, &mut findings)?;
+    let ok = findings.iter().all(|f| f.ok);
+    if json_out {
+        print_findings_json(task, ok, &findings, scores)?;
+    } else {
+        print_findings(task, path, &worker, &findings);
+    }
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// What loading the folder established (its definition holds at every
+/// size), and whether its inputs change with the seed.
+fn definition_findings(folder: &FolderTask) -> Vec<Finding> {
+    let reference_kind = match &folder.reference {
+        ReferenceDef::Kernel(k) => format!(
+            "kernel ({})",
+            k.keys().cloned().collect::<Vec<_>>().join(", ")
+        ),
+        ReferenceDef::Command(c) => format!("command {c:?}"),
+        ReferenceDef::Golden(d) => format!("golden files under {d}/"),
+    };
+    let definition = Finding {
+        what: "definition".into(),
+        ok: true,
+        detail: format!(
+            "{} buffers, {} scalars, {} launches, {} checked outputs, dialects {}; every \
+             expression whole and in range at every size; reference: {reference_kind}",
+            folder.buffers.len(),
+            folder.scalars.len(),
+            folder.launches.len(),
+            folder.checks.len(),
+            folder
+                .dialects
+                .keys()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let random = folder.buffers.iter().any(|b| {
+        matches!(
+            b.init,
+            Some(
+                kevo_tasks::folder::Init::Uniform { .. }
+                    | kevo_tasks::folder::Init::Normal { .. }
+                    | kevo_tasks::folder::Init::Integers { .. }
+            )
+        )
+    });
+    let inputs = Finding {
+        what: "inputs".into(),
+        ok: true,
+        detail: if random {
+            "drawn from the seed: each verification run uses fresh inputs".into()
+        } else {
+            "WARNING: no input depends on the seed, so the verification runs repeat the timed \
+             inputs and cannot catch a kernel that replays an answer; prefer random starts"
+                .into()
+        },
+    };
+    vec![definition, inputs]
+}
+
+/// How each kind of null candidate fared against the check over the
+/// sizes of a set: the first size where it passed, and the detail of the
+/// last rejection.
+struct Screened {
+    kind: String,
+    passed: Option<String>,
+    last: String,
+}
+
+/// One size set: the reference at every size (held out included), and the
+/// folder's null candidates (a kernel that writes nothing, zeros, a
+/// constant, or copies an input) against the check at each.
+fn reference_findings(
+    evaluator: &mut Evaluator<Box<dyn kevo_backend::Backend>>,
+    task: &Task,
+    set: SizeSet,
+    seed: u64,
+) -> Vec<Finding> {
+    let folder = task.folder().expect("registered from a folder");
+    let plan = task.sizes(set);
+    let mut findings = Vec::new();
+    let mut reference_times = Vec::new();
+    let mut reference_ok = true;
+    let mut screened: Vec<Screened> = Vec::new();
+    for size in plan.in_distribution.iter().chain([&plan.held_out]) {
+        let started = Instant::now();
+        let found = folder
+            .expected_at(size, seed)
+            .map_err(|e| e.to_string())
+            .and_then(|_| {
+                evaluator
+                    .reference_at(task, size, seed)
+                    .map_err(|e| e.to_string())
+            });
+        let (problem, reference) = match found {
+            Ok(r) => r,
+            Err(e) => {
+                findings.push(Finding {
+                    what: format!("reference at {set} {}", size.label),
+                    ok: false,
+                    detail: e,
+                });
+                reference_ok = false;
+                continue;
+            }
+        };
+        reference_times.push(format!(
+            "{} {:.3} s",
+            size.label,
+            started.elapsed().as_secs_f64()
+        ));
+        screen_nulls(task, size, &problem, &reference, &mut screened);
+    }
+    if reference_ok {
+        findings.push(Finding {
+            what: format!("reference at the {set} sizes"),
+            ok: true,
+            detail: reference_times.join(", "),
+        });
+    }
+    findings.extend(screened.into_iter().map(|s| null_finding(s, set)));
+    findings
+}
+
+/// The folder's null candidates at one size through the task's check,
+/// tallied by kind.
+fn screen_nulls(
+    task: &Task,
+    size: &kevo_tasks::Size,
+    problem: &kevo_tasks::Problem,
+    reference: &kevo_tasks::Reference,
+    screened: &mut Vec<Screened>,
+) {
+    let folder = task.folder().expect("registered from a folder");
+    let expected = &reference
+        .downcast_ref::<kevo_tasks::folder::ExpectedOutputs>()
+        .expect("a folder task's reference is its expected outputs")
+        .0;
+    for null in folder.folder().null_candidates(problem, expected) {
+        let verdict = task.check(size, problem, reference, &null.outputs);
+        let at = match screened.iter().position(|s| s.kind == null.kind) {
+            Some(at) => at,
+            None => {
+                screened.push(Screened {
+                    kind: null.kind.clone(),
+                    passed: None,
+                    last: String::new(),
+                });
+                screened.len() - 1
+            }
+        };
+        let detail = format!(
+            "{} = {:.4}{}",
+            verdict.metric,
+            verdict.value,
+            verdict
+                .tolerance
+                .map_or(String::new(), |t| format!(" (needs {t})"))
+        );
+        if verdict.passed && screened[at].passed.is_none() {
+            screened[at].passed = Some(format!("{} at {}: {detail}", null.name, size.label));
+        } else if !verdict.passed {
+            screened[at].last = detail;
+        }
+    }
+}
+
+/// A kind of null candidate the check must reject at every size.
+fn null_finding(s: Screened, set: SizeSet) -> Finding {
+    Finding {
+        what: format!("a kernel that {} ({set})", s.kind),
+        ok: s.passed.is_none(),
+        detail: match s.passed {
+            Some(how) => format!(
+                "PASSES the check ({how}): the check cannot tell it from a kernel \
+                 that does the work; tighten atol/rtol, raise `within`, or add a \
+                 cosine floor or a peak_error"
+            ),
+            None => format!("rejected at every size (last: {})", s.last),
+        },
+    }
+}
+
+/// The seed and (where the folder has one) the reference kernel, as
+/// candidates at every size of every set; their evaluations by "ROLE SET".
+fn kernel_findings(
+    worker: &mut Worker,
+    (task, dialect): (&Task, kevo_backend::Dialect),
+    sets: &[SizeSet],
+    findings: &mut Vec<Finding>,
+) -> Result<serde_json::Map<String, Value>> {
     let mut kernels = vec![("seed", task.seed(dialect).map(str::to_string))];
     if let Some(reference) = task.device_reference(dialect) {
         kernels.push(("reference kernel", Some(reference.to_string())));
@@ -368,7 +440,7 @@ fn check(
             });
             continue;
         };
-        for &set in &sets {
+        for &set in sets {
             let plan = task.sizes(set);
             let mut sizes = plan.in_distribution.clone();
             sizes.push(plan.held_out.clone());
@@ -387,45 +459,50 @@ fn check(
             scores.insert(format!("{role} {set}"), serde_json::to_value(&evaluation)?);
         }
     }
+    Ok(scores)
+}
 
-    let ok = findings.iter().all(|f| f.ok);
-    if json_out {
-        let value = json!({
-            "ok": ok,
-            "task": task.name(),
-            "version": task.content_hash(),
-            "findings": findings.iter().map(|f| json!({"what": f.what, "ok": f.ok, "detail": f.detail})).collect::<Vec<Value>>(),
-            "evaluations": scores,
-        });
-        println!("{}", serde_json::to_string_pretty(&value)?);
-    } else {
+/// The findings and the kernels' evaluations as JSON.
+fn print_findings_json(
+    task: &Task,
+    ok: bool,
+    findings: &[Finding],
+    scores: serde_json::Map<String, Value>,
+) -> Result<()> {
+    let value = json!({
+        "ok": ok,
+        "task": task.name(),
+        "version": task.content_hash(),
+        "findings": findings.iter().map(|f| json!({"what": f.what, "ok": f.ok, "detail": f.detail})).collect::<Vec<Value>>(),
+        "evaluations": scores,
+    });
+    println!("{}", serde_json::to_string_pretty(&value)?);
+    Ok(())
+}
+
+/// The findings as text, and whether the task is ready.
+fn print_findings(task: &Task, path: &Path, worker: &Worker, findings: &[Finding]) {
+    println!(
+        "task {} ({}, version {}) on {}",
+        task.name(),
+        path.display(),
+        task.content_hash(),
+        worker.device().name
+    );
+    for f in findings {
         println!(
-            "task {} ({}, version {}) on {}",
-            task.name(),
-            path.display(),
-            task.content_hash(),
-            worker.device().name
+            "{} {}: {}",
+            if f.ok { "ok  " } else { "FAIL" },
+            f.what,
+            f.detail
         );
-        for f in &findings {
-            println!(
-                "{} {}: {}",
-                if f.ok { "ok  " } else { "FAIL" },
-                f.what,
-                f.detail
-            );
-        }
-        let failed = findings.iter().filter(|f| !f.ok).count();
-        if ok {
-            println!("the folder defines a usable task");
-        } else {
-            println!("{failed} problem(s): the task is not ready to score candidates");
-        }
     }
-    Ok(if ok {
-        ExitCode::SUCCESS
+    let failed = findings.iter().filter(|f| !f.ok).count();
+    if failed == 0 {
+        println!("the folder defines a usable task");
     } else {
-        ExitCode::from(1)
-    })
+        println!("{failed} problem(s): the task is not ready to score candidates");
+    }
 }
 
 #[cfg(test)]

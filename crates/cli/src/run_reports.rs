@@ -1,5 +1,7 @@
-//! `kevo report RUN`: the run's self-contained HTML report, read from the
-//! store (crates/report renders it).
+//! Stored runs as reports: `kevo report RUN` (the run's self-contained
+//! HTML report; crates/report renders it), `kevo table` (the results table
+//! across runs), `kevo export` (the winning kernel, or steps as training
+//! records) and `kevo serve` (the runs in the browser, live).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -192,7 +194,7 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
             .run
             .as_deref()
             .context("name the run whose winner to export (kevo runs lists them)")?;
-        return crate::evolve::export(run, args.out.as_deref(), args.store);
+        return crate::show::export(run, args.out.as_deref(), args.store);
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -1,4 +1,6 @@
-//! Human-readable and JSON output of the CLI.
+//! The text and JSON printers of `kevo tasks`, `kevo devices`, `kevo eval`
+//! and `kevo bench` (tables of tasks, devices with their ceilings,
+//! evaluations, and latency rows).
 // Table headers pass their titles through the same width specifiers as the
 // rows below them, which keeps the columns aligned by construction.
 #![allow(clippy::print_literal)]
@@ -67,6 +69,25 @@ pub enum Measure {
 }
 
 pub fn print_devices(measure: Measure, json: bool, triton_python: Option<String>) -> Result<()> {
+    let rows = device_rows(measure, triton_python);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(());
+    }
+    for row in rows {
+        print_device_row(&row)?;
+    }
+    println!(
+        "worker sandbox on this machine: {}",
+        kevo_worker::kevo_sandbox::available().summary()
+    );
+    Ok(())
+}
+
+/// One row per device of every backend (or per backend that is
+/// unavailable, with why), then the Triton dialect: an interpreter with
+/// Triton that compiles candidates for CUDA devices.
+fn device_rows(measure: Measure, triton_python: Option<String>) -> Vec<serde_json::Value> {
     let mut rows = Vec::new();
     for (kind, devices) in kevo_runtimes::list() {
         let backend = kind.name();
@@ -94,8 +115,6 @@ pub fn print_devices(measure: Measure, json: bool, triton_python: Option<String>
             }
         }
     }
-    // The Triton dialect: an interpreter with Triton that compiles
-    // candidates for CUDA devices.
     let python = triton_python.unwrap_or_else(kevo_triton::default_python);
     rows.push(match kevo_triton::availability(&python) {
         Ok(v) => json!({
@@ -112,66 +131,62 @@ pub fn print_devices(measure: Measure, json: bool, triton_python: Option<String>
             "reason": e.to_string(),
         }),
     });
-    if json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+    rows
+}
+
+/// A row of [`device_rows`] as text: the device and its ceilings, with
+/// the memory levels, the envelope and the extra measurements when known.
+fn print_device_row(row: &serde_json::Value) -> Result<()> {
+    let backend = row["backend"].as_str().unwrap_or("?");
+    if backend == "triton" && row["available"] == true {
+        println!(
+            "triton: {} (Python {}), Triton {}: compiles Triton candidates for CUDA devices (--triton-python or $KEVO_TRITON_PYTHON picks another interpreter)",
+            row["python"].as_str().unwrap_or(""),
+            row["python_version"].as_str().unwrap_or(""),
+            row["triton_version"].as_str().unwrap_or("")
+        );
         return Ok(());
     }
-    for row in rows {
-        let backend = row["backend"].as_str().unwrap_or("?");
-        if backend == "triton" && row["available"] == true {
-            println!(
-                "triton: {} (Python {}), Triton {}: compiles Triton candidates for CUDA devices (--triton-python or $KEVO_TRITON_PYTHON picks another interpreter)",
-                row["python"].as_str().unwrap_or(""),
-                row["python_version"].as_str().unwrap_or(""),
-                row["triton_version"].as_str().unwrap_or("")
-            );
-            continue;
-        }
-        if row["available"] == false {
-            println!(
-                "{backend}: unavailable: {}",
-                row["reason"].as_str().unwrap_or("")
-            );
-            continue;
-        }
-        let d = &row["device"];
-        let kind = serde_json::from_value::<kevo_backend::DeviceInfo>(d.clone())
-            .map_or_else(|_| "device".to_string(), |i| i.kind().to_string());
+    if row["available"] == false {
         println!(
-            "{backend} {}: {} ({}; {kind}, {} compute units, {:.1} GiB)",
-            row["id"].as_str().unwrap_or(""),
-            d["name"].as_str().unwrap_or(""),
-            d["platform"].as_str().unwrap_or(""),
-            d["compute_units"],
-            d["global_mem_bytes"].as_f64().unwrap_or(0.0) / (1u64 << 30) as f64
+            "{backend}: unavailable: {}",
+            row["reason"].as_str().unwrap_or("")
         );
-        match (&row["ceilings"], row["ceilings_error"].as_str()) {
-            (c, None) if !c.is_null() => {
-                let c: Ceilings = serde_json::from_value(c.clone())?;
-                println!(
-                    "    ceilings: {:.1} GB/s DRAM, {:.1} GFLOPS FP32 — {}",
-                    c.bandwidth_gbs, c.fp32_gflops, c.source
-                );
-                if let Some(h) = &c.hierarchy {
-                    print_hierarchy(h);
-                }
-                let measured: Option<kevo_roofline::Measurement> =
-                    serde_json::from_value(row["ceilings"]["measured"].clone()).ok();
-                if let Some(m) = &measured {
-                    print_envelope(m, &row["ceilings"]["now"]);
-                }
-                if let Some(x) = measured.as_ref().and_then(|m| m.extras.as_ref()) {
-                    print_extras(x);
-                }
-            }
-            (_, Some(e)) => println!("    ceilings: unavailable: {e}"),
-            _ => {}
-        }
+        return Ok(());
     }
+    let d = &row["device"];
+    let kind = serde_json::from_value::<kevo_backend::DeviceInfo>(d.clone())
+        .map_or_else(|_| "device".to_string(), |i| i.kind().to_string());
     println!(
-        "worker sandbox on this machine: {}",
-        kevo_worker::kevo_sandbox::available().summary()
+        "{backend} {}: {} ({}; {kind}, {} compute units, {:.1} GiB)",
+        row["id"].as_str().unwrap_or(""),
+        d["name"].as_str().unwrap_or(""),
+        d["platform"].as_str().unwrap_or(""),
+        d["compute_units"],
+        d["global_mem_bytes"].as_f64().unwrap_or(0.0) / (1u64 << 30) as f64
     );
+    match (&row["ceilings"], row["ceilings_error"].as_str()) {
+        (c, None) if !c.is_null() => {
+            let c: Ceilings = serde_json::from_value(c.clone())?;
+            println!(
+                "    ceilings: {:.1} GB/s DRAM, {:.1} GFLOPS FP32 — {}",
+                c.bandwidth_gbs, c.fp32_gflops, c.source
+            );
+            if let Some(h) = &c.hierarchy {
+                print_hierarchy(h);
+            }
+            let measured: Option<kevo_roofline::Measurement> =
+                serde_json::from_value(row["ceilings"]["measured"].clone()).ok();
+            if let Some(m) = &measured {
+                print_envelope(m, &row["ceilings"]["now"]);
+            }
+            if let Some(x) = measured.as_ref().and_then(|m| m.extras.as_ref()) {
+                print_extras(x);
+            }
+        }
+        (_, Some(e)) => println!("    ceilings: unavailable: {e}"),
+        _ => {}
+    }
     Ok(())
 }
 
