@@ -22,7 +22,7 @@ pub struct BenchArgs {
     #[arg(long)]
     task: Option<String>,
     #[command(flatten)]
-    device: DeviceArgs,
+    device: Box<DeviceArgs>,
     /// Kernel source to evaluate; the task's seed when absent.
     #[arg(long)]
     kernel: Option<PathBuf>,
@@ -42,7 +42,7 @@ pub struct BenchArgs {
     /// worker evaluate the same candidates, alternating (ABBA order against
     /// drift); each evaluation gets a source no compiler cache has seen, as
     /// a new candidate would.
-    #[arg(long, conflicts_with_all = ["isolated", "no_sandbox", "require_sandbox"])]
+    #[arg(long, conflicts_with_all = ["isolated", "sandbox.enabled", "sandbox.required"])]
     sandbox_cost: bool,
     #[arg(long)]
     json: bool,

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use kevo_backend::Dialect;
+use kevo_runtimes::BackendKind;
 use kevo_store::{CandidateId, HeldOutRole, NewCrossEvaluation, RunId, Store};
 use kevo_tasks::SizeSet;
 use kevo_worker::{Worker, WorkerCommand};
@@ -20,7 +21,7 @@ pub struct CrossArgs {
     /// The run whose winner and seed to evaluate.
     pub run: String,
     #[command(flatten)]
-    pub device: DeviceArgs,
+    pub device: Box<DeviceArgs>,
     /// The sizes to evaluate at (default: the run's size set; always its
     /// in-distribution sizes).
     #[arg(long)]
@@ -34,14 +35,14 @@ pub struct CrossArgs {
     pub json: bool,
 }
 
-/// The dialect a run's backend compiles ("cuda", "opencl").
-fn dialect_of(backend: &str) -> Option<Dialect> {
-    match backend {
-        "cuda" => Some(Dialect::Cuda),
-        "opencl" => Some(Dialect::OpenCl),
-        "triton" => Some(Dialect::Triton),
-        _ => None,
-    }
+/// The dialect a stored run's backend ("cuda", "opencl", "triton")
+/// compiles; any other name is an error naming the known ones.
+pub fn dialect_of(backend: &str) -> Result<Dialect> {
+    backend
+        .parse::<BackendKind>()
+        .map_err(anyhow::Error::msg)?
+        .dialect()
+        .with_context(|| format!("a stored run's backend is never `{backend}`"))
 }
 
 pub fn cross(args: CrossArgs) -> Result<ExitCode> {
@@ -174,10 +175,11 @@ fn needs_translation(
     run_backend: &str,
     device: &kevo_backend::DeviceInfo,
 ) -> Result<bool> {
-    Ok(match dialect_of(run_backend) {
-        Some(run_dialect) if run_dialect == device.dialect => false,
-        Some(Dialect::Cuda) if device.dialect == Dialect::OpenCl => true,
-        Some(run_dialect) => bail!(
+    let run_dialect = dialect_of(run_backend).with_context(|| format!("run {run}"))?;
+    Ok(match run_dialect {
+        d if d == device.dialect => false,
+        Dialect::Cuda if device.dialect == Dialect::OpenCl => true,
+        _ => bail!(
             "run {} holds {run_dialect} kernels; {} on {} runs {}, and only CUDA kernels are translated (to OpenCL); pick a device with --backend {} and --platform/--device",
             run,
             device.backend,
@@ -185,7 +187,6 @@ fn needs_translation(
             device.dialect,
             run_backend
         ),
-        None => false,
     })
 }
 

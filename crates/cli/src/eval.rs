@@ -26,7 +26,7 @@ pub struct EvalArgs {
     #[arg(long)]
     all: bool,
     #[command(flatten)]
-    device: DeviceArgs,
+    device: Box<DeviceArgs>,
     /// Kernel source to evaluate; the task's seed when absent.
     #[arg(long, conflicts_with = "all")]
     kernel: Option<PathBuf>,

@@ -51,7 +51,7 @@ pub struct EvolveArgs {
     reference_kernel: Option<String>,
     /// Continue a run from its last completed step, with its stored
     /// settings.
-    #[arg(long, conflicts_with_all = ["task", "llm", "record", "config", "config_from"])]
+    #[arg(long, conflicts_with_all = ["task", "llm.models", "llm.record", "config", "config_from"])]
     resume: Option<String>,
     #[command(flatten)]
     store: StoreArgs,
@@ -126,12 +126,8 @@ async fn reference_kernel(
         .best_candidate(&id)
         .await?
         .with_context(|| format!("--reference-kernel: run {reference} has no correct candidate"))?;
-    let dialect = match info.backend.as_str() {
-        "cuda" => kevo_backend::Dialect::Cuda,
-        "metal" => kevo_backend::Dialect::Metal,
-        "triton" => kevo_backend::Dialect::Triton,
-        _ => kevo_backend::Dialect::OpenCl,
-    };
+    let dialect = crate::cross::dialect_of(&info.backend)
+        .with_context(|| format!("--reference-kernel {reference}"))?;
     Ok(kevo_proposer::ReferenceKernel {
         dialect,
         origin: format!("the best kernel of run {reference} on {}", info.device),

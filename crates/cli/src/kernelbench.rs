@@ -28,7 +28,7 @@ pub struct EvalArgs {
     #[arg(long)]
     pub kernels: Option<PathBuf>,
     #[command(flatten)]
-    pub device: crate::settings::DeviceArgs,
+    pub device: Box<crate::settings::DeviceArgs>,
     /// Size set: full (the problem's own size, the default) or smoke.
     #[arg(long)]
     pub sizes: Option<kevo_tasks::SizeSet>,

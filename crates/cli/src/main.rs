@@ -235,18 +235,46 @@ enum ConfigCommand {
         #[command(flatten)]
         config: ConfigFileArg,
     },
+    /// Print every settings key with its flag and meaning, as Markdown
+    /// (docs/guide/settings.md is this output).
+    Keys,
 }
 
 fn config(command: ConfigCommand) -> Result<ExitCode> {
-    let ConfigCommand::Show { run, config } = command;
+    let (run, config) = match command {
+        ConfigCommand::Show { run, config } => (run, config),
+        ConfigCommand::Keys => {
+            print!("{}", settings_page());
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
     let effective = settings::effective(None, &config, run.layer()?)?;
-    // Defaults filled in; the task and models may still be missing.
-    let mut shown = kevo_evolve::RunConfig::from_options(&effective.options_without_task()?);
-    shown.task = effective.task.clone();
-    shown.seed_kernel = effective.seed_kernel.clone();
-    shown.llm.models = effective.llm.models.clone();
-    print!("{}", shown.to_toml());
+    print!("{}", effective.shown()?.to_toml());
     Ok(ExitCode::SUCCESS)
+}
+
+/// docs/guide/settings.md: the reference of every key, from the settings'
+/// definitions.
+fn settings_page() -> String {
+    format!(
+        "# Settings\n\nEvery setting is a key of a config file and a flag of `kevo evolve` \
+         (the device, timing, limit and sandbox flags also of `eval`, `bench`, `tune`, \
+         `cross`, `task check` and `kernelbench eval`). This page is the output of \
+         `kevo config keys`, written from the definitions in \
+         `crates/evolve/src/config/sections.rs`; `kevo config show` prints the values a \
+         command line would run with.\n\n\
+         Adding a setting is one field there and one use where the run reads it:\n\n\
+         ```rust\n\
+         /// Stop after this many proposals in a row without a new incumbent.\n\
+         #[arg(id = \"budget.patience\", long = \"patience\", value_name = \"N\")]\n\
+         #[serde(skip_serializing_if = \"Option::is_none\")]\n\
+         pub patience: Option<u32>,\n\
+         ```\n\n\
+         The field gives the key (`patience` under `[budget]`), the flag (`--patience N`), \
+         the help text and this page's line; the layer merge, the flag named in an error \
+         and `kevo config show` follow from it.\n{}",
+        kevo_evolve::config::settings_reference()
+    )
 }
 
 #[derive(Subcommand)]

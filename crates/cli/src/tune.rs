@@ -18,8 +18,8 @@ use kevo_backend::DeviceInfo;
 use kevo_eval::Evaluation;
 use kevo_evolve::RunConfig;
 use kevo_store::{
-    CandidateId, CandidateRef, Checkpoint, HeldOutRole, IterationRecord, NewCandidate, NewDecision,
-    NewEvaluation, NewHeldOut, NewRun, Proposal, RunId, Spent, Store,
+    CandidateId, CandidateRef, Checkpoint, IterationRecord, NewCandidate, NewDecision,
+    NewEvaluation, NewRun, Proposal, RunId, Spent, Store,
 };
 use kevo_tasks::{SizePlan, SizeSet, Task};
 use kevo_tune::{Budget, Configuration, Step, StrategyKind, TuningSpace};
@@ -81,7 +81,7 @@ pub struct TuneArgs {
     #[arg(long)]
     no_fast_math: bool,
     #[command(flatten)]
-    device: DeviceArgs,
+    device: Box<DeviceArgs>,
     #[command(flatten)]
     config: ConfigFileArg,
     #[command(flatten)]
@@ -472,36 +472,23 @@ impl<'a> Tuning<'a> {
         let at_size = std::slice::from_ref(&size);
         let winner = worker.evaluate(self.task.name(), &source, at_size, limit);
         let seed = worker.evaluate(self.task.name(), &self.kernel.seed_source, at_size, limit);
-        let fraction = |e: &Evaluation| {
-            e.outcome
-                .is_correct()
-                .then(|| e.sizes.first().map(|s| s.fraction))
-                .flatten()
-        };
-        let (wf, sf) = (fraction(&winner), fraction(&seed));
-        let speedup = match (wf, sf) {
-            (Some(w), Some(s)) if s > 0.0 => Some(w / s),
-            _ => None,
+        let comparison = kevo_evolve::verdict::HeldOutComparison {
+            winner,
+            seed,
+            seed_kept: false,
         };
         let session = format!("{}-held-out", self.run);
-        for (id, role, evaluation, frac, speed) in [
-            (seed_id, HeldOutRole::Seed, &seed, sf, Some(1.0)),
-            (best.candidate, HeldOutRole::Winner, &winner, wf, speedup),
-        ] {
-            self.runtime.block_on(self.store.record_held_out(
-                &self.run,
-                &NewHeldOut {
-                    candidate_id: id,
-                    role,
-                    evaluation: evaluation.clone(),
-                    session: Some(session.clone()),
-                    phi: Some(frac.unwrap_or(0.0)),
-                    fraction: frac,
-                    speedup: if frac.is_some() { speed } else { None },
-                },
-            ))?;
+        for row in comparison.records(best.candidate, seed_id, &session) {
+            self.runtime
+                .block_on(self.store.record_held_out(&self.run, &row))?;
         }
-        let (verdict, verdict_reason) = kevo_evolve::verdict::classify(false, &winner, &seed);
+        let (verdict, verdict_reason) = comparison.verdict();
+        let (wf, sf, speedup) = (
+            comparison.winner_fraction(),
+            comparison.seed_fraction(),
+            comparison.speedup(),
+        );
+        let (winner, seed) = (&comparison.winner, &comparison.seed);
         Ok(json!({
             "verdict": verdict,
             "verdict_reason": verdict_reason,

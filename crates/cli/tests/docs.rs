@@ -345,3 +345,29 @@ fn cheap_documented_commands_succeed() {
     }
     assert!(dir.path().join("my-task/task.toml").is_file());
 }
+
+/// docs/guide/settings.md is `kevo config keys`, so the reference cannot
+/// drift from the definitions; `KEVO_DOCS_UPDATE=1` rewrites it.
+#[test]
+fn the_settings_reference_is_generated_from_the_definitions() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_in(dir.path(), &["config", "keys"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let generated = String::from_utf8(out.stdout).unwrap();
+    let page = repo_root().join("docs/guide/settings.md");
+    if std::env::var_os("KEVO_DOCS_UPDATE").is_some() {
+        std::fs::write(&page, &generated).unwrap();
+    }
+    let written = std::fs::read_to_string(&page).unwrap_or_default();
+    assert!(
+        written == generated,
+        "docs/guide/settings.md differs from `kevo config keys`; run the test with KEVO_DOCS_UPDATE=1"
+    );
+    for flag in ["--timeout", "--no-sandbox", "--strategy-seed", "--history"] {
+        assert!(generated.contains(&format!("`{flag}")), "{flag} missing");
+    }
+}

@@ -291,3 +291,81 @@ mod tests {
         );
     }
 }
+
+/// A winner and the seed evaluated at the held-out size in one session:
+/// what a search's end and `kevo tune` both store and report.
+#[derive(Debug, Clone)]
+pub struct HeldOutComparison {
+    pub winner: Evaluation,
+    pub seed: Evaluation,
+    /// The winner is the seed: one evaluation serves both roles.
+    pub seed_kept: bool,
+}
+
+impl HeldOutComparison {
+    /// A correct evaluation's fraction of the ceiling at the held-out size.
+    fn fraction(e: &Evaluation) -> Option<f64> {
+        e.outcome
+            .is_correct()
+            .then(|| e.sizes.first().map(|s| s.fraction))
+            .flatten()
+    }
+
+    pub fn winner_fraction(&self) -> Option<f64> {
+        Self::fraction(&self.winner)
+    }
+
+    pub fn seed_fraction(&self) -> Option<f64> {
+        Self::fraction(&self.seed)
+    }
+
+    /// The winner's fraction over the seed's (1 when the seed was kept).
+    pub fn speedup(&self) -> Option<f64> {
+        match (self.winner_fraction(), self.seed_fraction()) {
+            (w, _) if self.seed_kept => w.map(|_| 1.0),
+            (Some(w), Some(s)) if s > 0.0 => Some(w / s),
+            _ => None,
+        }
+    }
+
+    /// The verdict and why ([`classify`]).
+    pub fn verdict(&self) -> (HeldOutVerdict, String) {
+        classify(self.seed_kept, &self.winner, &self.seed)
+    }
+
+    /// The two rows the store keeps: the seed's, then the winner's.
+    pub fn records(
+        &self,
+        winner: kevo_store::CandidateId,
+        seed: kevo_store::CandidateId,
+        session: &str,
+    ) -> [kevo_store::NewHeldOut; 2] {
+        let row = |id, role, evaluation: &Evaluation, fraction: Option<f64>, speedup| {
+            kevo_store::NewHeldOut {
+                candidate_id: id,
+                role,
+                evaluation: evaluation.clone(),
+                session: Some(session.to_string()),
+                phi: Some(fraction.unwrap_or(0.0)),
+                fraction,
+                speedup: fraction.and(speedup),
+            }
+        };
+        [
+            row(
+                seed,
+                kevo_store::HeldOutRole::Seed,
+                &self.seed,
+                self.seed_fraction(),
+                Some(1.0),
+            ),
+            row(
+                winner,
+                kevo_store::HeldOutRole::Winner,
+                &self.winner,
+                self.winner_fraction(),
+                self.speedup(),
+            ),
+        ]
+    }
+}

@@ -300,6 +300,17 @@ impl RunConfig {
         }
     }
 
+    /// What `kevo config show` prints for these merged settings: every
+    /// default filled in, the task, starting kernel and models as given
+    /// (any may still be missing).
+    pub fn shown(&self) -> Result<RunConfig, ConfigError> {
+        let mut shown = RunConfig::from_options(&self.options_without_task()?);
+        shown.task = self.task.clone();
+        shown.seed_kernel = self.seed_kernel.clone();
+        shown.llm.models = self.llm.models.clone();
+        Ok(shown)
+    }
+
     /// These settings as TOML, with a comment naming the optional keys
     /// that are not set.
     pub fn to_toml(&self) -> String {

@@ -256,6 +256,16 @@ pub(super) fn lookup<'t>(table: &'t toml::Table, key: &str) -> Option<&'t toml::
 }
 
 pub(super) fn absolutize(table: &mut toml::Table, key: &str, dir: &Path) {
+    absolutize_with(table, key, |path| dir.join(path));
+}
+
+/// The path or paths at dotted `key` of `table`, each relative one
+/// replaced by `resolve` of it.
+pub(super) fn absolutize_with(
+    table: &mut toml::Table,
+    key: &str,
+    resolve: impl Fn(&Path) -> PathBuf,
+) {
     let (section, name) = match key.split_once('.') {
         Some((s, n)) => (Some(s), n),
         None => (None, key),
@@ -267,17 +277,17 @@ pub(super) fn absolutize(table: &mut toml::Table, key: &str, dir: &Path) {
         },
         None => table,
     };
-    let resolve = |v: &mut toml::Value| {
+    let resolve_value = |v: &mut toml::Value| {
         if let Some(p) = v.as_str() {
             let path = Path::new(p);
             if path.is_relative() {
-                *v = toml::Value::String(dir.join(path).display().to_string());
+                *v = toml::Value::String(resolve(path).display().to_string());
             }
         }
     };
     match target.get_mut(name) {
-        Some(toml::Value::Array(items)) => items.iter_mut().for_each(resolve),
-        Some(v) => resolve(v),
+        Some(toml::Value::Array(items)) => items.iter_mut().for_each(resolve_value),
+        Some(v) => resolve_value(v),
         None => {}
     }
 }

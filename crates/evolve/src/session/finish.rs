@@ -3,17 +3,16 @@
 
 use std::time::Duration;
 
-use kevo_eval::{Evaluation, Outcome};
+use kevo_eval::Outcome;
 use kevo_proposer::StepOutcome;
-use kevo_store::{
-    CandidateId, HeldOutRole, NewHeldOut, NewRemeasurement, ProposalId, RemeasurePurpose,
-};
+use kevo_store::{CandidateId, NewRemeasurement, ProposalId, RemeasurePurpose};
 use kevo_strategy::{Elite, Promotion};
 
 use super::base::Session;
 use super::error::EvolveError;
 use super::events::{Event, Observer};
 use super::summary::{HeldOutSummary, Summary};
+use crate::verdict::HeldOutComparison;
 use crate::{FinalEntry, FinalPick, Interleaved};
 
 /// The end-of-run pick re-measures only candidates whose in-run score is
@@ -348,40 +347,22 @@ impl<'e> Session<'e> {
         } else {
             self.evaluate(&seed_src, std::slice::from_ref(&size), limit)?
         };
-        let fraction = |e: &Evaluation| {
-            e.outcome
-                .is_correct()
-                .then(|| e.sizes.first().map(|s| s.fraction))
-                .flatten()
+        let comparison = HeldOutComparison {
+            winner,
+            seed,
+            seed_kept: winner_id == seed_id,
         };
-        let (wf, sf) = (fraction(&winner), fraction(&seed));
-        let speedup = match (wf, sf) {
-            _ if winner_id == seed_id => wf.map(|_| 1.0),
-            (Some(w), Some(s)) if s > 0.0 => Some(w / s),
-            _ => None,
-        };
-        for (id, role, evaluation, frac, speed) in [
-            (seed_id, HeldOutRole::Seed, &seed, sf, Some(1.0)),
-            (winner_id, HeldOutRole::Winner, &winner, wf, speedup),
-        ] {
-            self.env
-                .store
-                .record_held_out(
-                    &self.run,
-                    &NewHeldOut {
-                        candidate_id: CandidateId(id),
-                        role,
-                        evaluation: evaluation.clone(),
-                        session: Some(session.clone()),
-                        phi: Some(frac.unwrap_or(0.0)),
-                        fraction: frac,
-                        speedup: if frac.is_some() { speed } else { None },
-                    },
-                )
-                .await?;
+        let rows = comparison.records(CandidateId(winner_id), CandidateId(seed_id), &session);
+        for row in &rows {
+            self.env.store.record_held_out(&self.run, row).await?;
         }
-        let (verdict, verdict_reason) =
-            crate::verdict::classify(winner_id == seed_id, &winner, &seed);
+        let (verdict, verdict_reason) = comparison.verdict();
+        let (wf, sf, speedup) = (
+            comparison.winner_fraction(),
+            comparison.seed_fraction(),
+            comparison.speedup(),
+        );
+        let (winner, seed) = (comparison.winner, comparison.seed);
         Ok(HeldOutSummary {
             verdict: Some(verdict),
             verdict_reason: Some(verdict_reason),
