@@ -271,8 +271,12 @@ fn settings_page() -> String {
          pub patience: Option<u32>,\n\
          ```\n\n\
          The field gives the key (`patience` under `[budget]`), the flag (`--patience N`), \
-         the help text and this page's line; the layer merge, the flag named in an error \
-         and `kevo config show` follow from it.\n{}",
+         the help text and this page's line; the layer merge, the flag named in an error, \
+         `kevo config show` and the run's stored settings follow from it. The one use: a \
+         command reads `settings.budget.patience`, and the search reads \
+         `options.settings.budget.patience.unwrap_or(DEFAULT)` (the merged settings are \
+         stored with a run's options, so `kevo show RUN --config` and `--config-from RUN` \
+         carry the key with no conversion written for it).\n{}",
         kevo_evolve::config::settings_reference()
     )
 }

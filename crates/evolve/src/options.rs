@@ -161,6 +161,13 @@ pub struct EvolveOptions {
     /// triton backend; `None` is kevo_triton's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub triton_python: Option<String>,
+    /// The merged settings as given (no defaults filled in), stored with
+    /// the run: a setting added since the fields above is read from here
+    /// (`settings.section.key.unwrap_or(DEFAULT)`) and shown by
+    /// `kevo config show` and `kevo show RUN --config` without a line of
+    /// conversion. Empty in runs stored before it was kept.
+    #[serde(default, skip_serializing_if = "crate::config::RunConfig::is_empty")]
+    pub settings: crate::config::RunConfig,
 }
 
 /// The evaluation queue of a distributed run.
@@ -342,6 +349,7 @@ impl EvolveOptions {
             devices: Vec::new(),
             mixed_devices: false,
             triton_python: None,
+            settings: Default::default(),
         }
     }
 

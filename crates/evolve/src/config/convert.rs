@@ -15,6 +15,11 @@ use super::sections::{
 use super::{DEFAULT_MAX_TIMED_RUNS, DEFAULT_TARGET_SPREAD};
 use crate::options::{EvolveOptions, PromptOptions};
 
+/// Top-level keys a stored run's settings never show: its task is
+/// `EvolveOptions::task`, and a starting kernel is stored as source, not
+/// as the path it was read from.
+const UNSHOWN_KEYS: &[&str] = &["task", "seed_kernel"];
+
 impl RunConfig {
     /// The promotion rule and the final re-measurement these settings give.
     pub(super) fn promotion_rule(&self) -> Result<(Promotion, u32), String> {
@@ -198,6 +203,8 @@ impl RunConfig {
                 .unwrap_or(o.validation.max_slowdown),
         };
         o.strategy = self.strategy.clone().unwrap_or_default();
+        o.settings = self.clone();
+        o.settings.task = None;
         Ok(o)
     }
 
@@ -206,6 +213,37 @@ impl RunConfig {
     /// file has its source stored, not the path, so `seed_kernel` is left
     /// out.
     pub fn from_options(o: &EvolveOptions) -> RunConfig {
+        let written = Self::from_option_fields(o);
+        // Keys the fields above do not carry come from the settings as
+        // given, so that a new setting needs no line here.
+        let (Ok(mut table), Ok(given)) = (
+            toml::Table::try_from(&written),
+            toml::Table::try_from(&o.settings),
+        ) else {
+            return written;
+        };
+        for (key, value) in given {
+            match (table.get_mut(&key), value) {
+                (Some(toml::Value::Table(section)), toml::Value::Table(keys)) => {
+                    for (k, v) in keys {
+                        section.entry(k).or_insert(v);
+                    }
+                }
+                (None, value) if !UNSHOWN_KEYS.contains(&key.as_str()) => {
+                    table.insert(key, value);
+                }
+                _ => {}
+            }
+        }
+        toml::Value::Table(table).try_into().unwrap_or(written)
+    }
+
+    /// Whether no key is set.
+    pub fn is_empty(&self) -> bool {
+        self == &RunConfig::default()
+    }
+
+    fn from_option_fields(o: &EvolveOptions) -> RunConfig {
         let gib = |bytes: u64| bytes as f64 / f64::from(1u32 << 30);
         let (rule, rounds) = match o.promotion {
             Promotion::Strict => ("strict", None),

@@ -364,6 +364,9 @@ fn the_written_settings_read_back_to_the_same_options() {
     let mut again = effective(&[back]);
     // The seed kernel is stored as source, not as a path.
     again.start_source = options.start_source.clone();
+    // The settings as given differ (the file gives every key); what they
+    // mean does not.
+    again.settings = options.settings.clone();
     assert_eq!(again, options, "{text}");
 }
 
@@ -394,4 +397,25 @@ fn the_analysts_replay_file_is_relative_to_the_config_file() {
     );
     o.analyst = None;
     assert_eq!(o.analyst_record(), None);
+}
+
+/// A key the options' own fields do not carry (here a namespace given
+/// without a server, which the options drop) is still shown: the settings
+/// as given are stored with the options, so a new setting needs no line of
+/// conversion to appear in `kevo config show` and `--config-from`.
+#[test]
+fn keys_the_options_do_not_carry_are_shown_from_the_stored_settings() {
+    let layer = file("task = \"saxpy\"\n[device]\nnats_namespace = \"lab\"\n").unwrap();
+    let options = effective(&[layer]);
+    assert!(options.nats.is_none());
+    let shown = RunConfig::from_options(&options);
+    assert_eq!(shown.device.nats_namespace.as_deref(), Some("lab"));
+    // Stored and read back, as a run's options are.
+    let stored: EvolveOptions =
+        serde_json::from_str(&serde_json::to_string(&options).unwrap()).unwrap();
+    assert_eq!(RunConfig::from_options(&stored), shown);
+    // A run stored before the settings were kept shows what its fields say.
+    let mut old = options.clone();
+    old.settings = RunConfig::default();
+    assert_eq!(RunConfig::from_options(&old).device.nats_namespace, None);
 }
