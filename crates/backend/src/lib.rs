@@ -5,6 +5,7 @@
 //! backend may have to rebuild its context after a sticky device fault, and
 //! handles keep the trait object-safe so the CLI can pick a backend at run time.
 
+mod forward;
 mod handles;
 mod types;
 mod vendor;
@@ -20,6 +21,9 @@ pub use vendor::{VendorError, VendorKind, VendorLibrary, VendorOp};
 pub const VIEW_ALIGN: usize = 4096;
 
 /// A GPU runtime that can compile kernel source, move data and time launches.
+///
+/// A method added here also goes into [`forward_backend!`]'s table, or
+/// every wrapper silently answers it with the default.
 pub trait Backend {
     /// Which source language this backend compiles.
     fn dialect(&self) -> Dialect {
@@ -217,118 +221,7 @@ pub trait Backend {
 }
 
 impl<B: Backend + ?Sized> Backend for Box<B> {
-    fn dialect(&self) -> Dialect {
-        (**self).dialect()
-    }
-    fn info(&self) -> &DeviceInfo {
-        (**self).info()
-    }
-    fn compile(
-        &mut self,
-        source: &str,
-        options: &CompileOptions,
-    ) -> Result<ModuleId, BackendError> {
-        (**self).compile(source, options)
-    }
-    fn compile_entry_points(
-        &mut self,
-        source: &str,
-        options: &CompileOptions,
-        entry_points: &[EntryPoint],
-    ) -> Result<ModuleId, BackendError> {
-        (**self).compile_entry_points(source, options, entry_points)
-    }
-    fn load_binary(&mut self, image: &[u8]) -> Result<ModuleId, BackendError> {
-        (**self).load_binary(image)
-    }
-    fn kernel(&mut self, module: ModuleId, name: &str) -> Result<KernelId, BackendError> {
-        (**self).kernel(module, name)
-    }
-    fn kernel_info(&self, kernel: KernelId) -> Result<KernelInfo, BackendError> {
-        (**self).kernel_info(kernel)
-    }
-    fn occupancy(
-        &self,
-        kernel: KernelId,
-        block_threads: u32,
-        dynamic_shared_bytes: u64,
-    ) -> Result<Option<Occupancy>, BackendError> {
-        (**self).occupancy(kernel, block_threads, dynamic_shared_bytes)
-    }
-    fn release_module(&mut self, module: ModuleId) {
-        (**self).release_module(module)
-    }
-    fn module_info(&self, module: ModuleId) -> Result<ModuleInfo, BackendError> {
-        (**self).module_info(module)
-    }
-    fn reset_module_state(&mut self, module: ModuleId) -> Result<(), BackendError> {
-        (**self).reset_module_state(module)
-    }
-    fn alloc(&mut self, bytes: usize) -> Result<BufferId, BackendError> {
-        (**self).alloc(bytes)
-    }
-    fn free(&mut self, buffer: BufferId) {
-        (**self).free(buffer)
-    }
-    fn upload(&mut self, buffer: BufferId, data: &[u8]) -> Result<(), BackendError> {
-        (**self).upload(buffer, data)
-    }
-    fn download(&mut self, buffer: BufferId, out: &mut [u8]) -> Result<(), BackendError> {
-        (**self).download(buffer, out)
-    }
-    fn copy_buffer(
-        &mut self,
-        src: BufferId,
-        dst: BufferId,
-        bytes: usize,
-    ) -> Result<(), BackendError> {
-        (**self).copy_buffer(src, dst, bytes)
-    }
-    fn fill_buffer(
-        &mut self,
-        buffer: BufferId,
-        value: u8,
-        bytes: usize,
-    ) -> Result<(), BackendError> {
-        (**self).fill_buffer(buffer, value, bytes)
-    }
-    fn is_poisoned(&self) -> bool {
-        (**self).is_poisoned()
-    }
-    fn restart_helpers(&mut self) {
-        (**self).restart_helpers()
-    }
-    fn view(
-        &mut self,
-        parent: BufferId,
-        offset: usize,
-        bytes: usize,
-    ) -> Result<BufferId, BackendError> {
-        (**self).view(parent, offset, bytes)
-    }
-    fn views_alias(&self) -> bool {
-        (**self).views_alias()
-    }
-    fn download_range(
-        &mut self,
-        buffer: BufferId,
-        offset: usize,
-        out: &mut [u8],
-    ) -> Result<(), BackendError> {
-        (**self).download_range(buffer, offset, out)
-    }
-    fn run_timed(&mut self, launches: &[Launch]) -> Result<DeviceTime, BackendError> {
-        (**self).run_timed(launches)
-    }
-    fn vendor_library(&mut self, kind: VendorKind) -> Result<VendorLibrary, VendorError> {
-        (**self).vendor_library(kind)
-    }
-    fn run_vendor(&mut self, op: &VendorOp) -> Result<DeviceTime, VendorError> {
-        (**self).run_vendor(op)
-    }
-    fn release_vendor(&mut self) {
-        (**self).release_vendor()
-    }
+    crate::forward_backend!(**self);
 }
 
 #[cfg(test)]

@@ -1,6 +1,8 @@
 //! The evaluator end to end on every backend's first device (PoCL in CI,
 //! the H100 under scripts/gpu-check): every seed at the smoke and held-out
 //! sizes, compile and launch failures, wrong results, block declarations.
+//! Triton runs the suites whose kernels it has: the seeds, and the wrong
+//! saxpy kernels of tests/kernels/*.py.
 
 mod common;
 
@@ -23,7 +25,12 @@ kevo_runtimes::backend_tests!(
     a_declared_block_is_applied_to_every_launch,
     invalid_block_declarations_are_rejected_with_a_reason,
     fixed_blocks_ignore_declarations,
-    a_chosen_verification_seed_is_the_one_whose_answers_were_shipped,
+    a_chosen_verification_seed_is_the_one_whose_answers_were_shipped;
+    triton:
+    seeds_are_correct_with_a_score_at_smoke_sizes,
+    a_kernel_that_writes_nothing_is_wrong,
+    a_missing_entry_point_is_named,
+    an_empty_source_is_no_code,
 );
 
 /// A worker holds a folder task's expected outputs only for the seeds its
@@ -155,8 +162,9 @@ fn seeds_are_correct_with_a_score_at_smoke_sizes(b: UnderTest) {
             assert!(k.info.max_threads_per_block >= 1, "{k:?}");
             match b.dialect {
                 // The driver's count for the compiled entry point, and its
-                // occupancy calculator at the block the launches used.
-                Dialect::Cuda => {
+                // occupancy calculator at the block the launches used
+                // (Triton's cubins run on the CUDA backend).
+                Dialect::Cuda | Dialect::Triton => {
                     assert!(k.info.registers_per_thread.is_some_and(|r| r > 0));
                     let o = k.occupancy.unwrap_or_else(|| panic!("no occupancy: {k:?}"));
                     assert!(
@@ -239,11 +247,11 @@ fn a_kernel_that_skips_the_boundary_is_wrong_with_nan(b: UnderTest) {
 fn a_kernel_that_writes_nothing_is_wrong(b: UnderTest) {
     let Some(mut ev) = evaluator(b) else { return };
     let task = task("saxpy");
-    let e = ev.evaluate(
-        task,
-        kernel!(b.dialect, "saxpy_writes_nothing"),
-        &smoke(task),
-    );
+    let source = match b.dialect {
+        Dialect::Triton => include_str!("kernels/saxpy_writes_nothing.py"),
+        dialect => kernel!(dialect, "saxpy_writes_nothing"),
+    };
+    let e = ev.evaluate(task, source, &smoke(task));
     let Outcome::WrongResult {
         value, tolerance, ..
     } = e.outcome
@@ -285,7 +293,11 @@ fn a_syntax_error_reports_the_compiler_message_and_line(b: UnderTest) {
 fn a_missing_entry_point_is_named(b: UnderTest) {
     let Some(mut ev) = evaluator(b) else { return };
     let task = task("saxpy");
-    let e = ev.evaluate(task, kernel!(b.dialect, "saxpy_wrong_name"), &smoke(task));
+    let source = match b.dialect {
+        Dialect::Triton => include_str!("kernels/saxpy_wrong_name.py"),
+        dialect => kernel!(dialect, "saxpy_wrong_name"),
+    };
+    let e = ev.evaluate(task, source, &smoke(task));
     let Outcome::CompileError { message, .. } = &e.outcome else {
         panic!("{:?}", e.outcome);
     };

@@ -9,8 +9,7 @@ mod common;
 use std::collections::HashSet;
 
 use kevo_backend::{
-    Backend, BackendError, BufferId, CompileOptions, DeviceInfo, DeviceTime, Dialect, KernelArg,
-    KernelId, KernelInfo, Launch, ModuleId, ModuleInfo,
+    Backend, BackendError, BufferId, DeviceTime, KernelArg, KernelId, Launch, ModuleId,
 };
 use kevo_eval::{EvalConfig, Evaluator, Outcome};
 use kevo_runtimes::testing::UnderTest;
@@ -18,6 +17,11 @@ use kevo_runtimes::testing::UnderTest;
 use common::{ceilings, seed, smoke, task};
 
 kevo_runtimes::backend_tests!(
+    class3_a_kernel_wrong_on_any_one_timed_run_fails,
+    class6_faster_than_the_hardware_is_suspicious_and_unscored,
+    class2_a_pristine_copy_changed_behind_the_evaluator_fails_the_size;
+    // Every suite here runs the tasks' seeds, which Triton has.
+    triton:
     class3_a_kernel_wrong_on_any_one_timed_run_fails,
     class6_faster_than_the_hardware_is_suspicious_and_unscored,
     class2_a_pristine_copy_changed_behind_the_evaluator_fails_the_size,
@@ -47,15 +51,8 @@ struct WrongOnOneRun {
 }
 
 impl Backend for WrongOnOneRun {
-    fn dialect(&self) -> Dialect {
-        self.inner.dialect()
-    }
-    fn info(&self) -> &DeviceInfo {
-        self.inner.info()
-    }
-    fn compile(&mut self, source: &str, o: &CompileOptions) -> Result<ModuleId, BackendError> {
-        self.inner.compile(source, o)
-    }
+    kevo_backend::forward_backend!(self.inner; except kernel, copy_buffer, run_timed);
+
     fn kernel(&mut self, module: ModuleId, name: &str) -> Result<KernelId, BackendError> {
         let k = self.inner.kernel(module, name)?;
         if name == "saxpy" {
@@ -63,56 +60,12 @@ impl Backend for WrongOnOneRun {
         }
         Ok(k)
     }
-    fn kernel_info(&self, kernel: KernelId) -> Result<KernelInfo, BackendError> {
-        self.inner.kernel_info(kernel)
-    }
-    fn release_module(&mut self, module: ModuleId) {
-        self.inner.release_module(module)
-    }
-    fn module_info(&self, module: ModuleId) -> Result<ModuleInfo, BackendError> {
-        self.inner.module_info(module)
-    }
-    fn reset_module_state(&mut self, module: ModuleId) -> Result<(), BackendError> {
-        self.inner.reset_module_state(module)
-    }
-    fn is_poisoned(&self) -> bool {
-        self.inner.is_poisoned()
-    }
-    fn alloc(&mut self, bytes: usize) -> Result<BufferId, BackendError> {
-        self.inner.alloc(bytes)
-    }
-    fn free(&mut self, buffer: BufferId) {
-        self.inner.free(buffer)
-    }
-    fn upload(&mut self, buffer: BufferId, data: &[u8]) -> Result<(), BackendError> {
-        self.inner.upload(buffer, data)
-    }
-    fn download(&mut self, buffer: BufferId, out: &mut [u8]) -> Result<(), BackendError> {
-        self.inner.download(buffer, out)
-    }
-    fn view(&mut self, p: BufferId, offset: usize, bytes: usize) -> Result<BufferId, BackendError> {
-        self.inner.view(p, offset, bytes)
-    }
-    fn views_alias(&self) -> bool {
-        self.inner.views_alias()
-    }
-    fn download_range(
-        &mut self,
-        b: BufferId,
-        at: usize,
-        out: &mut [u8],
-    ) -> Result<(), BackendError> {
-        self.inner.download_range(b, at, out)
-    }
     fn copy_buffer(&mut self, s: BufferId, d: BufferId, bytes: usize) -> Result<(), BackendError> {
         self.destinations.insert(d);
         if !self.destinations.contains(&s) {
             self.reset.push(s);
         }
         self.inner.copy_buffer(s, d, bytes)
-    }
-    fn fill_buffer(&mut self, b: BufferId, value: u8, bytes: usize) -> Result<(), BackendError> {
-        self.inner.fill_buffer(b, value, bytes)
     }
     fn run_timed(&mut self, launches: &[Launch]) -> Result<DeviceTime, BackendError> {
         let t = self.inner.run_timed(launches)?;

@@ -78,9 +78,12 @@ pub fn declared_factor(source: &str) -> f64 {
 }
 
 impl<B: Backend> Backend for FixedTimes<B> {
-    fn dialect(&self) -> Dialect {
-        self.inner.dialect()
-    }
+    // Vendor libraries keep the trait's "unsupported": their times would
+    // be the real device's.
+    kevo_backend::forward_backend!(self.inner;
+        except info, compile, compile_entry_points, kernel, release_module, run_timed;
+        default vendor_library, run_vendor, release_vendor);
+
     fn info(&self) -> &DeviceInfo {
         &self.info
     }
@@ -105,89 +108,15 @@ impl<B: Backend> Backend for FixedTimes<B> {
         self.module_factor.insert(module, declared_factor(source));
         Ok(module)
     }
-    fn load_binary(&mut self, image: &[u8]) -> Result<ModuleId, BackendError> {
-        self.inner.load_binary(image)
-    }
     fn kernel(&mut self, module: ModuleId, name: &str) -> Result<KernelId, BackendError> {
         let kernel = self.inner.kernel(module, name)?;
         let factor = self.module_factor.get(&module).copied().unwrap_or(1.0);
         self.kernel_factor.insert(kernel, factor);
         Ok(kernel)
     }
-    fn kernel_info(&self, kernel: KernelId) -> Result<KernelInfo, BackendError> {
-        self.inner.kernel_info(kernel)
-    }
-    fn occupancy(
-        &self,
-        kernel: KernelId,
-        block_threads: u32,
-        dynamic_shared_bytes: u64,
-    ) -> Result<Option<Occupancy>, BackendError> {
-        self.inner
-            .occupancy(kernel, block_threads, dynamic_shared_bytes)
-    }
     fn release_module(&mut self, module: ModuleId) {
         self.module_factor.remove(&module);
         self.inner.release_module(module)
-    }
-    fn module_info(&self, module: ModuleId) -> Result<ModuleInfo, BackendError> {
-        self.inner.module_info(module)
-    }
-    fn reset_module_state(&mut self, module: ModuleId) -> Result<(), BackendError> {
-        self.inner.reset_module_state(module)
-    }
-    fn alloc(&mut self, bytes: usize) -> Result<BufferId, BackendError> {
-        self.inner.alloc(bytes)
-    }
-    fn free(&mut self, buffer: BufferId) {
-        self.inner.free(buffer)
-    }
-    fn upload(&mut self, buffer: BufferId, data: &[u8]) -> Result<(), BackendError> {
-        self.inner.upload(buffer, data)
-    }
-    fn download(&mut self, buffer: BufferId, out: &mut [u8]) -> Result<(), BackendError> {
-        self.inner.download(buffer, out)
-    }
-    fn copy_buffer(
-        &mut self,
-        src: BufferId,
-        dst: BufferId,
-        bytes: usize,
-    ) -> Result<(), BackendError> {
-        self.inner.copy_buffer(src, dst, bytes)
-    }
-    fn fill_buffer(
-        &mut self,
-        buffer: BufferId,
-        value: u8,
-        bytes: usize,
-    ) -> Result<(), BackendError> {
-        self.inner.fill_buffer(buffer, value, bytes)
-    }
-    fn is_poisoned(&self) -> bool {
-        self.inner.is_poisoned()
-    }
-    fn restart_helpers(&mut self) {
-        self.inner.restart_helpers()
-    }
-    fn view(
-        &mut self,
-        parent: BufferId,
-        offset: usize,
-        bytes: usize,
-    ) -> Result<BufferId, BackendError> {
-        self.inner.view(parent, offset, bytes)
-    }
-    fn views_alias(&self) -> bool {
-        self.inner.views_alias()
-    }
-    fn download_range(
-        &mut self,
-        buffer: BufferId,
-        offset: usize,
-        out: &mut [u8],
-    ) -> Result<(), BackendError> {
-        self.inner.download_range(buffer, offset, out)
     }
     /// Runs the launches for real; the time is the launches' fixed cost.
     fn run_timed(&mut self, launches: &[Launch]) -> Result<DeviceTime, BackendError> {
@@ -201,6 +130,97 @@ impl<B: Backend> Backend for FixedTimes<B> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A device with views that alias, a vendor library and a slow clock.
+    struct Device(DeviceInfo);
+
+    impl Backend for Device {
+        fn info(&self) -> &DeviceInfo {
+            &self.0
+        }
+        fn compile(&mut self, _: &str, _: &CompileOptions) -> Result<ModuleId, BackendError> {
+            Ok(ModuleId(1))
+        }
+        fn kernel(&mut self, _: ModuleId, _: &str) -> Result<KernelId, BackendError> {
+            Ok(KernelId(2))
+        }
+        fn kernel_info(&self, _: KernelId) -> Result<KernelInfo, BackendError> {
+            Ok(KernelInfo::default())
+        }
+        fn release_module(&mut self, _: ModuleId) {}
+        fn alloc(&mut self, _: usize) -> Result<BufferId, BackendError> {
+            Ok(BufferId(3))
+        }
+        fn free(&mut self, _: BufferId) {}
+        fn upload(&mut self, _: BufferId, _: &[u8]) -> Result<(), BackendError> {
+            Ok(())
+        }
+        fn download(&mut self, _: BufferId, _: &mut [u8]) -> Result<(), BackendError> {
+            Ok(())
+        }
+        fn views_alias(&self) -> bool {
+            true
+        }
+        fn run_timed(&mut self, _: &[Launch]) -> Result<DeviceTime, BackendError> {
+            Ok(DeviceTime(1.0))
+        }
+        fn vendor_library(&mut self, _: VendorKind) -> Result<VendorLibrary, VendorError> {
+            Ok(VendorLibrary {
+                name: "cuBLAS".into(),
+                version: "1".into(),
+            })
+        }
+    }
+
+    #[test]
+    fn the_clock_is_fixed_and_everything_else_is_the_devices() {
+        let mut info = DeviceInfo {
+            backend: "cuda".into(),
+            dialect: Dialect::Cuda,
+            platform: String::new(),
+            name: "real".into(),
+            vendor: String::new(),
+            compute_units: 132,
+            global_mem_bytes: 80 << 30,
+            max_work_group_size: 1024,
+            local_mem_bytes: 0,
+            clock_mhz: 1980,
+            arch: "sm_90".into(),
+            driver_version: String::new(),
+            is_cpu: false,
+            cache_bytes: 0,
+            integrated: false,
+        };
+        let mut b = FixedTimes::new(Device(info.clone()));
+        let module = b
+            .compile("// kevo-fixed-time: 0.5", &CompileOptions::default())
+            .unwrap();
+        let kernel = b.kernel(module, "k").unwrap();
+        let launch = Launch {
+            kernel,
+            global: [1000, 1, 1],
+            local: [100, 1, 1],
+            dynamic_shared_bytes: 0,
+            args: Vec::new(),
+        };
+        let t = b.run_timed(&[launch]).unwrap().seconds();
+        assert!(
+            (t - 0.5 * (LAUNCH_S + THREAD_S * 1000.0)).abs() < 1e-15,
+            "{t}"
+        );
+        info.name = "fixed-time test device".into();
+        assert_eq!(b.info().name, info.name);
+        assert_eq!(b.info().max_work_group_size, 1024, "the real limits");
+        // Forwarded to the device.
+        assert_eq!(b.dialect(), Dialect::Cuda);
+        assert!(b.views_alias());
+        assert_eq!(b.alloc(4).unwrap(), BufferId(3));
+        // A vendor library's time would be a real one: none here.
+        assert!(matches!(
+            b.vendor_library(VendorKind::Saxpy),
+            Err(VendorError::Unsupported { .. })
+        ));
+    }
 
     #[test]
     fn a_source_declares_its_factor_or_gets_one() {

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use kevo_backend::{
     Backend, BackendError, BufferId, CompileDiagnostics, CompileOptions, DeviceInfo, DeviceTime,
     Dialect, EntryPoint, HandleTable, KernelArg, KernelId, KernelInfo, Launch, ModuleId,
-    ModuleInfo, Occupancy, VendorError, VendorKind, VendorLibrary, VendorOp,
+    ModuleInfo, Occupancy,
 };
 
 use crate::directives::{self, KernelDirectives};
@@ -276,6 +276,13 @@ impl TritonBackend {
 }
 
 impl Backend for TritonBackend {
+    // `dialect` keeps the trait's default, read from this backend's own
+    // `info` (Triton); the wrapped backend would say CUDA.
+    kevo_backend::forward_backend!(self.inner;
+        except info, compile, compile_entry_points, load_binary, kernel, kernel_info, occupancy,
+            release_module, module_info, reset_module_state, restart_helpers, run_timed;
+        default dialect);
+
     fn restart_helpers(&mut self) {
         // Dropped: the next compile starts a fresh helper (`helper()`).
         self.helper = None;
@@ -469,57 +476,6 @@ impl Backend for TritonBackend {
         Ok(ModuleId(self.modules.insert(Module::Native(inner))))
     }
 
-    fn alloc(&mut self, bytes: usize) -> Result<BufferId, BackendError> {
-        self.inner.alloc(bytes)
-    }
-    fn free(&mut self, buffer: BufferId) {
-        self.inner.free(buffer)
-    }
-    fn upload(&mut self, buffer: BufferId, data: &[u8]) -> Result<(), BackendError> {
-        self.inner.upload(buffer, data)
-    }
-    fn download(&mut self, buffer: BufferId, out: &mut [u8]) -> Result<(), BackendError> {
-        self.inner.download(buffer, out)
-    }
-    fn view(
-        &mut self,
-        parent: BufferId,
-        offset: usize,
-        bytes: usize,
-    ) -> Result<BufferId, BackendError> {
-        self.inner.view(parent, offset, bytes)
-    }
-    fn views_alias(&self) -> bool {
-        self.inner.views_alias()
-    }
-    fn download_range(
-        &mut self,
-        buffer: BufferId,
-        offset: usize,
-        out: &mut [u8],
-    ) -> Result<(), BackendError> {
-        self.inner.download_range(buffer, offset, out)
-    }
-    fn copy_buffer(
-        &mut self,
-        src: BufferId,
-        dst: BufferId,
-        bytes: usize,
-    ) -> Result<(), BackendError> {
-        self.inner.copy_buffer(src, dst, bytes)
-    }
-    fn fill_buffer(
-        &mut self,
-        buffer: BufferId,
-        value: u8,
-        bytes: usize,
-    ) -> Result<(), BackendError> {
-        self.inner.fill_buffer(buffer, value, bytes)
-    }
-    fn is_poisoned(&self) -> bool {
-        self.inner.is_poisoned()
-    }
-
     fn run_timed(&mut self, launches: &[Launch]) -> Result<DeviceTime, BackendError> {
         // Triton's scratch is zeroed before every run, outside the timed
         // region: what one run leaves there (through inline assembly that
@@ -537,16 +493,6 @@ impl Backend for TritonBackend {
             .map(|l| self.translate(l, scratch))
             .collect::<Result<Vec<_>, _>>()?;
         self.inner.run_timed(&translated)
-    }
-
-    fn vendor_library(&mut self, kind: VendorKind) -> Result<VendorLibrary, VendorError> {
-        self.inner.vendor_library(kind)
-    }
-    fn run_vendor(&mut self, op: &VendorOp) -> Result<DeviceTime, VendorError> {
-        self.inner.run_vendor(op)
-    }
-    fn release_vendor(&mut self) {
-        self.inner.release_vendor()
     }
 }
 

@@ -2,7 +2,10 @@
 //! per backend by `kevo_runtimes::backend_tests!` (`opencl::...`,
 //! `cuda::...`). A backend this machine lacks is skipped unless it is
 //! required (`UnderTest::required`: OpenCL under `CI`, CUDA under
-//! `KEVO_REQUIRE_CUDA=1`, which scripts/gpu-check sets).
+//! `KEVO_REQUIRE_CUDA=1`, Triton under `KEVO_REQUIRE_TRITON=1`, which
+//! scripts/gpu-check sets). The kernels here are OpenCL C and CUDA C++, so
+//! `triton::` runs only the suites that take none; the Triton exploits
+//! are tests/triton.rs.
 
 mod common;
 
@@ -29,7 +32,10 @@ kevo_runtimes::backend_tests!(
     sandbox_a_confined_worker_reads_nothing_of_the_users,
     sandbox_inline_assembly_is_refused,
     sandbox_a_confined_worker_connects_to_no_unix_socket,
-    honest_kernels_pass_under_ceilings_measured_on_a_busy_machine,
+    honest_kernels_pass_under_ceilings_measured_on_a_busy_machine;
+    triton:
+    a_worker_that_cannot_open_its_device_fails_to_start_with_the_reason,
+    sandbox_a_confined_worker_reads_nothing_of_the_users,
 );
 
 /// How long a hanging candidate may run in the exploit tests and in the
