@@ -192,29 +192,9 @@ mod tests {
         info: DeviceInfo,
     }
 
-    fn device_info(backend: &str) -> DeviceInfo {
-        DeviceInfo {
-            backend: backend.into(),
-            dialect: Dialect::Cuda,
-            platform: String::new(),
-            name: String::new(),
-            vendor: String::new(),
-            compute_units: 1,
-            global_mem_bytes: 0,
-            max_work_group_size: 1,
-            local_mem_bytes: 0,
-            clock_mhz: 0,
-            arch: String::new(),
-            driver_version: String::new(),
-            is_cpu: false,
-            cache_bytes: 0,
-            integrated: false,
-        }
-    }
-
     fn recorder() -> (Recorder, Log) {
         let log = Log::default();
-        let info = device_info("recorder");
+        let info = crate::test_device_info("recorder");
         (
             Recorder {
                 log: log.clone(),
@@ -399,7 +379,7 @@ mod tests {
         let (inner, log) = recorder();
         let mut w = Wrapper {
             inner,
-            info: device_info("wrapper"),
+            info: crate::test_device_info("wrapper"),
         };
         call_every_method(&mut w);
         let skipped = ["info", "compile", "views_alias", "run_vendor"];

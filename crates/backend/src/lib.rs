@@ -224,6 +224,29 @@ impl<B: Backend + ?Sized> Backend for Box<B> {
     crate::forward_backend!(**self);
 }
 
+/// A device with every field empty or minimal, named `backend`: for
+/// test backends that need a `DeviceInfo` to return.
+#[cfg(test)]
+pub(crate) fn test_device_info(backend: &str) -> DeviceInfo {
+    DeviceInfo {
+        backend: backend.into(),
+        dialect: Dialect::Cuda,
+        platform: String::new(),
+        name: String::new(),
+        vendor: String::new(),
+        compute_units: 1,
+        global_mem_bytes: 0,
+        max_work_group_size: 1,
+        local_mem_bytes: 0,
+        clock_mhz: 0,
+        arch: String::new(),
+        driver_version: String::new(),
+        is_cpu: false,
+        cache_bytes: 0,
+        integrated: false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -234,23 +257,7 @@ mod tests {
     struct Answers(DeviceInfo);
 
     fn info() -> DeviceInfo {
-        DeviceInfo {
-            backend: "answers".into(),
-            dialect: Dialect::Cuda,
-            platform: String::new(),
-            name: String::new(),
-            vendor: String::new(),
-            compute_units: 1,
-            global_mem_bytes: 0,
-            max_work_group_size: 1,
-            local_mem_bytes: 0,
-            clock_mhz: 0,
-            arch: String::new(),
-            driver_version: String::new(),
-            is_cpu: false,
-            cache_bytes: 0,
-            integrated: false,
-        }
+        test_device_info("answers")
     }
 
     impl Backend for Answers {

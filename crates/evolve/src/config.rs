@@ -19,7 +19,7 @@ mod flags;
 mod layer;
 mod sections;
 
-pub use flags::{StrategyFlags, flag_of, settings_args, settings_from_matches, settings_reference};
+pub use flags::{StrategyFlags, settings_args, settings_from_matches, settings_reference};
 pub use layer::{ConfigError, ConfigLayer, Origin, merge};
 pub(crate) use layer::{key_line, key_parts_line, line_at, overlay};
 pub use sections::{

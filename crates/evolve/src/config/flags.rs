@@ -96,10 +96,9 @@ pub(super) fn is_switch(arg: &clap::Arg) -> bool {
     arg.get_num_args().is_some_and(|n| n.max_values() == 0)
 }
 
-/// The flag (`--name`) that sets dotted `key`.
-pub fn flag_of(key: &str) -> Option<String> {
-    settings_args()
-        .iter()
+/// The flag (`--name`) among `args` that sets dotted `key`.
+fn flag_of(args: &[clap::Arg], key: &str) -> Option<String> {
+    args.iter()
         .find(|arg| arg.get_id().as_str() == key)
         .and_then(|arg| arg.get_long())
         .map(|long| format!("--{long}"))
@@ -114,8 +113,9 @@ pub fn settings_from_matches(
     matches: &ArgMatches,
     takes: impl Fn(&str) -> bool,
 ) -> Result<(RunConfig, StrategyFlags), clap::Error> {
+    let args = settings_args();
     let mut argv: Vec<OsString> = Vec::new();
-    for arg in settings_args() {
+    for arg in &args {
         let id = arg.get_id().as_str();
         // Only ids the command defines may be asked about.
         if !takes(id) {
@@ -128,7 +128,7 @@ pub fn settings_from_matches(
         let (true, Some(long)) = (given, arg.get_long()) else {
             continue;
         };
-        if is_switch(&arg) {
+        if is_switch(arg) {
             argv.push(format!("--{long}").into());
             continue;
         }
@@ -138,16 +138,16 @@ pub fn settings_from_matches(
             argv.push(flag);
         }
     }
-    let command = Command::new("settings")
-        .no_binary_name(true)
-        .args(settings_args());
+    // Values from the environment for flags the command does not take.
+    let refused: Vec<String> = args
+        .iter()
+        .filter(|arg| arg.get_env().is_some() && !takes(arg.get_id().as_str()))
+        .map(|arg| arg.get_id().to_string())
+        .collect();
+    let command = Command::new("settings").no_binary_name(true).args(args);
     let parsed = command.try_get_matches_from(argv)?;
-    let mut config = RunConfig::from_arg_matches(&parsed)?;
+    let config = without_keys(RunConfig::from_arg_matches(&parsed)?, &refused);
     let strategy = StrategyFlags::from_arg_matches(&parsed)?;
-    // An environment variable's value for a flag the command does not take.
-    if !takes("llm.providers") {
-        config.llm.providers = None;
-    }
     Ok((config, strategy))
 }
 
@@ -207,6 +207,29 @@ const SECTION_NAMES: &[&str] = &[
     "strategy",
 ];
 
+/// `config` with the dotted `keys` unset.
+fn without_keys(config: RunConfig, keys: &[String]) -> RunConfig {
+    if keys.is_empty() {
+        return config;
+    }
+    let Ok(mut table) = toml::Table::try_from(&config) else {
+        return config;
+    };
+    for key in keys {
+        match key.split_once('.') {
+            Some((section, name)) => {
+                if let Some(toml::Value::Table(t)) = table.get_mut(section) {
+                    t.remove(name);
+                }
+            }
+            None => {
+                table.remove(key);
+            }
+        }
+    }
+    toml::Value::Table(table).try_into().unwrap_or(config)
+}
+
 impl ConfigLayer {
     /// The command line's settings as a layer: the keys `config` and
     /// `strategy` set, paths made absolute against the working directory
@@ -232,12 +255,13 @@ impl ConfigLayer {
                 std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
             });
         }
+        let args = settings_args();
         let flags = leaf_keys(&table)
             .into_iter()
             .filter_map(|key| {
                 let flag = match renamed.iter().find(|(k, _)| *k == key) {
                     Some((_, flag)) => Some(flag.to_string()),
-                    None => flag_of(&key),
+                    None => flag_of(&args, &key),
                 };
                 flag.map(|flag| (key, flag))
             })
@@ -396,6 +420,21 @@ mod tests {
                 || key == "strategy.selection" && out.is_table();
             assert!(same, "{flags:?} shows {key} = {out}, not {value}");
         }
+    }
+
+    /// What a command does not take is unset, whatever set it (an
+    /// environment variable such as KEVO_LLM_CONFIG); the rest is kept.
+    #[test]
+    fn keys_a_command_does_not_take_are_unset() {
+        let mut config = RunConfig::default();
+        config.llm.providers = Some("/etc/providers.toml".into());
+        config.device.backend = Some(kevo_runtimes::BackendKind::Opencl);
+        let kept = without_keys(config, &["llm.providers".to_string()]);
+        assert_eq!(kept.llm.providers, None);
+        assert_eq!(
+            kept.device.backend,
+            Some(kevo_runtimes::BackendKind::Opencl)
+        );
     }
 
     #[test]
