@@ -328,6 +328,15 @@ impl Strategy for Islands {
         }
     }
 
+    fn rename(&mut self, to: &dyn Fn(i64) -> i64) {
+        self.seed.id = to(self.seed.id);
+        self.best.id = to(self.best.id);
+        for m in self.islands.iter_mut().flatten() {
+            m.elite.id = to(m.elite.id);
+        }
+        self.last_child = crate::renamed_children(&self.last_child, to);
+    }
+
     fn state(&self) -> serde_json::Value {
         serde_json::to_value(self).unwrap_or_default()
     }

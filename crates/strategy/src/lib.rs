@@ -4,12 +4,13 @@
 //!
 //! A session drives a [`Strategy`] the same way whatever it is: before an
 //! iteration it asks for a [`Selection`] (the parent, the elites and
-//! inspirations to show, hints); the store records the iteration's
-//! candidates and assigns their ids; the strategy then decides on those
-//! ids ([`Strategy::decide`]) and its whole state ([`Strategy::state`],
-//! random generator included) is stored with the checkpoint in the same
-//! transaction, so a run killed at any point resumes exactly
-//! ([`restore`]).
+//! inspirations to show, hints); the strategy decides once on the
+//! iteration's evaluated candidates ([`Strategy::decide`]), under
+//! provisional ids; the store records the candidates and assigns their
+//! ids, the strategy takes them ([`Strategy::rename`]), and its whole
+//! state ([`Strategy::state`], random generator included) is stored with
+//! the checkpoint in the same transaction, so a run killed at any point
+//! resumes exactly ([`restore`]).
 //!
 //! - [`OnePlusOne`]: Metal-Sci's Algorithm 1, one incumbent.
 //! - [`MapElites`]: KernelFoundry's archive over kernel descriptors.
@@ -54,6 +55,15 @@ pub struct Scored {
 }
 
 impl Scored {
+    /// The same candidate under the ids `to` gives.
+    pub fn renamed(&self, to: &dyn Fn(i64) -> i64) -> Scored {
+        Scored {
+            id: to(self.id),
+            duplicate_of: self.duplicate_of.map(to),
+            ..self.clone()
+        }
+    }
+
     /// The reason a duplicate is not kept.
     pub fn duplicate_reason(&self) -> Option<String> {
         self.duplicate_of
@@ -143,6 +153,20 @@ impl Decision {
     pub fn any_kept(&self) -> bool {
         self.placements.iter().any(|p| p.kept)
     }
+
+    /// The decision on `batch` under the ids `to` gives (see
+    /// [`Strategy::rename`]). A duplicate's reason names the candidate it
+    /// repeats, so it is written again under the new id.
+    pub fn rename(&mut self, to: &dyn Fn(i64) -> i64, batch: &[Scored]) {
+        for p in &mut self.placements {
+            let duplicate = batch.iter().find(|c| c.id == p.id);
+            if let Some(reason) = duplicate.and_then(|c| c.renamed(to).duplicate_reason()) {
+                p.reason = reason;
+            }
+            p.id = to(p.id);
+        }
+        self.best.id = to(self.best.id);
+    }
 }
 
 /// A strategy's population as `kevo show` prints it.
@@ -170,7 +194,8 @@ pub enum StrategyError {
 }
 
 /// A search strategy as a session drives it. Ids are the store's
-/// candidate ids: every candidate a strategy is shown is already stored.
+/// candidate ids, except those of a batch being decided, which are
+/// provisional until [`Strategy::rename`] gives them the stored ones.
 pub trait Strategy: Send {
     /// The name stored with the run: "one_plus_one", "map_elites", "islands".
     fn name(&self) -> &'static str;
@@ -195,6 +220,13 @@ pub trait Strategy: Send {
     /// Everything needed to continue exactly, random generator included.
     fn state(&self) -> serde_json::Value;
     fn archive(&self) -> Archive;
+    /// Give every candidate id the strategy holds its new name. A session
+    /// decides a batch before the store has given its candidates ids, on
+    /// provisional ones, and renames them here once it has; `to` maps
+    /// every other id to itself. No decision depends on an id's value, so
+    /// deciding then renaming leaves the state deciding on the stored ids
+    /// would have.
+    fn rename(&mut self, to: &dyn Fn(i64) -> i64);
 
     /// Improvement of the best candidate over the seed, measured in this
     /// session.
@@ -312,6 +344,14 @@ pub(crate) fn contest_best(
             ..best
         }
     }
+}
+
+/// A parent-to-last-child map under the ids `to` gives.
+pub(crate) fn renamed_children(
+    children: &std::collections::BTreeMap<i64, i64>,
+    to: &dyn Fn(i64) -> i64,
+) -> std::collections::BTreeMap<i64, i64> {
+    children.iter().map(|(p, c)| (to(*p), to(*c))).collect()
 }
 
 /// The candidate of a batch shown next as "your previous attempt": the

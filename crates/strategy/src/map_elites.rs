@@ -474,6 +474,15 @@ impl Strategy for MapElites {
         }
     }
 
+    fn rename(&mut self, to: &dyn Fn(i64) -> i64) {
+        self.seed.id = to(self.seed.id);
+        self.best.id = to(self.best.id);
+        for c in self.cells.values_mut() {
+            c.elite.id = to(c.elite.id);
+        }
+        self.last_child = crate::renamed_children(&self.last_child, to);
+    }
+
     fn state(&self) -> serde_json::Value {
         serde_json::to_value(self).unwrap_or_default()
     }

@@ -126,6 +126,12 @@ impl Strategy for OnePlusOne {
         }
     }
 
+    fn rename(&mut self, to: &dyn Fn(i64) -> i64) {
+        self.seed.id = to(self.seed.id);
+        self.incumbent.id = to(self.incumbent.id);
+        self.previous = to(self.previous);
+    }
+
     fn state(&self) -> serde_json::Value {
         serde_json::to_value(self).unwrap_or_default()
     }

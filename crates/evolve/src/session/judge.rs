@@ -1,5 +1,7 @@
-//! Judging a batch: strict or noise-aware promotion, re-measurement of
-//! challengers, validation, and the judges that replay and record decisions.
+//! Deciding a batch: the strategy decides once, on a copy of itself and
+//! under provisional ids, strictly or with challengers re-measured (the
+//! noise-aware rule); the validation gate; the ids a decision is made
+//! under and their renaming to the store's.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -7,7 +9,8 @@ use std::time::Duration;
 use kevo_proposer::step_outcome;
 use kevo_store::{CandidateId, CandidateRef, NewValidation};
 use kevo_strategy::{
-    Elite, Judge, Judgement, NoiseAwareJudge, Promotion, Scored, Selection, Strategy, StrictJudge,
+    Decision, Elite, Judge, Judgement, NoiseAwareJudge, Promotion, Scored, Selection, Strategy,
+    StrictJudge,
 };
 
 use super::base::Session;
@@ -15,26 +18,49 @@ use super::error::EvolveError;
 use super::values::{Duplicate, Tried, TriedResult};
 use crate::Interleaved;
 
-pub(super) fn provisional_id(proposal: usize) -> i64 {
-    -(proposal as i64) - 1
+/// The strategy's name for a candidate. A strategy names candidates by
+/// `i64`, the form its state is checkpointed in; a proposal of this
+/// iteration, decided on before the store has given it an id, is named by
+/// a negative one until [`stored_id`] renames it.
+pub(super) fn strategy_id(candidate: CandidateRef) -> i64 {
+    match candidate {
+        CandidateRef::Stored(id) => id.0,
+        CandidateRef::Proposal(j) => -(j as i64) - 1,
+    }
 }
 
-/// The batch a strategy will decide on, under provisional ids, in
-/// proposal order: the same candidates, scores and duplicates as the
-/// batch built once the store has given ids.
+/// The candidate a strategy's id names.
+pub(super) fn candidate_ref(id: i64) -> CandidateRef {
+    match id {
+        p if p < 0 => CandidateRef::Proposal((-p - 1) as usize),
+        id => CandidateRef::Stored(CandidateId(id)),
+    }
+}
+
+/// The stored id of the candidate a strategy's id names, once the store
+/// has given the iteration's proposals their `ids`.
+pub(super) fn stored_id(id: i64, ids: &[Option<CandidateId>]) -> i64 {
+    match candidate_ref(id) {
+        CandidateRef::Proposal(j) => ids.get(j).copied().flatten().map_or(id, |c| c.0),
+        CandidateRef::Stored(c) => c.0,
+    }
+}
+
+/// The batch the strategy decides on, in proposal order, each proposal
+/// under its provisional id.
 pub(super) fn provisional_batch(tried: &[Tried]) -> Vec<Scored> {
     tried
         .iter()
         .enumerate()
         .filter_map(|(j, t)| match &t.result {
             TriedResult::Evaluated(e) => Some(Scored {
-                id: provisional_id(j),
+                id: strategy_id(CandidateRef::Proposal(j)),
                 score: e.evaluation.outcome.score(),
                 outcome: step_outcome(&e.evaluation.outcome),
                 descriptors: e.descriptors,
                 duplicate_of: e.duplicate.map(|d| match d {
                     Duplicate::Stored(id) => id,
-                    Duplicate::InBatch(i) => provisional_id(i),
+                    Duplicate::InBatch(i) => strategy_id(CandidateRef::Proposal(i)),
                 }),
             }),
             TriedResult::Nothing { .. } => None,
@@ -43,8 +69,9 @@ pub(super) fn provisional_batch(tried: &[Tried]) -> Vec<Scored> {
 }
 
 /// What the noise-aware rule found about an iteration's batch: every
-/// judgement the strategy asked for, by (challenger, holder) under
-/// provisional ids, and the re-measurements made for them.
+/// judgement the strategy asked for, by (challenger, holder), and the
+/// re-measurements made for them. Kept across the validation gate's
+/// rounds, so no pair is measured twice.
 #[derive(Default)]
 pub(super) struct Judged {
     pub(super) table: HashMap<(i64, i64), Judgement>,
@@ -58,28 +85,17 @@ pub(super) struct Measured {
     pub(super) verdict: String,
 }
 
-/// Answers a strategy's questions from a table judged beforehand (the
-/// strategy asks the same questions again once the candidates have ids).
-pub(super) struct ReplayJudge<'a> {
-    pub(super) table: &'a HashMap<(i64, i64), Judgement>,
-    pub(super) provisional_of: &'a HashMap<i64, i64>,
-}
-
-impl Judge for ReplayJudge<'_> {
-    fn judge(&mut self, challenger: Elite, holder: Elite) -> Judgement {
-        let p = |id: i64| self.provisional_of.get(&id).copied().unwrap_or(id);
-        match self.table.get(&(p(challenger.id), p(holder.id))) {
-            Some(j) => j.clone(),
-            // The strategy decides the same way twice, so this is not
-            // reached; if it were, nothing unmeasured is promoted.
-            None => Judgement {
-                better: false,
-                challenger_score: challenger.score,
-                holder_score: holder.score,
-                note: Some("not re-measured, not promoted".into()),
-            },
-        }
-    }
+/// A strategy's decision on an iteration's batch, made on a copy of the
+/// strategy under provisional ids; the copy becomes the session's
+/// strategy once the store has the iteration and the ids are renamed.
+pub(super) struct BatchDecision {
+    pub(super) strategy: Box<dyn Strategy>,
+    /// None when nothing of the batch was evaluated.
+    pub(super) decision: Option<Decision>,
+    /// The batch decided on, validation rejections without a score.
+    pub(super) batch: Vec<Scored>,
+    pub(super) judged: Judged,
+    pub(super) gate: Gate,
 }
 
 /// Records every judgement of an inner judge and asks it once per pair.
@@ -175,42 +191,6 @@ impl<'e> Session<'e> {
         })
     }
 
-    /// The provisional ids a copy of the strategy keeps from `batch`,
-    /// deciding as the real decision will: on `judged`'s answers under the
-    /// noise-aware rule, strictly otherwise.
-    pub(super) fn probe_kept(
-        &self,
-        k: u32,
-        selection: &Selection,
-        batch: &[Scored],
-        judged: Option<&Judged>,
-    ) -> Result<Vec<i64>, EvolveError> {
-        if batch.iter().all(|c| c.score.is_none()) {
-            return Ok(Vec::new());
-        }
-        let strategy = self.strategy.as_deref().expect("seed evaluated");
-        let mut probe = kevo_strategy::restore(strategy.name(), &strategy.state())?;
-        let same = HashMap::new();
-        let decision = match judged {
-            None => probe.decide(k, selection, batch, &mut StrictJudge),
-            Some(j) => probe.decide(
-                k,
-                selection,
-                batch,
-                &mut ReplayJudge {
-                    table: &j.table,
-                    provisional_of: &same,
-                },
-            ),
-        };
-        Ok(decision
-            .placements
-            .iter()
-            .filter(|p| p.kept)
-            .map(|p| p.id)
-            .collect())
-    }
-
     /// The validation gate on one candidate: evaluated at the validation
     /// sizes, it passes when correct there and at most `max_slowdown`
     /// times the seed's time at each. The caller names the candidate.
@@ -271,85 +251,47 @@ impl<'e> Session<'e> {
         })
     }
 
-    /// Under the noise-aware rule, decide `batch` once on a copy of the
-    /// strategy, re-measuring every challenger that appears better than
-    /// what it would replace; the answers are replayed when the strategy
-    /// decides for real. None under the strict rule.
-    pub(super) async fn judge_batch(
+    /// The strategy's decision on `batch`, made once on a copy of it.
+    /// Under the noise-aware rule every challenger that appears better
+    /// than what it would replace is re-measured against it first
+    /// (`judged` keeps the answers, so a pair is measured once).
+    pub(super) async fn decide_once(
         &mut self,
         k: u32,
         selection: &Selection,
         batch: &[Scored],
         tried: &[Tried],
-        prior: Option<Judged>,
-    ) -> Result<Option<Judged>, EvolveError> {
-        let Promotion::NoiseAware { rounds } = self.options.promotion else {
-            return Ok(None);
-        };
-        let Judged {
-            mut table,
-            mut measured,
-        } = prior.unwrap_or_default();
-        let already = measured.len();
-        if batch.iter().all(|c| c.score.is_none()) {
-            return Ok(Some(Judged { table, measured }));
-        }
+        judged: &mut Judged,
+    ) -> Result<(Box<dyn Strategy>, Option<Decision>), EvolveError> {
         let strategy = self.strategy.as_deref().expect("seed evaluated");
         let held: Vec<i64> = held_ids(strategy);
-        let mut probe = kevo_strategy::restore(strategy.name(), &strategy.state())?;
+        let mut copy = kevo_strategy::restore(strategy.name(), &strategy.state())?;
+        if batch.is_empty() {
+            return Ok((copy, None));
+        }
+        let rounds = match self.options.promotion {
+            Promotion::NoiseAware { rounds } if batch.iter().any(|c| c.score.is_some()) => rounds,
+            _ => {
+                let decision = copy.decide(k, selection, batch, &mut StrictJudge);
+                return Ok((copy, Some(decision)));
+            }
+        };
         for id in &held {
             self.load(CandidateId(*id)).await?;
         }
-        // The queue of a distributed run failing mid-judgement: the
-        // decision is abandoned and the error returned.
-        let mut unreachable: Option<EvolveError> = None;
+        let already = judged.measured.len();
         // Holders are gated by their single first evaluation, as the
         // challengers are by theirs.
         let first_score: HashMap<i64, f64> = held
             .iter()
             .filter_map(|id| Some((*id, self.evaluations.get(id)?.outcome.score()?)))
             .collect();
-        {
-            let mut judge = RecordingJudge {
-                inner: NoiseAwareJudge {
-                    first_score,
-                    measure: |c: Elite, h: Elite| {
-                        // A provisional id is a proposal of `tried`; any
-                        // other is held by the strategy, loaded above.
-                        let source = |s: &Self, id: i64| match id {
-                            p if p < 0 => tried[(-p - 1) as usize]
-                                .candidate()
-                                .map(|c| c.source.clone())
-                                .unwrap_or_default(),
-                            id => s.sources[&id].clone(),
-                        };
-                        let (a, b) = (source(self, c.id), source(self, h.id));
-                        let m = match self.remeasure(&[&a, &b], rounds) {
-                            Ok(m) => m,
-                            Err(e) => {
-                                unreachable.get_or_insert(e);
-                                return Interleaved::default().pair([c.id, h.id]);
-                            }
-                        };
-                        let pair = m.pair([c.id, h.id]);
-                        measured.push(Measured {
-                            challenger: c.id,
-                            holder: h.id,
-                            interleaved: m,
-                            verdict: String::new(),
-                        });
-                        pair
-                    },
-                },
-                table: &mut table,
-            };
-            probe.decide(k, selection, batch, &mut judge);
-        }
-        if let Some(e) = unreachable {
-            return Err(e);
-        }
-        for m in &mut measured[already..] {
-            m.verdict = table
+        let decision = self.decide_measuring(tried, first_score, rounds, judged, |judge| {
+            copy.decide(k, selection, batch, judge)
+        })?;
+        for m in &mut judged.measured[already..] {
+            m.verdict = judged
+                .table
                 .get(&(m.challenger, m.holder))
                 .and_then(|j| j.note.clone())
                 .unwrap_or_default();
@@ -362,6 +304,58 @@ impl<'e> Session<'e> {
             }
             self.state.remeasure.add(&m.interleaved.spend);
         }
-        Ok(Some(Judged { table, measured }))
+        Ok((copy, Some(decision)))
+    }
+
+    /// `decide` under the noise-aware rule: the pairs the strategy asks
+    /// about are re-measured over `rounds` interleaved rounds.
+    fn decide_measuring(
+        &mut self,
+        tried: &[Tried],
+        first_score: HashMap<i64, f64>,
+        rounds: u32,
+        judged: &mut Judged,
+        decide: impl FnOnce(&mut dyn Judge) -> Decision,
+    ) -> Result<Decision, EvolveError> {
+        // The queue of a distributed run failing mid-judgement: the
+        // decision is abandoned and the error returned.
+        let mut unreachable: Option<EvolveError> = None;
+        let measured = &mut judged.measured;
+        let mut judge = RecordingJudge {
+            inner: NoiseAwareJudge {
+                first_score,
+                measure: |c: Elite, h: Elite| {
+                    let source = |s: &Self, id: i64| match candidate_ref(id) {
+                        CandidateRef::Proposal(j) => tried[j]
+                            .candidate()
+                            .map(|c| c.source.clone())
+                            .unwrap_or_default(),
+                        CandidateRef::Stored(id) => s.sources[&id.0].clone(),
+                    };
+                    let (a, b) = (source(self, c.id), source(self, h.id));
+                    let m = match self.remeasure(&[&a, &b], rounds) {
+                        Ok(m) => m,
+                        Err(e) => {
+                            unreachable.get_or_insert(e);
+                            return Interleaved::default().pair([c.id, h.id]);
+                        }
+                    };
+                    let pair = m.pair([c.id, h.id]);
+                    measured.push(Measured {
+                        challenger: c.id,
+                        holder: h.id,
+                        interleaved: m,
+                        verdict: String::new(),
+                    });
+                    pair
+                },
+            },
+            table: &mut judged.table,
+        };
+        let decision = decide(&mut judge);
+        match unreachable {
+            Some(e) => Err(e),
+            None => Ok(decision),
+        }
     }
 }

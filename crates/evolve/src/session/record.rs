@@ -3,22 +3,19 @@
 
 use std::collections::HashMap;
 
-use kevo_descriptors::Descriptors;
-use kevo_proposer::{HistoryEntry, StepOutcome, step_outcome};
+use kevo_proposer::{HistoryEntry, StepOutcome};
 use kevo_store::{
     CandidateId, CandidateRef, Checkpoint, Decided, NewDecision, NewRemeasurement, NewValidation,
     ProposalId, ProposalIds, Proposed, RemeasurePurpose, Spent,
 };
-use kevo_strategy::{Decision, Scored, Selection, Strategy, StrictJudge};
+use kevo_strategy::{Decision, Scored, Selection, Strategy};
 
 use super::base::Session;
 use super::error::EvolveError;
 use super::events::{Event, Observer, arm_stats};
-use super::judge::{Gate, Judged, ReplayJudge, provisional_batch, provisional_id};
+use super::judge::{BatchDecision, Gate, Judged, candidate_ref, provisional_batch, stored_id};
 use super::state::StrategyState;
-use super::values::{
-    Duplicate, EvaluatedProposal, PromptContext, Tried, TriedResult, normalised_sha,
-};
+use super::values::{EvaluatedProposal, PromptContext, Tried, TriedResult, normalised_sha};
 
 /// What an iteration's event reports of its decision.
 pub(super) struct DecidedIteration {
@@ -37,8 +34,6 @@ pub(super) struct DecidedIteration {
 /// moved into the store's rows.
 struct TriedFacts {
     outcomes: Vec<String>,
-    duplicates: Vec<Option<Duplicate>>,
-    cells: Vec<Option<Descriptors>>,
     notes: Vec<Option<String>>,
     scores: Vec<Option<f64>>,
     /// Whether any proposal had a candidate to evaluate.
@@ -60,14 +55,6 @@ impl TriedFacts {
         }
         TriedFacts {
             outcomes: tried.iter().map(Tried::outcome).collect(),
-            duplicates: tried
-                .iter()
-                .map(|t| evaluated(t).and_then(|e| e.duplicate))
-                .collect(),
-            cells: tried
-                .iter()
-                .map(|t| evaluated(t).and_then(|e| e.descriptors))
-                .collect(),
             notes: tried
                 .iter()
                 .map(|t| evaluated(t).and_then(|e| e.note.clone()))
@@ -92,15 +79,17 @@ impl TriedFacts {
     }
 }
 
-/// Everything the decision inside the store's transaction reads, and the
-/// decision it leaves behind: the strategy decides on the stored ids.
+/// Everything the store's transaction needs once it has given the
+/// iteration's proposals their ids: the decision made on provisional ids,
+/// renamed to the stored ones, and the rows written with the candidates.
 struct InTransaction<'a> {
     k: u32,
     selection: &'a Selection,
     context: &'a PromptContext,
     facts: &'a TriedFacts,
-    proposed: &'a [Proposed],
-    judged: &'a Option<Judged>,
+    /// The decided batch, under provisional ids.
+    batch: &'a [Scored],
+    judged: &'a Judged,
     /// Proposals whose validation failed, with why.
     rejected: &'a HashMap<usize, String>,
     validations: Vec<NewValidation>,
@@ -114,30 +103,15 @@ struct InTransaction<'a> {
 
 impl InTransaction<'_> {
     /// The rows the store writes with the candidates: decisions,
-    /// re-measurements, validations and the checkpoint.
-    fn decide(mut self, ids: &[Option<CandidateId>]) -> Decided {
-        let batch = self.scored_batch(ids);
-        // Stored ids back to the provisional ones the batch was judged
-        // under.
-        let provisional_of: HashMap<i64, i64> = ids
-            .iter()
-            .enumerate()
-            .filter_map(|(j, id)| Some((id.as_ref()?.0, provisional_id(j))))
-            .collect();
-        *self.decision = (!batch.is_empty()).then(|| match self.judged {
-            None => self
-                .strategy
-                .decide(self.k, self.selection, &batch, &mut StrictJudge),
-            Some(judged) => self.strategy.decide(
-                self.k,
-                self.selection,
-                &batch,
-                &mut ReplayJudge {
-                    table: &judged.table,
-                    provisional_of: &provisional_of,
-                },
-            ),
-        });
+    /// re-measurements, validations and the checkpoint, from the decision
+    /// renamed to the stored ids.
+    fn resolve(mut self, ids: &[Option<CandidateId>]) -> Decided {
+        let to = |id: i64| stored_id(id, ids);
+        self.strategy.rename(&to);
+        if let Some(decision) = self.decision.as_mut() {
+            decision.rename(&to, self.batch);
+        }
+        let batch: Vec<Scored> = self.batch.iter().map(|c| c.renamed(&to)).collect();
         let remeasurements = remeasurements(self.judged, ids);
         self.record_history(&batch, ids);
         let decisions = self.decisions(ids);
@@ -160,37 +134,6 @@ impl InTransaction<'_> {
             answers: self.answers,
             checkpoint,
         }
-    }
-
-    /// The batch as the strategy sees it, by stored id: a proposal whose
-    /// validation failed has no score.
-    fn scored_batch(&self, ids: &[Option<CandidateId>]) -> Vec<Scored> {
-        // Whose duplicate each proposal is, by stored id.
-        let duplicate_of = |j: usize| match self.facts.duplicates[j] {
-            Some(Duplicate::Stored(id)) => Some(id),
-            Some(Duplicate::InBatch(e)) => ids[e].map(|i| i.0),
-            None => None,
-        };
-        self.proposed
-            .iter()
-            .zip(ids)
-            .zip(&self.facts.cells)
-            .enumerate()
-            .filter_map(|(j, ((p, id), cell))| {
-                let e = &p.evaluation.as_ref()?.evaluation;
-                let (score, outcome) = match self.rejected.contains_key(&j) {
-                    true => (None, StepOutcome::RejectedByValidation),
-                    false => (e.outcome.score(), step_outcome(&e.outcome)),
-                };
-                Some(Scored {
-                    id: (*id)?.0,
-                    score,
-                    outcome,
-                    descriptors: *cell,
-                    duplicate_of: duplicate_of(j),
-                })
-            })
-            .collect()
     }
 
     /// The history the next prompt shows (proposals without a candidate
@@ -276,22 +219,15 @@ impl InTransaction<'_> {
 }
 
 /// The pairs re-measured to judge the batch, by stored id.
-fn remeasurements(judged: &Option<Judged>, ids: &[Option<CandidateId>]) -> Vec<NewRemeasurement> {
-    let stored_of = |p: i64| {
-        ids.iter()
-            .enumerate()
-            .find(|(j, _)| provisional_id(*j) == p)
-            .and_then(|(_, id)| id.map(|i| i.0))
-            .unwrap_or(p)
-    };
+fn remeasurements(judged: &Judged, ids: &[Option<CandidateId>]) -> Vec<NewRemeasurement> {
     judged
+        .measured
         .iter()
-        .flat_map(|j| &j.measured)
         .map(|m| NewRemeasurement {
             purpose: RemeasurePurpose::Promotion,
             candidates: vec![
-                CandidateId(stored_of(m.challenger)),
-                CandidateId(stored_of(m.holder)),
+                CandidateId(stored_id(m.challenger, ids)),
+                CandidateId(stored_id(m.holder, ids)),
             ],
             verdict: m.verdict.clone(),
             rounds: serde_json::to_value(&m.interleaved.rounds).unwrap_or_default(),
@@ -303,9 +239,10 @@ fn remeasurements(judged: &Option<Judged>, ids: &[Option<CandidateId>]) -> Vec<N
 }
 
 impl<'e> Session<'e> {
-    /// Stages 4 and 5: the candidates are stored and get their ids, the
-    /// strategy decides on those ids, and the decisions, history and
-    /// checkpoint are stored with them in one transaction.
+    /// Stages 4 and 5: the strategy decides the batch once, on
+    /// provisional ids; the candidates are stored and get their ids, the
+    /// decision is renamed to them, and the decisions, history and
+    /// checkpoint are stored with the candidates in one transaction.
     pub(super) async fn decide_and_record(
         &mut self,
         k: u32,
@@ -314,7 +251,13 @@ impl<'e> Session<'e> {
         tried: Vec<Tried>,
     ) -> Result<DecidedIteration, EvolveError> {
         let facts = TriedFacts::of(&tried);
-        let (judged, gate) = self.judge_validated(k, selection, &tried).await?;
+        let BatchDecision {
+            mut strategy,
+            mut decision,
+            batch,
+            judged,
+            gate,
+        } = self.decide_validated(k, selection, &tried).await?;
         let Gate {
             rejected,
             validations,
@@ -330,33 +273,29 @@ impl<'e> Session<'e> {
             None => Vec::new(),
         };
         let proposed: Vec<Proposed> = tried.into_iter().map(Tried::into_proposed).collect();
-        let verdicts: Vec<String> = judged
-            .iter()
-            .flat_map(|j| &j.measured)
-            .map(|m| m.verdict.clone())
-            .collect();
-        let mut decision: Option<Decision> = None;
+        let verdicts: Vec<String> = judged.measured.iter().map(|m| m.verdict.clone()).collect();
         let in_transaction = InTransaction {
             k,
             selection,
             context,
             facts: &facts,
-            proposed: &proposed,
+            batch: &batch,
             judged: &judged,
             rejected: &rejected,
             validations,
             answers: self.answering.take(),
             rng_state: self.rng_state(),
             spent: self.spent(),
-            strategy: self.strategy.as_deref_mut().expect("seed evaluated"),
+            strategy: &mut *strategy,
             state: &mut self.state,
             decision: &mut decision,
         };
         let ids = self
             .env
             .store
-            .record_iteration_with(&self.run, k, &proposed, |ids| in_transaction.decide(ids))
+            .record_iteration_with(&self.run, k, &proposed, |ids| in_transaction.resolve(ids))
             .await?;
+        self.strategy = Some(strategy);
         self.keep_stored(proposed, &ids);
         Ok(DecidedIteration {
             models,
@@ -368,38 +307,43 @@ impl<'e> Session<'e> {
         })
     }
 
-    /// Judges the batch; with --validate, validates what the strategy
-    /// would keep and judges again without what failed, until all it keeps
-    /// has passed (each candidate is validated at most once, and pairs
-    /// already re-measured are not measured again).
-    async fn judge_validated(
+    /// The strategy's decision on the batch; with --validate, the gate
+    /// validates what it would keep, and it decides again without what
+    /// failed, until all it keeps has passed (each candidate is validated
+    /// at most once, and pairs already re-measured are not measured
+    /// again). The last decision is the one kept.
+    async fn decide_validated(
         &mut self,
         k: u32,
         selection: &Selection,
         tried: &[Tried],
-    ) -> Result<(Option<Judged>, Gate), EvolveError> {
-        let mut provisional = provisional_batch(tried);
-        let mut judged = None;
+    ) -> Result<BatchDecision, EvolveError> {
+        let mut batch = provisional_batch(tried);
+        let mut judged = Judged::default();
         let mut gate = Gate::default();
         loop {
-            judged = self
-                .judge_batch(k, selection, &provisional, tried, judged.take())
+            let (strategy, decision) = self
+                .decide_once(k, selection, &batch, tried, &mut judged)
                 .await?;
-            if !self.options.validation.enabled {
-                break;
-            }
-            let fresh: Vec<i64> = self
-                .probe_kept(k, selection, &provisional, judged.as_ref())?
-                .into_iter()
-                .filter(|id| gate.checked.insert(*id))
-                .collect();
-            if fresh.is_empty()
-                || !self.validate_fresh(&fresh, tried, &mut provisional, &mut gate)?
-            {
-                break;
+            let fresh: Vec<i64> = match (&decision, self.options.validation.enabled) {
+                (Some(d), true) => d
+                    .placements
+                    .iter()
+                    .filter(|p| p.kept && gate.checked.insert(p.id))
+                    .map(|p| p.id)
+                    .collect(),
+                _ => Vec::new(),
+            };
+            if fresh.is_empty() || !self.validate_fresh(&fresh, tried, &mut batch, &mut gate)? {
+                return Ok(BatchDecision {
+                    strategy,
+                    decision,
+                    batch,
+                    judged,
+                    gate,
+                });
             }
         }
-        Ok((judged, gate))
     }
 
     /// Validates the proposals of `fresh` (provisional ids); one that fails
@@ -413,7 +357,9 @@ impl<'e> Session<'e> {
     ) -> Result<bool, EvolveError> {
         let mut rejected_any = false;
         for &p in fresh {
-            let j = (-p - 1) as usize;
+            let CandidateRef::Proposal(j) = candidate_ref(p) else {
+                continue;
+            };
             let source = tried[j]
                 .candidate()
                 .map(|c| c.source.clone())

@@ -7,8 +7,6 @@ use kevo_eval::Evaluation;
 use kevo_proposer::{Attempt, StepOutcome};
 use kevo_store::{EvaluationId, NewCandidate, NewEvaluation, NewLlmCall, Proposed, source_sha256};
 
-/// The id a proposal is judged under before the store gives it one:
-/// negative, so it never meets a stored id.
 /// An evaluation, the stored one it reuses, and the candidate it duplicates.
 pub(super) type EvaluatedOnce = (Evaluation, Option<EvaluationId>, Option<Duplicate>);
 
