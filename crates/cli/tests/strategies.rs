@@ -73,12 +73,14 @@ fn evolve_args(ws: &str, iterations: u32, strategy: &[&str]) -> Vec<String> {
     ]);
     args.extend(strategy.iter().map(|s| s.to_string()));
     // The slow start kernel: every variant beats it, so islands have
-    // something better than the seed to send each other.
+    // something better than the seed to send each other. On a GPU the
+    // variants are launch-bound at these sizes, so its start kernel is
+    // slower by far (tests/strategies/start_slow.cu says why).
     args.extend([
         "--seed-kernel".into(),
         root()
             .join(match backend.as_str() {
-                "cuda" => "examples/replay/cuda/start_slow.cu",
+                "cuda" => "crates/cli/tests/strategies/start_slow.cu",
                 _ => "examples/replay/opencl/start_slow.cl",
             })
             .display()

@@ -14,6 +14,7 @@ mod calls;
 mod drivers;
 mod error;
 mod events;
+mod extract;
 mod finish;
 mod insight;
 mod iterate;

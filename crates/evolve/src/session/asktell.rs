@@ -15,7 +15,7 @@
 use std::path::PathBuf;
 
 use chrono::Utc;
-use kevo_proposer::{ChatRequest, Completion, Extraction, ProviderError, Usage};
+use kevo_proposer::{ChatRequest, Completion, ProviderError, Usage};
 use kevo_store::{ProposalId, RunId, StoreError};
 use kevo_strategy::Selection;
 use serde::Serialize;
@@ -273,18 +273,10 @@ impl Session<'_> {
         let context = self.prompt_context(&selection).await?;
         // An answer with nothing to evaluate is refused before anything
         // is stored: the agent can fix it and tell again.
-        let extraction = kevo_proposer::extract(
-            response,
-            &self
-                .prompts
-                .extract_options(Some(&context.incumbent_source)),
-        );
-        if !matches!(extraction, Extraction::Code { .. }) {
+        if let Err((_, reason)) = self.extract(response, &context.incumbent_source) {
             return Err(EvolveError::NoCodeInAnswer {
                 proposal: proposal.id.0,
-                reason: extraction
-                    .failure_reason()
-                    .unwrap_or_else(|| "no code in the response".into()),
+                reason,
             });
         }
         let completion = Completion {

@@ -1,21 +1,20 @@
-//! Proposing: the prompt's context, model calls with retries, extraction,
-//! tuning a template, evaluating each answer once.
+//! Proposing: the prompt's context, model calls with retries, tuning a
+//! template, evaluating each extracted candidate once.
 
 use std::time::Instant;
 
 use kevo_eval::{Evaluation, Outcome, WallTimes};
-use kevo_proposer::{
-    Attempt, ChatRequest, Completion, Extraction, ProviderError, StepOutcome, UserContext,
-};
-use kevo_store::{CandidateId, CandidateRef, NewCandidate, source_sha256};
+use kevo_proposer::{Attempt, ChatRequest, Completion, ProviderError, StepOutcome, UserContext};
+use kevo_store::{CandidateId, CandidateRef, NewCandidate};
 use kevo_strategy::Selection;
 
 use super::base::{AbortOnDrop, Session};
 use super::calls::{Calls, InFlightCall, proposal_call, with_answer};
 use super::error::EvolveError;
+use super::extract::{Candidate, NoCandidate};
 use super::values::{
     Duplicate, EvaluatedOnce, EvaluatedProposal, PromptContext, Tried, TriedResult, attempts,
-    hint_text, normalised_sha,
+    hint_text,
 };
 
 impl<'e> Session<'e> {
@@ -61,7 +60,7 @@ impl<'e> Session<'e> {
                 Evaluation::without_sizes(
                     &incumbent_evaluation.task,
                     &incumbent_evaluation.device,
-                    &incumbent_evaluation.backend,
+                    incumbent_evaluation.backend,
                     Outcome::NoCode {
                         reason: reason.clone(),
                     },
@@ -228,54 +227,44 @@ impl<'e> Session<'e> {
     /// sources this run has measured, are left to the sequential path.
     pub(super) async fn prefetch(
         &mut self,
-        context: &PromptContext,
-        completions: &[(Result<Completion, ProviderError>, f64)],
+        extracted: &[Option<Result<Candidate, NoCandidate>>],
     ) -> Result<(), EvolveError> {
         self.prefetched.clear();
-        if self.pool.parallel() < 2 || completions.len() < 2 {
+        if self.pool.parallel() < 2 || extracted.len() < 2 {
             return Ok(());
         }
-        let mut fresh: Vec<String> = Vec::new();
+        let mut fresh: Vec<&Candidate> = Vec::new();
         let mut seen = std::collections::HashSet::new();
-        for (result, _) in completions {
-            let Ok(completion) = result else { continue };
-            let Extraction::Code { source, .. } = kevo_proposer::extract(
-                &completion.text,
-                &self
-                    .prompts
-                    .extract_options(Some(&context.incumbent_source)),
-            ) else {
-                continue;
-            };
-            if kevo_tune::is_template(&source) {
-                continue;
-            }
-            let normalised = normalised_sha(&source);
-            if self.normalised.contains_key(&normalised) || !seen.insert(normalised) {
+        for candidate in extracted.iter().flatten().flatten() {
+            if kevo_tune::is_template(&candidate.source)
+                || self.normalised.contains_key(&candidate.normalised)
+                || !seen.insert(&candidate.normalised)
+            {
                 continue;
             }
             if self
                 .env
                 .store
-                .find_evaluation(&self.run, &source_sha256(&source))
+                .find_evaluation(&self.run, &candidate.sha)
                 .await?
                 .is_some()
             {
                 continue;
             }
-            fresh.push(source);
+            fresh.push(candidate);
         }
         if fresh.len() < 2 {
             return Ok(());
         }
         let started = Instant::now();
         let sizes = self.sizes();
+        let sources: Vec<String> = fresh.iter().map(|c| c.source.clone()).collect();
         let evaluations = self
             .pool
-            .evaluate_many(self.task, &fresh, &sizes, self.timeout)?;
+            .evaluate_many(self.task, &sources, &sizes, self.timeout)?;
         self.evaluating += started.elapsed();
-        for (source, e) in fresh.into_iter().zip(evaluations) {
-            self.prefetched.insert(source_sha256(&source), e);
+        for (candidate, e) in fresh.into_iter().zip(evaluations) {
+            self.prefetched.insert(candidate.sha.clone(), e);
         }
         Ok(())
     }
@@ -291,9 +280,12 @@ impl<'e> Session<'e> {
         selection: &Selection,
         completions: Vec<(Result<Completion, ProviderError>, f64)>,
     ) -> Result<Vec<Tried>, EvolveError> {
-        self.prefetch(context, &completions).await?;
+        let extracted = self.extract_all(&completions, &context.incumbent_source);
+        self.prefetch(&extracted).await?;
         let mut tried: Vec<Tried> = Vec::with_capacity(completions.len());
-        for (j, (result, latency)) in completions.into_iter().enumerate() {
+        for (j, ((result, latency), extracted)) in
+            completions.into_iter().zip(extracted).enumerate()
+        {
             let mut call = proposal_call(
                 self.provider.label(),
                 &request.system,
@@ -323,35 +315,26 @@ impl<'e> Session<'e> {
                     self.dir.write_reasoning(k, r)?;
                 }
             }
-            let extraction = kevo_proposer::extract(
-                &completion.text,
-                &self
-                    .prompts
-                    .extract_options(Some(&context.incumbent_source)),
-            );
-            let source = match extraction {
-                Extraction::Code { source, .. } => source,
-                other => {
-                    let reason = other
-                        .failure_reason()
-                        .unwrap_or_else(|| "no code in the response".into());
-                    let outcome = match other {
-                        Extraction::NoCode { .. } => StepOutcome::NoCode,
-                        _ => StepOutcome::EditRejected,
-                    };
+            let candidate = match extracted {
+                Some(Ok(candidate)) => candidate,
+                Some(Err((outcome, reason))) => {
                     tried.push(Tried::nothing(call, outcome, reason));
                     continue;
                 }
+                None => unreachable!("a failed call was taken above"),
             };
-            let note = kevo_proposer::prompt::attempt_note(&completion.text, &source);
+            let note = kevo_proposer::prompt::attempt_note(&completion.text, &candidate.source);
             let tune_seed = self.options.rng_seed ^ (u64::from(k) << 16) ^ j as u64;
-            let (source, (evaluation, reused_from, duplicate)) = if kevo_tune::is_template(&source)
-            {
-                self.tune_template(source, &tried, tune_seed).await?
-            } else {
-                let result = self.evaluate_once(&source, &tried).await?;
-                (source, result)
-            };
+            let (candidate, (evaluation, reused_from, duplicate)) =
+                if kevo_tune::is_template(&candidate.source) {
+                    self.tune_template(candidate, &tried, tune_seed).await?
+                } else {
+                    let result = self.evaluate_once(&candidate, &tried).await?;
+                    (candidate, result)
+                };
+            let Candidate {
+                source, normalised, ..
+            } = candidate;
             if j == 0 {
                 // A tuned template's candidate is its best instance.
                 self.dir.write_candidate(k, &source)?;
@@ -376,6 +359,7 @@ impl<'e> Session<'e> {
                         model: Some(completion.model.clone()),
                     },
                     descriptors: analysis.map(|a| a.descriptors),
+                    normalised,
                     evaluation,
                     reused_from,
                     duplicate,
@@ -398,17 +382,17 @@ impl<'e> Session<'e> {
     /// configuration's failure stands.
     pub(super) async fn tune_template(
         &mut self,
-        template: String,
+        template: Candidate,
         batch: &[Tried],
         seed: u64,
-    ) -> Result<(String, EvaluatedOnce), EvolveError> {
+    ) -> Result<(Candidate, EvaluatedOnce), EvolveError> {
         let refuse = |this: &Self, message: String| {
             let device = this.pool.device();
             let log = format!("candidate.{}: error: {message}", this.dialect.extension());
             Evaluation::without_sizes(
                 this.task.name(),
                 &device.name,
-                &device.backend,
+                device.backend,
                 kevo_eval::Outcome::CompileError {
                     diagnostics: kevo_backend::CompileDiagnostics::from_log(log),
                     message,
@@ -424,7 +408,7 @@ impl<'e> Session<'e> {
             let e = refuse(self, message);
             return Ok((template, (e, None, None)));
         }
-        let space = match kevo_tune::TuningSpace::parse(&template) {
+        let space = match kevo_tune::TuningSpace::parse(&template.source) {
             Ok(Some(space)) => space,
             Ok(None) => unreachable!("is_template found a tune line"),
             Err(e) => {
@@ -439,7 +423,7 @@ impl<'e> Session<'e> {
             let Some(c) = search.next(&space, &seen) else {
                 break;
             };
-            let instance = space.instantiate(&template, &c);
+            let instance = Candidate::new(space.instantiate(&template.source, &c));
             let result = self.evaluate_once(&instance, batch).await?;
             seen.push(kevo_tune::Observation {
                 configuration: c.clone(),
@@ -478,7 +462,8 @@ impl<'e> Session<'e> {
             table.push_str(&format!("\n  {}  {verdict}", space.describe(c)));
         }
         let (c, result) = tried.swap_remove(best);
-        Ok((space.instantiate_annotated(&template, &c, &table), result))
+        let best = space.instantiate_annotated(&template.source, &c, &table);
+        Ok((Candidate::new(best), result))
     }
 
     /// `source`'s evaluation: the stored one if this run measured the
@@ -487,18 +472,20 @@ impl<'e> Session<'e> {
     /// new measurement; with the candidate it duplicates, if any.
     pub(super) async fn evaluate_once(
         &mut self,
-        source: &str,
+        candidate: &Candidate,
         batch: &[Tried],
     ) -> Result<EvaluatedOnce, EvolveError> {
-        let sha = source_sha256(source);
-        if let Some(stored) = self.env.store.find_evaluation(&self.run, &sha).await?
+        if let Some(stored) = self
+            .env
+            .store
+            .find_evaluation(&self.run, &candidate.sha)
+            .await?
             && let Ok(e) = stored.evaluation()
         {
             let of = Duplicate::Stored(stored.candidate_id.0);
             return Ok((e, Some(stored.id), Some(of)));
         }
-        let normalised = normalised_sha(source);
-        if let Some(&id) = self.normalised.get(&normalised) {
+        if let Some(&id) = self.normalised.get(&candidate.normalised) {
             self.load(CandidateId(id)).await?;
             return Ok((
                 self.evaluations[&id].clone(),
@@ -507,17 +494,17 @@ impl<'e> Session<'e> {
             ));
         }
         let earlier = batch.iter().enumerate().find_map(|(j, t)| match &t.result {
-            TriedResult::Evaluated(e) if normalised_sha(&e.candidate.source) == normalised => {
+            TriedResult::Evaluated(e) if e.normalised == candidate.normalised => {
                 Some((e.evaluation.clone(), j))
             }
             _ => None,
         });
         Ok(match earlier {
             Some((e, j)) => (e, None, Some(Duplicate::InBatch(j))),
-            None => match self.prefetched.remove(&sha) {
+            None => match self.prefetched.remove(&candidate.sha) {
                 Some(e) => (e, None, None),
                 None => (
-                    self.evaluate(source, &self.sizes(), self.timeout)?,
+                    self.evaluate(&candidate.source, &self.sizes(), self.timeout)?,
                     None,
                     None,
                 ),

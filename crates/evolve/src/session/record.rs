@@ -15,7 +15,7 @@ use super::error::EvolveError;
 use super::events::{Event, Observer, arm_stats};
 use super::judge::{BatchDecision, Gate, Judged, candidate_ref, provisional_batch, stored_id};
 use super::state::StrategyState;
-use super::values::{EvaluatedProposal, PromptContext, Tried, TriedResult, normalised_sha};
+use super::values::{EvaluatedProposal, PromptContext, Tried, TriedResult};
 
 /// What an iteration's event reports of its decision.
 pub(super) struct DecidedIteration {
@@ -35,6 +35,8 @@ pub(super) struct DecidedIteration {
 struct TriedFacts {
     outcomes: Vec<String>,
     notes: Vec<Option<String>>,
+    /// Each evaluated proposal's normalised hash (the duplicate key).
+    normalised: Vec<Option<String>>,
     scores: Vec<Option<f64>>,
     /// Whether any proposal had a candidate to evaluate.
     any_candidate: bool,
@@ -58,6 +60,10 @@ impl TriedFacts {
             notes: tried
                 .iter()
                 .map(|t| evaluated(t).and_then(|e| e.note.clone()))
+                .collect(),
+            normalised: tried
+                .iter()
+                .map(|t| evaluated(t).map(|e| e.normalised.clone()))
                 .collect(),
             scores: tried.iter().map(Tried::score).collect(),
             any_candidate: tried.iter().any(|t| t.candidate().is_some()),
@@ -296,7 +302,7 @@ impl<'e> Session<'e> {
             .record_iteration_with(&self.run, k, &proposed, |ids| in_transaction.resolve(ids))
             .await?;
         self.strategy = Some(strategy);
-        self.keep_stored(proposed, &ids);
+        self.keep_stored(proposed, &ids, &facts.normalised);
         Ok(DecidedIteration {
             models,
             prompt_variant: context.prompt_variant,
@@ -388,12 +394,17 @@ impl<'e> Session<'e> {
 
     /// The stored candidates' sources and evaluations, kept for the run's
     /// later stages (prompts, the final pick, duplicates).
-    fn keep_stored(&mut self, proposed: Vec<Proposed>, ids: &[ProposalIds]) {
-        for (p, id) in proposed.into_iter().zip(ids) {
-            if let (Some(c), Some(e), Some(id)) = (p.candidate, p.evaluation, id.candidate) {
-                self.normalised
-                    .entry(normalised_sha(&c.source))
-                    .or_insert(id.0);
+    fn keep_stored(
+        &mut self,
+        proposed: Vec<Proposed>,
+        ids: &[ProposalIds],
+        normalised: &[Option<String>],
+    ) {
+        for ((p, id), normalised) in proposed.into_iter().zip(ids).zip(normalised) {
+            if let (Some(c), Some(e), Some(id), Some(normalised)) =
+                (p.candidate, p.evaluation, id.candidate, normalised)
+            {
+                self.normalised.entry(normalised.clone()).or_insert(id.0);
                 self.sources.insert(id.0, c.source);
                 self.evaluations.insert(id.0, e.evaluation);
             }

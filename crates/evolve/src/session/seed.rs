@@ -15,8 +15,8 @@ use super::base::Session;
 use super::calls::{META_PURPOSE, is_abandoned};
 use super::error::EvolveError;
 use super::events::{Event, Observer};
+use super::extract::normalised_sha;
 use super::state::StrategyState;
-use super::values::normalised_sha;
 
 impl<'e> Session<'e> {
     /// Evaluate and record the seed (iteration 0). A seed that is not
@@ -102,7 +102,7 @@ impl<'e> Session<'e> {
             run: self.run.0.clone(),
             task: self.task.name().into(),
             device: self.pool.device().name.clone(),
-            backend: self.pool.device().backend.clone(),
+            backend: self.pool.device().backend,
             resumed_from: None,
             iterations: self.options.iterations,
             sandbox: self.pool.sandbox().summary(),

@@ -5,7 +5,7 @@ use kevo_backend::Dialect;
 use kevo_descriptors::Descriptors;
 use kevo_eval::Evaluation;
 use kevo_proposer::{Attempt, StepOutcome};
-use kevo_store::{EvaluationId, NewCandidate, NewEvaluation, NewLlmCall, Proposed, source_sha256};
+use kevo_store::{EvaluationId, NewCandidate, NewEvaluation, NewLlmCall, Proposed};
 
 /// An evaluation, the stored one it reuses, and the candidate it duplicates.
 pub(super) type EvaluatedOnce = (Evaluation, Option<EvaluationId>, Option<Duplicate>);
@@ -88,18 +88,14 @@ pub(super) enum Duplicate {
     InBatch(usize),
 }
 
-/// SHA-256 of a source normalised (comments and whitespace runs): the key
-/// of duplicate detection.
-pub(super) fn normalised_sha(source: &str) -> String {
-    source_sha256(&kevo_descriptors::normalised(source))
-}
-
 pub(super) struct EvaluatedProposal {
     /// Repeats an earlier candidate: not measured again.
     pub(super) duplicate: Option<Duplicate>,
     pub(super) candidate: NewCandidate,
     /// Its cell, also stored (as JSON) with the candidate.
     pub(super) descriptors: Option<Descriptors>,
+    /// Its source's normalised hash ([`super::extract::Candidate`]).
+    pub(super) normalised: String,
     pub(super) evaluation: Evaluation,
     pub(super) reused_from: Option<EvaluationId>,
     /// What the response says it changed, for the history line.
