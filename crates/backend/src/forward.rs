@@ -194,7 +194,7 @@ mod tests {
 
     fn recorder() -> (Recorder, Log) {
         let log = Log::default();
-        let info = crate::test_device_info("recorder");
+        let info = crate::test_device_info(BackendName::Cuda);
         (
             Recorder {
                 log: log.clone(),
@@ -379,13 +379,14 @@ mod tests {
         let (inner, log) = recorder();
         let mut w = Wrapper {
             inner,
-            info: crate::test_device_info("wrapper"),
+            // Not the inner backend's: as Triton's wraps CUDA's.
+            info: crate::test_device_info(BackendName::Triton),
         };
         call_every_method(&mut w);
         let skipped = ["info", "compile", "views_alias", "run_vendor"];
         let forwarded: Vec<&str> = ALL.into_iter().filter(|m| !skipped.contains(m)).collect();
         assert_eq!(*log.borrow(), forwarded);
-        assert_eq!(w.info().backend, "wrapper");
+        assert_eq!(w.info().backend, BackendName::Triton, "its own");
         assert_eq!(
             w.compile("", &CompileOptions::default()).unwrap(),
             ModuleId(7)
@@ -400,7 +401,10 @@ mod tests {
         };
         assert!(matches!(
             w.run_vendor(&op),
-            Err(VendorError::Unsupported { backend, .. }) if backend == "wrapper"
+            Err(VendorError::Unsupported {
+                backend: BackendName::Triton,
+                ..
+            })
         ));
     }
 }

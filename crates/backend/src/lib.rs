@@ -198,7 +198,7 @@ pub trait Backend {
     /// default).
     fn vendor_library(&mut self, kind: VendorKind) -> Result<VendorLibrary, VendorError> {
         Err(VendorError::Unsupported {
-            backend: self.info().backend.clone(),
+            backend: self.info().backend,
             kind,
         })
     }
@@ -210,7 +210,7 @@ pub trait Backend {
     /// kept until [`Backend::release_vendor`].
     fn run_vendor(&mut self, op: &VendorOp) -> Result<DeviceTime, VendorError> {
         Err(VendorError::Unsupported {
-            backend: self.info().backend.clone(),
+            backend: self.info().backend,
             kind: op.kind(),
         })
     }
@@ -224,12 +224,12 @@ impl<B: Backend + ?Sized> Backend for Box<B> {
     crate::forward_backend!(**self);
 }
 
-/// A device with every field empty or minimal, named `backend`: for
-/// test backends that need a `DeviceInfo` to return.
+/// A device with every field empty or minimal, on `backend`: for test
+/// backends that need a `DeviceInfo` to return.
 #[cfg(test)]
-pub(crate) fn test_device_info(backend: &str) -> DeviceInfo {
+pub(crate) fn test_device_info(backend: BackendName) -> DeviceInfo {
     DeviceInfo {
-        backend: backend.into(),
+        backend,
         dialect: Dialect::Cuda,
         platform: String::new(),
         name: String::new(),
@@ -257,7 +257,7 @@ mod tests {
     struct Answers(DeviceInfo);
 
     fn info() -> DeviceInfo {
-        test_device_info("answers")
+        test_device_info(BackendName::Cuda)
     }
 
     impl Backend for Answers {
@@ -412,12 +412,13 @@ mod tests {
     #[test]
     fn a_backend_without_libraries_says_so_by_default() {
         let mut b = Plain(DeviceInfo {
-            backend: "opencl".into(),
+            // Not `info()`'s backend: the error names this device's own.
+            backend: BackendName::Opencl,
             ..info()
         });
         let e = b.vendor_library(VendorKind::Fft3dC2c).unwrap_err();
         assert!(
-            matches!(&e, VendorError::Unsupported { backend, kind: VendorKind::Fft3dC2c } if backend == "opencl"),
+            matches!(&e, VendorError::Unsupported { backend, kind: VendorKind::Fft3dC2c } if *backend == BackendName::Opencl),
             "{e:?}"
         );
         let op = VendorOp::Fft3dC2c {

@@ -68,11 +68,113 @@ impl fmt::Display for Dialect {
     }
 }
 
+/// A concrete backend: the runtime a device is driven through, as
+/// [`DeviceInfo::backend`] names it. Stored runs, JSON outputs and reports
+/// carry it by its [name](BackendName::name) ("opencl", "cuda", "triton");
+/// reading a name kevo does not know is an error that lists the known ones,
+/// never a guess.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum BackendName {
+    /// An OpenCL platform's device (GPUs, PoCL on CPUs).
+    Opencl,
+    /// A CUDA device driven through the driver API, kernels built by NVRTC.
+    Cuda,
+    /// Triton candidates on a CUDA device: compiled by Triton's own
+    /// compiler, loaded and launched by the CUDA backend.
+    Triton,
+}
+
+impl BackendName {
+    /// Every backend kevo knows, in the order error messages list them.
+    pub const ALL: [BackendName; 3] = [BackendName::Opencl, BackendName::Cuda, BackendName::Triton];
+
+    /// The name used on the command line, in configs, stored runs and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendName::Opencl => "opencl",
+            BackendName::Cuda => "cuda",
+            BackendName::Triton => "triton",
+        }
+    }
+
+    /// The language this backend compiles.
+    pub fn dialect(self) -> Dialect {
+        match self {
+            BackendName::Opencl => Dialect::OpenCl,
+            BackendName::Cuda => Dialect::Cuda,
+            BackendName::Triton => Dialect::Triton,
+        }
+    }
+
+    /// The known names, for messages: "opencl, cuda, triton".
+    pub fn known() -> String {
+        BackendName::ALL.map(BackendName::name).join(", ")
+    }
+}
+
+impl fmt::Display for BackendName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // `pad`, not `write_str`: widths and alignment apply as they did to
+        // the name when it was a string.
+        f.pad(self.name())
+    }
+}
+
+/// A backend name that is none of [`BackendName::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownBackend(pub String);
+
+impl fmt::Display for UnknownBackend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown backend `{}` (known backends: {})",
+            self.0,
+            BackendName::known()
+        )
+    }
+}
+
+impl std::error::Error for UnknownBackend {}
+
+impl std::str::FromStr for BackendName {
+    type Err = UnknownBackend;
+    fn from_str(s: &str) -> Result<Self, UnknownBackend> {
+        BackendName::ALL
+            .into_iter()
+            .find(|b| b.name() == s)
+            .ok_or_else(|| UnknownBackend(s.to_string()))
+    }
+}
+
+impl Serialize for BackendName {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for BackendName {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = BackendName;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "a backend name ({})", BackendName::known())
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<BackendName, E> {
+                s.parse().map_err(E::custom)
+            }
+        }
+        deserializer.deserialize_str(Visitor)
+    }
+}
+
 /// What the runtime reports about the device in use.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeviceInfo {
-    /// Backend name: "opencl", "cuda".
-    pub backend: String,
+    /// The backend that drives the device (Triton's is `Triton`, though
+    /// the CUDA backend runs its binaries).
+    pub backend: BackendName,
     /// The language this device's backend compiles: prompts, seeds and
     /// source rules follow it, never a guess from the backend's name.
     pub dialect: Dialect,
@@ -614,7 +716,7 @@ pub enum BackendError {
     /// The runtime library or a usable platform is missing on this machine.
     #[error("{backend} is not available: {reason}")]
     Unavailable {
-        backend: &'static str,
+        backend: BackendName,
         reason: String,
     },
     /// No platform/device matched the user's selector.
@@ -642,6 +744,66 @@ pub enum BackendError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn backend_names_are_the_stored_and_printed_names() {
+        for (backend, name) in [
+            (BackendName::Opencl, "opencl"),
+            (BackendName::Cuda, "cuda"),
+            (BackendName::Triton, "triton"),
+        ] {
+            assert_eq!(backend.name(), name);
+            assert_eq!(backend.to_string(), name);
+            assert_eq!(format!("{backend:<7}|"), format!("{name:<7}|"));
+            assert_eq!(name.parse::<BackendName>(), Ok(backend));
+            let json = serde_json::to_string(&backend).unwrap();
+            assert_eq!(json, format!("\"{name}\""));
+            assert_eq!(serde_json::from_str::<BackendName>(&json).unwrap(), backend);
+        }
+        assert_eq!(BackendName::Triton.dialect(), Dialect::Triton);
+    }
+
+    #[test]
+    fn an_unknown_backend_name_is_an_error_naming_the_known_ones() {
+        for name in ["metal", "fake", "", "CUDA", "auto"] {
+            let err = name.parse::<BackendName>().unwrap_err().to_string();
+            assert_eq!(
+                err,
+                format!("unknown backend `{name}` (known backends: opencl, cuda, triton)")
+            );
+        }
+        let err = serde_json::from_str::<BackendName>("7")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("expected a backend name (opencl, cuda, triton)"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_stored_device_on_an_unknown_backend_does_not_read() {
+        let stored = serde_json::json!({
+            "backend": "cuda", "dialect": "cuda", "platform": "CUDA 12.4",
+            "name": "NVIDIA H100 80GB HBM3", "vendor": "NVIDIA", "compute_units": 132,
+            "global_mem_bytes": 85_520_809_984u64, "max_work_group_size": 1024,
+            "local_mem_bytes": 49152, "clock_mhz": 1980, "arch": "sm_90",
+            "driver_version": "12040", "is_cpu": false
+        });
+        let info: DeviceInfo = serde_json::from_value(stored.clone()).unwrap();
+        assert_eq!(info.backend, BackendName::Cuda);
+        assert_eq!(serde_json::to_value(&info).unwrap()["backend"], "cuda");
+
+        let mut unknown = stored;
+        unknown["backend"] = "metal".into();
+        let err = serde_json::from_str::<DeviceInfo>(&unknown.to_string())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("unknown backend `metal` (known backends: opencl, cuda, triton)"),
+            "{err}"
+        );
+    }
 
     #[test]
     fn parses_clang_style_diagnostics() {

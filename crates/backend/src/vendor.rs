@@ -109,7 +109,10 @@ pub enum VendorError {
     /// This backend has no library for this kind of job (OpenCL has none
     /// wired in, or the op is one it does not know).
     #[error("the {backend} backend runs no vendor library for {kind:?}")]
-    Unsupported { backend: String, kind: VendorKind },
+    Unsupported {
+        backend: crate::BackendName,
+        kind: VendorKind,
+    },
     /// The library is not installed, or cannot be loaded, here.
     #[error("{library} is not available: {reason}")]
     Missing {

@@ -7,8 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use kevo_backend::Dialect;
-use kevo_runtimes::BackendKind;
+use kevo_backend::{BackendName, Dialect};
 use kevo_store::{CandidateId, HeldOutRole, NewCrossEvaluation, RunId, Store};
 use kevo_tasks::SizeSet;
 use kevo_worker::{Worker, WorkerCommand};
@@ -38,11 +37,7 @@ pub struct CrossArgs {
 /// The dialect a stored run's backend ("cuda", "opencl", "triton")
 /// compiles; any other name is an error naming the known ones.
 pub fn dialect_of(backend: &str) -> Result<Dialect> {
-    backend
-        .parse::<BackendKind>()
-        .map_err(anyhow::Error::msg)?
-        .dialect()
-        .with_context(|| format!("a stored run's backend is never `{backend}`"))
+    Ok(backend.parse::<BackendName>()?.dialect())
 }
 
 pub fn cross(args: CrossArgs) -> Result<ExitCode> {
@@ -290,4 +285,22 @@ fn speedup_in_run(summary: Option<&serde_json::Value>) -> Option<f64> {
             }
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stored_runs_backend_gives_its_dialect_or_an_error_naming_the_known_ones() {
+        assert_eq!(dialect_of("cuda").unwrap(), Dialect::Cuda);
+        assert_eq!(dialect_of("triton").unwrap(), Dialect::Triton);
+        for stored in ["auto", "metal", ""] {
+            let err = dialect_of(stored).unwrap_err().to_string();
+            assert_eq!(
+                err,
+                format!("unknown backend `{stored}` (known backends: opencl, cuda, triton)")
+            );
+        }
+    }
 }

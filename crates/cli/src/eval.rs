@@ -94,12 +94,12 @@ pub fn eval(args: EvalArgs) -> Result<ExitCode> {
         (Some(name), false) => vec![kevo_tasks::resolve(name)?],
         (None, false) => bail!("give --task NAME (or `task` in the config file) or --all"),
     };
+    let config = settings.worker_config()?;
     let kernel = match read_candidate(&args.kernel)? {
-        Some(Err(reason)) => return reject_unreadable(tasks[0], reason, args.json),
+        Some(Err(reason)) => return reject_unreadable(tasks[0], config.backend, reason, args.json),
         Some(Ok(source)) => Some(source),
         None => None,
     };
-    let config = settings.worker_config()?;
     let worker = start_worker(&config, args.json)?;
     let mut evaluating = Evaluating {
         args: &args,
@@ -123,22 +123,41 @@ pub fn eval(args: EvalArgs) -> Result<ExitCode> {
 }
 
 /// A kernel file that is not text, rejected like any candidate the
-/// compiler would not take (exit 1), without starting a worker.
-fn reject_unreadable(task: &Task, reason: String, json: bool) -> Result<ExitCode> {
-    let evaluation = Evaluation::without_sizes(
-        task.name(),
-        "",
-        "",
-        kevo_eval::Outcome::CompileError {
-            diagnostics: kevo_backend::CompileDiagnostics::from_log(reason.clone()),
-            message: reason,
-        },
-        kevo_eval::WallTimes::default(),
-    );
+/// compiler would not take (exit 1), without starting a worker. No device
+/// was opened, so the JSON names the backend asked for (`auto` when none
+/// was) and no device, in an evaluation's shape.
+fn reject_unreadable(
+    task: &Task,
+    asked: kevo_runtimes::BackendKind,
+    reason: String,
+    json: bool,
+) -> Result<ExitCode> {
+    let outcome = kevo_eval::Outcome::CompileError {
+        diagnostics: kevo_backend::CompileDiagnostics::from_log(reason.clone()),
+        message: reason,
+    };
     if json {
-        println!("{}", serde_json::to_string_pretty(&evaluation)?);
+        /// [`Evaluation`]'s fields, in its order, with the backend asked for.
+        #[derive(serde::Serialize)]
+        struct Rejected<'a> {
+            task: &'a str,
+            device: &'a str,
+            backend: kevo_runtimes::BackendKind,
+            outcome: &'a kevo_eval::Outcome,
+            sizes: [(); 0],
+            wall: kevo_eval::WallTimes,
+        }
+        let rejected = Rejected {
+            task: task.name(),
+            device: "",
+            backend: asked,
+            outcome: &outcome,
+            sizes: [],
+            wall: kevo_eval::WallTimes::default(),
+        };
+        println!("{}", serde_json::to_string_pretty(&rejected)?);
     } else {
-        println!("{}: {}", evaluation.task, evaluation.outcome.summary());
+        println!("{}: {}", task.name(), outcome.summary());
     }
     Ok(ExitCode::from(1))
 }

@@ -6,6 +6,7 @@
 #![allow(clippy::print_literal)]
 
 use anyhow::Result;
+use kevo_backend::BackendName;
 use kevo_eval::{Evaluation, Outcome};
 use kevo_roofline::Ceilings;
 use kevo_tasks::SizeSet;
@@ -118,14 +119,14 @@ fn device_rows(measure: Measure, triton_python: Option<String>) -> Vec<serde_jso
     let python = triton_python.unwrap_or_else(kevo_triton::default_python);
     rows.push(match kevo_triton::availability(&python) {
         Ok(v) => json!({
-            "backend": "triton",
+            "backend": BackendName::Triton,
             "available": true,
             "python": python,
             "python_version": v.python,
             "triton_version": v.triton,
         }),
         Err(e) => json!({
-            "backend": "triton",
+            "backend": BackendName::Triton,
             "available": false,
             "python": python,
             "reason": e.to_string(),
@@ -138,7 +139,7 @@ fn device_rows(measure: Measure, triton_python: Option<String>) -> Vec<serde_jso
 /// the memory levels, the envelope and the extra measurements when known.
 fn print_device_row(row: &serde_json::Value) -> Result<()> {
     let backend = row["backend"].as_str().unwrap_or("?");
-    if backend == "triton" && row["available"] == true {
+    if backend.parse() == Ok(BackendName::Triton) && row["available"] == true {
         println!(
             "triton: {} (Python {}), Triton {}: compiles Triton candidates for CUDA devices (--triton-python or $KEVO_TRITON_PYTHON picks another interpreter)",
             row["python"].as_str().unwrap_or(""),

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use kevo_backend::BackendName;
 use kevo_dispatch::{Job, JobWorker, Namespace, WorkerInfo, WorkerOptions};
 use kevo_eval::{Evaluation, Outcome, WallTimes};
 use kevo_runtimes::BackendKind;
@@ -53,6 +54,10 @@ struct Local {
     command: WorkerCommand,
     /// The worker's own device choice, kept over every job's settings.
     base: WorkerConfig,
+    /// The device it opened first, named by the evaluations of jobs it
+    /// could not run (as `JobWorker`'s own failures name it).
+    backend: BackendName,
+    device: String,
     running: Option<(String, Worker)>,
 }
 
@@ -75,7 +80,7 @@ impl Local {
     fn evaluate(&mut self, job: &Job) -> Evaluation {
         let config = match self.config_for(job) {
             Ok(c) => c,
-            Err(message) => return failure(job, message),
+            Err(message) => return self.failure(job, message),
         };
         let key = serde_json::to_string(&config).unwrap_or_default();
         if self.running.as_ref().is_none_or(|(k, _)| *k != key) {
@@ -84,7 +89,7 @@ impl Local {
             }
             match Worker::start(self.command.clone(), config) {
                 Ok(w) => self.running = Some((key, w)),
-                Err(e) => return failure(job, format!("the worker cannot start: {e}")),
+                Err(e) => return self.failure(job, format!("the worker cannot start: {e}")),
             }
         }
         let (_, worker) = self.running.as_mut().expect("started above");
@@ -95,20 +100,20 @@ impl Local {
             Duration::from_secs_f64(job.timeout_s.max(1.0)),
         )
     }
-}
 
-fn failure(job: &Job, message: String) -> Evaluation {
-    Evaluation::without_sizes(
-        &job.task,
-        "",
-        "",
-        Outcome::RuntimeError {
-            size: None,
-            fault: None,
-            message,
-        },
-        WallTimes::default(),
-    )
+    fn failure(&self, job: &Job, message: String) -> Evaluation {
+        Evaluation::without_sizes(
+            &job.task,
+            &self.device,
+            self.backend,
+            Outcome::RuntimeError {
+                size: None,
+                fault: None,
+                message,
+            },
+            WallTimes::default(),
+        )
+    }
 }
 
 fn host_name() -> String {
@@ -178,7 +183,7 @@ fn start_locals(
             id: kevo_dispatch::device_key(&id),
             host: host.clone(),
             kevo: kevo_evolve::VERSION.to_string(),
-            backend: first.device().backend.clone(),
+            backend: first.device().backend,
             device: first.device().clone(),
             ceilings: first.ceilings().clone(),
             sandbox: first.sandbox().clone(),
@@ -188,6 +193,8 @@ fn start_locals(
         let local = Local {
             command: command.clone(),
             base,
+            backend: info.backend,
+            device: info.device.name.clone(),
             running: Some((key, first)),
         };
         locals.push((info, local));
@@ -295,6 +302,8 @@ mod tests {
         let local = Local {
             command: WorkerCommand::current_exe().unwrap(),
             base: base.clone(),
+            backend: BackendName::Opencl,
+            device: "test".into(),
             running: None,
         };
         let mut asked = WorkerConfig::new(BackendKind::Cuda, Default::default());

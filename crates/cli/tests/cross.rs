@@ -26,7 +26,7 @@ fn on_h100(score: f64) -> Evaluation {
     Evaluation {
         task: "saxpy".into(),
         device: "NVIDIA H100 80GB HBM3".into(),
-        backend: "cuda".into(),
+        backend: kevo_backend::BackendName::Cuda,
         outcome: Outcome::Correct { score },
         sizes: Vec::new(),
         wall: WallTimes::default(),

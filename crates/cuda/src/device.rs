@@ -138,7 +138,7 @@ fn device_info(dev: cu::CUdevice) -> Result<DeviceInfo, BackendError> {
         .map(loader::format_cuda_version)
         .unwrap_or_default();
     Ok(DeviceInfo {
-        backend: BACKEND.into(),
+        backend: BACKEND,
         dialect: Dialect::Cuda,
         platform: "NVIDIA CUDA".into(),
         name: device_name(dev)?,
@@ -300,9 +300,9 @@ mod tests {
         // On a machine with CUDA this opens the device; without, it must be
         // an Unavailable error with a reason, never a panic.
         match CudaBackend::open(&DeviceSelector::default()) {
-            Ok(b) => assert_eq!(b.info().backend, "cuda"),
+            Ok(b) => assert_eq!(b.info().backend, BACKEND),
             Err(BackendError::Unavailable { backend, reason }) => {
-                assert_eq!(backend, "cuda");
+                assert_eq!(backend, BACKEND);
                 assert!(!reason.is_empty());
                 eprintln!("CUDA unavailable here: {reason}");
             }

@@ -15,9 +15,9 @@ use std::sync::OnceLock;
 
 use cudarc::driver::sys as cu;
 use cudarc::nvrtc::sys as nv;
-use kevo_backend::BackendError;
+use kevo_backend::{BackendError, BackendName};
 
-pub(crate) const BACKEND: &str = "cuda";
+pub(crate) const BACKEND: BackendName = BackendName::Cuda;
 
 pub(crate) fn unavailable(reason: impl Into<String>) -> BackendError {
     BackendError::Unavailable {

@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use async_nats::jetstream::message::PublishMessage;
 use futures::StreamExt;
+use kevo_backend::BackendName;
 use kevo_eval::Evaluation;
 use kevo_tasks::Size;
 
@@ -43,7 +44,7 @@ impl RemoteEvaluator {
     pub async fn connect(
         url: &str,
         namespace: &Namespace,
-        backend: Option<&str>,
+        backend: Option<BackendName>,
         device: Option<&str>,
     ) -> Result<RemoteEvaluator, DispatchError> {
         let opened = namespace.open(url).await?;
@@ -59,10 +60,10 @@ impl RemoteEvaluator {
             .collect();
         models.sort();
         models.dedup();
-        let backend = backend.unwrap_or("any backend");
+        let wanted = backend.map_or("any backend", BackendName::name);
         let wanted = match device {
-            Some(d) => format!("{backend} on a device named like `{d}`"),
-            None => backend.to_string(),
+            Some(d) => format!("{wanted} on a device named like `{d}`"),
+            None => wanted.to_string(),
         };
         let worker = match models.as_slice() {
             [] => {
@@ -86,12 +87,12 @@ impl RemoteEvaluator {
             [_] => (*serving[0]).clone(),
             many => {
                 return Err(DispatchError::MixedDevices {
-                    backend: backend.to_string(),
+                    backend,
                     models: many.join(", "),
                 });
             }
         };
-        let subject = namespace.job_subject(&worker.backend, &worker.device.name);
+        let subject = namespace.job_subject(worker.backend, &worker.device.name);
         Ok(RemoteEvaluator {
             opened,
             namespace: namespace.clone(),
@@ -175,7 +176,7 @@ impl RemoteEvaluator {
                     .await?
                     .iter()
                     .filter(|w| {
-                        self.namespace.job_subject(&w.backend, &w.device.name) == self.subject
+                        self.namespace.job_subject(w.backend, &w.device.name) == self.subject
                     })
                     .count();
                 if alive == 0 {

@@ -30,7 +30,7 @@ mod coordinator;
 mod names;
 mod worker;
 
-use kevo_backend::DeviceInfo;
+use kevo_backend::{BackendName, DeviceInfo};
 use kevo_eval::Evaluation;
 use kevo_roofline::Ceilings;
 use kevo_tasks::Size;
@@ -95,7 +95,7 @@ pub struct WorkerInfo {
     pub id: String,
     pub host: String,
     pub kevo: String,
-    pub backend: String,
+    pub backend: BackendName,
     pub device: DeviceInfo,
     pub ceilings: Ceilings,
     pub sandbox: kevo_sandbox::Status,
@@ -118,9 +118,14 @@ pub enum DispatchError {
         seen: String,
     },
     #[error(
-        "workers of different device models serve {backend}: {models}; scores of different devices do not compare, so name one with --device"
+        "workers of different device models serve {}: {models}; scores of different devices do not compare, so name one with --device",
+        .backend.map_or("any backend", BackendName::name)
     )]
-    MixedDevices { backend: String, models: String },
+    MixedDevices {
+        /// The backend asked for; `None` for any.
+        backend: Option<BackendName>,
+        models: String,
+    },
     #[error("a job or result could not be encoded: {0}")]
     Encode(#[from] serde_json::Error),
 }
@@ -142,4 +147,24 @@ pub fn task_hash(task: &str) -> Option<String> {
 /// Unix seconds now.
 pub(crate) fn now_s() -> i64 {
     chrono::Utc::now().timestamp()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mixed_devices_name_the_backend_asked_for() {
+        let mixed = |backend| DispatchError::MixedDevices {
+            backend,
+            models: "cuda A, cuda B".into(),
+        };
+        let cuda = mixed(Some(BackendName::Cuda)).to_string();
+        assert!(
+            cuda.starts_with("workers of different device models serve cuda: cuda A, cuda B;"),
+            "{cuda}"
+        );
+        let any = mixed(None).to_string();
+        assert!(any.contains("serve any backend: "), "{any}");
+    }
 }

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use async_nats::jetstream::{self, stream};
+use kevo_backend::BackendName;
 
 use crate::{DispatchError, RESULT_TTL_S, jetstream_error};
 
@@ -75,19 +76,19 @@ impl Namespace {
     }
 
     /// The subject of jobs for one backend and device model.
-    pub fn job_subject(&self, backend: &str, device: &str) -> String {
+    pub fn job_subject(&self, backend: BackendName, device: &str) -> String {
         format!(
             "{}.jobs.{}.{}",
             self.prefix,
-            device_key(backend),
+            device_key(backend.name()),
             device_key(device)
         )
     }
 
     /// The durable consumer every worker of one backend and device model
     /// shares: each job goes to one of them.
-    pub fn consumer(&self, backend: &str, device: &str) -> String {
-        format!("{}-{}", device_key(backend), device_key(device))
+    pub fn consumer(&self, backend: BackendName, device: &str) -> String {
+        format!("{}-{}", device_key(backend.name()), device_key(device))
     }
 
     /// Delete the namespace's streams (its queued jobs, results and
@@ -299,7 +300,7 @@ mod tests {
         let ns = Namespace::new("team-a").unwrap();
         assert_eq!(ns.jobs_stream(), "TEAM_A_JOBS");
         assert_eq!(
-            ns.job_subject("opencl", "pthread-x 1.0"),
+            ns.job_subject(BackendName::Opencl, "pthread-x 1.0"),
             "team-a.jobs.opencl.pthread-x_1_0"
         );
         assert!(Namespace::new("a.b").is_err());

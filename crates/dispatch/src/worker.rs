@@ -53,14 +53,14 @@ impl JobWorker {
         options: WorkerOptions,
     ) -> Result<JobWorker, DispatchError> {
         let opened = namespace.open(url).await?;
-        let name = namespace.consumer(&info.backend, &info.device.name);
+        let name = namespace.consumer(info.backend, &info.device.name);
         let consumer = opened
             .jobs
             .get_or_create_consumer(
                 &name,
                 pull::Config {
                     durable_name: Some(name.clone()),
-                    filter_subject: namespace.job_subject(&info.backend, &info.device.name),
+                    filter_subject: namespace.job_subject(info.backend, &info.device.name),
                     ack_policy: AckPolicy::Explicit,
                     ack_wait: options.ack_wait,
                     // The delivery after the last attempt stores a failure.
@@ -293,7 +293,7 @@ impl JobWorker {
         Evaluation::without_sizes(
             &job.task,
             &self.info.device.name,
-            &self.info.backend,
+            self.info.backend,
             Outcome::RuntimeError {
                 size: None,
                 fault: None,

@@ -67,7 +67,7 @@ async fn jobs_for_another_task_definition_or_an_unknown_task_are_refused_unrun()
                 Evaluation::without_sizes(
                     &job.task,
                     "",
-                    "",
+                    kevo_backend::BackendName::Opencl,
                     Outcome::RuntimeError {
                         size: None,
                         fault: None,
@@ -80,9 +80,14 @@ async fn jobs_for_another_task_definition_or_an_unknown_task_are_refused_unrun()
             worker.serve(&mut evaluate, stop, &mut log).await
         })
     };
-    let remote = RemoteEvaluator::connect(url, &namespace, Some("opencl"), Some(&model))
-        .await
-        .unwrap();
+    let remote = RemoteEvaluator::connect(
+        url,
+        &namespace,
+        Some(kevo_backend::BackendName::Opencl),
+        Some(&model),
+    )
+    .await
+    .unwrap();
     let settings = serde_json::json!({});
     let sizes: Vec<kevo_tasks::Size> = Vec::new();
     let ask = |task: &'static str, task_hash: &'static str| {

@@ -52,7 +52,7 @@ impl<B: Backend> Evaluator<B> {
         Evaluation {
             task: task.name().to_string(),
             device: info.name.clone(),
-            backend: info.backend.clone(),
+            backend: info.backend,
             outcome,
             sizes: results,
             wall,

@@ -1,4 +1,4 @@
-use kevo_backend::{CompileDiagnostics, FaultKind};
+use kevo_backend::{BackendName, CompileDiagnostics, FaultKind};
 use serde::{Deserialize, Serialize};
 
 /// How a candidate fared. A failing candidate is data, never an `Err`.
@@ -386,7 +386,7 @@ impl KernelResources {
 pub struct Evaluation {
     pub task: String,
     pub device: String,
-    pub backend: String,
+    pub backend: BackendName,
     pub outcome: Outcome,
     /// The sizes that ran, in order, up to and including a failing one.
     pub sizes: Vec<SizeResult>,
@@ -404,14 +404,14 @@ impl Evaluation {
     pub fn without_sizes(
         task: &str,
         device: &str,
-        backend: &str,
+        backend: BackendName,
         outcome: Outcome,
         wall: WallTimes,
     ) -> Self {
         Evaluation {
             task: task.to_string(),
             device: device.to_string(),
-            backend: backend.to_string(),
+            backend,
             outcome,
             sizes: Vec::new(),
             wall,
@@ -493,6 +493,14 @@ mod tests {
             "wall":{"compile_s":0,"inputs_s":0,"reference_s":0,"device_s":0,"check_s":0,"total_s":1}}"#;
         let e: Evaluation = serde_json::from_str(old).unwrap();
         assert!(e.kernels.is_empty());
+        assert_eq!(e.backend, BackendName::Opencl);
+        let unknown = old.replace(r#""backend":"opencl""#, r#""backend":"fake""#);
+        let err = serde_json::from_str::<Evaluation>(&unknown).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("unknown backend `fake` (known backends: opencl, cuda, triton)"),
+            "{err}"
+        );
         let with = Evaluation {
             kernels: vec![KernelResources {
                 name: "saxpy".into(),

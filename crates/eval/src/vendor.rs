@@ -458,7 +458,7 @@ mod tests {
             ..Evaluation::without_sizes(
                 "fft3d",
                 "H100",
-                "cuda",
+                kevo_backend::BackendName::Cuda,
                 Outcome::Correct { score: 0.5 },
                 WallTimes::default(),
             )

@@ -207,7 +207,13 @@ mod tests {
             spread,
             samples_s: vec![1e-3; 10],
         };
-        let mut e = Evaluation::without_sizes("saxpy", "d", "cuda", outcome, WallTimes::default());
+        let mut e = Evaluation::without_sizes(
+            "saxpy",
+            "d",
+            kevo_backend::BackendName::Cuda,
+            outcome,
+            WallTimes::default(),
+        );
         e.sizes = vec![SizeResult {
             label: "4M".into(),
             correct: true,

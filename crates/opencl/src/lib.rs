@@ -7,7 +7,7 @@ mod stderr;
 use std::ptr;
 
 use kevo_backend::{
-    Backend, BackendError, BufferId, CompileDiagnostics, CompileOptions, DeviceInfo,
+    Backend, BackendError, BackendName, BufferId, CompileDiagnostics, CompileOptions, DeviceInfo,
     DeviceSelector, DeviceTime, Dialect, FaultKind, HandleTable, KernelArg, KernelId, KernelInfo,
     Launch, ModuleId, ModuleInfo,
 };
@@ -22,7 +22,7 @@ use opencl3::platform::{Platform, get_platforms};
 use opencl3::program::Program;
 use opencl3::types::{CL_BLOCKING, cl_mem};
 
-const BACKEND: &str = "opencl";
+const BACKEND: BackendName = BackendName::Opencl;
 
 fn unavailable(reason: impl Into<String>) -> BackendError {
     BackendError::Unavailable {
@@ -166,7 +166,7 @@ fn platforms() -> Result<Vec<Platform>, BackendError> {
 fn device_info(platform: &Platform, device: &Device) -> DeviceInfo {
     let dev_type = device.dev_type().unwrap_or(0);
     DeviceInfo {
-        backend: BACKEND.into(),
+        backend: BACKEND,
         dialect: Dialect::OpenCl,
         platform: platform.name().unwrap_or_default().trim().to_string(),
         name: device.name().unwrap_or_default().trim().to_string(),

@@ -1,7 +1,7 @@
 //! Prompt templates: snapshots of every template (through the prompts that
 //! use them) and the guarantee that no held-out size reaches a prompt.
 
-use kevo_backend::{CompileDiagnostics, DeviceInfo, DeviceKind, Dialect, FaultKind};
+use kevo_backend::{BackendName, CompileDiagnostics, DeviceInfo, DeviceKind, Dialect, FaultKind};
 use kevo_eval::{Evaluation, Outcome, SizeResult, TimeStats, WallTimes};
 use kevo_proposer::prompt::feedback;
 use kevo_proposer::{
@@ -122,7 +122,7 @@ fn pocl() -> DeviceBrief {
             }),
         },
         info: Some(DeviceInfo {
-            backend: "opencl".into(),
+            backend: BackendName::Opencl,
             dialect: Dialect::OpenCl,
             platform: "Portable Computing Language".into(),
             name: "cpu-haswell-AMD EPYC".into(),
@@ -180,7 +180,7 @@ fn evaluation(
     Evaluation {
         task: task.name().into(),
         device: dev.name.clone(),
-        backend: "test".into(),
+        backend: BackendName::Opencl,
         outcome,
         sizes,
         wall: WallTimes::default(),

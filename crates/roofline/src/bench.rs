@@ -229,7 +229,7 @@ mod tests {
 
     fn info(is_cpu: bool, cache_bytes: u64) -> DeviceInfo {
         DeviceInfo {
-            backend: "opencl".into(),
+            backend: kevo_backend::BackendName::Opencl,
             dialect: Dialect::OpenCl,
             platform: "p".into(),
             name: "d".into(),

@@ -563,7 +563,7 @@ mod tests {
 
     fn info(name: &str) -> DeviceInfo {
         DeviceInfo {
-            backend: "opencl".into(),
+            backend: kevo_backend::BackendName::Opencl,
             dialect: Dialect::OpenCl,
             platform: "p".into(),
             name: name.into(),

@@ -175,7 +175,7 @@ mod tests {
     #[test]
     fn the_clock_is_fixed_and_everything_else_is_the_devices() {
         let mut info = DeviceInfo {
-            backend: "cuda".into(),
+            backend: BackendName::Cuda,
             dialect: Dialect::Cuda,
             platform: String::new(),
             name: "real".into(),

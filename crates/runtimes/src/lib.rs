@@ -4,15 +4,15 @@
 //! (`cuda`, `opencl`, both on by default); asking for one that was left out
 //! is an error that names the feature.
 
-use kevo_backend::{Backend, BackendError, DeviceInfo, DeviceSelector, Dialect};
+use kevo_backend::{Backend, BackendError, BackendName, DeviceInfo, DeviceSelector, Dialect};
 use serde::{Deserialize, Serialize};
 
 pub mod fixed_times;
 pub mod testing;
 
-/// A backend a run can ask for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+/// A backend a run can ask for: `Auto`, or one of the concrete
+/// [`BackendName`]s, whose names it takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BackendKind {
     /// CUDA if a CUDA device is present, else OpenCL.
     Auto,
@@ -29,56 +29,93 @@ impl BackendKind {
     /// asked for by name, never picked by `auto`.
     pub const CONCRETE: [BackendKind; 2] = [BackendKind::Opencl, BackendKind::Cuda];
 
-    /// The name used on the command line, in configs and in `DeviceInfo::backend`.
-    pub fn name(self) -> &'static str {
+    /// The concrete backend asked for; `None` for `Auto`, which is only
+    /// known once a device is open (`DeviceInfo::backend`).
+    pub fn concrete(self) -> Option<BackendName> {
         match self {
-            BackendKind::Auto => "auto",
-            BackendKind::Opencl => "opencl",
-            BackendKind::Cuda => "cuda",
-            BackendKind::Triton => "triton",
+            BackendKind::Auto => None,
+            BackendKind::Opencl => Some(BackendName::Opencl),
+            BackendKind::Cuda => Some(BackendName::Cuda),
+            BackendKind::Triton => Some(BackendName::Triton),
         }
+    }
+
+    /// The name used on the command line and in configs: "auto" or the
+    /// concrete backend's name (as in `DeviceInfo::backend`).
+    pub fn name(self) -> &'static str {
+        self.concrete().map_or("auto", BackendName::name)
     }
 
     /// The dialect a concrete backend compiles; `None` for `Auto`, which
     /// is only known once a device is open (`DeviceInfo::dialect`).
     pub fn dialect(self) -> Option<Dialect> {
-        match self {
-            BackendKind::Auto => None,
-            BackendKind::Opencl => Some(Dialect::OpenCl),
-            BackendKind::Cuda => Some(Dialect::Cuda),
-            BackendKind::Triton => Some(Dialect::Triton),
-        }
+        self.concrete().map(BackendName::dialect)
     }
 
     /// Whether this build contains the backend (`Auto` is always there).
     pub fn compiled_in(self) -> bool {
-        match self {
-            BackendKind::Auto => true,
-            BackendKind::Opencl => cfg!(feature = "opencl"),
-            BackendKind::Cuda => cfg!(feature = "cuda"),
-            BackendKind::Triton => cfg!(feature = "triton"),
+        match self.concrete() {
+            None => true,
+            Some(BackendName::Opencl) => cfg!(feature = "opencl"),
+            Some(BackendName::Cuda) => cfg!(feature = "cuda"),
+            Some(BackendName::Triton) => cfg!(feature = "triton"),
+        }
+    }
+}
+
+impl From<BackendName> for BackendKind {
+    fn from(backend: BackendName) -> Self {
+        match backend {
+            BackendName::Opencl => BackendKind::Opencl,
+            BackendName::Cuda => BackendKind::Cuda,
+            BackendName::Triton => BackendKind::Triton,
         }
     }
 }
 
 impl std::fmt::Display for BackendKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
+        f.pad(self.name())
     }
 }
 
 impl std::str::FromStr for BackendKind {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "auto" => Ok(BackendKind::Auto),
-            "opencl" => Ok(BackendKind::Opencl),
-            "cuda" => Ok(BackendKind::Cuda),
-            "triton" => Ok(BackendKind::Triton),
-            other => Err(format!(
-                "unknown backend `{other}` (expected auto, opencl, cuda or triton)"
-            )),
+        if s == "auto" {
+            return Ok(BackendKind::Auto);
         }
+        s.parse::<BackendName>()
+            .map(BackendKind::from)
+            .map_err(|_| {
+                format!(
+                    "unknown backend `{s}` (expected auto, {})",
+                    BackendName::known()
+                )
+            })
+    }
+}
+
+/// By name, as on the command line: configs and stored runs hold it so.
+impl Serialize for BackendKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for BackendKind {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = BackendKind;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "a backend name (auto, {})", BackendName::known())
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<BackendKind, E> {
+                s.parse().map_err(E::custom)
+            }
+        }
+        deserializer.deserialize_str(Visitor)
     }
 }
 
@@ -115,11 +152,11 @@ impl Default for OpenOptions {
     not(feature = "opencl"),
     not(feature = "triton")
 ))]
-fn not_built(kind: BackendKind) -> BackendError {
+fn not_built(backend: BackendName) -> BackendError {
     BackendError::Unavailable {
-        backend: kind.name(),
+        backend,
         reason: format!(
-            "kevo was built without the {kind} backend (Cargo feature `{kind}`); rebuild with `--features {kind}`"
+            "kevo was built without the {backend} backend (Cargo feature `{backend}`); rebuild with `--features {backend}`"
         ),
     }
 }
@@ -165,7 +202,7 @@ fn open_triton(
     options: &OpenOptions,
 ) -> Result<Box<dyn Backend>, BackendError> {
     let cuda = open_cuda(selector, options).map_err(|e| BackendError::Unavailable {
-        backend: "triton",
+        backend: BackendName::Triton,
         reason: format!("Triton kernels run on a CUDA device, and none opened: {e}"),
     })?;
     let python = options
@@ -181,7 +218,7 @@ fn open_triton(
 
 #[cfg(not(feature = "triton"))]
 fn open_triton(_: &DeviceSelector, _: &OpenOptions) -> Result<Box<dyn Backend>, BackendError> {
-    Err(not_built(BackendKind::Triton))
+    Err(not_built(BackendName::Triton))
 }
 
 #[cfg(feature = "opencl")]
@@ -191,7 +228,7 @@ fn open_opencl(selector: &DeviceSelector) -> Result<Box<dyn Backend>, BackendErr
 
 #[cfg(not(feature = "opencl"))]
 fn open_opencl(_: &DeviceSelector) -> Result<Box<dyn Backend>, BackendError> {
-    Err(not_built(BackendKind::Opencl))
+    Err(not_built(BackendName::Opencl))
 }
 
 #[cfg(feature = "cuda")]
@@ -207,7 +244,7 @@ fn open_cuda(
 
 #[cfg(not(feature = "cuda"))]
 fn open_cuda(_: &DeviceSelector, _: &OpenOptions) -> Result<Box<dyn Backend>, BackendError> {
-    Err(not_built(BackendKind::Cuda))
+    Err(not_built(BackendName::Cuda))
 }
 
 /// Devices of one backend, each with the selector that opens it, or the
@@ -248,7 +285,7 @@ fn list_opencl() -> DeviceList {
 
 #[cfg(not(feature = "opencl"))]
 fn list_opencl() -> DeviceList {
-    Err(not_built(BackendKind::Opencl).to_string())
+    Err(not_built(BackendName::Opencl).to_string())
 }
 
 #[cfg(feature = "cuda")]
@@ -268,7 +305,7 @@ fn list_cuda() -> DeviceList {
 
 #[cfg(not(feature = "cuda"))]
 fn list_cuda() -> DeviceList {
-    Err(not_built(BackendKind::Cuda).to_string())
+    Err(not_built(BackendName::Cuda).to_string())
 }
 
 #[cfg(test)]
@@ -289,7 +326,27 @@ mod tests {
             assert_eq!(json, format!("\"{}\"", kind.name()));
         }
         let err = "metal".parse::<BackendKind>().unwrap_err();
-        assert!(err.contains("unknown backend `metal`"), "{err}");
+        assert_eq!(
+            err,
+            "unknown backend `metal` (expected auto, opencl, cuda, triton)"
+        );
+        let err = serde_json::from_str::<BackendKind>("\"metal\"").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains(&"metal".parse::<BackendKind>().unwrap_err()),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn concrete_kinds_are_the_backend_names() {
+        assert_eq!(BackendKind::Auto.concrete(), None);
+        for backend in BackendName::ALL {
+            let kind = BackendKind::from(backend);
+            assert_eq!(kind.concrete(), Some(backend));
+            assert_eq!(kind.name(), backend.name());
+            assert_eq!(kind.dialect(), Some(backend.dialect()));
+        }
     }
 
     #[test]
@@ -308,7 +365,7 @@ mod tests {
             if let Ok(devices) = &devices {
                 for (_, info) in devices {
                     assert_eq!(Some(info.dialect), kind.dialect(), "{}", info.name);
-                    assert_eq!(info.backend, kind.name());
+                    assert_eq!(Some(info.backend), kind.concrete());
                 }
             }
             if !kind.compiled_in() {

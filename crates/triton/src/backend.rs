@@ -15,9 +15,9 @@
 use std::collections::BTreeMap;
 
 use kevo_backend::{
-    Backend, BackendError, BufferId, CompileDiagnostics, CompileOptions, DeviceInfo, DeviceTime,
-    Dialect, EntryPoint, HandleTable, KernelArg, KernelId, KernelInfo, Launch, ModuleId,
-    ModuleInfo, Occupancy,
+    Backend, BackendError, BackendName, BufferId, CompileDiagnostics, CompileOptions, DeviceInfo,
+    DeviceTime, Dialect, EntryPoint, HandleTable, KernelArg, KernelId, KernelInfo, Launch,
+    ModuleId, ModuleInfo, Occupancy,
 };
 
 use crate::directives::{self, KernelDirectives};
@@ -136,7 +136,7 @@ impl TritonBackend {
     pub fn new(inner: Box<dyn Backend>, config: HelperConfig) -> Result<Self, BackendError> {
         if inner.dialect() != Dialect::Cuda {
             return Err(BackendError::Unavailable {
-                backend: "triton",
+                backend: BackendName::Triton,
                 reason: format!(
                     "Triton kernels run on a CUDA device; {} is a {} device",
                     inner.info().name,
@@ -146,18 +146,18 @@ impl TritonBackend {
         }
         let arch =
             compute_capability(&inner.info().arch).ok_or_else(|| BackendError::Unavailable {
-                backend: "triton",
+                backend: BackendName::Triton,
                 reason: format!(
                     "cannot read a compute capability from the device's architecture `{}`",
                     inner.info().arch
                 ),
             })?;
         let helper = Helper::start(config.clone()).map_err(|e| BackendError::Unavailable {
-            backend: "triton",
+            backend: BackendName::Triton,
             reason: e.to_string(),
         })?;
         let mut info = inner.info().clone();
-        info.backend = "triton".into();
+        info.backend = BackendName::Triton;
         info.dialect = Dialect::Triton;
         info.driver_version = format!(
             "{}; Triton {} (Python {})",

@@ -411,7 +411,7 @@ fn failed(task: &str, device: &kevo_backend::DeviceInfo, message: String) -> Eva
     Evaluation::without_sizes(
         task,
         &device.name,
-        &device.backend,
+        device.backend,
         Outcome::RuntimeError {
             size: None,
             fault: None,

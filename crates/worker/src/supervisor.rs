@@ -682,7 +682,7 @@ impl Worker {
         Evaluation::without_sizes(
             task,
             &self.device.name,
-            &self.device.backend,
+            self.device.backend,
             Outcome::RuntimeError {
                 size,
                 fault: None,
@@ -751,9 +751,10 @@ fn task_hash(task: &str) -> Option<String> {
         .map(|t| t.content_hash().to_string())
 }
 
+/// The device until the worker's hello replaces it (before `start` returns).
 fn placeholder_device() -> DeviceInfo {
     DeviceInfo {
-        backend: String::new(),
+        backend: kevo_backend::BackendName::Opencl,
         dialect: kevo_backend::Dialect::OpenCl,
         platform: String::new(),
         name: String::new(),

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use kevo_backend::{DeviceInfo, DeviceSelector};
+use kevo_backend::{BackendName, DeviceInfo, DeviceSelector};
 use kevo_eval::{Evaluation, Outcome, VendorBaseline, WallTimes};
 use kevo_roofline::{CeilingSource, Ceilings};
 use kevo_runtimes::BackendKind;
@@ -45,7 +45,7 @@ done
 
 fn device() -> DeviceInfo {
     DeviceInfo {
-        backend: "fake".into(),
+        backend: BackendName::Opencl,
         dialect: kevo_backend::Dialect::OpenCl,
         platform: "fake".into(),
         name: "fake device".into(),
@@ -86,7 +86,7 @@ fn fake(mode: &str) -> Worker {
         evaluation: Box::new(Evaluation {
             task: "saxpy".into(),
             device: "fake device".into(),
-            backend: "fake".into(),
+            backend: BackendName::Opencl,
             outcome: Outcome::Correct { score: 0.5 },
             sizes: Vec::new(),
             wall: WallTimes::default(),

@@ -467,7 +467,7 @@ async fn create_run(
         .store
         .create_run(&NewRun {
             task: task.name().to_string(),
-            backend: device.backend.clone(),
+            backend: device.backend.to_string(),
             device: device.name.clone(),
             size_set: options.sizes,
             strategy: options.strategy.stored_name().into(),

@@ -27,7 +27,7 @@ pub enum Event {
         run: String,
         task: String,
         device: String,
-        backend: String,
+        backend: kevo_backend::BackendName,
         resumed_from: Option<u32>,
         iterations: u32,
         /// The worker's confinement, one line (see kevo_sandbox::Status).

@@ -81,7 +81,7 @@ impl<'e> Session<'e> {
             run: self.run.0.clone(),
             task: self.task.name().into(),
             device: self.pool.device().name.clone(),
-            backend: self.pool.device().backend.clone(),
+            backend: self.pool.device().backend,
             iterations: self.iteration,
             stop_reason,
             seed_score: seed.score,

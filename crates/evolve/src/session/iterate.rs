@@ -23,7 +23,7 @@ impl<'e> Session<'e> {
                 run: self.run.0.clone(),
                 task: self.task.name().into(),
                 device: self.pool.device().name.clone(),
-                backend: self.pool.device().backend.clone(),
+                backend: self.pool.device().backend,
                 resumed_from: self.resumed_from,
                 iterations: self.options.iterations,
                 sandbox: self.pool.sandbox().summary(),

@@ -133,14 +133,10 @@ impl EvaluationPool {
         }
         let namespace =
             kevo_dispatch::Namespace::new(&nats.namespace).map_err(EvolveError::Dispatch)?;
-        let backend = match options.backend {
-            kevo_runtimes::BackendKind::Auto => None,
-            b => Some(b.to_string()),
-        };
         let remote = kevo_dispatch::RemoteEvaluator::connect(
             &nats.url,
             &namespace,
-            backend.as_deref(),
+            options.backend.concrete(),
             options.selector.device.as_deref(),
         )
         .await

@@ -36,7 +36,7 @@ pub struct Summary {
     pub run: String,
     pub task: String,
     pub device: String,
-    pub backend: String,
+    pub backend: kevo_backend::BackendName,
     pub iterations: u32,
     pub stop_reason: String,
     pub seed_score: f64,

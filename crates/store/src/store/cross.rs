@@ -52,7 +52,7 @@ impl Store {
                 .bind(r.candidate_id.0)
                 .bind(r.role.as_str())
                 .bind(clean_text(&r.session))
-                .bind(clean_text(&r.evaluation.backend))
+                .bind(clean_text(r.evaluation.backend.name()))
                 .bind(clean_text(&r.evaluation.device))
                 .bind(r.evaluation.outcome.kind())
                 .bind(r.evaluation.outcome.score())

@@ -163,7 +163,7 @@ impl PreparedEvaluation {
             outcome_kind: ev.outcome.kind(),
             score: finite(ev.outcome.score()),
             device: clean_text(&ev.device).into_owned(),
-            backend: clean_text(&ev.backend).into_owned(),
+            backend: clean_text(ev.backend.name()).into_owned(),
             task: ev.task.clone(),
             reused_from: reused_from.map(|e| e.0),
         })

@@ -270,7 +270,7 @@ pub fn correct(task: &str, score: f64) -> Evaluation {
     Evaluation {
         task: task.into(),
         device: "Test GPU".into(),
-        backend: "opencl".into(),
+        backend: "opencl".parse().unwrap(),
         outcome: Outcome::Correct { score },
         sizes: vec![size("1M", score), size("16M", score)],
         wall: WallTimes {
@@ -300,7 +300,7 @@ pub fn wrong_nan(task: &str) -> Evaluation {
     Evaluation {
         task: task.into(),
         device: "Test GPU".into(),
-        backend: "opencl".into(),
+        backend: "opencl".parse().unwrap(),
         outcome: Outcome::WrongResult {
             size: "1M".into(),
             metric: "max_abs".into(),
@@ -317,7 +317,7 @@ pub fn runtime_error(task: &str) -> Evaluation {
     Evaluation {
         task: task.into(),
         device: "Test GPU".into(),
-        backend: "opencl".into(),
+        backend: "opencl".parse().unwrap(),
         outcome: Outcome::RuntimeError {
             size: Some("16M".into()),
             fault: None,
