@@ -26,6 +26,7 @@ mod options;
 mod remeasure;
 mod session;
 pub mod sweep;
+pub mod tuning;
 pub mod verdict;
 
 pub use config::{ConfigError, ConfigLayer, RunConfig};
