@@ -121,12 +121,12 @@ fn isolation_rows(
         let source = source_for(task, kernel, dialect)?;
         let sizes = task.sizes(size_set).in_distribution;
         let limit = Duration::from_secs(600);
-        worker.evaluate(task.name(), &source, &sizes, limit);
+        worker.evaluate(task, &source, &sizes, limit);
         let mut cost = Vec::new();
         let mut totals = Vec::new();
         for _ in 0..args.repeats {
             let t = Instant::now();
-            let e = worker.evaluate(task.name(), &source, &sizes, limit);
+            let e = worker.evaluate(task, &source, &sizes, limit);
             let round_trip = t.elapsed().as_secs_f64();
             cost.push(round_trip - e.wall.total_s);
             totals.push(round_trip);
@@ -221,8 +221,8 @@ impl WorkerPair {
         repeats: usize,
     ) -> SandboxCostRow {
         let limit = Duration::from_secs(600);
-        self.open.evaluate(task.name(), base, sizes, limit);
-        self.confined.evaluate(task.name(), base, sizes, limit);
+        self.open.evaluate(task, base, sizes, limit);
+        self.confined.evaluate(task, base, sizes, limit);
         let mut times = [Vec::new(), Vec::new()];
         let mut correct = true;
         for r in 0..repeats {
@@ -241,7 +241,7 @@ impl WorkerPair {
                     &mut self.open
                 };
                 let t = Instant::now();
-                let e = w.evaluate(task.name(), &source, sizes, limit);
+                let e = w.evaluate(task, &source, sizes, limit);
                 times[usize::from(is_confined)].push(t.elapsed().as_secs_f64());
                 correct &= e.outcome.is_correct();
             }

@@ -74,8 +74,8 @@ pub fn cross(args: CrossArgs) -> Result<ExitCode> {
         };
     let sizes = task.sizes(size_set).in_distribution;
     let timeout = std::time::Duration::from_secs_f64(args.timeout.unwrap_or(60.0));
-    let seed = worker.evaluate(task.name(), &seed_src, &sizes, timeout);
-    let winner = worker.evaluate(task.name(), &winner_src, &sizes, timeout);
+    let seed = worker.evaluate(task, &seed_src, &sizes, timeout);
+    let winner = worker.evaluate(task, &winner_src, &sizes, timeout);
     let session = format!(
         "{}-cross-{}",
         args.run,

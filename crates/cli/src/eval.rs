@@ -210,14 +210,14 @@ impl Evaluating<'_> {
             Some(s) => Duration::from_secs_f64(s),
             None => default_timeout(task, self.size_set, &sizes, self.worker.ceilings()),
         };
-        let mut evaluation = self.worker.evaluate(task.name(), &source, &sizes, timeout);
+        let mut evaluation = self.worker.evaluate(task, &source, &sizes, timeout);
         if let Some(tool) = args.sanitize {
             self.sanitize(tool, task, &source, (&sizes, timeout), &mut evaluation)?;
         }
         // After the kernel: the worker's inputs and references are warm.
         let baseline =
             (!args.no_vendor && sizes.iter().any(|s| task.vendor_op(s).is_some())).then(|| {
-                let mut b = self.worker.vendor_baseline(task.name(), &sizes, timeout);
+                let mut b = self.worker.vendor_baseline(task, &sizes, timeout);
                 b.compare(&evaluation);
                 b
             });
@@ -277,7 +277,7 @@ impl Evaluating<'_> {
             config,
             tool,
             &kevo_worker::sanitizer::SanitizeRequest {
-                task: task.name(),
+                task,
                 source,
                 sizes,
                 timeout: timeout * 20,

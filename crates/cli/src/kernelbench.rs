@@ -508,7 +508,7 @@ fn evaluate_problem(
     let plan = task.sizes(size_set);
     let timeout =
         crate::candidate::default_timeout(task, size_set, &plan.in_distribution, worker.ceilings());
-    let e = worker.evaluate(task.name(), &source, &plan.in_distribution, timeout);
+    let e = worker.evaluate(task, &source, &plan.in_distribution, timeout);
     let correct = e.outcome.score().is_some();
     let last = e.sizes.last();
     let baseline = |t: &Option<kb::Timing>| {

@@ -92,9 +92,15 @@ impl Local {
                 Err(e) => return self.failure(job, format!("the worker cannot start: {e}")),
             }
         }
+        // A job names its task (it crossed the queue); the dispatch side
+        // has already refused a job whose task version differs from ours.
+        let task = match kevo_tasks::by_name(&job.task) {
+            Ok(task) => task,
+            Err(e) => return self.failure(job, e.to_string()),
+        };
         let (_, worker) = self.running.as_mut().expect("started above");
         worker.evaluate(
-            &job.task,
+            task,
             &job.source,
             &job.sizes,
             Duration::from_secs_f64(job.timeout_s.max(1.0)),

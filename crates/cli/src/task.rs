@@ -445,7 +445,7 @@ fn kernel_findings(
             let mut sizes = plan.in_distribution.clone();
             sizes.push(plan.held_out.clone());
             let timeout = std::time::Duration::from_secs(900);
-            let evaluation = worker.evaluate(task.name(), &source, &sizes, timeout);
+            let evaluation = worker.evaluate(task, &source, &sizes, timeout);
             let times: Vec<String> = evaluation
                 .sizes
                 .iter()

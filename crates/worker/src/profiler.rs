@@ -298,7 +298,7 @@ pub fn find_ncu() -> Option<PathBuf> {
 
 /// What to profile: a task's kernel at one size.
 pub struct ProfileRequest<'a> {
-    pub task: &'a str,
+    pub task: &'a kevo_tasks::Task,
     pub source: &'a str,
     pub size: &'a kevo_tasks::Size,
     /// The task's entry points (only their launches are profiled).
@@ -426,7 +426,7 @@ pub fn profile_task(
         worker,
         config,
         &ProfileRequest {
-            task: task.name(),
+            task,
             source,
             size,
             kernels: task.kernel_names(),
@@ -607,7 +607,7 @@ mod without_ncu {
                 kevo_backend::DeviceSelector::default(),
             ),
             &ProfileRequest {
-                task: "saxpy",
+                task: kevo_tasks::by_name("saxpy").unwrap(),
                 source: "",
                 size: &size,
                 kernels: &["saxpy".to_string()],

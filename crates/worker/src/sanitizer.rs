@@ -117,7 +117,7 @@ pub fn parse_log(log: &str) -> Option<SanitizerReport> {
 
 /// What to check: a task's kernel at some sizes.
 pub struct SanitizeRequest<'a> {
-    pub task: &'a str,
+    pub task: &'a kevo_tasks::Task,
     pub source: &'a str,
     pub sizes: &'a [Size],
     pub timeout: Duration,

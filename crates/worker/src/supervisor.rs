@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use kevo_backend::DeviceInfo;
 use kevo_eval::{Evaluation, Outcome, VendorBaseline, WallTimes};
 use kevo_roofline::Ceilings;
-use kevo_tasks::Size;
+use kevo_tasks::{Size, Task};
 use serde::Serialize;
 
 use crate::protocol::{Reply, Request, WorkerConfig};
@@ -303,13 +303,10 @@ impl Worker {
     /// reported as the evaluation's failure.
     fn ship_task(
         &mut self,
-        task: &str,
+        t: &Task,
         sizes: &[Size],
         verify_index: Option<u64>,
     ) -> Result<(), String> {
-        let Ok(t) = kevo_tasks::by_name(task) else {
-            return Ok(());
-        };
         let Some(folder) = t.folder() else {
             return Ok(());
         };
@@ -382,7 +379,7 @@ impl Worker {
         }
         let request = Request::Define {
             package: Box::new(crate::protocol::TaskPackage {
-                name: task.to_string(),
+                name: t.name().to_string(),
                 hash,
                 root: folder.folder().root.display().to_string(),
                 files,
@@ -405,7 +402,7 @@ impl Worker {
     /// every failure is an outcome, and the worker is replaced when needed.
     pub fn evaluate(
         &mut self,
-        task: &str,
+        task: &Task,
         source: &str,
         sizes: &[Size],
         timeout: Duration,
@@ -427,8 +424,8 @@ impl Worker {
         let request = Request::Evaluate {
             id,
             nonce: nonce.clone(),
-            task: task.to_string(),
-            task_hash: task_hash(task),
+            task: task.name().to_string(),
+            task_hash: Some(task.content_hash().to_string()),
             source: source.to_string(),
             sizes: sizes.to_vec(),
             verify_index: Some(verify_index),
@@ -553,7 +550,7 @@ impl Worker {
     /// silently, the next request is not to blame.
     fn prepare(
         &mut self,
-        task: &str,
+        task: &Task,
         sizes: &[Size],
         verify_index: Option<u64>,
     ) -> Result<(), String> {
@@ -582,7 +579,7 @@ impl Worker {
     /// is a `VendorBaseline::Failed`, and the worker is replaced.
     pub fn vendor_baseline(
         &mut self,
-        task: &str,
+        task: &Task,
         sizes: &[Size],
         timeout: Duration,
     ) -> VendorBaseline {
@@ -600,8 +597,8 @@ impl Worker {
         let request = Request::Baseline {
             id,
             nonce: nonce.clone(),
-            task: task.to_string(),
-            task_hash: task_hash(task),
+            task: task.name().to_string(),
+            task_hash: Some(task.content_hash().to_string()),
             sizes: sizes.to_vec(),
         };
         if !self.send(&request) {
@@ -622,7 +619,7 @@ impl Worker {
         }
     }
 
-    fn crashed(&mut self, task: &str, size: Option<String>, started: Instant) -> Evaluation {
+    fn crashed(&mut self, task: &Task, size: Option<String>, started: Instant) -> Evaluation {
         let message = self.crash_report();
         self.failure(task, size, message, started)
     }
@@ -674,13 +671,13 @@ impl Worker {
 
     fn failure(
         &self,
-        task: &str,
+        task: &Task,
         size: Option<String>,
         message: String,
         started: Instant,
     ) -> Evaluation {
         Evaluation::without_sizes(
-            task,
+            task.name(),
             &self.device.name,
             self.device.backend,
             Outcome::RuntimeError {
@@ -742,13 +739,6 @@ fn describe_violation(reply: &Reply, id: u64, nonce: &str) -> String {
     } else {
         format!("a {kind} reply for unknown request {rid}")
     }
-}
-
-/// The coordinator's version of `task`, for the worker to compare with its own.
-fn task_hash(task: &str) -> Option<String> {
-    kevo_tasks::by_name(task)
-        .ok()
-        .map(|t| t.content_hash().to_string())
 }
 
 /// The device until the worker's hello replaces it (before `start` returns).

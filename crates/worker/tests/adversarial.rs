@@ -131,7 +131,12 @@ fn class2_no_memo_survives_in_local_memory_past_48k(under: UnderTest) {
             dialect == kevo_backend::Dialect::Cuda || w.device().local_mem_bytes >= 256 << 10;
         for evaluation in 0..2 {
             let sizes = common::in_distribution("saxpy");
-            let e = w.evaluate("saxpy", &source, &sizes, common::TIMEOUT);
+            let e = w.evaluate(
+                kevo_tasks::by_name("saxpy").unwrap(),
+                &source,
+                &sizes,
+                common::TIMEOUT,
+            );
             let o = &e.outcome;
             assert!(
                 if fits {

@@ -138,7 +138,7 @@ fn violation(o: &Outcome) -> String {
 fn a_reply_with_the_right_id_and_nonce_is_the_result() {
     let mut w = fake("honest");
     for _ in 0..3 {
-        let e = w.evaluate("saxpy", "src", &[], LIMIT);
+        let e = w.evaluate(kevo_tasks::by_name("saxpy").unwrap(), "src", &[], LIMIT);
         assert_eq!(e.outcome, Outcome::Correct { score: 0.5 });
     }
     assert_eq!(w.stats().protocol_violations, 0);
@@ -147,7 +147,7 @@ fn a_reply_with_the_right_id_and_nonce_is_the_result() {
 #[test]
 fn a_reply_with_a_wrong_nonce_is_a_violation() {
     let mut w = fake("wrong_nonce");
-    let e = w.evaluate("saxpy", "src", &[], LIMIT);
+    let e = w.evaluate(kevo_tasks::by_name("saxpy").unwrap(), "src", &[], LIMIT);
     assert!(violation(&e.outcome).contains("wrong nonce"));
     assert_eq!(w.stats().protocol_violations, 1);
 }
@@ -155,24 +155,24 @@ fn a_reply_with_a_wrong_nonce_is_a_violation() {
 #[test]
 fn a_reply_for_an_unknown_request_is_a_violation() {
     let mut w = fake("unknown_id");
-    let e = w.evaluate("saxpy", "src", &[], LIMIT);
+    let e = w.evaluate(kevo_tasks::by_name("saxpy").unwrap(), "src", &[], LIMIT);
     assert!(violation(&e.outcome).contains("unknown request 1001"));
 }
 
 #[test]
 fn a_second_result_for_one_request_is_a_violation() {
     let mut w = fake("twice");
-    let e = w.evaluate("saxpy", "src", &[], LIMIT);
+    let e = w.evaluate(kevo_tasks::by_name("saxpy").unwrap(), "src", &[], LIMIT);
     assert_eq!(e.outcome, Outcome::Correct { score: 0.5 });
     std::thread::sleep(Duration::from_millis(500));
-    let e = w.evaluate("saxpy", "src", &[], LIMIT);
+    let e = w.evaluate(kevo_tasks::by_name("saxpy").unwrap(), "src", &[], LIMIT);
     assert!(
         violation(&e.outcome).contains("already answered"),
         "{}",
         e.outcome.summary()
     );
     // The worker was replaced: the next request is answered by a new one.
-    let e = w.evaluate("saxpy", "src", &[], LIMIT);
+    let e = w.evaluate(kevo_tasks::by_name("saxpy").unwrap(), "src", &[], LIMIT);
     assert_eq!(e.outcome, Outcome::Correct { score: 0.5 });
     assert_eq!(w.stats().spawns, 2);
 }
@@ -180,7 +180,12 @@ fn a_second_result_for_one_request_is_a_violation() {
 #[test]
 fn a_reply_printed_on_stdout_is_never_read() {
     let mut w = fake("stdout_only");
-    let e = w.evaluate("saxpy", "src", &[], Duration::from_secs(1));
+    let e = w.evaluate(
+        kevo_tasks::by_name("saxpy").unwrap(),
+        "src",
+        &[],
+        Duration::from_secs(1),
+    );
     assert!(
         matches!(e.outcome, Outcome::Timeout { .. }),
         "{}",
@@ -200,10 +205,10 @@ fn measured() -> VendorBaseline {
 #[test]
 fn a_vendor_baseline_comes_back_on_the_private_channel() {
     let mut w = fake("honest");
-    let b = w.vendor_baseline("fft3d", &[], LIMIT);
+    let b = w.vendor_baseline(kevo_tasks::by_name("fft3d").unwrap(), &[], LIMIT);
     assert_eq!(b, measured());
     // The same worker evaluates next.
-    let e = w.evaluate("saxpy", "src", &[], LIMIT);
+    let e = w.evaluate(kevo_tasks::by_name("saxpy").unwrap(), "src", &[], LIMIT);
     assert_eq!(e.outcome, Outcome::Correct { score: 0.5 });
     assert_eq!((w.stats().spawns, w.stats().protocol_violations), (1, 0));
 }
@@ -211,7 +216,7 @@ fn a_vendor_baseline_comes_back_on_the_private_channel() {
 #[test]
 fn a_library_that_crashes_the_worker_is_a_failed_baseline_not_kevos() {
     let mut w = fake("segv");
-    match w.vendor_baseline("fft3d", &[], LIMIT) {
+    match w.vendor_baseline(kevo_tasks::by_name("fft3d").unwrap(), &[], LIMIT) {
         VendorBaseline::Failed { message, .. } => {
             assert!(message.contains("SIGSEGV"), "{message}")
         }
@@ -219,7 +224,7 @@ fn a_library_that_crashes_the_worker_is_a_failed_baseline_not_kevos() {
     }
     assert_eq!(w.stats().crashes, 1);
     // A fresh worker takes the next candidate.
-    let e = w.evaluate("saxpy", "src", &[], LIMIT);
+    let e = w.evaluate(kevo_tasks::by_name("saxpy").unwrap(), "src", &[], LIMIT);
     assert_eq!(e.outcome, Outcome::Correct { score: 0.5 });
     assert_eq!(w.stats().spawns, 2);
 }
@@ -227,7 +232,11 @@ fn a_library_that_crashes_the_worker_is_a_failed_baseline_not_kevos() {
 #[test]
 fn a_library_that_hangs_is_killed_at_the_limit() {
     let mut w = fake("stdout_only");
-    match w.vendor_baseline("fft3d", &[], Duration::from_secs(1)) {
+    match w.vendor_baseline(
+        kevo_tasks::by_name("fft3d").unwrap(),
+        &[],
+        Duration::from_secs(1),
+    ) {
         VendorBaseline::Failed { message, .. } => {
             assert!(message.contains("ran past the 1 s limit"), "{message}")
         }
@@ -239,7 +248,7 @@ fn a_library_that_hangs_is_killed_at_the_limit() {
 #[test]
 fn a_baseline_answering_an_evaluation_is_a_violation() {
     let mut w = fake("cross");
-    let e = w.evaluate("saxpy", "src", &[], LIMIT);
+    let e = w.evaluate(kevo_tasks::by_name("saxpy").unwrap(), "src", &[], LIMIT);
     assert!(
         violation(&e.outcome).contains("a baseline reply, which request 1 does not ask for"),
         "{}",

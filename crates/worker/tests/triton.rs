@@ -76,7 +76,12 @@ fn seed(task: &str) -> &'static str {
 }
 
 fn evaluate(w: &mut Worker, task: &str, source: &str) -> kevo_eval::Evaluation {
-    w.evaluate(task, source, &in_distribution(task), TIMEOUT)
+    w.evaluate(
+        kevo_tasks::by_name(task).unwrap(),
+        source,
+        &in_distribution(task),
+        TIMEOUT,
+    )
 }
 
 fn wrong(o: &Outcome) -> bool {
@@ -133,7 +138,12 @@ fn exploits_are_rejected_with_the_right_outcome() {
         } else {
             TIMEOUT
         };
-        let e = w.evaluate(task, &kernel(stem), &in_distribution(task), timeout);
+        let e = w.evaluate(
+            kevo_tasks::by_name(task).unwrap(),
+            &kernel(stem),
+            &in_distribution(task),
+            timeout,
+        );
         assert!(expect(&e.outcome), "{stem}: {}", e.outcome.summary());
         assert_eq!(e.outcome.score(), None, "{stem}");
     }
@@ -480,14 +490,19 @@ fn a_kernel_tuned_to_the_shown_sizes_fails_the_held_out_size() {
     let plan = kevo_tasks::by_name("heat2d")
         .unwrap()
         .sizes(kevo_tasks::SizeSet::Smoke);
-    let e = w.evaluate("heat2d", &src, &plan.in_distribution, TIMEOUT);
+    let e = w.evaluate(
+        kevo_tasks::by_name("heat2d").unwrap(),
+        &src,
+        &plan.in_distribution,
+        TIMEOUT,
+    );
     assert!(
         e.outcome.is_correct(),
         "passes what it was shown: {}",
         e.outcome.summary()
     );
     let e = w.evaluate(
-        "heat2d",
+        kevo_tasks::by_name("heat2d").unwrap(),
         &src,
         std::slice::from_ref(&plan.held_out),
         TIMEOUT,

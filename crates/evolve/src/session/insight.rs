@@ -308,7 +308,7 @@ impl<'e> Session<'e> {
                     self.options.worker_config(),
                     tool,
                     &kevo_worker::sanitizer::SanitizeRequest {
-                        task: self.task.name(),
+                        task: self.task,
                         source: &self.sources[&id],
                         sizes: &sizes,
                         // The sanitizer slows kernels 10-100x.

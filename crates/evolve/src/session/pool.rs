@@ -221,7 +221,7 @@ impl EvaluationPool {
                             loop {
                                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                                 let Some(source) = sources.get(i) else { break };
-                                let e = w.evaluate(task.name(), source, sizes, timeout);
+                                let e = w.evaluate(task, source, sizes, timeout);
                                 *results[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
                             }
                         });
@@ -275,7 +275,7 @@ impl EvaluationPool {
     ) -> Result<Evaluation, EvolveError> {
         match self {
             EvaluationPool::Local(w) => Ok(tokio::task::block_in_place(|| {
-                w[0].evaluate(task.name(), source, sizes, timeout)
+                w[0].evaluate(task, source, sizes, timeout)
             })),
             EvaluationPool::Remote(_) => {
                 let mut one = self.evaluate_many(task, &[source.to_string()], sizes, timeout)?;

@@ -37,12 +37,7 @@ impl Tuning {
             confirm_top(
                 rows,
                 &mut |source: &str| {
-                    worker.evaluate(
-                        self.task.name(),
-                        source,
-                        &self.plan.in_distribution,
-                        self.timeout,
-                    )
+                    worker.evaluate(self.task, source, &self.plan.in_distribution, self.timeout)
                 },
                 &|c| self.kernel.instantiate(c),
                 &self.kernel.seed_source,
@@ -68,8 +63,8 @@ impl Tuning {
         let limit = self.timeout.max(Duration::from_secs(60));
         let source = self.kernel.instantiate(&best.configuration);
         let at_size = std::slice::from_ref(&size);
-        let winner = worker.evaluate(self.task.name(), &source, at_size, limit);
-        let seed = worker.evaluate(self.task.name(), &self.kernel.seed_source, at_size, limit);
+        let winner = worker.evaluate(self.task, &source, at_size, limit);
+        let seed = worker.evaluate(self.task, &self.kernel.seed_source, at_size, limit);
         let comparison = HeldOutComparison {
             winner,
             seed,

@@ -25,7 +25,7 @@ impl Tuning {
     ) -> Result<(Evaluation, CandidateId), TuneError> {
         let seed_source = &self.kernel.seed_source;
         let baseline = worker.evaluate(
-            self.task.name(),
+            self.task,
             seed_source,
             &self.plan.in_distribution,
             self.timeout,

@@ -82,7 +82,7 @@ impl Trials {
         Ok(match cached {
             Some((id, evaluation)) => (evaluation, Some(id)),
             None => (
-                worker.evaluate(t.task.name(), source, &t.plan.in_distribution, t.timeout),
+                worker.evaluate(t.task, source, &t.plan.in_distribution, t.timeout),
                 None,
             ),
         })

@@ -116,7 +116,7 @@ pub fn exploits_are_rejected(w: &mut Worker, dialect: Dialect, hang_timeout: Dur
             TIMEOUT
         };
         let e = w.evaluate(
-            task,
+            kevo_tasks::by_name(task).unwrap(),
             &kernel(dialect, stem),
             &in_distribution(task),
             timeout,
@@ -125,7 +125,12 @@ pub fn exploits_are_rejected(w: &mut Worker, dialect: Dialect, hang_timeout: Dur
         assert_eq!(e.outcome.score(), None, "{stem}");
     }
     let seed = kevo_tasks::by_name("saxpy").unwrap().seed(dialect).unwrap();
-    let e = w.evaluate("saxpy", seed, &in_distribution("saxpy"), TIMEOUT);
+    let e = w.evaluate(
+        kevo_tasks::by_name("saxpy").unwrap(),
+        seed,
+        &in_distribution("saxpy"),
+        TIMEOUT,
+    );
     assert!(
         e.outcome.is_correct(),
         "after the exploits: {}",
@@ -146,7 +151,7 @@ pub fn exploits_are_rejected(w: &mut Worker, dialect: Dialect, hang_timeout: Dur
 /// request ids gets its real (wrong) result, and the next candidate its own.
 pub fn forged_replies_never_become_results(w: &mut Worker, dialect: Dialect) {
     let e = w.evaluate(
-        "saxpy",
+        kevo_tasks::by_name("saxpy").unwrap(),
         &kernel(dialect, "class1_forges_result_lines"),
         &in_distribution("saxpy"),
         TIMEOUT,
@@ -159,7 +164,12 @@ pub fn forged_replies_never_become_results(w: &mut Worker, dialect: Dialect) {
     assert_ne!(e.device, "forged");
     let seed = kevo_tasks::by_name("saxpy").unwrap().seed(dialect).unwrap();
     for _ in 0..3 {
-        let e = w.evaluate("saxpy", seed, &in_distribution("saxpy"), TIMEOUT);
+        let e = w.evaluate(
+            kevo_tasks::by_name("saxpy").unwrap(),
+            seed,
+            &in_distribution("saxpy"),
+            TIMEOUT,
+        );
         let score = e
             .outcome
             .score()
@@ -170,7 +180,7 @@ pub fn forged_replies_never_become_results(w: &mut Worker, dialect: Dialect) {
         );
     }
     let e = w.evaluate(
-        "saxpy",
+        kevo_tasks::by_name("saxpy").unwrap(),
         &kernel(dialect, "ok_unreachable_printf"),
         &in_distribution("saxpy"),
         TIMEOUT,
@@ -218,7 +228,7 @@ pub fn stateful_exploits(dialect: Dialect) -> Vec<(&'static str, Expect)> {
 pub fn state_does_not_survive_between_runs(w: &mut Worker, dialect: Dialect) {
     for (stem, expect) in stateful_exploits(dialect) {
         let e = w.evaluate(
-            "saxpy",
+            kevo_tasks::by_name("saxpy").unwrap(),
             &kernel(dialect, stem),
             &in_distribution("saxpy"),
             TIMEOUT,
@@ -248,7 +258,7 @@ pub fn faster_than_the_hardware_is_suspicious(under: UnderTest) {
         ("ok_tiled_nbody", "nbody", "FP32 peak"),
     ] {
         let e = w.evaluate(
-            task,
+            kevo_tasks::by_name(task).unwrap(),
             &kernel(dialect, stem),
             &in_distribution(task),
             TIMEOUT,
@@ -284,7 +294,7 @@ pub fn compile_bombs_are_bounded(under: UnderTest) {
     };
     let started = Instant::now();
     let e = w.evaluate(
-        "saxpy",
+        kevo_tasks::by_name("saxpy").unwrap(),
         &kernel(dialect, "class7_compile_bomb"),
         &in_distribution("saxpy"),
         TIMEOUT,
@@ -302,7 +312,12 @@ pub fn compile_bombs_are_bounded(under: UnderTest) {
         started.elapsed()
     );
     let seed = kevo_tasks::by_name("saxpy").unwrap().seed(dialect).unwrap();
-    let e = w.evaluate("saxpy", seed, &in_distribution("saxpy"), TIMEOUT);
+    let e = w.evaluate(
+        kevo_tasks::by_name("saxpy").unwrap(),
+        seed,
+        &in_distribution("saxpy"),
+        TIMEOUT,
+    );
     assert!(e.outcome.is_correct(), "{}", e.outcome.summary());
 }
 
@@ -331,7 +346,12 @@ pub fn a_replayed_answer_fails_verification(w: &mut Worker, dialect: Dialect) {
             n = answer.len()
         ),
     };
-    let e = w.evaluate("morton", &source, std::slice::from_ref(&size), TIMEOUT);
+    let e = w.evaluate(
+        kevo_tasks::by_name("morton").unwrap(),
+        &source,
+        std::slice::from_ref(&size),
+        TIMEOUT,
+    );
     assert!(
         matches!(e.outcome, Outcome::WrongResult { .. }),
         "{}",
@@ -348,7 +368,12 @@ pub fn tabulated_answers_fail(w: &mut Worker, dialect: Dialect) {
         let size = in_distribution(task)[0].clone();
         let source =
             tables::tabulating_kernel(task, dialect == Dialect::Cuda, std::slice::from_ref(&size));
-        let e = w.evaluate(task, &source, std::slice::from_ref(&size), TIMEOUT);
+        let e = w.evaluate(
+            kevo_tasks::by_name(task).unwrap(),
+            &source,
+            std::slice::from_ref(&size),
+            TIMEOUT,
+        );
         assert!(
             matches!(e.outcome, Outcome::WrongResult { .. }),
             "{task}: {}",
@@ -361,7 +386,7 @@ pub fn tabulated_answers_fail(w: &mut Worker, dialect: Dialect) {
 /// tolerance (positions and velocities).
 pub fn under_computing_fails(w: &mut Worker, dialect: Dialect) {
     let e = w.evaluate(
-        "nbody",
+        kevo_tasks::by_name("nbody").unwrap(),
         &kernel(dialect, "class5_nbody_forces_every_other_step"),
         &in_distribution("nbody"),
         TIMEOUT,
@@ -376,14 +401,19 @@ pub fn under_computing_fails(w: &mut Worker, dialect: Dialect) {
 pub fn tuned_to_shown_sizes_fails_held_out(w: &mut Worker, dialect: Dialect) {
     let src = kernel(dialect, "correct_only_in_distribution");
     let plan = kevo_tasks::by_name("heat2d").unwrap().sizes(SizeSet::Smoke);
-    let e = w.evaluate("heat2d", &src, &plan.in_distribution, TIMEOUT);
+    let e = w.evaluate(
+        kevo_tasks::by_name("heat2d").unwrap(),
+        &src,
+        &plan.in_distribution,
+        TIMEOUT,
+    );
     assert!(
         e.outcome.is_correct(),
         "passes what it was shown: {}",
         e.outcome.summary()
     );
     let e = w.evaluate(
-        "heat2d",
+        kevo_tasks::by_name("heat2d").unwrap(),
         &src,
         std::slice::from_ref(&plan.held_out),
         TIMEOUT,
@@ -405,7 +435,7 @@ pub fn unusual_kernels_are_accepted(w: &mut Worker, dialect: Dialect) {
         ("ok_shared_matrix_hmc", "hmc"),
     ] {
         let e = w.evaluate(
-            task,
+            kevo_tasks::by_name(task).unwrap(),
             &kernel(dialect, stem),
             &in_distribution(task),
             TIMEOUT,
@@ -434,7 +464,7 @@ pub fn stress(w: &mut Worker, dialect: Dialect, n: usize, hang_timeout: Duration
             2 => (&wild, TIMEOUT),
             _ => (&seed, TIMEOUT),
         };
-        let e = w.evaluate("saxpy", src, &sizes, timeout);
+        let e = w.evaluate(kevo_tasks::by_name("saxpy").unwrap(), src, &sizes, timeout);
         match k % 3 {
             2 if (k / 3) % 2 == 0 => {
                 assert!(
@@ -530,7 +560,12 @@ pub fn a_candidate_reads_no_file(under: UnderTest) {
         "sandbox_embed",
     ] {
         let source = kernel(dialect, stem).replace("CANARY_PATH", &path.display().to_string());
-        let e = w.evaluate("saxpy", &source, &in_distribution("saxpy"), TIMEOUT);
+        let e = w.evaluate(
+            kevo_tasks::by_name("saxpy").unwrap(),
+            &source,
+            &in_distribution("saxpy"),
+            TIMEOUT,
+        );
         let Outcome::CompileError { message, .. } = &e.outcome else {
             panic!("{stem}: {}", e.outcome.summary());
         };
@@ -547,7 +582,7 @@ pub fn a_candidate_reads_no_file(under: UnderTest) {
         );
     }
     let e = w.evaluate(
-        "saxpy",
+        kevo_tasks::by_name("saxpy").unwrap(),
         &kernel(dialect, "ok_includes_kevo_header"),
         &in_distribution("saxpy"),
         TIMEOUT,
@@ -654,7 +689,12 @@ pub fn inline_assembly_is_refused(under: UnderTest) {
     ] {
         let source =
             kernel(under.dialect, stem).replace("SOCKET_PATH", &socket.display().to_string());
-        let e = w.evaluate("saxpy", &source, &in_distribution("saxpy"), TIMEOUT);
+        let e = w.evaluate(
+            kevo_tasks::by_name("saxpy").unwrap(),
+            &source,
+            &in_distribution("saxpy"),
+            TIMEOUT,
+        );
         let Outcome::CompileError { message, .. } = &e.outcome else {
             panic!("{stem}: {}", e.outcome.summary());
         };
@@ -670,7 +710,12 @@ pub fn inline_assembly_is_refused(under: UnderTest) {
         .unwrap();
     // The worker goes on. (Suspicious counts: whether the seed beats the
     // ceilings measured at start depends on the machine's load.)
-    let e = w.evaluate("saxpy", seed, &in_distribution("saxpy"), TIMEOUT);
+    let e = w.evaluate(
+        kevo_tasks::by_name("saxpy").unwrap(),
+        seed,
+        &in_distribution("saxpy"),
+        TIMEOUT,
+    );
     assert!(
         e.outcome.is_correct() || matches!(e.outcome, Outcome::Suspicious { .. }),
         "{}",
@@ -853,7 +898,7 @@ pub fn honest_kernels_pass_under_ceilings_measured_on_a_busy_machine(under: Unde
         let Some(seed) = task.seed(dialect) else {
             continue;
         };
-        let e = w.evaluate(task.name(), seed, &in_distribution(task.name()), TIMEOUT);
+        let e = w.evaluate(task, seed, &in_distribution(task.name()), TIMEOUT);
         assert!(
             e.outcome.is_correct(),
             "seed of {}: {}",
