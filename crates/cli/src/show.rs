@@ -1,15 +1,16 @@
 //! `kevo runs`, `kevo show` and the winning kernel of `kevo export`: what
-//! the store holds about runs, as text or JSON.
+//! the store holds about runs, as text or JSON. `kevo_report::run_view`
+//! reads it; this module prints it.
 // Table headers pass their titles through the same width specifiers as the
 // rows below them, which keeps the columns aligned by construction.
 #![allow(clippy::print_literal)]
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use kevo_store::{RunId, Store};
+use kevo_report::run_view::{self, RunView, StoredSettings};
+use kevo_store::RunId;
 use kevo_strategy::{Archive, Axis, CellElite, LEVELS};
 
 use crate::evolve::StoreArgs;
@@ -24,27 +25,9 @@ pub fn runs(store: StoreArgs, json: bool) -> Result<ExitCode> {
         .build()?;
     runtime.block_on(async {
         let store = store.open().await?;
-        let runs = store.list_runs().await?;
-        // A run whose process died (kill -9, a crash) is still `running`
-        // in the store; without a recent heartbeat it is shown as `dead`
-        // (resumable like an interrupted one).
-        let now = chrono::Utc::now();
-        let shown = |r: &kevo_store::RunListing| {
-            if r.status == kevo_store::RunStatus::Running && !r.is_alive(now) {
-                "dead"
-            } else {
-                r.status.as_str()
-            }
-        };
+        let runs = run_view::list_runs(&store).await?;
         if json {
-            let values = runs
-                .iter()
-                .map(|r| {
-                    let mut v = serde_json::to_value(r)?;
-                    v["status"] = serde_json::json!(shown(r));
-                    Ok(v)
-                })
-                .collect::<Result<Vec<_>, serde_json::Error>>()?;
+            let values = run_view::runs_json(&runs)?;
             println!("{}", serde_json::to_string_pretty(&values)?);
             return Ok(ExitCode::SUCCESS);
         }
@@ -62,14 +45,15 @@ pub fn runs(store: StoreArgs, json: bool) -> Result<ExitCode> {
             "held-out",
             "device"
         );
-        for r in runs {
+        for shown in runs {
+            let r = &shown.listing;
             println!(
                 "{:<28} {:<10} {:<8} {:<6} {:<12} {:>5} {:>8} {:>8} {:>9.4}  {:<19}  {}",
                 r.id.0,
                 r.task,
                 r.backend,
                 r.size_set.to_string(),
-                shown(&r),
+                shown.status,
                 r.last_iteration
                     .map(|i| i.to_string())
                     .unwrap_or_else(|| "-".into()),
@@ -180,418 +164,235 @@ pub fn show(run: &str, store: StoreArgs, json: bool) -> Result<ExitCode> {
         .build()?;
     runtime.block_on(async {
         let store = store.open().await?;
-        let shown = ShownRun::read(&store, RunId(run.to_string())).await?;
+        let view = run_view::load(&store, RunId(run.to_string())).await?;
         if json {
-            shown.print_json(&store).await?;
+            // Everything read, each iteration with its per-size numbers.
+            println!("{}", serde_json::to_string_pretty(&view.to_json())?);
         } else {
-            shown.print_text(&store).await?;
+            print_text(&view);
         }
         Ok(ExitCode::SUCCESS)
     })
 }
 
-/// What `kevo show` reads of a run before it prints anything; the cross
-/// evaluations, validations and the evaluations of some candidates are
-/// read as they are printed.
-struct ShownRun {
-    id: RunId,
-    info: kevo_store::RunInfo,
-    history: Vec<kevo_store::HistoryRow>,
-    best: Option<kevo_store::BestCandidate>,
-    held_out: Vec<kevo_store::HeldOutResult>,
-    remeasurements: Vec<kevo_store::StoredRemeasurement>,
-    proposals: Vec<kevo_store::StoredProposal>,
-    /// Model calls abandoned by an interrupted run.
-    abandoned: Vec<kevo_store::StoredLlmCall>,
-    /// The strategy as the last checkpoint holds it.
-    strategy: Option<Box<dyn kevo_strategy::Strategy>>,
-    /// With a bandit, the ensemble's arms.
-    arms: Vec<kevo_evolve::ArmStat>,
-    prompt_archive: Option<kevo_proposer::prompt::meta::PromptArchive>,
-    /// The prompt variant that produced each candidate.
-    variant_of: HashMap<i64, u32>,
-    /// Which ensemble member answered each iteration's proposals.
-    answered_by: HashMap<u32, Vec<String>>,
-    /// Each candidate's first in-distribution evaluation.
-    measured: HashMap<i64, kevo_eval::Evaluation>,
+/// The run's history and population, then what is open, suspicious,
+/// kept and checked elsewhere.
+fn print_text(view: &RunView) {
+    print_heading(view);
+    print_history(view);
+    if let Some(archive) = &view.archive {
+        print_archive(archive);
+    }
+    let config = &view.info.config;
+    if !view.arms.is_empty() {
+        print_arms(config["model_choice"].as_str().unwrap_or("ucb"), &view.arms);
+    }
+    if let Some(a) = &view.prompt_archive {
+        print_prompt_archive(a, config["meta_prompt"]["every"].as_u64());
+    }
+    print_unanswered(view);
+    print_suspicious(view);
+    print_winner(view);
+    print_held_out(view);
+    if let Some(v) = verdict_line(view.info.summary.as_ref()) {
+        println!("{v}");
+    }
+    print_elsewhere(view);
 }
 
-impl ShownRun {
-    async fn read(store: &Store, id: RunId) -> Result<Self> {
-        let info = store.run(&id).await?;
-        let history = store.history(&id).await?;
-        let best = store.best_candidate(&id).await?;
-        let held_out = store.held_out_results(&id).await?;
-        let remeasurements = store.remeasurements(&id).await?;
-        let proposals = store.proposals(&id).await?;
-        let abandoned: Vec<_> = store
-            .llm_calls(&id)
-            .await?
-            .into_iter()
-            .filter(kevo_evolve::is_abandoned)
-            .collect();
-        let checkpoint = store.last_checkpoint(&id).await?;
-        let strategy = match &checkpoint {
-            Some(cp) => kevo_evolve::stored_strategy(&info.strategy, cp)?,
-            None => None,
-        };
-        // The ensemble's choices (with a bandit, its arms) and the prompt
-        // variants, as the last checkpoint holds them.
-        let ensemble = checkpoint.as_ref().and_then(kevo_evolve::stored_ensemble);
-        let arms = ensemble
+/// The run, how its workers were confined, what it was made with, and
+/// the history table's header.
+fn print_heading(view: &RunView) {
+    let info = &view.info;
+    println!(
+        "run {} — {} on {} ({}), {} sizes, {}{}",
+        info.id.0,
+        info.task,
+        info.device,
+        info.backend,
+        info.size_set,
+        info.status.as_str(),
+        info.status_reason
             .as_ref()
-            .map(kevo_evolve::arm_stats)
-            .unwrap_or_default();
-        let prompt_archive = checkpoint
-            .as_ref()
-            .and_then(kevo_evolve::stored_prompt_archive);
-        let variant_of: HashMap<i64, u32> = prompt_archive
-            .iter()
-            .flat_map(|a| &a.variants)
-            .flat_map(|v| v.candidates.iter().map(move |c| (*c, v.id)))
-            .collect();
-        let answered_by = match ensemble {
-            Some(_) => answered_by(store, &id).await?,
-            None => HashMap::new(),
+            .map(|r| format!(": {r}"))
+            .unwrap_or_default()
+    );
+    println!("sandbox: {}", sandbox_line(&info.config));
+    println!("made with: {}", provenance_line(&info.config));
+    println!(
+        "{:>9} {:<15} {:>8} {:>8}  {}",
+        "iteration",
+        "outcome",
+        "score",
+        // (1+1) keeps only a new best; the other strategies keep
+        // archive and island members.
+        if info.strategy == "one_plus_one" {
+            "new best"
+        } else {
+            "kept"
+        },
+        "reason"
+    );
+}
+
+/// One line per iteration (who answered, which prompt asked), each
+/// with its per-size numbers, the last iteration's included: no prompt
+/// shows it.
+fn print_history(view: &RunView) {
+    for h in &view.history {
+        let mut by = Vec::new();
+        if h.iteration > 0
+            && let Some(models) = view.answered_by.get(&h.iteration)
+        {
+            by.push(format!("model {}", models.join(", ")));
+        }
+        if let Some(v) = h.candidate_id.and_then(|c| view.variant_of.get(&c.0)) {
+            by.push(format!("prompt v{v}"));
+        }
+        let by = if by.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", by.join(", "))
         };
-        let measured = first_measurements(store, &history).await?;
-        Ok(ShownRun {
-            id,
-            info,
-            history,
-            best,
-            held_out,
-            remeasurements,
-            proposals,
-            abandoned,
-            strategy,
-            arms,
-            prompt_archive,
-            variant_of,
-            answered_by,
-            measured,
-        })
-    }
-
-    /// `--json`: everything read, each iteration with its per-size numbers.
-    async fn print_json(&self, store: &Store) -> Result<()> {
-        let history: Vec<serde_json::Value> = self
-            .history
-            .iter()
-            .map(|h| {
-                let mut v = serde_json::to_value(h).unwrap_or_default();
-                let sizes = h
-                    .candidate_id
-                    .and_then(|c| self.measured.get(&c.0))
-                    .map(|e| e.sizes.iter().map(size_json).collect::<Vec<_>>());
-                if let (Some(o), Some(sizes)) = (v.as_object_mut(), sizes) {
-                    o.insert("sizes".into(), serde_json::Value::Array(sizes));
-                }
-                v
-            })
-            .collect();
-        let (info, strategy) = (&self.info, &self.strategy);
-        let value = serde_json::json!({
-            "run": info, "history": history, "best": self.best, "held_out": self.held_out,
-            "cross": store.cross_evaluations(&self.id).await?,
-            "remeasurements": self.remeasurements,
-            "validations": store.validations(&self.id).await?,
-            "proposals": self.proposals.iter().map(|p| serde_json::json!({
-                "id": p.id, "status": p.status, "asked_after": p.asked_after,
-                "batch": p.batch, "iteration": p.iteration, "reason": p.reason,
-                "asked_at": p.asked_at, "closed_at": p.closed_at,
-            })).collect::<Vec<_>>(),
-            "abandoned_calls": self.abandoned,
-            "archive": strategy.as_ref().map(|s| s.archive()),
-            "strategy_state": strategy.as_ref().map(|s| s.state()),
-            "model_choice": info.config["model_choice"],
-            "models": self.arms,
-            "prompt_archive": self.prompt_archive,
-        });
-        println!("{}", serde_json::to_string_pretty(&value)?);
-        Ok(())
-    }
-
-    /// The run's history and population, then what is open, suspicious,
-    /// kept and checked elsewhere.
-    async fn print_text(&self, store: &Store) -> Result<()> {
-        self.print_heading();
-        self.print_history();
-        if let Some(s) = &self.strategy {
-            print_archive(&s.archive());
-        }
-        let config = &self.info.config;
-        if !self.arms.is_empty() {
-            print_arms(config["model_choice"].as_str().unwrap_or("ucb"), &self.arms);
-        }
-        if let Some(a) = &self.prompt_archive {
-            print_prompt_archive(a, config["meta_prompt"]["every"].as_u64());
-        }
-        self.print_unanswered();
-        self.print_suspicious(store).await?;
-        self.print_winner();
-        self.print_held_out(store).await?;
-        if let Some(v) = verdict_line(self.info.summary.as_ref()) {
-            println!("{v}");
-        }
-        self.print_elsewhere(store).await?;
-        Ok(())
-    }
-
-    /// The run, how its workers were confined, what it was made with, and
-    /// the history table's header.
-    fn print_heading(&self) {
-        let info = &self.info;
         println!(
-            "run {} — {} on {} ({}), {} sizes, {}{}",
-            info.id.0,
-            info.task,
-            info.device,
-            info.backend,
-            info.size_set,
-            info.status.as_str(),
-            info.status_reason
+            "{:>9} {:<15} {:>8} {:>8}  {}{by}",
+            h.iteration,
+            h.outcome_kind.as_deref().unwrap_or("skipped"),
+            score(h.score),
+            if h.promoted { "yes" } else { "" },
+            h.reason
+        );
+        if let Some(e) = h.candidate_id.and_then(|c| view.measured.get(&c.0)) {
+            for s in &e.sizes {
+                println!("{:>11}{}", "", size_text(s));
+            }
+        }
+    }
+}
+
+/// Prompts handed out (ask/tell, batches) and not answered, and model
+/// calls an interruption abandoned.
+fn print_unanswered(view: &RunView) {
+    for p in view
+        .proposals
+        .iter()
+        .filter(|p| p.status != kevo_store::ProposalStatus::Answered)
+    {
+        println!(
+            "proposal {} ({}{}), asked after iteration {}{}",
+            p.id,
+            p.status,
+            p.batch
+                .as_ref()
+                .map(|b| format!(", batch {b}"))
+                .unwrap_or_default(),
+            p.asked_after,
+            p.reason
                 .as_ref()
                 .map(|r| format!(": {r}"))
                 .unwrap_or_default()
         );
-        println!("sandbox: {}", sandbox_line(&info.config));
-        println!("made with: {}", provenance_line(&info.config));
+    }
+    for c in &view.abandoned {
         println!(
-            "{:>9} {:<15} {:>8} {:>8}  {}",
-            "iteration",
-            "outcome",
-            "score",
-            // (1+1) keeps only a new best; the other strategies keep
-            // archive and island members.
-            if info.strategy == "one_plus_one" {
-                "new best"
+            "iteration {}: a model call to {} {}",
+            c.iteration,
+            c.call.provider,
+            c.call.error.as_deref().unwrap_or_default()
+        );
+    }
+}
+
+/// Candidates that ran faster than the hardware allows: never scored,
+/// and worth a look (a reward hack or a wrong ceiling).
+fn print_suspicious(view: &RunView) {
+    for s in &view.suspicious {
+        println!(
+            "SUSPICIOUS: iteration {} candidate {} at size {}: {}",
+            s.iteration, s.candidate.0, s.size, s.reason
+        );
+    }
+}
+
+/// The best candidate and its per-size times.
+fn print_winner(view: &RunView) {
+    let Some(b) = &view.best else { return };
+    println!(
+        "winner: candidate {} from iteration {} ({}), score {}",
+        b.candidate.id.0,
+        b.candidate.iteration,
+        b.candidate
+            .model
+            .as_deref()
+            .or(b.candidate.provider.as_deref())
+            .unwrap_or("?"),
+        score(b.evaluation.score)
+    );
+    if let Ok(e) = b.evaluation.evaluation() {
+        for s in &e.sizes {
+            println!(
+                "  {:<16} {:>10.4} ms  {:>9.2} {}  {}",
+                s.label,
+                s.time.median_s * 1e3,
+                s.achieved,
+                s.unit,
+                s.roofline_text()
+            );
+        }
+    }
+}
+
+/// The held-out results. The size's fraction with its ceiling and
+/// level, from the stored evaluation (older rows without it say what
+/// it is of).
+fn print_held_out(view: &RunView) {
+    for (h, evaluation) in &view.held_out {
+        let roofline = match evaluation.as_ref().and_then(|e| e.sizes.first()) {
+            Some(s) => s.roofline_text(),
+            None => format!(
+                "fraction {} of the task's DRAM or FP32 roofline",
+                score(h.fraction)
+            ),
+        };
+        println!(
+            "held-out ({}): candidate {} {}: Φ {} ({roofline}), speedup {}",
+            h.role.as_str(),
+            h.candidate_id.0,
+            h.outcome_kind,
+            score(h.phi),
+            score(h.speedup)
+        );
+    }
+}
+
+/// Evaluations stored with the run after it: on other devices (`kevo
+/// cross`) and at the validation sizes.
+fn print_elsewhere(view: &RunView) {
+    for c in &view.cross {
+        let e = &c.cross.evaluation;
+        println!(
+            "cross ({}, {} on {}{}): candidate {} {}",
+            c.cross.session,
+            c.cross.role.as_str(),
+            e.device,
+            if c.cross.translated_source.is_some() {
+                ", translated to OpenCL C"
             } else {
-                "kept"
+                ""
             },
-            "reason"
+            c.cross.candidate_id.0,
+            e.outcome.summary()
         );
     }
-
-    /// One line per iteration (who answered, which prompt asked), each
-    /// with its per-size numbers, the last iteration's included: no prompt
-    /// shows it.
-    fn print_history(&self) {
-        for h in &self.history {
-            let mut by = Vec::new();
-            if h.iteration > 0
-                && let Some(models) = self.answered_by.get(&h.iteration)
-            {
-                by.push(format!("model {}", models.join(", ")));
-            }
-            if let Some(v) = h.candidate_id.and_then(|c| self.variant_of.get(&c.0)) {
-                by.push(format!("prompt v{v}"));
-            }
-            let by = if by.is_empty() {
-                String::new()
-            } else {
-                format!(" [{}]", by.join(", "))
-            };
-            println!(
-                "{:>9} {:<15} {:>8} {:>8}  {}{by}",
-                h.iteration,
-                h.outcome_kind.as_deref().unwrap_or("skipped"),
-                score(h.score),
-                if h.promoted { "yes" } else { "" },
-                h.reason
-            );
-            if let Some(e) = h.candidate_id.and_then(|c| self.measured.get(&c.0)) {
-                for s in &e.sizes {
-                    println!("{:>11}{}", "", size_text(s));
-                }
-            }
-        }
-    }
-
-    /// Prompts handed out (ask/tell, batches) and not answered, and model
-    /// calls an interruption abandoned.
-    fn print_unanswered(&self) {
-        for p in self
-            .proposals
-            .iter()
-            .filter(|p| p.status != kevo_store::ProposalStatus::Answered)
-        {
-            println!(
-                "proposal {} ({}{}), asked after iteration {}{}",
-                p.id,
-                p.status,
-                p.batch
-                    .as_ref()
-                    .map(|b| format!(", batch {b}"))
-                    .unwrap_or_default(),
-                p.asked_after,
-                p.reason
-                    .as_ref()
-                    .map(|r| format!(": {r}"))
-                    .unwrap_or_default()
-            );
-        }
-        for c in &self.abandoned {
-            println!(
-                "iteration {}: a model call to {} {}",
-                c.iteration,
-                c.call.provider,
-                c.call.error.as_deref().unwrap_or_default()
-            );
-        }
-    }
-
-    /// Candidates that ran faster than the hardware allows: never scored,
-    /// and worth a look (a reward hack or a wrong ceiling).
-    async fn print_suspicious(&self, store: &Store) -> Result<()> {
-        for h in self
-            .history
-            .iter()
-            .filter(|h| h.outcome_kind.as_deref() == Some("suspicious"))
-        {
-            let Some(c) = h.candidate_id else { continue };
-            for e in store.evaluations_of(c).await? {
-                if let Ok(kevo_eval::Evaluation {
-                    outcome: kevo_eval::Outcome::Suspicious { size, reason, .. },
-                    ..
-                }) = e.evaluation()
-                {
-                    println!(
-                        "SUSPICIOUS: iteration {} candidate {} at size {size}: {reason}",
-                        h.iteration, c.0
-                    );
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// The best candidate and its per-size times.
-    fn print_winner(&self) {
-        let Some(b) = &self.best else { return };
+    for v in &view.validations {
         println!(
-            "winner: candidate {} from iteration {} ({}), score {}",
-            b.candidate.id.0,
-            b.candidate.iteration,
-            b.candidate
-                .model
-                .as_deref()
-                .or(b.candidate.provider.as_deref())
-                .unwrap_or("?"),
-            score(b.evaluation.score)
+            "validation (iteration {}): candidate {} {}: {}",
+            v.iteration,
+            v.candidate_id.0,
+            if v.passed { "passed" } else { "rejected" },
+            v.reason
         );
-        if let Ok(e) = b.evaluation.evaluation() {
-            for s in &e.sizes {
-                println!(
-                    "  {:<16} {:>10.4} ms  {:>9.2} {}  {}",
-                    s.label,
-                    s.time.median_s * 1e3,
-                    s.achieved,
-                    s.unit,
-                    s.roofline_text()
-                );
-            }
-        }
     }
-
-    /// The held-out results. The size's fraction with its ceiling and
-    /// level, from the stored evaluation (older rows without it say what
-    /// it is of).
-    async fn print_held_out(&self, store: &Store) -> Result<()> {
-        for h in &self.held_out {
-            let evaluation = store
-                .evaluations_of(h.candidate_id)
-                .await?
-                .into_iter()
-                .find(|e| e.id == h.evaluation_id)
-                .and_then(|e| e.evaluation().ok());
-            let roofline = match evaluation.as_ref().and_then(|e| e.sizes.first()) {
-                Some(s) => s.roofline_text(),
-                None => format!(
-                    "fraction {} of the task's DRAM or FP32 roofline",
-                    score(h.fraction)
-                ),
-            };
-            println!(
-                "held-out ({}): candidate {} {}: Φ {} ({roofline}), speedup {}",
-                h.role.as_str(),
-                h.candidate_id.0,
-                h.outcome_kind,
-                score(h.phi),
-                score(h.speedup)
-            );
-        }
-        Ok(())
-    }
-
-    /// Evaluations stored with the run after it: on other devices (`kevo
-    /// cross`) and at the validation sizes.
-    async fn print_elsewhere(&self, store: &Store) -> Result<()> {
-        for c in store.cross_evaluations(&self.id).await? {
-            let e = &c.cross.evaluation;
-            println!(
-                "cross ({}, {} on {}{}): candidate {} {}",
-                c.cross.session,
-                c.cross.role.as_str(),
-                e.device,
-                if c.cross.translated_source.is_some() {
-                    ", translated to OpenCL C"
-                } else {
-                    ""
-                },
-                c.cross.candidate_id.0,
-                e.outcome.summary()
-            );
-        }
-        for v in store.validations(&self.id).await? {
-            println!(
-                "validation (iteration {}): candidate {} {}: {}",
-                v.iteration,
-                v.candidate_id.0,
-                if v.passed { "passed" } else { "rejected" },
-                v.reason
-            );
-        }
-        Ok(())
-    }
-}
-
-/// Which ensemble member answered each iteration's proposals.
-async fn answered_by(store: &Store, id: &RunId) -> Result<HashMap<u32, Vec<String>>> {
-    let mut answered_by: HashMap<u32, Vec<String>> = HashMap::new();
-    for c in store.llm_calls(id).await? {
-        if c.call.purpose == "propose" && c.call.response.is_some() {
-            answered_by
-                .entry(c.iteration)
-                .or_default()
-                .push(c.call.provider.clone());
-        }
-    }
-    Ok(answered_by)
-}
-
-/// Every iteration's per-size numbers: its candidate's first
-/// in-distribution evaluation.
-async fn first_measurements(
-    store: &Store,
-    history: &[kevo_store::HistoryRow],
-) -> Result<HashMap<i64, kevo_eval::Evaluation>> {
-    let mut measured: HashMap<i64, kevo_eval::Evaluation> = HashMap::new();
-    for c in history.iter().filter_map(|h| h.candidate_id) {
-        if measured.contains_key(&c.0) {
-            continue;
-        }
-        let first = store
-            .evaluations_of(c)
-            .await?
-            .into_iter()
-            .find(|e| e.kind == kevo_store::EvaluationKind::InDistribution)
-            .and_then(|e| e.evaluation().ok());
-        if let Some(e) = first {
-            measured.insert(c.0, e);
-        }
-    }
-    Ok(measured)
 }
 
 /// One size of an iteration for `kevo show`: "64K  0.0123 ms
@@ -618,23 +419,6 @@ fn size_text(s: &kevo_eval::SizeResult) -> String {
         s.time.samples_s.len(),
         s.roofline_text()
     )
-}
-
-/// The same as JSON: times in ms with their spread, achieved rate, fraction
-/// of the scored ceiling.
-fn size_json(s: &kevo_eval::SizeResult) -> serde_json::Value {
-    let finite = |x: f64| x.is_finite().then_some(x);
-    serde_json::json!({
-        "label": s.label,
-        "correct": s.correct,
-        "median_ms": finite(s.time.median_s * 1e3),
-        "min_ms": finite(s.time.min_s * 1e3),
-        "max_ms": finite(s.time.max_s * 1e3),
-        "runs": s.time.samples_s.len(),
-        "achieved": finite(s.achieved),
-        "unit": s.unit,
-        "fraction": finite(s.fraction),
-    })
 }
 
 /// The strategy's population: MAP-Elites as memory x algorithm grids, one
@@ -782,21 +566,22 @@ pub fn show_config(run: &str, store: StoreArgs) -> Result<ExitCode> {
         .build()?;
     runtime.block_on(async {
         let store = store.open().await?;
-        let info = store.run(&RunId(run.to_string())).await?;
-        if info.strategy == "tune" {
-            // A tuning run has no evolution settings: its own, as stored.
-            println!("# run {run} is a `kevo tune` run; its settings as stored:");
-            println!("{}", serde_json::to_string_pretty(&info.config)?);
-            return Ok(ExitCode::SUCCESS);
+        match run_view::settings(&store, &RunId(run.to_string())).await? {
+            StoredSettings::Tune { config } => {
+                // A tuning run has no evolution settings: its own, as stored.
+                println!("# run {run} is a `kevo tune` run; its settings as stored:");
+                println!("{}", serde_json::to_string_pretty(&config)?);
+            }
+            StoredSettings::Evolve { toml, own_start } => {
+                println!("# the settings of run {run}");
+                if own_start {
+                    println!(
+                        "# started from a kernel of its own (not the task's seed): `--config-from {run}` keeps it"
+                    );
+                }
+                print!("{toml}");
+            }
         }
-        let options = kevo_evolve::stored_options(&info)?;
-        println!("# the settings of run {run}");
-        if options.start_source.is_some() {
-            println!(
-                "# started from a kernel of its own (not the task's seed): `--config-from {run}` keeps it"
-            );
-        }
-        print!("{}", kevo_evolve::RunConfig::from_options(&options).to_toml());
         Ok(ExitCode::SUCCESS)
     })
 }
@@ -807,11 +592,7 @@ pub fn export(run: &str, out: Option<&Path>, store: StoreArgs) -> Result<ExitCod
         .build()?;
     runtime.block_on(async {
         let store = store.open().await?;
-        let id = RunId(run.to_string());
-        let best = store
-            .best_candidate(&id)
-            .await?
-            .with_context(|| format!("run {run} has no correct candidate"))?;
+        let best = run_view::winner(&store, &RunId(run.to_string())).await?;
         match out {
             Some(path) => {
                 std::fs::write(path, &best.candidate.source)

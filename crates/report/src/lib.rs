@@ -7,6 +7,7 @@
 mod data;
 mod embed;
 mod html;
+pub mod run_view;
 pub mod serve;
 mod svg;
 pub mod table;
@@ -14,6 +15,7 @@ pub mod trajectories;
 
 pub use data::{Point, RunData};
 pub use html::{RenderOptions, render_report, render_report_with};
+pub use run_view::{RunView, RunViewError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
