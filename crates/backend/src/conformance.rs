@@ -171,6 +171,40 @@ pub fn views_address_a_window_of_the_parent(b: &mut dyn Backend) {
     b.free(parent);
 }
 
+/// Every access outside a buffer is an error naming the sizes, never a
+/// wrapped offset or a driver fault, and the buffer stays usable after it.
+pub fn out_of_range_accesses_are_refused(b: &mut dyn Backend) {
+    let align = crate::VIEW_ALIGN;
+    let buf = b.alloc(2 * align).unwrap();
+    let other = b.alloc(align).unwrap();
+    let too_long = vec![0u8; 2 * align + 1];
+    let mut out = vec![0u8; 16];
+    let refused = [
+        b.upload(buf, &too_long).err(),
+        b.download_range(buf, usize::MAX - 8, &mut out).err(),
+        b.download_range(buf, 2 * align - 8, &mut out).err(),
+        b.fill_buffer(buf, 0, 2 * align + 1).err(),
+        b.copy_buffer(buf, other, align + 1).err(),
+        b.copy_buffer(buf, buf, 16).err(),
+        b.view(buf, usize::MAX - (usize::MAX % align), align).err(),
+        b.view(buf, 1, 16).err(),
+        b.view(buf, align, 0).err(),
+        b.alloc(0).err(),
+    ];
+    for (i, e) in refused.iter().enumerate() {
+        assert!(
+            matches!(e, Some(BackendError::Runtime(_))),
+            "access {i} outside its buffer: {e:?}"
+        );
+    }
+    b.upload(buf, &[7u8; 16]).unwrap();
+    b.download(buf, &mut out)
+        .expect("the buffer is still usable");
+    assert_eq!(out, [7u8; 16]);
+    b.free(buf);
+    b.free(other);
+}
+
 /// Using a freed buffer is an error, not a crash.
 pub fn freed_buffer_is_rejected(b: &mut dyn Backend) {
     let buf = b.alloc(64).expect("alloc");
@@ -381,6 +415,7 @@ macro_rules! conformance_suite {
             buffer_round_trip,
             copy_and_fill_buffers,
             views_address_a_window_of_the_parent,
+            out_of_range_accesses_are_refused,
             freed_buffer_is_rejected,
             argument_types_are_passed,
             wrong_argument_count_is_rejected,

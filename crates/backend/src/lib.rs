@@ -7,6 +7,7 @@
 
 mod forward;
 mod handles;
+pub mod ranges;
 mod types;
 mod vendor;
 

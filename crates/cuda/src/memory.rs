@@ -5,6 +5,9 @@
 use std::ffi::c_void;
 
 use cudarc::driver::sys as cu;
+use kevo_backend::ranges::{
+    Access, check_access, check_alloc, check_copy, check_distinct, check_view,
+};
 use kevo_backend::{BackendError, BufferId};
 
 use crate::device::CudaBackend;
@@ -26,11 +29,7 @@ impl CudaBackend {
 
     /// `Backend::alloc`: plain device memory of `bytes` bytes.
     pub(crate) fn allocate(&mut self, bytes: usize) -> Result<BufferId, BackendError> {
-        if bytes == 0 {
-            return Err(BackendError::Runtime(
-                "cannot allocate a zero-byte buffer".into(),
-            ));
-        }
+        check_alloc(bytes)?;
         self.activate()?;
         let mut ptr: cu::CUdeviceptr = 0;
         // SAFETY: out-parameter, context current. Plain device memory: managed
@@ -55,17 +54,7 @@ impl CudaBackend {
     ) -> Result<BufferId, BackendError> {
         self.activate()?;
         let p = self.buffer(parent)?;
-        if bytes == 0
-            || offset.checked_add(bytes).is_none_or(|end| end > p.bytes)
-            || !offset.is_multiple_of(kevo_backend::VIEW_ALIGN)
-        {
-            return Err(BackendError::Runtime(format!(
-                "view of {bytes} bytes at {offset} in a {}-byte buffer (offsets must be \
-                 multiples of {})",
-                p.bytes,
-                kevo_backend::VIEW_ALIGN
-            )));
-        }
+        check_view(offset, bytes, p.bytes)?;
         // A view of a view addresses the same allocation.
         let entry = BufferEntry {
             ptr: p.ptr + offset as u64,
@@ -101,14 +90,7 @@ impl CudaBackend {
     pub(crate) fn copy_in(&mut self, buffer: BufferId, data: &[u8]) -> Result<(), BackendError> {
         self.activate()?;
         let entry = self.buffer(buffer)?;
-        if data.len() > entry.bytes {
-            return Err(BackendError::Runtime(format!(
-                "upload of {} bytes into a {}-byte buffer",
-                data.len(),
-                entry.bytes
-            )));
-        }
-        if data.is_empty() {
+        if !check_access(Access::Upload, data.len(), entry.bytes)? {
             return Ok(());
         }
         let dst = entry.ptr;
@@ -126,14 +108,7 @@ impl CudaBackend {
     ) -> Result<(), BackendError> {
         self.activate()?;
         let entry = self.buffer(buffer)?;
-        if out.len() > entry.bytes {
-            return Err(BackendError::Runtime(format!(
-                "download of {} bytes from a {}-byte buffer",
-                out.len(),
-                entry.bytes
-            )));
-        }
-        if out.is_empty() {
+        if !check_access(Access::Download { offset: 0 }, out.len(), entry.bytes)? {
             return Ok(());
         }
         let src = entry.ptr;
@@ -153,17 +128,7 @@ impl CudaBackend {
     ) -> Result<(), BackendError> {
         self.activate()?;
         let entry = self.buffer(buffer)?;
-        if offset
-            .checked_add(out.len())
-            .is_none_or(|end| end > entry.bytes)
-        {
-            return Err(BackendError::Runtime(format!(
-                "download of {} bytes at {offset} from a {}-byte buffer",
-                out.len(),
-                entry.bytes
-            )));
-        }
-        if out.is_empty() {
+        if !check_access(Access::Download { offset }, out.len(), entry.bytes)? {
             return Ok(());
         }
         let src = entry.ptr + offset as u64;
@@ -182,17 +147,9 @@ impl CudaBackend {
         bytes: usize,
     ) -> Result<(), BackendError> {
         let live = self.activate()?;
-        if src == dst {
-            return Err(BackendError::Runtime("copy of a buffer onto itself".into()));
-        }
+        check_distinct(src, dst)?;
         let (s, d) = (self.buffer(src)?, self.buffer(dst)?);
-        if bytes > s.bytes.min(d.bytes) {
-            return Err(BackendError::Runtime(format!(
-                "copy of {bytes} bytes between buffers of {} and {} bytes",
-                s.bytes, d.bytes
-            )));
-        }
-        if bytes == 0 {
+        if !check_copy(bytes, s.bytes, d.bytes)? {
             return Ok(());
         }
         let (sp, dp) = (s.ptr, d.ptr);
@@ -212,13 +169,7 @@ impl CudaBackend {
     ) -> Result<(), BackendError> {
         let live = self.activate()?;
         let entry = self.buffer(buffer)?;
-        if bytes > entry.bytes {
-            return Err(BackendError::Runtime(format!(
-                "fill of {bytes} bytes of a {}-byte buffer",
-                entry.bytes
-            )));
-        }
-        if bytes == 0 {
+        if !check_access(Access::Fill, bytes, entry.bytes)? {
             return Ok(());
         }
         let ptr = entry.ptr;

@@ -6,6 +6,9 @@ mod stderr;
 
 use std::ptr;
 
+use kevo_backend::ranges::{
+    Access, check_access, check_alloc, check_copy, check_distinct, check_view,
+};
 use kevo_backend::{
     Backend, BackendError, BackendName, BufferId, CompileDiagnostics, CompileOptions, DeviceInfo,
     DeviceSelector, DeviceTime, Dialect, FaultKind, HandleTable, KernelArg, KernelId, KernelInfo,
@@ -472,11 +475,7 @@ impl Backend for OpenClBackend {
     }
 
     fn alloc(&mut self, bytes: usize) -> Result<BufferId, BackendError> {
-        if bytes == 0 {
-            return Err(BackendError::Runtime(
-                "cannot allocate a zero-byte buffer".into(),
-            ));
-        }
+        check_alloc(bytes)?;
         // SAFETY: no host pointer is passed.
         let buffer = unsafe {
             Buffer::<u8>::create(&self.context, CL_MEM_READ_WRITE, bytes, ptr::null_mut())
@@ -495,14 +494,7 @@ impl Backend for OpenClBackend {
 
     fn upload(&mut self, buffer: BufferId, data: &[u8]) -> Result<(), BackendError> {
         let entry = self.buffers.get_mut(buffer.0)?;
-        if data.len() > entry.bytes {
-            return Err(BackendError::Runtime(format!(
-                "upload of {} bytes into a {}-byte buffer",
-                data.len(),
-                entry.bytes
-            )));
-        }
-        if data.is_empty() {
+        if !check_access(Access::Upload, data.len(), entry.bytes)? {
             return Ok(());
         }
         // SAFETY: blocking write from a live slice no longer than the buffer.
@@ -516,14 +508,7 @@ impl Backend for OpenClBackend {
 
     fn download(&mut self, buffer: BufferId, out: &mut [u8]) -> Result<(), BackendError> {
         let entry = self.buffer(buffer)?;
-        if out.len() > entry.bytes {
-            return Err(BackendError::Runtime(format!(
-                "download of {} bytes from a {}-byte buffer",
-                out.len(),
-                entry.bytes
-            )));
-        }
-        if out.is_empty() {
+        if !check_access(Access::Download { offset: 0 }, out.len(), entry.bytes)? {
             return Ok(());
         }
         // SAFETY: blocking read into a live slice no longer than the buffer.
@@ -542,17 +527,7 @@ impl Backend for OpenClBackend {
         out: &mut [u8],
     ) -> Result<(), BackendError> {
         let entry = self.buffer(buffer)?;
-        if offset
-            .checked_add(out.len())
-            .is_none_or(|end| end > entry.bytes)
-        {
-            return Err(BackendError::Runtime(format!(
-                "download of {} bytes at {offset} from a {}-byte buffer",
-                out.len(),
-                entry.bytes
-            )));
-        }
-        if out.is_empty() {
+        if !check_access(Access::Download { offset }, out.len(), entry.bytes)? {
             return Ok(());
         }
         // SAFETY: blocking read of a range inside the buffer into a live slice.
@@ -571,15 +546,7 @@ impl Backend for OpenClBackend {
         bytes: usize,
     ) -> Result<BufferId, BackendError> {
         let p = self.buffer(parent)?;
-        if bytes == 0
-            || offset + bytes > p.bytes
-            || !offset.is_multiple_of(kevo_backend::VIEW_ALIGN)
-        {
-            return Err(BackendError::Runtime(format!(
-                "view of {bytes} bytes at {offset} in a {}-byte buffer",
-                p.bytes
-            )));
-        }
+        check_view(offset, bytes, p.bytes)?;
         // SAFETY: the region lies inside the live parent buffer.
         let buffer = unsafe { p.buffer.create_sub_buffer(CL_MEM_READ_WRITE, offset, bytes) }
             .map_err(|e| cl_err("creating a sub-buffer", e))?;
@@ -593,20 +560,12 @@ impl Backend for OpenClBackend {
         dst: BufferId,
         bytes: usize,
     ) -> Result<(), BackendError> {
-        if src == dst {
-            return Err(BackendError::Runtime("copy of a buffer onto itself".into()));
-        }
+        check_distinct(src, dst)?;
         self.buffer(src)?;
         let mut d = self.buffers.take(dst.0)?;
         let result = (|| {
             let s = self.buffer(src)?;
-            if bytes > s.bytes.min(d.bytes) {
-                return Err(BackendError::Runtime(format!(
-                    "copy of {bytes} bytes between buffers of {} and {} bytes",
-                    s.bytes, d.bytes
-                )));
-            }
-            if bytes == 0 {
+            if !check_copy(bytes, s.bytes, d.bytes)? {
                 return Ok(());
             }
             // SAFETY: both buffers are live, distinct and at least `bytes` long.
@@ -630,13 +589,7 @@ impl Backend for OpenClBackend {
         bytes: usize,
     ) -> Result<(), BackendError> {
         let entry = self.buffers.get_mut(buffer.0)?;
-        if bytes > entry.bytes {
-            return Err(BackendError::Runtime(format!(
-                "fill of {bytes} bytes in a {}-byte buffer",
-                entry.bytes
-            )));
-        }
-        if bytes == 0 {
+        if !check_access(Access::Fill, bytes, entry.bytes)? {
             return Ok(());
         }
         // SAFETY: the pattern is one byte and the range lies inside the buffer.
