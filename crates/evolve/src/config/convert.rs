@@ -91,105 +91,16 @@ impl RunConfig {
             key: Some("promotion".into()),
             message,
         })?;
-        o.backend = self.device.backend.unwrap_or(BackendKind::Auto);
-        o.selector = kevo_backend::DeviceSelector {
-            platform: self.device.platform.clone(),
-            device: self.device.device.clone(),
-        };
-        o.declared_ceilings = self.device.ceilings.map(|c| kevo_worker::DeclaredCeilings {
-            bandwidth_gbs: c.bandwidth_gbs,
-            fp32_gflops: c.fp32_gflops,
-        });
-        o.fast_math = self.device.fast_math.unwrap_or(true);
-        o.devices = self.device.devices.clone().unwrap_or_default();
-        o.mixed_devices = self.device.mixed_devices.unwrap_or(false);
-        o.triton_python = self.device.triton_python.clone();
-        o.nats = self.device.nats.clone().map(|url| crate::NatsOptions {
-            url,
-            namespace: self
-                .device
-                .nats_namespace
-                .clone()
-                .unwrap_or_else(|| "kevo".into()),
-        });
-        o.profile = self.device.profile.unwrap_or(false);
-        o.profile_every = self.device.profile_every.unwrap_or(false);
-        o.sanitize_winner = self.device.sanitize_winner.clone().unwrap_or_default();
+        self.device.apply(&mut o);
         o.sizes = self.sizes.unwrap_or(SizeSet::Full);
-        o.timing = kevo_worker::TimingOptions {
-            cuda_graph: self.timing.cuda_graph.unwrap_or(true),
-            flush_l2: self.timing.flush_l2.unwrap_or(false),
-            target_spread: Some(self.timing.target_spread.unwrap_or(DEFAULT_TARGET_SPREAD)),
-            max_timed_runs: Some(self.timing.max_timed_runs.unwrap_or(DEFAULT_MAX_TIMED_RUNS)),
-        };
-        let gib = |v: f64| (v * f64::from(1u32 << 30)) as u64;
-        let defaults = kevo_worker::Limits::default();
-        o.limits = kevo_worker::Limits {
-            compile_memory_bytes: self
-                .limits
-                .compile_memory_gib
-                .map(|v| gib(v).max(64 << 20))
-                .unwrap_or(defaults.compile_memory_bytes),
-            worker_memory_bytes: self
-                .limits
-                .worker_memory_gib
-                .map(gib)
-                .unwrap_or(defaults.worker_memory_bytes),
-            compile_timeout_s: self
-                .limits
-                .compile_timeout_s
-                .unwrap_or(defaults.compile_timeout_s),
-        };
-        o.timeout_s = self.limits.candidate_timeout_s;
-        o.sandbox = kevo_sandbox::Options {
-            enabled: self.sandbox.enabled.unwrap_or(true),
-            required: self.sandbox.required.unwrap_or(false),
-            skip: self.sandbox.skip.clone().unwrap_or_default(),
-            readable: self.sandbox.allow_read.clone().unwrap_or_default(),
-            writable: self.sandbox.allow_write.clone().unwrap_or_default(),
-            ..Default::default()
-        };
-        o.llm_config = self.llm.providers.clone();
-        o.llm_timeout_s = self.llm.timeout_s;
-        o.llm_retries = self.llm.retries;
-        o.accept_unknown_cost = self.llm.accept_unknown_cost.unwrap_or(false);
-        o.record = self.llm.record.clone();
-        o.analyst = self.llm.analyst.clone();
-        o.concurrency = self.llm.concurrency.unwrap_or(1);
-        o.candidates_per_iteration = self.llm.candidates_per_iteration.unwrap_or(1);
-        o.batch_poll_s = self.llm.batch_poll_s.unwrap_or(o.batch_poll_s);
-        o.edit_mode = match self.llm.edit_mode {
-            Some(EditModeName::Diff) => EditMode::SearchReplace,
-            _ => EditMode::FullSource,
-        };
-        o.rng_seed = self.llm.seed.unwrap_or(o.rng_seed);
-        o.model_choice = self.llm.model_choice.unwrap_or_default();
-        o.meta_prompt = self
-            .llm
-            .meta_prompter
-            .clone()
-            .map(|prompter| crate::MetaPromptOptions {
-                prompter,
-                every: self.llm.meta_every.unwrap_or(crate::DEFAULT_META_EVERY),
-            });
+        self.timing.apply(&mut o);
+        self.limits.apply(&mut o);
+        self.sandbox.apply(&mut o);
+        self.llm.apply(&mut o);
         o.max_wall_s = self.budget.max_wall_s;
         o.max_cost_usd = self.budget.max_cost_usd;
         o.target_score = self.budget.target_score;
-        o.prompt = PromptOptions {
-            templates: self.prompt.templates.clone(),
-            history_len: self.prompt.history.unwrap_or(o.prompt.history_len),
-            stagnation: StagnationParams {
-                window: self
-                    .prompt
-                    .stagnation_window
-                    .unwrap_or(o.prompt.stagnation.window),
-                gap: self
-                    .prompt
-                    .stagnation_gap
-                    .unwrap_or(o.prompt.stagnation.gap),
-            },
-        };
-        o.context_budget_tokens = self.prompt.context_budget_tokens;
+        self.prompt.apply(&mut o);
         o.tune = crate::TuneOptions {
             best_of: self.tune.best_of.unwrap_or(o.tune.best_of),
             strategy: self.tune.strategy.unwrap_or(o.tune.strategy),
@@ -391,5 +302,117 @@ impl RunConfig {
         }
         out.push_str(&body);
         out
+    }
+}
+
+/// Each section sets its part of a run's options, every key left out
+/// taking kevo's default.
+impl DeviceSection {
+    fn apply(&self, o: &mut EvolveOptions) {
+        o.backend = self.backend.unwrap_or(BackendKind::Auto);
+        o.selector = kevo_backend::DeviceSelector {
+            platform: self.platform.clone(),
+            device: self.device.clone(),
+        };
+        o.declared_ceilings = self.ceilings.map(|c| kevo_worker::DeclaredCeilings {
+            bandwidth_gbs: c.bandwidth_gbs,
+            fp32_gflops: c.fp32_gflops,
+        });
+        o.fast_math = self.fast_math.unwrap_or(true);
+        o.devices = self.devices.clone().unwrap_or_default();
+        o.mixed_devices = self.mixed_devices.unwrap_or(false);
+        o.triton_python = self.triton_python.clone();
+        o.nats = self.nats.clone().map(|url| crate::NatsOptions {
+            url,
+            namespace: self.nats_namespace.clone().unwrap_or_else(|| "kevo".into()),
+        });
+        o.profile = self.profile.unwrap_or(false);
+        o.profile_every = self.profile_every.unwrap_or(false);
+        o.sanitize_winner = self.sanitize_winner.clone().unwrap_or_default();
+    }
+}
+
+impl TimingSection {
+    fn apply(&self, o: &mut EvolveOptions) {
+        o.timing = kevo_worker::TimingOptions {
+            cuda_graph: self.cuda_graph.unwrap_or(true),
+            flush_l2: self.flush_l2.unwrap_or(false),
+            target_spread: Some(self.target_spread.unwrap_or(DEFAULT_TARGET_SPREAD)),
+            max_timed_runs: Some(self.max_timed_runs.unwrap_or(DEFAULT_MAX_TIMED_RUNS)),
+        };
+    }
+}
+
+impl LimitsSection {
+    /// Memory is given in GiB; a compile gets at least 64 MiB.
+    fn apply(&self, o: &mut EvolveOptions) {
+        let gib = |v: f64| (v * f64::from(1u32 << 30)) as u64;
+        let defaults = kevo_worker::Limits::default();
+        o.limits = kevo_worker::Limits {
+            compile_memory_bytes: self
+                .compile_memory_gib
+                .map(|v| gib(v).max(64 << 20))
+                .unwrap_or(defaults.compile_memory_bytes),
+            worker_memory_bytes: self
+                .worker_memory_gib
+                .map(gib)
+                .unwrap_or(defaults.worker_memory_bytes),
+            compile_timeout_s: self.compile_timeout_s.unwrap_or(defaults.compile_timeout_s),
+        };
+        o.timeout_s = self.candidate_timeout_s;
+    }
+}
+
+impl SandboxSection {
+    fn apply(&self, o: &mut EvolveOptions) {
+        o.sandbox = kevo_sandbox::Options {
+            enabled: self.enabled.unwrap_or(true),
+            required: self.required.unwrap_or(false),
+            skip: self.skip.clone().unwrap_or_default(),
+            readable: self.allow_read.clone().unwrap_or_default(),
+            writable: self.allow_write.clone().unwrap_or_default(),
+            ..Default::default()
+        };
+    }
+}
+
+impl LlmSection {
+    fn apply(&self, o: &mut EvolveOptions) {
+        o.llm_config = self.providers.clone();
+        o.llm_timeout_s = self.timeout_s;
+        o.llm_retries = self.retries;
+        o.accept_unknown_cost = self.accept_unknown_cost.unwrap_or(false);
+        o.record = self.record.clone();
+        o.analyst = self.analyst.clone();
+        o.concurrency = self.concurrency.unwrap_or(1);
+        o.candidates_per_iteration = self.candidates_per_iteration.unwrap_or(1);
+        o.batch_poll_s = self.batch_poll_s.unwrap_or(o.batch_poll_s);
+        o.edit_mode = match self.edit_mode {
+            Some(EditModeName::Diff) => EditMode::SearchReplace,
+            _ => EditMode::FullSource,
+        };
+        o.rng_seed = self.seed.unwrap_or(o.rng_seed);
+        o.model_choice = self.model_choice.unwrap_or_default();
+        o.meta_prompt = self
+            .meta_prompter
+            .clone()
+            .map(|prompter| crate::MetaPromptOptions {
+                prompter,
+                every: self.meta_every.unwrap_or(crate::DEFAULT_META_EVERY),
+            });
+    }
+}
+
+impl PromptSection {
+    fn apply(&self, o: &mut EvolveOptions) {
+        o.prompt = PromptOptions {
+            templates: self.templates.clone(),
+            history_len: self.history.unwrap_or(o.prompt.history_len),
+            stagnation: StagnationParams {
+                window: self.stagnation_window.unwrap_or(o.prompt.stagnation.window),
+                gap: self.stagnation_gap.unwrap_or(o.prompt.stagnation.gap),
+            },
+        };
+        o.context_budget_tokens = self.context_budget_tokens;
     }
 }
