@@ -99,9 +99,9 @@ impl Local {
             Err(e) => return self.failure(job, e.to_string()),
         };
         let (_, worker) = self.running.as_mut().expect("started above");
-        worker.evaluate(
+        worker.evaluate_candidate(
             task,
-            &job.source,
+            &job.candidate,
             &job.sizes,
             Duration::from_secs_f64(job.timeout_s.max(1.0)),
         )
@@ -321,7 +321,7 @@ mod tests {
             id: "j".into(),
             task: "saxpy".into(),
             task_hash: String::new(),
-            source: String::new(),
+            candidate: kevo_eval::Candidate::new(String::new(), kevo_backend::Dialect::OpenCl),
             sizes: Vec::new(),
             timeout_s: 1.0,
             settings: serde_json::to_value(&asked).unwrap(),

@@ -31,6 +31,7 @@ fn on_h100(score: f64) -> Evaluation {
         sizes: Vec::new(),
         wall: WallTimes::default(),
         kernels: Vec::new(),
+        source_sha: None,
     }
 }
 

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use async_nats::jetstream::message::PublishMessage;
 use futures::StreamExt;
 use kevo_backend::BackendName;
-use kevo_eval::Evaluation;
+use kevo_eval::{Evaluation, Outcome, WallTimes};
 use kevo_tasks::Size;
 
 use crate::names::{Namespace, Opened};
@@ -17,7 +17,7 @@ pub struct Request<'a> {
     pub task: &'a str,
     /// The task's definition hash (a worker with another refuses).
     pub task_hash: &'a str,
-    pub source: &'a str,
+    pub candidate: &'a kevo_eval::Candidate,
     pub sizes: &'a [Size],
     pub timeout: Duration,
     /// The run's evaluation settings (see [`Job::settings`]).
@@ -107,6 +107,31 @@ impl RemoteEvaluator {
         &self.worker
     }
 
+    /// The worker's evaluation, named for the candidate sent; an answer
+    /// for another source is a failure, never a score.
+    fn claimed(&self, request: &Request<'_>, evaluation: Evaluation) -> Evaluation {
+        request
+            .candidate
+            .claim(evaluation)
+            .unwrap_or_else(|message| {
+                let failed = Evaluation::without_sizes(
+                    request.task,
+                    &self.worker.device.name,
+                    self.worker.backend,
+                    Outcome::RuntimeError {
+                        size: None,
+                        fault: None,
+                        message,
+                    },
+                    WallTimes::default(),
+                );
+                request
+                    .candidate
+                    .claim(failed)
+                    .expect("a failure made here names no source")
+            })
+    }
+
     /// Evaluate one candidate on whichever worker takes the job. Waits as
     /// long as it takes: a queue without workers holds the job (said once a
     /// minute) until one joins or the run is interrupted.
@@ -124,7 +149,7 @@ impl RemoteEvaluator {
             id: id.clone(),
             task: request.task.to_string(),
             task_hash: request.task_hash.to_string(),
-            source: request.source.to_string(),
+            candidate: request.candidate.clone(),
             sizes: request.sizes.to_vec(),
             timeout_s: request.timeout.as_secs_f64(),
             settings: request.settings.clone(),
@@ -157,12 +182,12 @@ impl RemoteEvaluator {
         loop {
             if let Some(value) = self.opened.results.get(&id).await? {
                 let result: JobResult = serde_json::from_slice(&value)?;
-                return Ok(result.evaluation);
+                return Ok(self.claimed(request, result.evaluation));
             }
             match tokio::time::timeout(Duration::from_secs(1), stored.next()).await {
                 Ok(Some(message)) => {
                     if let Ok(result) = serde_json::from_slice::<JobResult>(&message.payload) {
-                        return Ok(result.evaluation);
+                        return Ok(self.claimed(request, result.evaluation));
                     }
                 }
                 // The subscription ended: reading the store every second

@@ -66,7 +66,9 @@ pub struct Job {
     /// The task definition the coordinator scores against: a worker whose
     /// task differs refuses the job.
     pub task_hash: String,
-    pub source: String,
+    /// The kernel with its hashes and dialect (see
+    /// [`kevo_eval::Candidate`]).
+    pub candidate: kevo_eval::Candidate,
     pub sizes: Vec<Size>,
     /// The hard wall-clock limit of the evaluation.
     pub timeout_s: f64,

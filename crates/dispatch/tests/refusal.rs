@@ -64,7 +64,7 @@ async fn jobs_for_another_task_definition_or_an_unknown_task_are_refused_unrun()
         tokio::spawn(async move {
             let mut evaluate = |job: &kevo_dispatch::Job| {
                 ran.fetch_add(1, Ordering::Relaxed);
-                Evaluation::without_sizes(
+                let mut e = Evaluation::without_sizes(
                     &job.task,
                     "",
                     kevo_backend::BackendName::Opencl,
@@ -74,7 +74,12 @@ async fn jobs_for_another_task_definition_or_an_unknown_task_are_refused_unrun()
                         message: "ran".into(),
                     },
                     WallTimes::default(),
-                )
+                );
+                // A worker that answers for a kernel other than the job's.
+                if job.candidate.source.contains("lie") {
+                    e.source_sha = Some(kevo_eval::source_sha256("another kernel"));
+                }
+                e
             };
             let mut log = |_line: String| {};
             worker.serve(&mut evaluate, stop, &mut log).await
@@ -90,15 +95,17 @@ async fn jobs_for_another_task_definition_or_an_unknown_task_are_refused_unrun()
     .unwrap();
     let settings = serde_json::json!({});
     let sizes: Vec<kevo_tasks::Size> = Vec::new();
-    let ask = |task: &'static str, task_hash: &'static str| {
+    let ask_with = |task: &'static str, task_hash: &'static str, comment: &'static str| {
         let (remote, settings, sizes) = (&remote, &settings, &sizes);
+        let source = format!("__kernel void saxpy() {{}} // {comment}");
+        let candidate = kevo_eval::Candidate::new(source, kevo_backend::Dialect::OpenCl);
         async move {
             remote
                 .evaluate(
                     &Request {
                         task,
                         task_hash,
-                        source: "__kernel void saxpy() {}",
+                        candidate: &candidate,
                         sizes,
                         timeout: Duration::from_secs(10),
                         settings,
@@ -109,6 +116,7 @@ async fn jobs_for_another_task_definition_or_an_unknown_task_are_refused_unrun()
                 .unwrap()
         }
     };
+    let ask = |task: &'static str, task_hash: &'static str| ask_with(task, task_hash, "");
     let message = |e: &Evaluation| match &e.outcome {
         Outcome::RuntimeError { message, .. } => message.clone(),
         other => panic!("refused as a runtime error, not {other:?}"),
@@ -127,6 +135,12 @@ async fn jobs_for_another_task_definition_or_an_unknown_task_are_refused_unrun()
     let accepted = ask("saxpy", hash).await;
     assert_eq!(message(&accepted), "ran");
     assert_eq!(ran.load(Ordering::Relaxed), 1);
+    let sent = kevo_eval::source_sha256("__kernel void saxpy() {} // ");
+    assert_eq!(accepted.source_sha.as_deref(), Some(sent.as_str()));
+    // An answer for another kernel is a failure, never that kernel's score.
+    let lied = ask_with("saxpy", hash, "lie").await;
+    let m = message(&lied);
+    assert!(m.contains("not the candidate sent"), "{m}");
     stop.store(true, Ordering::Relaxed);
     serving.await.unwrap().unwrap();
     namespace.remove(url).await.unwrap();

@@ -57,6 +57,7 @@ impl<B: Backend> Evaluator<B> {
             sizes: results,
             wall,
             kernels,
+            source_sha: None,
         }
     }
 

@@ -25,6 +25,7 @@
 
 mod ahead;
 mod cache;
+mod candidate;
 mod config;
 mod device;
 mod evaluate;
@@ -50,6 +51,7 @@ use ahead::CacheKey;
 use pristine::PristineCache;
 
 pub use cache::LruCache;
+pub use candidate::{Candidate, normalised_sha256, source_sha256};
 pub use config::EvalConfig;
 pub use evaluate::Stage;
 pub use kevo_backend::KernelInfo;

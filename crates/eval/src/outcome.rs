@@ -396,6 +396,12 @@ pub struct Evaluation {
     /// before it was recorded).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kernels: Vec<KernelResources>,
+    /// The SHA-256 of the source evaluated, as its [`crate::Candidate`]
+    /// named it: the caller checks the answer is for the kernel it sent
+    /// (absent in evaluations stored before it was recorded, and in those
+    /// made in process).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_sha: Option<String>,
 }
 
 impl Evaluation {
@@ -416,6 +422,7 @@ impl Evaluation {
             sizes: Vec::new(),
             wall,
             kernels: Vec::new(),
+            source_sha: None,
         }
     }
 

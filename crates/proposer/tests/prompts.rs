@@ -185,6 +185,7 @@ fn evaluation(
         sizes,
         wall: WallTimes::default(),
         kernels: Vec::new(),
+        source_sha: None,
     }
 }
 

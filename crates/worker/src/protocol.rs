@@ -223,7 +223,10 @@ pub enum Request {
         /// scoring another problem.
         #[serde(default)]
         task_hash: Option<String>,
-        source: String,
+        /// The kernel, with its hash and dialect: the worker refuses one
+        /// whose hash does not match or that its backend does not compile,
+        /// and names the hash in its evaluation.
+        candidate: kevo_eval::Candidate,
         sizes: Vec<Size>,
         /// The verification seed (index into the pool) to use, where the
         /// coordinator chose it because it shipped only that seed's

@@ -197,17 +197,19 @@ impl Session {
                 nonce,
                 task,
                 task_hash,
-                source,
+                candidate,
                 sizes,
                 verify_index,
             } => {
-                let evaluation = match task_for(&task, task_hash.as_deref()) {
-                    Err(message) => failed(&task, &self.device, self.with_refusals(message)),
-                    Ok(task_ref) => {
+                let refused = candidate.refusal(self.device.dialect);
+                let mut evaluation = match (task_for(&task, task_hash.as_deref()), refused) {
+                    (Err(message), _) => failed(&task, &self.device, self.with_refusals(message)),
+                    (Ok(_), Some(message)) => failed(&task, &self.device, message),
+                    (Ok(task_ref), None) => {
                         if let Some(index) = verify_index {
                             self.evaluator.verify_next_on(index);
                         }
-                        self.evaluate(id, &nonce, task_ref, &source, &sizes, output)
+                        self.evaluate(id, &nonce, task_ref, &candidate.source, &sizes, output)
                             .unwrap_or_else(|panic| {
                                 failed(
                                     &task,
@@ -217,6 +219,7 @@ impl Session {
                             })
                     }
                 };
+                evaluation.source_sha = Some(candidate.sha);
                 let restart = self.evaluator.backend().is_poisoned();
                 let reply = Reply::Result {
                     id,

@@ -398,12 +398,44 @@ impl Worker {
         Ok(())
     }
 
-    /// Evaluate one candidate with a hard wall-clock `timeout`. Never fails:
-    /// every failure is an outcome, and the worker is replaced when needed.
+    /// Evaluate `source`, in the dialect of this worker's device, as
+    /// [`Worker::evaluate_candidate`] does.
     pub fn evaluate(
         &mut self,
         task: &Task,
         source: &str,
+        sizes: &[Size],
+        timeout: Duration,
+    ) -> Evaluation {
+        let candidate = kevo_eval::Candidate::new(source.to_string(), self.device.dialect);
+        self.evaluate_candidate(task, &candidate, sizes, timeout)
+    }
+
+    /// Evaluate one candidate with a hard wall-clock `timeout`. Never fails:
+    /// every failure is an outcome, and the worker is replaced when needed.
+    /// The evaluation names the candidate's hash; an answer the worker gave
+    /// for another source is a failure, never a score.
+    pub fn evaluate_candidate(
+        &mut self,
+        task: &Task,
+        candidate: &kevo_eval::Candidate,
+        sizes: &[Size],
+        timeout: Duration,
+    ) -> Evaluation {
+        let started = Instant::now();
+        let answer = self.evaluate_unnamed(task, candidate, sizes, timeout);
+        candidate.claim(answer).unwrap_or_else(|message| {
+            let failed = self.failure(task, None, message, started);
+            candidate
+                .claim(failed)
+                .expect("a failure made here names no source")
+        })
+    }
+
+    fn evaluate_unnamed(
+        &mut self,
+        task: &Task,
+        candidate: &kevo_eval::Candidate,
         sizes: &[Size],
         timeout: Duration,
     ) -> Evaluation {
@@ -426,7 +458,7 @@ impl Worker {
             nonce: nonce.clone(),
             task: task.name().to_string(),
             task_hash: Some(task.content_hash().to_string()),
-            source: source.to_string(),
+            candidate: candidate.clone(),
             sizes: sizes.to_vec(),
             verify_index: Some(verify_index),
         };

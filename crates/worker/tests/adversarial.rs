@@ -32,8 +32,10 @@ kevo_runtimes::backend_tests!(
     sandbox_a_confined_worker_reads_nothing_of_the_users,
     sandbox_inline_assembly_is_refused,
     sandbox_a_confined_worker_connects_to_no_unix_socket,
-    honest_kernels_pass_under_ceilings_measured_on_a_busy_machine;
+    honest_kernels_pass_under_ceilings_measured_on_a_busy_machine,
+    a_candidate_changed_on_the_way_or_for_another_compiler_is_refused;
     triton:
+    a_candidate_changed_on_the_way_or_for_another_compiler_is_refused,
     a_worker_that_cannot_open_its_device_fails_to_start_with_the_reason,
     sandbox_a_confined_worker_reads_nothing_of_the_users,
 );
@@ -108,6 +110,41 @@ fn a_worker_that_cannot_open_its_device_fails_to_start_with_the_reason(under: Un
 fn class1_forged_replies_never_become_results(under: UnderTest) {
     on_worker(under, |w, dialect| {
         common::forged_replies_never_become_results(w, dialect)
+    });
+}
+
+/// The worker evaluates only the candidate the caller will store: one
+/// whose source no longer matches its hash, or written for another
+/// compiler, is refused before it compiles; the seed as sent is correct
+/// and its evaluation names its hash.
+fn a_candidate_changed_on_the_way_or_for_another_compiler_is_refused(under: UnderTest) {
+    on_worker(under, |w, dialect| {
+        let saxpy = kevo_tasks::by_name("saxpy").unwrap();
+        let seed = saxpy.seed(dialect).expect("saxpy has a seed").to_string();
+        let sizes = common::in_distribution("saxpy");
+        let refused = |e: &kevo_eval::Evaluation, why: &str| {
+            assert!(
+                matches!(&e.outcome, kevo_eval::Outcome::RuntimeError { message, .. }
+                    if message.contains(why)),
+                "{}",
+                e.outcome.summary()
+            );
+        };
+        let other = match dialect {
+            kevo_backend::Dialect::OpenCl => kevo_backend::Dialect::Cuda,
+            _ => kevo_backend::Dialect::OpenCl,
+        };
+        let foreign = kevo_eval::Candidate::new(seed.clone(), other);
+        let e = w.evaluate_candidate(saxpy, &foreign, &sizes, common::TIMEOUT);
+        refused(&e, "whose backend compiles");
+        let mut changed = kevo_eval::Candidate::new(seed.clone(), dialect);
+        changed.source.push_str("\n// changed on the way\n");
+        let e = w.evaluate_candidate(saxpy, &changed, &sizes, common::TIMEOUT);
+        refused(&e, "does not match its hash");
+        let sent = kevo_eval::Candidate::new(seed, dialect);
+        let e = w.evaluate_candidate(saxpy, &sent, &sizes, common::TIMEOUT);
+        assert!(e.outcome.is_correct(), "{}", e.outcome.summary());
+        assert_eq!(e.source_sha.as_deref(), Some(sent.sha.as_str()));
     });
 }
 

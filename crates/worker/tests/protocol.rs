@@ -39,6 +39,9 @@ while IFS= read -r line; do
         cross)
             reply=${FAKE_BASELINE//__ID__/$id}
             printf '%s\n' "${reply//__NONCE__/$nonce}" >&3 ;;
+        other_source)
+            reply=${FAKE_OTHER//__ID__/$id}
+            printf '%s\n' "${reply//__NONCE__/$nonce}" >&3 ;;
     esac
 done
 "#;
@@ -91,12 +94,19 @@ fn fake(mode: &str) -> Worker {
             sizes: Vec::new(),
             wall: WallTimes::default(),
             kernels: Vec::new(),
+            source_sha: None,
         }),
         restart: false,
     };
-    let result = serde_json::to_string(&result)
-        .unwrap()
-        .replace("\"id\":0", "\"id\":__ID__");
+    let mut other = result.clone();
+    if let Reply::Result { evaluation, .. } = &mut other {
+        evaluation.source_sha = Some(kevo_eval::source_sha256("another kernel"));
+    }
+    let [result, other] = [result, other].map(|r| {
+        serde_json::to_string(&r)
+            .unwrap()
+            .replace("\"id\":0", "\"id\":__ID__")
+    });
     let baseline = Reply::Baseline {
         id: 0,
         nonce: "__NONCE__".into(),
@@ -113,6 +123,7 @@ fn fake(mode: &str) -> Worker {
             ("MODE".into(), mode.into()),
             ("FAKE_READY".into(), serde_json::to_string(&ready).unwrap()),
             ("FAKE_RESULT".into(), result),
+            ("FAKE_OTHER".into(), other),
             ("FAKE_BASELINE".into(), baseline),
         ],
     };
@@ -142,6 +153,22 @@ fn a_reply_with_the_right_id_and_nonce_is_the_result() {
         assert_eq!(e.outcome, Outcome::Correct { score: 0.5 });
     }
     assert_eq!(w.stats().protocol_violations, 0);
+}
+
+#[test]
+fn an_answer_names_the_source_sent_and_one_for_another_source_is_a_failure() {
+    let saxpy = kevo_tasks::by_name("saxpy").unwrap();
+    let e = fake("honest").evaluate(saxpy, "src", &[], LIMIT);
+    let sent = kevo_eval::source_sha256("src");
+    assert_eq!(e.source_sha.as_deref(), Some(sent.as_str()));
+    let e = fake("other_source").evaluate(saxpy, "src", &[], LIMIT);
+    assert!(
+        matches!(&e.outcome, Outcome::RuntimeError { message, .. }
+            if message.contains("not the candidate sent")),
+        "{}",
+        e.outcome.summary()
+    );
+    assert_eq!(e.source_sha.as_deref(), Some(sent.as_str()));
 }
 
 #[test]

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use kevo_backend::Dialect;
 use kevo_descriptors::Features;
-use kevo_eval::Evaluation;
+use kevo_eval::{Candidate, Evaluation};
 use kevo_proposer::{Accounting, DeviceBrief, PromptBuilder, Provider, ProviderConfig};
 use kevo_store::artifacts::RunDir;
 use kevo_store::{NewRun, ProposalId, RunId, Spent, Store};
@@ -271,14 +271,26 @@ impl<'e> Session<'e> {
         })
     }
 
+    /// A stored source (the seed, a kept candidate) evaluated as a
+    /// candidate in the run's dialect.
     pub(super) fn evaluate(
         &mut self,
         source: &str,
         sizes: &[kevo_tasks::Size],
         timeout: Duration,
     ) -> Result<Evaluation, EvolveError> {
+        let candidate = Candidate::new(source.to_string(), self.dialect);
+        self.evaluate_candidate(&candidate, sizes, timeout)
+    }
+
+    pub(super) fn evaluate_candidate(
+        &mut self,
+        candidate: &Candidate,
+        sizes: &[kevo_tasks::Size],
+        timeout: Duration,
+    ) -> Result<Evaluation, EvolveError> {
         let started = Instant::now();
-        let e = self.pool.evaluate(self.task, source, sizes, timeout);
+        let e = self.pool.evaluate(self.task, candidate, sizes, timeout);
         self.evaluating += started.elapsed();
         e
     }

@@ -2,35 +2,15 @@
 //! [`Candidate`] whose hashes are computed once, or why there is none.
 
 use kevo_proposer::{Completion, Extraction, ProviderError, StepOutcome};
-use kevo_store::source_sha256;
 
 use super::base::Session;
 
-/// A kernel source as the session knows it from extraction on: its
-/// SHA-256 (the store's key for a measured source) and that of its
-/// normalised form (comments and whitespace runs collapsed: the key of
-/// duplicate detection).
-#[derive(Debug, Clone, PartialEq)]
-pub(super) struct Candidate {
-    pub(super) source: String,
-    pub(super) sha: String,
-    pub(super) normalised: String,
-}
-
-impl Candidate {
-    pub(super) fn new(source: String) -> Candidate {
-        Candidate {
-            sha: source_sha256(&source),
-            normalised: normalised_sha(&source),
-            source,
-        }
-    }
-}
+pub(super) use kevo_eval::Candidate;
 
 /// SHA-256 of a source normalised (comments and whitespace runs): the key
 /// of duplicate detection.
 pub(super) fn normalised_sha(source: &str) -> String {
-    source_sha256(&kevo_descriptors::normalised(source))
+    kevo_eval::normalised_sha256(source)
 }
 
 /// Why an answer gave no candidate: the outcome recorded and the reason
@@ -47,7 +27,7 @@ impl<'e> Session<'e> {
     ) -> Result<Candidate, NoCandidate> {
         let options = self.prompts.extract_options(Some(incumbent_source));
         match kevo_proposer::extract(text, &options) {
-            Extraction::Code { source, .. } => Ok(Candidate::new(source)),
+            Extraction::Code { source, .. } => Ok(Candidate::new(source, self.dialect)),
             other => {
                 let reason = other
                     .failure_reason()
@@ -76,24 +56,5 @@ impl<'e> Session<'e> {
                 Some(self.extract(&completion.text, incumbent_source))
             })
             .collect()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_candidate_s_keys_are_its_hash_and_its_normalised_hash() {
-        let a = Candidate::new("__global__ void k() { /* one */ }\n".into());
-        let b = Candidate::new("__global__ void k()   { /* two */ }".into());
-        assert_eq!(a.sha, source_sha256(&a.source));
-        assert_ne!(a.sha, b.sha, "different sources, different store keys");
-        assert_eq!(
-            a.normalised, b.normalised,
-            "comments and whitespace do not make a new kernel"
-        );
-        let c = Candidate::new("__global__ void k() { x = 1; }".into());
-        assert_ne!(a.normalised, c.normalised);
     }
 }

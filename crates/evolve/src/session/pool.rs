@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use kevo_eval::Evaluation;
+use kevo_eval::{Candidate, Evaluation};
 use kevo_tasks::Task;
 use kevo_worker::Worker;
 
@@ -198,19 +198,19 @@ impl EvaluationPool {
         }
     }
 
-    /// Several sources evaluated at once, each on the next free worker;
-    /// the results in `sources` order.
+    /// Several candidates evaluated at once, each on the next free worker;
+    /// the results in `candidates` order.
     pub(super) fn evaluate_many(
         &mut self,
         task: &Task,
-        sources: &[String],
+        candidates: &[&Candidate],
         sizes: &[kevo_tasks::Size],
         timeout: Duration,
     ) -> Result<Vec<Evaluation>, EvolveError> {
         match self {
             EvaluationPool::Local(workers) => Ok(tokio::task::block_in_place(|| {
                 let next = std::sync::atomic::AtomicUsize::new(0);
-                let results: Vec<std::sync::Mutex<Option<Evaluation>>> = sources
+                let results: Vec<std::sync::Mutex<Option<Evaluation>>> = candidates
                     .iter()
                     .map(|_| std::sync::Mutex::new(None))
                     .collect();
@@ -220,8 +220,10 @@ impl EvaluationPool {
                         scope.spawn(move || {
                             loop {
                                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                                let Some(source) = sources.get(i) else { break };
-                                let e = w.evaluate(task, source, sizes, timeout);
+                                let Some(candidate) = candidates.get(i) else {
+                                    break;
+                                };
+                                let e = w.evaluate_candidate(task, candidate, sizes, timeout);
                                 *results[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
                             }
                         });
@@ -239,13 +241,13 @@ impl EvaluationPool {
             EvaluationPool::Remote(r) => tokio::task::block_in_place(|| {
                 let (remote, settings) = (&r.remote, &r.settings);
                 tokio::runtime::Handle::current().block_on(async {
-                    let jobs = sources.iter().map(|source| async move {
+                    let jobs = candidates.iter().map(|candidate| async move {
                         remote
                             .evaluate(
                                 &kevo_dispatch::Request {
                                     task: task.name(),
                                     task_hash: task.content_hash(),
-                                    source,
+                                    candidate,
                                     sizes,
                                     timeout,
                                     settings,
@@ -269,17 +271,17 @@ impl EvaluationPool {
     pub(super) fn evaluate(
         &mut self,
         task: &Task,
-        source: &str,
+        candidate: &Candidate,
         sizes: &[kevo_tasks::Size],
         timeout: Duration,
     ) -> Result<Evaluation, EvolveError> {
         match self {
             EvaluationPool::Local(w) => Ok(tokio::task::block_in_place(|| {
-                w[0].evaluate(task, source, sizes, timeout)
+                w[0].evaluate_candidate(task, candidate, sizes, timeout)
             })),
             EvaluationPool::Remote(_) => {
-                let mut one = self.evaluate_many(task, &[source.to_string()], sizes, timeout)?;
-                Ok(one.pop().expect("one source, one evaluation"))
+                let mut one = self.evaluate_many(task, &[candidate], sizes, timeout)?;
+                Ok(one.pop().expect("one candidate, one evaluation"))
             }
         }
     }

@@ -258,10 +258,9 @@ impl<'e> Session<'e> {
         }
         let started = Instant::now();
         let sizes = self.sizes();
-        let sources: Vec<String> = fresh.iter().map(|c| c.source.clone()).collect();
         let evaluations = self
             .pool
-            .evaluate_many(self.task, &sources, &sizes, self.timeout)?;
+            .evaluate_many(self.task, &fresh, &sizes, self.timeout)?;
         self.evaluating += started.elapsed();
         for (candidate, e) in fresh.into_iter().zip(evaluations) {
             self.prefetched.insert(candidate.sha.clone(), e);
@@ -423,7 +422,7 @@ impl<'e> Session<'e> {
             let Some(c) = search.next(&space, &seen) else {
                 break;
             };
-            let instance = Candidate::new(space.instantiate(&template.source, &c));
+            let instance = Candidate::new(space.instantiate(&template.source, &c), self.dialect);
             let result = self.evaluate_once(&instance, batch).await?;
             seen.push(kevo_tune::Observation {
                 configuration: c.clone(),
@@ -463,7 +462,7 @@ impl<'e> Session<'e> {
         }
         let (c, result) = tried.swap_remove(best);
         let best = space.instantiate_annotated(&template.source, &c, &table);
-        Ok((Candidate::new(best), result))
+        Ok((Candidate::new(best, self.dialect), result))
     }
 
     /// `source`'s evaluation: the stored one if this run measured the
@@ -504,7 +503,7 @@ impl<'e> Session<'e> {
             None => match self.prefetched.remove(&candidate.sha) {
                 Some(e) => (e, None, None),
                 None => (
-                    self.evaluate(&candidate.source, &self.sizes(), self.timeout)?,
+                    self.evaluate_candidate(candidate, &self.sizes(), self.timeout)?,
                     None,
                     None,
                 ),

@@ -4,21 +4,11 @@
 
 use chrono::{DateTime, SubsecRound, Utc};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use crate::StoreError;
 use crate::model::{CandidateRef, EvaluationId, Proposed, RunId};
 
-/// SHA-256 of a kernel source, lowercase hex: the key under which a run
-/// remembers what it already evaluated.
-pub fn source_sha256(source: &str) -> String {
-    let digest = Sha256::digest(source.as_bytes());
-    let mut out = String::with_capacity(64);
-    for b in digest.iter() {
-        out.push_str(&format!("{b:02x}"));
-    }
-    out
-}
+pub use kevo_eval::source_sha256;
 
 /// Timestamps are kept to the microsecond, what Postgres stores, so that a
 /// value reads back equal on both backends.

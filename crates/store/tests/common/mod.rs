@@ -289,6 +289,7 @@ pub fn correct(task: &str, score: f64) -> Evaluation {
             },
             occupancy: None,
         }],
+        source_sha: None,
     }
 }
 
@@ -310,6 +311,7 @@ pub fn wrong_nan(task: &str) -> Evaluation {
         sizes: vec![s],
         wall: WallTimes::default(),
         kernels: Vec::new(),
+        source_sha: None,
     }
 }
 
@@ -326,5 +328,6 @@ pub fn runtime_error(task: &str) -> Evaluation {
         sizes: vec![],
         wall: WallTimes::default(),
         kernels: Vec::new(),
+        source_sha: None,
     }
 }
