@@ -45,8 +45,12 @@ fn a_chosen_verification_seed_is_the_one_whose_answers_were_shipped(b: UnderTest
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("saxpy-command");
     std::fs::create_dir(&root).unwrap();
-    let example =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/tasks/saxpy");
+    // The checkout the binary runs in (`KEVO_REPO`, which scripts/gpu-check
+    // sets on the device machine), else the one it was built in.
+    let repo = std::env::var_os("KEVO_REPO")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."));
+    let example = repo.join("examples/tasks/saxpy");
     for entry in std::fs::read_dir(&example).unwrap() {
         let path = entry.unwrap().path();
         std::fs::copy(&path, root.join(path.file_name().unwrap())).unwrap();
