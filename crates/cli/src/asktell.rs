@@ -85,11 +85,19 @@ pub fn tell(
     runtime()?.block_on(async {
         let env = environment(&store).await?;
         let mut progress = Progress::new(json, false).single();
-        let iteration = kevo_evolve::tell(run, proposal, &text, model, &env, &mut progress).await?;
+        let told = kevo_evolve::tell(run, proposal, &text, model, &env, &mut progress).await?;
         if !json {
-            println!(
-                "proposal {proposal} is iteration {iteration} of run {run}; next: kevo ask {run}"
-            );
+            let iteration = told.iteration;
+            let next = match told.next {
+                kevo_evolve::Next::Ask => format!("kevo ask {run}"),
+                kevo_evolve::Next::Finish { reason, pending: 0 } => {
+                    format!("kevo finish {run} ({reason})")
+                }
+                kevo_evolve::Next::Finish { reason, pending } => format!(
+                    "answer the {pending} pending proposal(s), then kevo finish {run} ({reason})"
+                ),
+            };
+            println!("proposal {proposal} is iteration {iteration} of run {run}; next: {next}");
         }
         Ok(ExitCode::SUCCESS)
     })

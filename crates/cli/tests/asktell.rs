@@ -200,6 +200,13 @@ fn ask_tell_matches_a_cmd_run_and_refuses_bad_input() {
         }
         let out = succeeded(tell(id, &root.path().join(format!("answer{i}.md"))));
         assert!(out.contains(&format!("iteration {i} of run")), "{out}");
+        // The last budgeted answer points at `kevo finish`, never at an
+        // `ask` that would refuse.
+        let next = match i {
+            5 => format!("next: kevo finish {run} (5 iterations done)"),
+            _ => format!("next: kevo ask {run}"),
+        };
+        assert!(out.contains(&next), "{out}");
         // The iteration's prompt is the one handed out.
         let stored = std::fs::read_to_string(
             ext_ws

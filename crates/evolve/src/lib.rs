@@ -41,8 +41,8 @@ pub use remeasure::{
 };
 pub use session::{
     ArmStat, Asked, Environment, Event, EvolveError, HeldOutSummary, InFlightCalls, META_PURPOSE,
-    Observer, Summary, ValidationState, arm_stats, ask, create, device_selectors, finish,
-    interrupt, is_abandoned, one_model, resume, start, stored_ensemble, stored_options,
+    Next, Observer, Summary, Told, ValidationState, arm_stats, ask, create, device_selectors,
+    finish, interrupt, is_abandoned, one_model, resume, start, stored_ensemble, stored_options,
     stored_prompt_archive, stored_strategy, tell,
 };
 pub use verdict::HeldOutVerdict;

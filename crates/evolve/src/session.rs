@@ -27,7 +27,7 @@ mod state;
 mod summary;
 mod values;
 
-pub use asktell::{Asked, ask, create, finish, tell};
+pub use asktell::{Asked, Next, Told, ask, create, finish, tell};
 pub use base::Environment;
 pub use calls::{InFlightCalls, META_PURPOSE, is_abandoned};
 pub use drivers::{interrupt, resume, start};

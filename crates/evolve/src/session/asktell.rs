@@ -87,9 +87,29 @@ pub async fn ask(run: &str, n: u32, env: &Environment) -> Result<Vec<Asked>, Evo
     asked
 }
 
+/// What an external run waits for once an answer is recorded: another
+/// prompt, or (its budget spent) the pending answers and `kevo finish`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Next {
+    Ask,
+    /// No prompt is left to hand out (`reason`); `pending` proposals may
+    /// still be answered before the run is finished.
+    Finish {
+        reason: String,
+        pending: u32,
+    },
+}
+
+/// An answer recorded: the iteration it became and what comes next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Told {
+    pub iteration: u32,
+    pub next: Next,
+}
+
 /// Record `response` as the answer to proposal `proposal`: extracted,
 /// evaluated, decided and stored as the run's next iteration, which is
-/// returned. A response with nothing to evaluate is refused and nothing
+/// returned with what the run waits for next. A response with nothing to evaluate is refused and nothing
 /// is stored. `model` names who answered (stored with the call).
 pub async fn tell(
     run: &str,
@@ -98,7 +118,7 @@ pub async fn tell(
     model: Option<&str>,
     env: &Environment,
     observer: &mut dyn Observer,
-) -> Result<u32, EvolveError> {
+) -> Result<Told, EvolveError> {
     // Checked before the run is opened (and its device started).
     let run_id = RunId(run.to_string());
     if env.store.run(&run_id).await?.status == RunStatus::Finished {
@@ -117,7 +137,10 @@ pub async fn tell(
         .into());
     }
     let mut session = open_external(run, env).await?;
-    let told = session.tell(stored, response, model, observer).await;
+    let told = match session.tell(stored, response, model, observer).await {
+        Ok(iteration) => session.next_after(iteration).await,
+        Err(e) => Err(e),
+    };
     session.wait().await?;
     told
 }
@@ -189,15 +212,31 @@ impl Session<'_> {
         Ok(())
     }
 
-    pub(super) async fn ask(&mut self, n: u32) -> Result<Vec<Asked>, EvolveError> {
-        let pending = self
+    /// What the run waits for after iteration `iteration` was recorded:
+    /// the rule `ask` hands prompts out by, pending proposals counted as
+    /// calls in flight.
+    async fn next_after(&self, iteration: u32) -> Result<Told, EvolveError> {
+        let pending = self.pending().await?;
+        let next = match self.stop_reason(self.iteration + pending + 1) {
+            None => Next::Ask,
+            Some(reason) => Next::Finish { reason, pending },
+        };
+        Ok(Told { iteration, next })
+    }
+
+    async fn pending(&self) -> Result<u32, EvolveError> {
+        Ok(self
             .env
             .store
             .proposals(&self.run)
             .await?
             .iter()
             .filter(|p| p.status == ProposalStatus::Pending)
-            .count() as u32;
+            .count() as u32)
+    }
+
+    pub(super) async fn ask(&mut self, n: u32) -> Result<Vec<Asked>, EvolveError> {
+        let pending = self.pending().await?;
         let mut asked: Vec<(Selection, ChatRequest)> = Vec::new();
         for i in 0..n {
             // Pending proposals count as calls in flight: no prompt is
