@@ -11,11 +11,45 @@ use super::diff::{is_replace, is_search};
 /// Characters kept of the first sentence; longer ones end in "...".
 pub const MAX_DESCRIPTION_CHARS: usize = 160;
 
-/// The first sentence of `response`'s prose, markdown markers stripped and
-/// whitespace collapsed; None when the response has no prose.
+/// What `response` says it changed: the text of its `Summary:` line (the
+/// output format asks for one), else the first sentence of its prose;
+/// markdown markers stripped and whitespace collapsed; None when the
+/// response has no prose. A label alone on its line ("**Optimisation**",
+/// "Change:") is skipped like a heading: as the description it told later
+/// prompts nothing ("tried: Optimisation").
 pub fn description(response: &str) -> Option<String> {
+    let lines = prose_lines(response);
+    let summary = lines.iter().find_map(|l| summary_text(l));
+    let text = match summary {
+        Some(text) => text.to_string(),
+        None => first_paragraph(&lines),
+    };
+    // Prose a model wrote, quoted in later prompts and history: no control
+    // character survives (the code blocks are not part of it).
+    let text = crate::sanitize::line(&text.split_whitespace().collect::<Vec<_>>().join(" "));
+    let sentence = match summary {
+        Some(_) => text.as_str(),
+        None => first_sentence(&text),
+    };
+    if sentence.is_empty() {
+        return None;
+    }
+    Some(if sentence.chars().count() > MAX_DESCRIPTION_CHARS {
+        let cut: String = sentence.chars().take(MAX_DESCRIPTION_CHARS - 3).collect();
+        format!("{}...", cut.trim_end())
+    } else {
+        sentence.to_string()
+    })
+}
+
+/// The response's prose lines outside fenced blocks and SEARCH/REPLACE
+/// edits, headings and labels left out, list and quote markers and bold
+/// stripped; an empty string where a paragraph ends.
+fn prose_lines(response: &str) -> Vec<String> {
     let mut prose = Vec::new();
     let (mut in_fence, mut in_edit) = (false, false);
+    // A `Summary:` label alone on its line: its text is the next line.
+    let mut summary_next = false;
     for line in response.lines() {
         let t = line.trim();
         if t.starts_with("```") {
@@ -34,31 +68,62 @@ pub fn description(response: &str) -> Option<String> {
             continue;
         }
         // Headings ("## Plan") name a section, not the change.
-        if t.starts_with('#') {
+        let plain = t
+            .trim_start_matches(['>', '*', '-', ' '])
+            .trim()
+            .replace("**", "");
+        if is_summary_label(&plain) && summary_text(&plain).is_none() {
+            summary_next = true;
             continue;
         }
-        let t = t.trim_start_matches(['>', '*', '-', ' ']).trim();
-        if !t.is_empty() {
-            prose.push(t.replace("**", ""));
-        } else if !prose.is_empty() {
-            // A paragraph ends the first sentence at the latest.
+        if t.starts_with('#') || is_label(t) {
+            continue;
+        }
+        if summary_next && !plain.is_empty() {
+            summary_next = false;
+            prose.push(format!("Summary: {plain}"));
+            continue;
+        }
+        prose.push(plain);
+    }
+    prose
+}
+
+/// A line that only names what follows: wholly bold, or ending in ':',
+/// and at most four words ("**Optimisation**", "What changed:").
+fn is_label(line: &str) -> bool {
+    let plain = line
+        .trim_start_matches(['>', '*', '-', ' '])
+        .replace("**", "");
+    let plain = plain.trim();
+    let bold = line.starts_with("**") && line.ends_with("**") && line.len() > 4;
+    let words = plain.split_whitespace().count();
+    (bold || plain.ends_with(':')) && (1..=4).contains(&words) && !is_summary_label(plain)
+}
+
+fn is_summary_label(text: &str) -> bool {
+    text.get(..8)
+        .is_some_and(|head| head.eq_ignore_ascii_case("summary:"))
+}
+
+/// The text after `Summary:` on a line, if it is one and says something.
+fn summary_text(line: &str) -> Option<&str> {
+    is_summary_label(line)
+        .then(|| line[8..].trim())
+        .filter(|t| !t.is_empty())
+}
+
+/// The prose up to the first paragraph break after some text.
+fn first_paragraph(lines: &[String]) -> String {
+    let mut paragraph: Vec<&str> = Vec::new();
+    for l in lines {
+        if !l.is_empty() {
+            paragraph.push(l);
+        } else if !paragraph.is_empty() {
             break;
         }
     }
-    let text = prose.join(" ");
-    // Prose a model wrote, quoted in later prompts and history: no control
-    // character survives (the code blocks are not part of it).
-    let text = crate::sanitize::line(&text.split_whitespace().collect::<Vec<_>>().join(" "));
-    let sentence = first_sentence(&text);
-    if sentence.is_empty() {
-        return None;
-    }
-    Some(if sentence.chars().count() > MAX_DESCRIPTION_CHARS {
-        let cut: String = sentence.chars().take(MAX_DESCRIPTION_CHARS - 3).collect();
-        format!("{}...", cut.trim_end())
-    } else {
-        sentence.to_string()
-    })
+    paragraph.join(" ")
 }
 
 /// Up to and including the first '.', '!' or '?' that ends a word (so
@@ -102,6 +167,28 @@ mod tests {
         assert_eq!(description("```opencl\nx. y\n```"), None);
         let r = "**Tiled** version\n<<<<<<< SEARCH\na\n=======\nc\n>>>>>>> REPLACE\n";
         assert_eq!(description(r).as_deref(), Some("Tiled version"));
+    }
+
+    #[test]
+    fn a_summary_line_is_the_description_and_labels_are_skipped() {
+        let r = "**Summary:** float4 loads and two outputs per work-item\n\nI changed many things. More.\n```opencl\nk\n```";
+        assert_eq!(
+            description(r).as_deref(),
+            Some("float4 loads and two outputs per work-item")
+        );
+        let r = "**Optimisation**\n\nTiling through local memory. Then more.";
+        assert_eq!(
+            description(r).as_deref(),
+            Some("Tiling through local memory.")
+        );
+        let r = "Change:\nUnroll the inner loop by 4.";
+        assert_eq!(
+            description(r).as_deref(),
+            Some("Unroll the inner loop by 4.")
+        );
+        // A summary label alone: its text is on the next line.
+        let r = "Summary:\n\nFuse the two passes\nMore prose.";
+        assert_eq!(description(r).as_deref(), Some("Fuse the two passes"));
     }
 
     #[test]
