@@ -16,13 +16,17 @@ pub const MAX_DESCRIPTION_CHARS: usize = 160;
 /// markdown markers stripped and whitespace collapsed; None when the
 /// response has no prose. A label alone on its line ("**Optimisation**",
 /// "Change:") is skipped like a heading: as the description it told later
-/// prompts nothing ("tried: Optimisation").
+/// prompts nothing ("tried: Optimisation"). It is the description only of
+/// a response with no other prose ("**Use float4 loads**" over the code).
 pub fn description(response: &str) -> Option<String> {
-    let lines = prose_lines(response);
+    let (lines, first_label) = prose_lines(response);
     let summary = lines.iter().find_map(|l| summary_text(l));
     let text = match summary {
         Some(text) => text.to_string(),
-        None => first_paragraph(&lines),
+        None => Some(first_paragraph(&lines))
+            .filter(|p| !p.is_empty())
+            .or(first_label)
+            .unwrap_or_default(),
     };
     // Prose a model wrote, quoted in later prompts and history: no control
     // character survives (the code blocks are not part of it).
@@ -44,9 +48,11 @@ pub fn description(response: &str) -> Option<String> {
 
 /// The response's prose lines outside fenced blocks and SEARCH/REPLACE
 /// edits, headings and labels left out, list and quote markers and bold
-/// stripped; an empty string where a paragraph ends.
-fn prose_lines(response: &str) -> Vec<String> {
+/// stripped; an empty string where a paragraph ends. With them, the first
+/// label's text.
+fn prose_lines(response: &str) -> (Vec<String>, Option<String>) {
     let mut prose = Vec::new();
+    let mut first_label: Option<String> = None;
     let (mut in_fence, mut in_edit) = (false, false);
     // A `Summary:` label alone on its line: its text is the next line.
     let mut summary_next = false;
@@ -76,7 +82,11 @@ fn prose_lines(response: &str) -> Vec<String> {
             summary_next = true;
             continue;
         }
-        if t.starts_with('#') || is_label(t) {
+        if t.starts_with('#') {
+            continue;
+        }
+        if is_label(t) {
+            first_label.get_or_insert_with(|| plain.trim_end_matches(':').to_string());
             continue;
         }
         if summary_next && !plain.is_empty() {
@@ -86,7 +96,7 @@ fn prose_lines(response: &str) -> Vec<String> {
         }
         prose.push(plain);
     }
-    prose
+    (prose, first_label)
 }
 
 /// A line that only names what follows: wholly bold, or ending in ':',
@@ -186,6 +196,9 @@ mod tests {
             description(r).as_deref(),
             Some("Unroll the inner loop by 4.")
         );
+        // A label is the description only when nothing else is.
+        let r = "**Use float4 loads**\n```opencl\nk\n```";
+        assert_eq!(description(r).as_deref(), Some("Use float4 loads"));
         // A summary label alone: its text is on the next line.
         let r = "Summary:\n\nFuse the two passes\nMore prose.";
         assert_eq!(description(r).as_deref(), Some("Fuse the two passes"));
