@@ -5,6 +5,7 @@
 //! backend may have to rebuild its context after a sticky device fault, and
 //! handles keep the trait object-safe so the CLI can pick a backend at run time.
 
+mod details;
 mod forward;
 mod handles;
 pub mod ranges;
@@ -13,6 +14,7 @@ mod vendor;
 
 pub mod conformance;
 
+pub use details::{DeviceDetails, Simd, mhz_from_cpuinfo, simd_from_cpuinfo};
 pub use handles::HandleTable;
 pub use types::*;
 pub use vendor::{VendorError, VendorKind, VendorLibrary, VendorOp};
@@ -245,6 +247,7 @@ pub(crate) fn test_device_info(backend: BackendName) -> DeviceInfo {
         is_cpu: false,
         cache_bytes: 0,
         integrated: false,
+        details: Default::default(),
     }
 }
 

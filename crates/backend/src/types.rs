@@ -1,3 +1,4 @@
+use crate::DeviceDetails;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -205,6 +206,10 @@ pub struct DeviceInfo {
     /// CUDA's integrated attribute); false for CPUs and discrete GPUs.
     #[serde(default)]
     pub integrated: bool,
+    /// What the runtime's device query leaves out (a CPU's vector
+    /// instruction set and usable cores, a GPU's warp and register file).
+    #[serde(default, skip_serializing_if = "DeviceDetails::is_empty")]
+    pub details: DeviceDetails,
 }
 
 /// What kind of processor a device is: the advice a proposer gets depends

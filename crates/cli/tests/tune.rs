@@ -320,8 +320,25 @@ fn a_proposed_template_is_tuned_best_of_k_and_its_best_instance_is_the_candidate
                 "{candidate}"
             );
             assert!(
-                candidate.contains("// kevo tuned this kernel: 3 of its 4 valid configurations evaluated (exhaustive), best first:"),
+                candidate.contains("// kevo tuned this kernel: 3 of its 4 valid configurations evaluated (exhaustive), best first; the leaders were re-measured together over 5 interleaved rounds and the best median chosen"),
                 "{candidate}"
+            );
+            // Both correct configurations are leaders, each with its
+            // median; the one chosen has the best median.
+            let leaders: Vec<(String, f64)> = candidate
+                .lines()
+                .filter_map(|l| {
+                    let (config, rest) = l.trim_start_matches("//").trim().split_once("  ")?;
+                    let median = rest.split("re-measured median ").nth(1)?;
+                    let median = median.split_whitespace().next()?.parse().ok()?;
+                    Some((config.to_string(), median))
+                })
+                .collect();
+            assert_eq!(leaders.len(), 2, "{candidate}");
+            let best = leaders.iter().max_by(|a, b| a.1.total_cmp(&b.1)).unwrap();
+            assert!(
+                candidate.starts_with(&format!("// kevo configuration: {}\n", best.0)),
+                "the best median is chosen: {candidate}"
             );
             assert!(
                 candidate.contains("BLOCK=64 FLAVOUR=2  compile error"),

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use cudarc::driver::sys::{self as cu, CUdevice_attribute as DevAttr};
-use kevo_backend::{BackendError, DeviceInfo, DeviceSelector, Dialect, HandleTable};
+use kevo_backend::{BackendError, DeviceDetails, DeviceInfo, DeviceSelector, Dialect, HandleTable};
 
 use crate::compile::{self, Target};
 use crate::context::{LOST, Live, epoch_slot, lost_reason};
@@ -158,7 +158,21 @@ fn device_info(dev: cu::CUdevice) -> Result<DeviceInfo, BackendError> {
         is_cpu: false,
         cache_bytes: device_attr(dev, DevAttr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as u64,
         integrated: device_attr(dev, DevAttr::CU_DEVICE_ATTRIBUTE_INTEGRATED)? != 0,
+        details: gpu_details(dev),
     })
+}
+
+/// The warp and the register file of a multiprocessor: what occupancy and
+/// a kernel's register budget are reasoned from. A failed query leaves
+/// its fact out rather than failing the device.
+fn gpu_details(dev: cu::CUdevice) -> DeviceDetails {
+    let attr = |a| device_attr(dev, a).ok().and_then(|v| u32::try_from(v).ok());
+    DeviceDetails {
+        warp_size: attr(DevAttr::CU_DEVICE_ATTRIBUTE_WARP_SIZE),
+        registers_per_sm: attr(DevAttr::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR),
+        max_threads_per_sm: attr(DevAttr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR),
+        ..DeviceDetails::default()
+    }
 }
 
 /// Every CUDA device visible to this process.

@@ -30,6 +30,14 @@ pub struct Loop {
     /// The condition names no variable but the loop's own counters (and
     /// compile-time constants): an unrollable loop, not a loop over data.
     pub constant_trip: bool,
+    /// It finishes what a wider path left over (the elements after a
+    /// vectorised or unrolled main loop) and holds no loop: part of that
+    /// access, not another loop of the algorithm nor a deeper nest.
+    pub remainder: bool,
+    /// Token index of its keyword.
+    pub(crate) start: usize,
+    /// Token indices of its header (the parenthesised part), [start, end).
+    pub(crate) header: (usize, usize),
     /// Token indices of its body, [start, end).
     pub(crate) extent: (usize, usize),
 }
@@ -37,9 +45,19 @@ pub struct Loop {
 /// The constructs of one kernel source that the descriptors are built on.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Features {
+    /// A wide access the kernel chose: `vload`/`vstore`, `as_T`, CUDA's
+    /// cache-hinted loads, vector PTX, or a cast to a pointer to a vector
+    /// type (`(float4*)x`). A vector local or literal is arithmetic, and
+    /// loading a `float4` buffer's own elements is the buffer's type.
     pub vector_access: Option<Seen>,
+    /// Pointers to vector types in top-level parameter lists (`float4*`
+    /// buffers): the task's element types, a choice only where the seed's
+    /// signature has scalars.
+    pub signature_vectors: Vec<Seen>,
     pub tiling: Option<Seen>,
-    pub register_array: Option<Seen>,
+    /// Arrays declared in function bodies without an address space
+    /// (per-thread arrays, in registers), in order.
+    pub register_arrays: Vec<Seen>,
     pub async_copy: Option<Seen>,
     pub barrier: Option<Seen>,
     pub warp_primitive: Option<Seen>,
@@ -52,6 +70,8 @@ pub struct Features {
     pub precisions: BTreeSet<&'static str>,
     /// Program-scope constant arrays (lookup tables).
     pub tables: usize,
+    /// Token indices of the explicit vector accesses.
+    vector_sites: Vec<usize>,
 }
 
 impl Features {
@@ -60,7 +80,7 @@ impl Features {
         let mut f = Features::default();
         scan_tokens(&lexed, dialect, &mut f);
         scan_strings(&lexed, dialect, &mut f);
-        f.loops = loops(&lexed.tokens, dialect);
+        f.loops = loops(&lexed.tokens, dialect, &f.vector_sites);
         f
     }
 
@@ -74,18 +94,26 @@ impl Features {
 
     /// Loops the algorithm axis counts: no barrier or warp primitive
     /// inside (tile, tree and shuffle loops are the memory and
-    /// coordination axes' work).
+    /// coordination axes' work) and no remainder of a wider path (the
+    /// memory axis's).
     pub fn algorithmic_loops(&self) -> impl Iterator<Item = &Loop> {
-        self.loops.iter().filter(|l| !l.coordinates())
+        self.loops
+            .iter()
+            .filter(|l| !l.coordinates() && !l.remainder)
     }
 
-    /// The deepest nest of loops over data (loops that are not
-    /// constant-trip). A loop that holds a barrier or a warp primitive
-    /// counts as one level together with every loop inside it: tiling and
-    /// warp sharing restructure one pass over the data without deepening
-    /// it. (Any loop around such a loop holds its barrier too.)
+    /// The deepest nest of loops over data (loops that are neither
+    /// constant-trip nor the remainder of a wider path). A loop that holds
+    /// a barrier or a warp primitive counts as one level together with
+    /// every loop inside it: tiling and warp sharing restructure one pass
+    /// over the data without deepening it. (Any loop around such a loop
+    /// holds its barrier too.)
     pub fn data_loop_depth(&self) -> u32 {
-        let data: Vec<&Loop> = self.loops.iter().filter(|l| !l.constant_trip).collect();
+        let data: Vec<&Loop> = self
+            .loops
+            .iter()
+            .filter(|l| !l.constant_trip && !l.remainder)
+            .collect();
         data.iter()
             .map(|l| {
                 if self
@@ -122,12 +150,16 @@ impl Loop {
     }
 }
 
+fn seen(t: &Token) -> Seen {
+    Seen {
+        pattern: t.text.clone(),
+        line: t.line,
+    }
+}
+
 fn note(slot: &mut Option<Seen>, t: &Token) {
     if slot.is_none() {
-        *slot = Some(Seen {
-            pattern: t.text.clone(),
-            line: t.line,
-        });
+        *slot = Some(seen(t));
     }
 }
 
@@ -159,37 +191,79 @@ fn is_vector_type(name: &str, widths: &[&str]) -> bool {
     }) || matches!(name, "nv_bfloat162")
 }
 
-fn is_vector_access(t: &str, dialect: Dialect) -> bool {
+/// The lane counts of a dialect's vector types (Triton has none).
+fn vector_widths(dialect: Dialect) -> &'static [&'static str] {
     match dialect {
-        Dialect::Cuda => {
-            is_vector_type(t, &["2", "4"])
-                || matches!(
-                    t,
-                    "__ldg"
-                        | "__ldca"
-                        | "__ldcg"
-                        | "__ldcs"
-                        | "__ldlu"
-                        | "__ldcv"
-                        | "__stwb"
-                        | "__stcg"
-                        | "__stcs"
-                        | "__stwt"
-                )
-        }
+        Dialect::Cuda => &["2", "4"],
+        Dialect::OpenCl => &["2", "3", "4", "8", "16"],
+        Dialect::Metal => &["2", "3", "4"],
+        Dialect::Triton => &[],
+    }
+}
+
+/// Builtins that load or store several lanes at once, or reinterpret
+/// them; vector types are judged where they are used (see [`pointee`]).
+fn is_explicit_vector_access(t: &str, dialect: Dialect) -> bool {
+    match dialect {
+        Dialect::Cuda => matches!(
+            t,
+            "__ldg"
+                | "__ldca"
+                | "__ldcg"
+                | "__ldcs"
+                | "__ldlu"
+                | "__ldcv"
+                | "__stwb"
+                | "__stcg"
+                | "__stcs"
+                | "__stwt"
+        ),
         Dialect::OpenCl => {
-            is_vector_type(t, &["2", "3", "4", "8", "16"])
-                || t.strip_prefix("as_")
-                    .is_some_and(|r| is_vector_type(r, &["2", "3", "4", "8", "16"]))
+            t.strip_prefix("as_")
+                .is_some_and(|r| is_vector_type(r, vector_widths(dialect)))
                 || t.starts_with("vload")
                 || t.starts_with("vstore")
         }
-        Dialect::Metal => is_vector_type(t, &["2", "3", "4"]),
+        Dialect::Metal => false,
         // Every Triton access is a block; these hint or shape its layout.
         Dialect::Triton => matches!(
             t,
             "make_block_ptr" | "multiple_of" | "max_contiguous" | "reshape" | "join" | "split"
         ),
+    }
+}
+
+/// How a vector type at token `i` is used as a pointee.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pointee {
+    /// `T*` followed by `)` or `>`: a cast or a template argument
+    /// (`(float4*)x`, `reinterpret_cast<const float4*>(x)`).
+    Cast,
+    /// `T* name`: a declaration (a parameter, a local pointer).
+    Declared,
+}
+
+/// The use of the type at token `i` as a pointee, if it is one.
+fn pointee(tokens: &[Token], i: usize) -> Option<Pointee> {
+    let qualifier = |t: &Token| {
+        matches!(
+            t.text.as_str(),
+            "const" | "volatile" | "restrict" | "__restrict" | "__restrict__"
+        )
+    };
+    let mut k = i + 1;
+    while tokens.get(k).is_some_and(qualifier) {
+        k += 1;
+    }
+    if !tokens.get(k)?.is("*") {
+        return None;
+    }
+    while tokens.get(k).is_some_and(|t| t.is("*") || qualifier(t)) {
+        k += 1;
+    }
+    match tokens.get(k) {
+        Some(t) if t.is(")") || t.is(">") => Some(Pointee::Cast),
+        _ => Some(Pointee::Declared),
     }
 }
 
@@ -326,6 +400,24 @@ fn precision(t: &str) -> Option<&'static str> {
     }
 }
 
+/// A vector access at token `i`: an explicit one, a cast to a vector
+/// pointer, or a vector buffer of a top-level parameter list (`in_params`).
+fn scan_vector(tokens: &[Token], i: usize, in_params: bool, dialect: Dialect, f: &mut Features) {
+    let t = &tokens[i];
+    let explicit = is_explicit_vector_access(&t.text, dialect);
+    let pointee = is_vector_type(&t.text, vector_widths(dialect))
+        .then(|| pointee(tokens, i))
+        .flatten();
+    if in_params && pointee.is_some() {
+        if !f.signature_vectors.iter().any(|s| s.pattern == t.text) {
+            f.signature_vectors.push(seen(t));
+        }
+    } else if explicit || (!in_params && pointee == Some(Pointee::Cast)) {
+        note(&mut f.vector_access, t);
+        f.vector_sites.push(i);
+    }
+}
+
 fn scan_tokens(lexed: &Lexed, dialect: Dialect, f: &mut Features) {
     let tokens = &lexed.tokens;
     let (mut braces, mut parens) = (0i32, 0i32);
@@ -347,9 +439,7 @@ fn scan_tokens(lexed: &Lexed, dialect: Dialect, f: &mut Features) {
             continue;
         }
         let name = t.text.as_str();
-        if is_vector_access(name, dialect) {
-            note(&mut f.vector_access, t);
-        }
+        scan_vector(tokens, i, braces == 0 && parens > 0, dialect, f);
         if is_tiling_qualifier(name, dialect) {
             note(&mut f.tiling, t);
         }
@@ -387,7 +477,7 @@ fn scan_tokens(lexed: &Lexed, dialect: Dialect, f: &mut Features) {
                 .iter()
                 .any(|q| is_constant_qualifier(&q.text, dialect));
             if braces > 0 && !shared && !constant {
-                note(&mut f.register_array, &tokens[i + 1]);
+                f.register_arrays.push(seen(&tokens[i + 1]));
             }
             if braces == 0 && constant {
                 f.tables += 1;
@@ -470,7 +560,7 @@ fn scan_strings(lexed: &Lexed, dialect: Dialect, f: &mut Features) {
 }
 
 /// Every loop with its body's extent and what the body holds.
-fn loops(tokens: &[Token], dialect: Dialect) -> Vec<Loop> {
+fn loops(tokens: &[Token], dialect: Dialect, vector_sites: &[usize]) -> Vec<Loop> {
     let constants = compile_time_constants(tokens);
     let mut all: Vec<Loop> = Vec::new();
     let mut trailing_whiles = BTreeSet::new();
@@ -512,15 +602,99 @@ fn loops(tokens: &[Token], dialect: Dialect) -> Vec<Loop> {
                 .any(|b| is_warp_primitive(&b.text, dialect)),
             logarithmic,
             constant_trip: constant_trip(t.is("for"), header_tokens, &constants),
+            remainder: false,
+            start: i,
+            header,
             extent: body,
         });
     }
-    all.iter()
-        .map(|l| Loop {
-            depth: all.iter().filter(|o| o.encloses(l)).count() as u32,
-            ..l.clone()
+    let blocks = Blocks::of(tokens);
+    (0..all.len())
+        .map(|k| Loop {
+            depth: all.iter().filter(|o| o.encloses(&all[k])).count() as u32,
+            remainder: !all.iter().any(|o| all[k].encloses(o))
+                && (continues_earlier_loop(&all, k, tokens)
+                    || finishes_vector_path(&all, k, vector_sites, &blocks)),
+            ..all[k].clone()
         })
         .collect()
+}
+
+/// A `for` without an initialiser that steps a counter an earlier loop of
+/// the same nest used: the tail of an unrolled or vectorised main loop
+/// (`for (; j < n; ++j)`).
+fn continues_earlier_loop(all: &[Loop], k: usize, tokens: &[Token]) -> bool {
+    let l = &all[k];
+    let header = |l: &Loop| &tokens[l.header.0.min(l.header.1)..l.header.1];
+    if !tokens[l.start].is("for") || !header(l).first().is_some_and(|t| t.is(";")) {
+        return false;
+    }
+    let outer = |m: &Loop| -> Vec<(usize, usize)> {
+        all.iter()
+            .filter(|o| o.encloses(m))
+            .map(|o| o.extent)
+            .collect()
+    };
+    let names: BTreeSet<&str> = header(l)
+        .iter()
+        .filter(|t| t.is_ident())
+        .map(|t| t.text.as_str())
+        .collect();
+    all[..k].iter().any(|m| {
+        !m.encloses(l)
+            && outer(m) == outer(l)
+            && header(m).iter().any(|t| names.contains(t.text.as_str()))
+    })
+}
+
+/// A loop without vector accesses after a block that closed on a vector
+/// access, in the same function and nest: the scalar tail of a vectorised
+/// path (`if (in range) { vload4(...) } else { for ... }`).
+fn finishes_vector_path(all: &[Loop], k: usize, sites: &[usize], blocks: &Blocks) -> bool {
+    let l = &all[k];
+    let inside = |o: &Loop, p: usize| o.extent.0 <= p && p < o.extent.1;
+    if sites.iter().any(|p| inside(l, *p)) {
+        return false;
+    }
+    sites.iter().any(|&p| {
+        p < l.start
+            && blocks.function(p) == blocks.function(l.start)
+            && blocks.innermost(p).is_some_and(|b| b.1 < l.start)
+            && all.iter().filter(|o| o.encloses(l)).all(|o| inside(o, p))
+    })
+}
+
+/// The `{ }` blocks of a source, as token index pairs.
+struct Blocks(Vec<(usize, usize, u32)>);
+
+impl Blocks {
+    fn of(tokens: &[Token]) -> Blocks {
+        let (mut open, mut all) = (Vec::new(), Vec::new());
+        for (i, t) in tokens.iter().enumerate() {
+            if t.is("{") {
+                open.push(i);
+            } else if t.is("}")
+                && let Some(start) = open.pop()
+            {
+                all.push((start, i, open.len() as u32));
+            }
+        }
+        Blocks(all)
+    }
+
+    fn containing(&self, p: usize) -> impl Iterator<Item = &(usize, usize, u32)> {
+        self.0.iter().filter(move |b| b.0 < p && p < b.1)
+    }
+
+    /// The innermost block around token `p`.
+    fn innermost(&self, p: usize) -> Option<(usize, usize)> {
+        self.containing(p).max_by_key(|b| b.2).map(|b| (b.0, b.1))
+    }
+
+    /// The top-level block (a function body) around token `p`.
+    fn function(&self, p: usize) -> Option<usize> {
+        self.containing(p).find(|b| b.2 == 0).map(|b| b.0)
+    }
 }
 
 /// Names declared `const T NAME = literal;` (or constexpr): compile-time
@@ -711,6 +885,63 @@ mod tests {
         );
         let only_shared = Features::of(r#"asm("ld.shared.f32 %0, [%1];");"#, Dialect::Cuda);
         assert!(only_shared.global_coordination.is_none() && only_shared.vector_access.is_none());
+    }
+
+    #[test]
+    fn remainder_loops_finish_a_wider_path_and_nothing_else() {
+        let remainders = |src: &str| -> Vec<bool> {
+            let f = Features::of(src, Dialect::OpenCl);
+            f.loops.iter().map(|l| l.remainder).collect()
+        };
+        // The tail after an unrolled main loop, and after a vector branch.
+        assert_eq!(
+            remainders("for (; j + 1 < n; j += 2) {} for (; j < n; ++j) {}"),
+            [false, true]
+        );
+        assert_eq!(
+            remainders(
+                "void k() { if (c) { v = vload4(i, x); } else { for (k = 4 * i; k < n; ++k) {} } }"
+            ),
+            [true]
+        );
+        // A loop after a vector load of the same block is the kernel's own
+        // loop, and so is a fresh loop after another.
+        assert_eq!(
+            remainders("void k() { v = vload4(i, x); for (j = 0; j < n; ++j) {} }"),
+            [false]
+        );
+        assert_eq!(
+            remainders("for (j = 0; j < n; ++j) {} for (k = 0; k < n; ++k) {}"),
+            [false, false]
+        );
+        // A helper's vector access does not make the kernel's loop a tail.
+        assert_eq!(
+            remainders(
+                "float4 ld(x) { return vload4(0, x); } void k() { for (j = 0; j < n; ++j) {} }"
+            ),
+            [false]
+        );
+    }
+
+    #[test]
+    fn vector_types_count_where_memory_is_read_through_them() {
+        let f = Features::of(
+            "__kernel void k(__global const float4* p, __global float* m) {\n\
+             float3 r = p[0].xyz; float4 q = (float4)(r, 0.0f);\n\
+             float8 w = *((__global const float8 *)m); }",
+            Dialect::OpenCl,
+        );
+        let names: Vec<&str> = f
+            .signature_vectors
+            .iter()
+            .map(|s| s.pattern.as_str())
+            .collect();
+        assert_eq!(names, ["float4"], "the signature's buffer type");
+        assert_eq!(
+            f.vector_access.map(|s| (s.pattern, s.line)),
+            Some(("float8".to_string(), 3)),
+            "the cast, not the locals or the literal"
+        );
     }
 
     #[test]

@@ -9,15 +9,19 @@
 //!
 //! Memory access
 //! - 3 multi-level: shared/local-memory tiling together with register
-//!   blocking (an array declared in a function body without an address
-//!   space) or asynchronous copies/prefetch (`cp.async`, `memcpy_async`,
-//!   `__pipeline_*`; `async_work_group_copy`, `prefetch`), which fill
-//!   shared/local memory themselves.
+//!   blocking (more arrays declared in function bodies without an address
+//!   space than the seed declares) or asynchronous copies/prefetch
+//!   (`cp.async`, `memcpy_async`, `__pipeline_*`; `async_work_group_copy`,
+//!   `prefetch`), which fill shared/local memory themselves.
 //! - 2 tiled: `__shared__` (CUDA), `__local`/`local` (OpenCL),
 //!   `threadgroup` (Metal).
-//! - 1 vectorised: vector types (`float4`, `int2`, ...), `vload`/`vstore`,
-//!   CUDA's cache-hinted loads (`__ldg`, `__ldcs`, ...) or vector PTX, or
-//!   register blocking without tiling.
+//! - 1 vectorised: wide accesses the kernel chose: `vload`/`vstore`,
+//!   `as_T`, CUDA's cache-hinted loads (`__ldg`, `__ldcs`, ...), vector
+//!   PTX, a cast to a vector pointer (`(float4*)x`), or a vector buffer
+//!   type the seed's signature does not have; or register blocking
+//!   without tiling. A vector local or literal is arithmetic, and a
+//!   `float4` buffer of the task's signature is its layout: neither
+//!   counts.
 //! - 0 scalar: none of these.
 //!
 //! Algorithmic structure, against the task's seed in the same dialect
@@ -30,15 +34,19 @@
 //!   `rsqrt` for `1/sqrt`; fast variants like `__expf` count as the
 //!   builtin they approximate), a different set of precisions (half,
 //!   bfloat16, float, double), or more program-scope constant tables.
-//! - 1 fused: more loops than the seed or a deeper nest (several
-//!   elements or steps per thread, temporal blocking).
+//! - 1 fused: more loops than the seed or a deeper nest (passes merged
+//!   into one kernel, temporal blocking, several outputs per thread).
 //! - 0 as the seed.
 //!
 //! Loops whose condition names only their counters and compile-time
 //! constants are unrollable, not loops over data: they do not count for
-//! the depth. Loops whose body holds a barrier or a warp primitive (tile,
-//! tree and shuffle loops) are the other axes' work: they do not count as
-//! loops or doubling loops, and such a loop with everything inside it is
+//! the depth. A remainder loop, holding no loop itself, that continues an
+//! earlier loop's counter (`for (; j < n; ++j)`) or follows a closed block
+//! holding a vector access finishes what a wider path left: it is the
+//! memory axis's work and counts neither as a loop nor for the depth.
+//! Loops whose body holds a barrier or a warp primitive (tile, tree and
+//! shuffle loops) are the other axes' work: they do not count as loops or
+//! doubling loops, and such a loop with everything inside it is
 //! one level of depth, so a tiled O(N^2) kernel is as deep as its
 //! untiled seed.
 //!
@@ -62,7 +70,7 @@ mod lex;
 use std::fmt;
 
 pub use features::{Features, Loop, Seen};
-use kevo_backend::Dialect;
+use kevo_backend::{DeviceKind, Dialect};
 pub use lex::normalised;
 use serde::{Deserialize, Serialize};
 
@@ -97,7 +105,7 @@ impl Axis {
             (Axis::Memory, 2) => "shared/local-memory tiling",
             (Axis::Memory, _) => "multi-level (tiling with register blocking or async copies)",
             (Axis::Algorithm, 0) => "the seed's algorithm",
-            (Axis::Algorithm, 1) => "fused (more work per thread or per launch)",
+            (Axis::Algorithm, 1) => "fused (more loops or a deeper loop nest than the seed)",
             (Axis::Algorithm, 2) => "reformulated arithmetic",
             (Axis::Algorithm, _) => "an asymptotically different algorithm",
             (Axis::Coordination, 0) => "no coordination",
@@ -107,37 +115,48 @@ impl Axis {
         }
     }
 
-    /// A suggestion for moving toward `level` on this axis, as a proposer
-    /// would be told it ("consider shared-memory tiling").
-    pub fn suggestion(self, level: u8, dialect: Dialect) -> String {
-        let (shared, barrier, warp) = match dialect {
-            Dialect::Cuda => ("__shared__", "__syncthreads()", "__shfl_down_sync"),
-            Dialect::OpenCl => (
-                "__local",
-                "barrier(CLK_LOCAL_MEM_FENCE)",
-                "sub_group_reduce_add",
-            ),
-            Dialect::Metal => ("threadgroup", "threadgroup_barrier", "simd_sum"),
-            Dialect::Triton => ("shared (through `tl.dot`)", "tl.debug_barrier", "tl.reduce"),
-        };
-        let vector = match dialect {
-            Dialect::OpenCl => "vload4/vstore4",
-            Dialect::Triton => "block pointers and contiguity hints (tl.multiple_of)",
-            _ => "float4 loads and stores",
-        };
-        match (self, level) {
+    /// Whether moving toward `level` is sound advice on a device of
+    /// `kind`. On a CPU, local memory is ordinary cached memory (a tile
+    /// only adds copies), every barrier splits the work-item loop, and
+    /// sub-group primitives have no lanes behind them: the levels built on
+    /// them are not suggested there.
+    pub fn suits(self, level: u8, kind: Option<DeviceKind>) -> bool {
+        let gpu_only = matches!(
+            (self, level),
+            (Axis::Memory, 2..) | (Axis::Coordination, 1 | 2)
+        );
+        kind != Some(DeviceKind::Cpu) || !gpu_only
+    }
+
+    /// A suggestion for moving toward `level` on this axis as a proposer
+    /// is told it ("consider tiling through __shared__ memory"), in the
+    /// dialect's words and within the system prompts' rules: the launch
+    /// stays one work-item per output (several outputs per work-item do
+    /// not shrink it) and results stay deterministic. None where the
+    /// device makes the move pointless (see [`Axis::suits`]).
+    pub fn suggestion(
+        self,
+        level: u8,
+        dialect: Dialect,
+        kind: Option<DeviceKind>,
+    ) -> Option<String> {
+        if !self.suits(level, kind) {
+            return None;
+        }
+        let w = Words::of(dialect);
+        let shared = w.shared;
+        Some(match (self, level) {
             (Axis::Memory, 0) => "consider plain scalar accesses with simpler indexing".into(),
-            (Axis::Memory, 1) => format!("consider vectorised memory access ({vector})"),
+            (Axis::Memory, 1) => format!("consider vectorised memory access ({})", w.vector),
             (Axis::Memory, 2) => format!("consider tiling through {shared} memory"),
             (Axis::Memory, _) => format!(
-                "consider register blocking (several outputs per thread in registers) on top of {shared} tiles, or asynchronous copies"
+                "consider keeping reused values in private arrays (registers) on top of \
+                 {shared} tiles, or asynchronous copies into the tiles"
             ),
             (Axis::Algorithm, 0) => {
                 "consider returning to the seed's algorithm with tuned details".into()
             }
-            (Axis::Algorithm, 1) => {
-                "consider fusing work: several elements or steps per thread".into()
-            }
+            (Axis::Algorithm, 1) => fusing(dialect, kind),
             (Axis::Algorithm, 2) => {
                 "consider reformulating the arithmetic (cheaper math builtins, precomputed tables)"
                     .into()
@@ -146,9 +165,83 @@ impl Axis {
             (Axis::Coordination, 0) => {
                 "consider removing synchronisation the result does not need".into()
             }
-            (Axis::Coordination, 1) => format!("consider work-group cooperation with {barrier}"),
-            (Axis::Coordination, 2) => format!("consider warp/sub-group primitives ({warp})"),
-            (Axis::Coordination, _) => "consider atomics or a global coordination pattern".into(),
+            (Axis::Coordination, 1) => {
+                format!("consider work-group cooperation with {}", w.barrier)
+            }
+            (Axis::Coordination, 2) => format!("consider warp/sub-group primitives ({})", w.warp),
+            (Axis::Coordination, _) => "consider atomics or a global coordination pattern \
+                 whose result does not depend on the order of updates"
+                .into(),
+        })
+    }
+}
+
+/// Fusing as the rules allow it: fewer passes and more reuse, never
+/// several outputs per work-item (they would not shrink the launch).
+fn fusing(dialect: Dialect, kind: Option<DeviceKind>) -> String {
+    let Words { group, item, .. } = Words::of(dialect);
+    let reuse = match (dialect, kind) {
+        (Dialect::Triton, _) => "reuse each loaded block for every result that needs it".into(),
+        (_, Some(DeviceKind::Cpu)) => {
+            "order the work so that data is reused while it is in cache".into()
+        }
+        _ => format!("reuse what a {group} has loaded across its {item}s"),
+    };
+    let launch = match dialect {
+        Dialect::Triton => String::new(),
+        _ => format!(" (the launch stays one {item} per output)"),
+    };
+    format!(
+        "consider fusing work: merge passes over the same data into one loop and {reuse}{launch}"
+    )
+}
+
+/// A dialect's names for the constructs the suggestions mention.
+struct Words {
+    shared: &'static str,
+    barrier: &'static str,
+    warp: &'static str,
+    vector: &'static str,
+    group: &'static str,
+    item: &'static str,
+}
+
+impl Words {
+    fn of(dialect: Dialect) -> Words {
+        match dialect {
+            Dialect::Cuda => Words {
+                shared: "__shared__",
+                barrier: "__syncthreads()",
+                warp: "__shfl_down_sync",
+                vector: "float4 loads and stores",
+                group: "block",
+                item: "thread",
+            },
+            Dialect::OpenCl => Words {
+                shared: "__local",
+                barrier: "barrier(CLK_LOCAL_MEM_FENCE)",
+                // The extension may be missing: the rules ask for a fallback.
+                warp: "sub_group_reduce_add, behind `#ifdef cl_khr_subgroups` with a fallback",
+                vector: "vload4/vstore4",
+                group: "work-group",
+                item: "work-item",
+            },
+            Dialect::Metal => Words {
+                shared: "threadgroup",
+                barrier: "threadgroup_barrier",
+                warp: "simd_sum",
+                vector: "float4 loads and stores",
+                group: "threadgroup",
+                item: "thread",
+            },
+            Dialect::Triton => Words {
+                shared: "shared (through `tl.dot`)",
+                barrier: "tl.debug_barrier",
+                warp: "tl.reduce",
+                vector: "block pointers and contiguity hints (tl.multiple_of)",
+                group: "program",
+                item: "program",
+            },
         }
     }
 }
@@ -256,19 +349,7 @@ pub struct Analysis {
 pub fn analyse(source: &str, dialect: Dialect, seed: &Features) -> Analysis {
     let f = Features::of(source, dialect);
     let at = |s: &Seen| format!("{} (line {})", s.pattern, s.line);
-    let (memory, memory_why) = match (
-        &f.tiling,
-        &f.register_array,
-        &f.async_copy,
-        &f.vector_access,
-    ) {
-        (_, _, Some(a), _) => (3, format!("asynchronous copy {}", at(a))),
-        (Some(t), Some(r), _, _) => (3, format!("tiling {} with register array {}", at(t), at(r))),
-        (Some(t), None, _, _) => (2, format!("tiling {}", at(t))),
-        (None, _, _, Some(v)) => (1, format!("vector access {}", at(v))),
-        (None, Some(r), _, None) => (1, format!("register array {} without tiling", at(r))),
-        (None, None, None, None) => (0, "no vector, shared or asynchronous access".into()),
-    };
+    let (memory, memory_why) = memory(&f, seed);
     let (algorithm, algorithm_why) = algorithm(&f, seed);
     let tree = f.tree_reduction();
     let (coordination, coordination_why) =
@@ -292,6 +373,36 @@ pub fn analyse(source: &str, dialect: Dialect, seed: &Features) -> Analysis {
             format!("algorithm {algorithm}: {algorithm_why}"),
             format!("coordination {coordination}: {coordination_why}"),
         ],
+    }
+}
+
+/// The memory level. A vector buffer or per-thread arrays the seed has too
+/// are the task's data layout, not a choice of this kernel's.
+fn memory(f: &Features, seed: &Features) -> (u8, String) {
+    let at = |s: &Seen| format!("{} (line {})", s.pattern, s.line);
+    let vector = f.vector_access.as_ref().or_else(|| {
+        f.signature_vectors.iter().find(|v| {
+            !seed
+                .signature_vectors
+                .iter()
+                .any(|s| s.pattern == v.pattern)
+        })
+    });
+    let register = (f.register_arrays.len() > seed.register_arrays.len()).then(|| {
+        let theirs = |a: &&Seen| !seed.register_arrays.iter().any(|s| s.pattern == a.pattern);
+        let arrays = &f.register_arrays;
+        let new = arrays.iter().find(theirs).or(arrays.last());
+        let seed_count = seed.register_arrays.len();
+        new.map(|a| format!("{} (the seed's {seed_count})", at(a)))
+            .unwrap_or_default()
+    });
+    match (&f.tiling, register, &f.async_copy, vector) {
+        (_, _, Some(a), _) => (3, format!("asynchronous copy {}", at(a))),
+        (Some(t), Some(r), _, _) => (3, format!("tiling {} with register array {r}", at(t))),
+        (Some(t), None, _, _) => (2, format!("tiling {}", at(t))),
+        (None, _, _, Some(v)) => (1, format!("vector access {}", at(v))),
+        (None, Some(r), _, None) => (1, format!("register array {r} without tiling")),
+        (None, None, None, None) => (0, "no vector, shared or asynchronous access".into()),
     }
 }
 
@@ -374,6 +485,62 @@ mod tests {
         for bad in ["m4-a0-c0", "m1-a0", "a0-m1-c0", "m1-a0-c0-x", ""] {
             assert!(bad.parse::<Descriptors>().is_err(), "{bad}");
         }
+    }
+
+    const DIALECTS: [Dialect; 4] = [
+        Dialect::Cuda,
+        Dialect::OpenCl,
+        Dialect::Metal,
+        Dialect::Triton,
+    ];
+
+    fn suggestions(kind: Option<DeviceKind>) -> Vec<(Dialect, Axis, u8, Option<String>)> {
+        DIALECTS
+            .iter()
+            .flat_map(|d| Axis::ALL.map(|a| (*d, a)))
+            .flat_map(|(d, a)| (0..LEVELS).map(move |l| (d, a, l, a.suggestion(l, d, kind))))
+            .collect()
+    }
+
+    #[test]
+    fn no_suggestion_asks_for_several_outputs_per_work_item() {
+        // The launch is one work-item per output: more outputs per item
+        // would not shrink it, so no suggestion may ask for them.
+        for kind in [None, Some(DeviceKind::Cpu), Some(DeviceKind::DiscreteGpu)] {
+            for (d, axis, level, text) in suggestions(kind) {
+                let text = text.unwrap_or_default();
+                assert!(!text.contains("several"), "{d:?} {axis:?} {level}: {text}");
+            }
+        }
+        let fused = Axis::Algorithm
+            .suggestion(1, Dialect::OpenCl, None)
+            .unwrap();
+        assert!(
+            fused.starts_with("consider fusing work: merge passes"),
+            "{fused}"
+        );
+        assert!(fused.contains("one work-item per output"), "{fused}");
+    }
+
+    #[test]
+    fn a_cpu_is_never_told_to_tile_or_use_sub_groups() {
+        for (d, axis, level, text) in suggestions(Some(DeviceKind::Cpu)) {
+            let Some(text) = text else { continue };
+            let w = Words::of(d);
+            for banned in [w.shared, w.barrier, w.warp, "tiling", "sub-group"] {
+                assert!(!text.contains(banned), "{d:?} {axis:?} {level}: {text}");
+            }
+        }
+        let on = |kind| Axis::Memory.suggestion(2, Dialect::OpenCl, kind);
+        assert_eq!(on(Some(DeviceKind::Cpu)), None);
+        assert_eq!(
+            on(Some(DeviceKind::DiscreteGpu)).as_deref(),
+            Some("consider tiling through __local memory")
+        );
+        assert!(
+            Axis::Memory.suits(1, Some(DeviceKind::Cpu)),
+            "vectors help a CPU"
+        );
     }
 
     #[test]

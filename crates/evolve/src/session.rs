@@ -25,6 +25,7 @@ mod record;
 mod seed;
 mod state;
 mod summary;
+mod template;
 mod values;
 
 pub use asktell::{Asked, Next, Told, ask, create, finish, tell};

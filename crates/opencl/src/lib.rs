@@ -168,6 +168,18 @@ fn platforms() -> Result<Vec<Platform>, BackendError> {
 
 fn device_info(platform: &Platform, device: &Device) -> DeviceInfo {
     let dev_type = device.dev_type().unwrap_or(0);
+    let is_cpu = dev_type & CL_DEVICE_TYPE_CPU != 0;
+    // A CPU device runs on this host: its vector set and usable cores are
+    // the host's, which no OpenCL query reports.
+    let details = if is_cpu {
+        kevo_backend::DeviceDetails::host_cpu()
+    } else {
+        kevo_backend::DeviceDetails::default()
+    };
+    let clock_mhz = match device.max_clock_frequency().unwrap_or(0) {
+        0 if is_cpu => host_cpu_mhz().unwrap_or(0),
+        mhz => mhz,
+    };
     DeviceInfo {
         backend: BACKEND,
         dialect: Dialect::OpenCl,
@@ -178,18 +190,24 @@ fn device_info(platform: &Platform, device: &Device) -> DeviceInfo {
         global_mem_bytes: device.global_mem_size().unwrap_or(0),
         max_work_group_size: device.max_work_group_size().unwrap_or(0) as u64,
         local_mem_bytes: device.local_mem_size().unwrap_or(0),
-        clock_mhz: device.max_clock_frequency().unwrap_or(0),
+        clock_mhz,
         arch: device.version().unwrap_or_default().trim().to_string(),
         driver_version: device
             .driver_version()
             .unwrap_or_default()
             .trim()
             .to_string(),
-        is_cpu: dev_type & CL_DEVICE_TYPE_CPU != 0,
+        is_cpu,
         cache_bytes: device.global_mem_cache_size().unwrap_or(0),
-        integrated: dev_type & CL_DEVICE_TYPE_CPU == 0
-            && device.host_unified_memory().unwrap_or(false),
+        integrated: !is_cpu && device.host_unified_memory().unwrap_or(false),
+        details,
     }
+}
+
+/// The host's clock from `/proc/cpuinfo`, for a CPU device whose runtime
+/// reports none.
+fn host_cpu_mhz() -> Option<u32> {
+    kevo_backend::mhz_from_cpuinfo(&std::fs::read_to_string("/proc/cpuinfo").ok()?)
 }
 
 /// Every OpenCL device on every platform.

@@ -44,8 +44,9 @@ pub use pricing::{Price, PriceTable};
 pub use probe::{ProbeReport, probe, probe_all};
 pub use prompt::{
     AnalystContext, Attempt, DeviceBrief, EditMode, FAILS_UNSEEN, HistoryEntry, PromptBuilder,
-    PromptError, ReferenceKernel, StagnationParams, StepOutcome, Templates, UserContext,
-    attempt_note, evaluated_entry, history_line, is_stagnating, recommendation, step_outcome,
+    PromptError, ReferenceKernel, SearchBrief, StagnationParams, StepOutcome, Templates,
+    UserContext, attempt_note, evaluated_entry, history_line, is_stagnating, recommendation,
+    step_outcome,
 };
 pub use providers::{
     BATCH_PRICE_FACTOR, BatchProvider, BatchState, BoxFuture, EnsembleState, Exchange, ModelChoice,

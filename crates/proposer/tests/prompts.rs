@@ -1,7 +1,10 @@
 //! Prompt templates: snapshots of every template (through the prompts that
 //! use them) and the guarantee that no held-out size reaches a prompt.
 
-use kevo_backend::{BackendName, CompileDiagnostics, DeviceInfo, DeviceKind, Dialect, FaultKind};
+use kevo_backend::{
+    BackendName, CompileDiagnostics, DeviceDetails, DeviceInfo, DeviceKind, Dialect, FaultKind,
+    Simd,
+};
 use kevo_eval::{Evaluation, Outcome, SizeResult, TimeStats, WallTimes};
 use kevo_proposer::prompt::feedback;
 use kevo_proposer::{
@@ -137,6 +140,11 @@ fn pocl() -> DeviceBrief {
             is_cpu: true,
             cache_bytes: 0,
             integrated: false,
+            details: DeviceDetails {
+                simd: Some(Simd::Avx2),
+                cores_available: Some(2),
+                ..DeviceDetails::default()
+            },
         }),
     }
 }
@@ -341,6 +349,7 @@ fn user_first_iteration() {
             previous_profile: None,
             analysis: None,
             previous_rejected: false,
+            search: None,
         })
         .unwrap();
     insta::assert_snapshot!(text);
@@ -384,6 +393,7 @@ fn user_after_a_compile_error() {
             previous_profile: None,
             analysis: None,
             previous_rejected: false,
+            search: None,
         })
         .unwrap();
     insta::assert_snapshot!(text);
@@ -454,6 +464,7 @@ fn user_with_stagnation_notice_on_a_measured_device() {
             previous_profile: None,
             analysis: None,
             previous_rejected: false,
+            search: None,
         })
         .unwrap();
     assert!(text.contains("## Stagnation notice"));
@@ -517,6 +528,7 @@ fn user_in_diff_mode_with_evolve_blocks_after_a_wrong_result() {
             previous_profile: None,
             analysis: None,
             previous_rejected: false,
+            search: None,
         })
         .unwrap();
     assert!(text.contains("EVOLVE-BLOCK-START` and `EVOLVE-BLOCK-END`"));
@@ -643,6 +655,7 @@ fn no_held_out_label_reaches_any_prompt() {
                                 previous_profile: None,
                                 analysis: None,
                                 previous_rejected: false,
+                                search: None,
                             })
                             .unwrap(),
                         );
@@ -668,6 +681,7 @@ fn no_held_out_label_reaches_any_prompt() {
                                     previous_profile: None,
                                     analysis: None,
                                     previous_rejected: false,
+                                    search: None,
                                 })
                                 .unwrap(),
                             );
@@ -712,6 +726,7 @@ fn held_out_results_are_refused() {
         previous_profile: None,
         analysis: None,
         previous_rejected: false,
+        search: None,
     };
     // A held-out size among the results.
     let mut e = correct(task, &dev, SizeSet::Full, [0.2, 0.3, 0.4]);
@@ -818,6 +833,7 @@ fn user_with_elites_inspirations_hints_and_a_budget() {
         previous_profile: None,
         analysis: None,
         previous_rejected: false,
+        search: None,
     };
     let builder = |budget: usize| {
         PromptBuilder::new(task, Dialect::Cuda, SizeSet::Full, dev.clone())
@@ -875,6 +891,7 @@ fn seed_context<'a>(
         previous_profile: None,
         analysis: None,
         previous_rejected: false,
+        search: None,
     }
 }
 
@@ -1167,4 +1184,169 @@ fn meta_prompter_prompt_shows_sections_attempts_and_rejections_and_no_held_out_s
         }),
         Err(PromptError::HeldOut { .. })
     ));
+}
+
+/// A suspicious evaluation: every size correct, the last one faster than
+/// the hardware allows.
+fn suspicious(task: &Task, dev: &DeviceBrief, set: SizeSet) -> Evaluation {
+    let plan = task.sizes(set);
+    let mut sizes: Vec<SizeResult> = plan
+        .in_distribution
+        .iter()
+        .zip([0.5, 0.6, 3.1])
+        .map(|(s, f)| size_result(task, dev, s, Some(f)))
+        .collect();
+    let last = sizes.last_mut().unwrap();
+    let reason = "310% of the DRAM bandwidth ceiling with a 2 MiB working set that no cache holds";
+    last.suspicious = Some(reason.into());
+    let size = last.label.clone();
+    evaluation(
+        task,
+        dev,
+        sizes,
+        Outcome::Suspicious {
+            size,
+            reason: reason.into(),
+            score: 1.13,
+        },
+    )
+}
+
+/// What every strategy's prompt shows after a kept attempt with a summary,
+/// a candidate re-measured within noise and a suspicious one (the latest):
+/// the suspicious attempt as the previous one, with its kernel, its size
+/// lines and why it was refused; the within-noise decision in words; each
+/// attempt's summary; and, for the strategies that keep more than one
+/// kernel, how they keep them, without "push beyond the parent" while a
+/// better kernel is listed.
+#[test]
+fn each_strategy_explains_its_decisions_and_shows_the_latest_attempt() {
+    use kevo_strategy::{Archive, CellElite, Descriptors, Elite, Selection};
+    let task: &Task = demo();
+    let dev = pocl();
+    let b = PromptBuilder::new(task, Dialect::OpenCl, SizeSet::Smoke, dev.clone()).unwrap();
+    let seed = task.seed(Dialect::OpenCl).unwrap();
+    let seed_eval = correct(task, &dev, SizeSet::Smoke, [0.1, 0.12, 0.15]);
+    let best_src = seed.replace("0.5f * u_in[i]", "0.5f * u_in[i] /* float4 */");
+    let best_eval = correct(task, &dev, SizeSet::Smoke, [0.4, 0.5, 0.6]);
+    let latest_src = seed.replace("0.5f * u_in[i]", "0.5f /* skips the work */");
+    let latest_eval = suspicious(task, &dev, SizeSet::Smoke);
+    let within_noise = "score 0.5120 beats the incumbent's 0.4932; re-measured over 5 interleaved rounds: score ratio 1.010x (95% lower bound 0.980x) (within noise, not promoted); medians 0.4990 against 0.4930, the scores kept from now on";
+    let h = vec![
+        evaluated_entry(0, 1, &seed_eval.outcome, true),
+        HistoryEntry {
+            note: attempt_note(
+                "**Optimisation**\nSummary: load four elements per work-item with vload4\n```opencl\nk\n```",
+                "k",
+            ),
+            new_best: Some(true),
+            ..evaluated_entry(1, 2, &best_eval.outcome, true)
+        },
+        HistoryEntry {
+            note: attempt_note("Summary: unroll the loop by 4\n```opencl\nk\n```", "k"),
+            reason: Some(within_noise.into()),
+            ..evaluated_entry(2, 3, &Outcome::Correct { score: 0.512 }, false)
+        },
+        HistoryEntry {
+            note: attempt_note("Summary: skip the halving\n```opencl\nk\n```", "k"),
+            ..evaluated_entry(3, 4, &latest_eval.outcome, false)
+        },
+    ];
+    let elites = [Attempt {
+        source: &best_src,
+        evaluation: &best_eval,
+    }];
+    let selection = |parent: i64, how: &str| Selection {
+        parent,
+        island: Some(0),
+        cell: None,
+        elites: vec![2],
+        inspirations: vec![],
+        hints: vec![],
+        previous: Some(4),
+        how: how.into(),
+    };
+    let grid = Archive::Grid(vec![
+        CellElite {
+            cell: Descriptors::new(0, 0, 0),
+            elite: Elite { id: 1, score: 0.12 },
+            island: 0,
+        },
+        CellElite {
+            cell: Descriptors::new(1, 0, 0),
+            elite: Elite { id: 2, score: 0.49 },
+            island: 0,
+        },
+    ]);
+    let islands = Archive::Islands(vec![
+        vec![Elite { id: 2, score: 0.49 }],
+        vec![Elite { id: 1, score: 0.12 }],
+    ]);
+    let map_elites = kevo_proposer::SearchBrief::of(&grid, &selection(1, "uniform"));
+    let islands = kevo_proposer::SearchBrief::of(&islands, &selection(1, "island member"));
+    for (name, search, parent_is_best) in [
+        ("one_plus_one", None, true),
+        ("map_elites", map_elites.as_ref(), false),
+        ("islands", islands.as_ref(), false),
+    ] {
+        let (parent, parent_eval) = match parent_is_best {
+            true => (best_src.as_str(), &best_eval),
+            false => (seed, &seed_eval),
+        };
+        let text = b
+            .user(&UserContext {
+                previous: Some(Attempt {
+                    source: &latest_src,
+                    evaluation: &latest_eval,
+                }),
+                incumbent: Attempt {
+                    source: parent,
+                    evaluation: parent_eval,
+                },
+                incumbent_is_seed: !parent_is_best,
+                incumbent_is_best: parent_is_best,
+                incumbent_score: parent_is_best.then_some(0.4930),
+                history: &h,
+                elites: if parent_is_best { &[] } else { &elites },
+                inspirations: &[],
+                hints: &[],
+                incumbent_profile: None,
+                previous_profile: None,
+                analysis: None,
+                previous_rejected: false,
+                search,
+            })
+            .unwrap();
+        let previous = text
+            .split("## Your previous attempt")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{name}: no previous attempt:\n{text}"));
+        for needle in [
+            "/* skips the work */",
+            "fail_reason: suspicious at size 256K: 310% of the DRAM bandwidth ceiling",
+        ] {
+            assert!(previous.contains(needle), "{name}: {needle:?}:\n{text}");
+        }
+        for needle in [
+            "iter  1: compile OK, correct True, score 0.4932 (new best); tried: load four elements per work-item with vload4",
+            &format!(
+                "iter  2: compile OK, correct True, score 0.5120; tried: unroll the loop by 4; result: {within_noise}"
+            ),
+            "iter  3: suspicious, score N/A; tried: skip the halving; result: suspicious at size 256K: 310% of the DRAM bandwidth ceiling",
+        ] {
+            assert!(text.contains(needle), "{name}: {needle:?}:\n{text}");
+        }
+        assert!(!text.contains("tried: Optimisation"), "{name}:\n{text}");
+        if search.is_some() {
+            for needle in [
+                "## How the search keeps kernels",
+                "(the parent)",
+                "the best kernel so far scores 0.4900",
+            ] {
+                assert!(text.contains(needle), "{name}: {needle:?}:\n{text}");
+            }
+            assert!(!text.contains("pushes beyond"), "{name}:\n{text}");
+        }
+        insta::assert_snapshot!(format!("each_strategy_{name}"), text);
+    }
 }

@@ -190,6 +190,28 @@ pub fn measure(backend: &mut dyn Backend) -> Result<Measurement, RooflineError> 
     })
 }
 
+/// How [`measure`] finds the two ceilings of `info`'s device, in a clause
+/// for the proposer: a fraction of a measured ceiling means little without
+/// the kernel that set it (a scalar FMA loop on a CPU is no peak).
+pub fn method(info: &DeviceInfo) -> String {
+    let mib = copy_buffer_bytes(info) >> 20;
+    let (copy, fma) = if info.is_cpu && info.dialect.native() == Dialect::OpenCl {
+        (
+            "the faster of a float4 and a float16 copy kernel",
+            "the faster of a scalar and a float8 FMA loop",
+        )
+    } else {
+        (
+            "a float4 copy kernel",
+            "an FMA loop of eight independent chains per thread",
+        )
+    };
+    format!(
+        "DRAM: {copy} over two {mib} MiB buffers, bytes read + written; FP32: {fma}; \
+each on every compute unit, the best of every measurement of this device"
+    )
+}
+
 /// Which ceiling a re-measurement is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Bound {
@@ -244,6 +266,7 @@ mod tests {
             is_cpu,
             cache_bytes,
             integrated: false,
+            details: Default::default(),
         }
     }
 
@@ -263,5 +286,21 @@ mod tests {
         assert_eq!(faster(v, Some(Ok(s))), v);
         assert_eq!(faster(s, None), s);
         assert_eq!(faster(s, Some(Err(BackendError::Runtime("no".into())))), s);
+    }
+
+    #[test]
+    fn the_method_names_the_kernels_that_ran() {
+        let cpu = method(&info(true, 260 << 20));
+        assert!(
+            cpu.contains("float16 copy kernel over two 260 MiB"),
+            "{cpu}"
+        );
+        assert!(cpu.contains("a scalar and a float8 FMA loop"), "{cpu}");
+        let gpu = method(&info(false, 50 << 20));
+        assert!(
+            gpu.starts_with("DRAM: a float4 copy kernel over two 256 MiB"),
+            "{gpu}"
+        );
+        assert!(!gpu.contains("float8"), "{gpu}");
     }
 }

@@ -11,7 +11,7 @@ pub mod envelope;
 pub mod hierarchy;
 pub mod levels;
 
-pub use bench::{Bound, measure, remeasure};
+pub use bench::{Bound, measure, method, remeasure};
 pub use hierarchy::{Hierarchy, Level, Placement, Spread, SweepPoint, human_bytes};
 pub use levels::{Extras, LaunchOverhead};
 
@@ -578,6 +578,7 @@ mod tests {
             is_cpu: true,
             cache_bytes: 0,
             integrated: false,
+            details: Default::default(),
         }
     }
 

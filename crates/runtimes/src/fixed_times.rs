@@ -190,6 +190,7 @@ mod tests {
             is_cpu: false,
             cache_bytes: 0,
             integrated: false,
+            details: Default::default(),
         };
         let mut b = FixedTimes::new(Device(info.clone()));
         let module = b

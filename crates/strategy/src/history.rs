@@ -96,6 +96,12 @@ pub struct HistoryEntry {
     /// (block shape, tunables).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// What became of it, in words a model can act on: why a correct
+    /// candidate was or was not kept (a re-measurement "within noise, not
+    /// promoted" included), or why it failed ("suspicious at size 4096:
+    /// ..."). At most [`HistoryEntry::REASON_CHARS`] characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 impl HistoryEntry {
@@ -110,7 +116,23 @@ impl HistoryEntry {
             new_best: None,
             duplicate_of: None,
             note: None,
+            reason: None,
         }
+    }
+
+    /// A reason's longest shown form: eight history lines of about 300
+    /// characters stay near 600 tokens.
+    pub const REASON_CHARS: usize = 240;
+
+    /// `reason` cut to its first line and [`Self::REASON_CHARS`]
+    /// characters (on a character boundary), None when empty.
+    pub fn short_reason(reason: &str) -> Option<String> {
+        let line = reason.lines().map(str::trim).find(|l| !l.is_empty())?;
+        if line.chars().count() <= Self::REASON_CHARS {
+            return Some(line.to_string());
+        }
+        let cut: String = line.chars().take(Self::REASON_CHARS - 3).collect();
+        Some(format!("{}...", cut.trim_end()))
     }
 
     /// Became the run's best.
@@ -140,6 +162,32 @@ mod tests {
             );
         }
         assert!(serde_json::from_value::<StepOutcome>("fine".into()).is_err());
+    }
+
+    #[test]
+    fn a_reason_is_one_line_and_at_most_its_length() {
+        assert_eq!(HistoryEntry::short_reason(" \n  \n"), None);
+        assert_eq!(
+            HistoryEntry::short_reason("\nerror: x undeclared\nnote: here").as_deref(),
+            Some("error: x undeclared")
+        );
+        let long = "é".repeat(400);
+        let short = HistoryEntry::short_reason(&long).unwrap();
+        assert_eq!(short.chars().count(), HistoryEntry::REASON_CHARS);
+        assert!(short.ends_with("..."));
+    }
+
+    #[test]
+    fn an_entry_without_a_reason_serialises_as_before() {
+        let e = HistoryEntry::without_candidate(2, StepOutcome::NoCode);
+        assert!(!serde_json::to_string(&e).unwrap().contains("reason"));
+        let with = HistoryEntry {
+            reason: Some("why".into()),
+            ..e
+        };
+        let back: HistoryEntry =
+            serde_json::from_str(&serde_json::to_string(&with).unwrap()).unwrap();
+        assert_eq!(back, with);
     }
 
     #[test]

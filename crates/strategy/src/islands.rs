@@ -65,7 +65,12 @@ pub struct Islands {
     decided: u32,
     /// Migrations done.
     migrations: u32,
-    last_child: std::collections::BTreeMap<i64, i64>,
+    /// The candidate shown next as "your previous attempt": the latest
+    /// decided batch's best (else its last), whatever its island, so the
+    /// proposer always sees what became of its latest answer. (Stored
+    /// before as a last child per parent; that key is ignored.)
+    #[serde(default)]
+    latest: Option<i64>,
 }
 
 impl Islands {
@@ -89,7 +94,7 @@ impl Islands {
             next: 0,
             decided: 0,
             migrations: 0,
-            last_child: Default::default(),
+            latest: None,
         }
     }
 
@@ -253,7 +258,7 @@ impl Strategy for Islands {
             elites,
             inspirations,
             hints: Vec::new(),
-            previous: self.last_child.get(&parent.id).copied(),
+            previous: self.latest,
             how: how.into(),
         }
     }
@@ -312,7 +317,7 @@ impl Strategy for Islands {
             });
         }
         if let Some(last) = crate::shown_next(batch) {
-            self.last_child.insert(selection.parent, last);
+            self.latest = Some(last);
         }
         self.decided += 1;
         self.next = (self.next + 1) % self.count();
@@ -334,7 +339,7 @@ impl Strategy for Islands {
         for m in self.islands.iter_mut().flatten() {
             m.elite.id = to(m.elite.id);
         }
-        self.last_child = crate::renamed_children(&self.last_child, to);
+        self.latest = self.latest.map(to);
     }
 
     fn state(&self) -> serde_json::Value {

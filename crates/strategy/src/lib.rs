@@ -82,14 +82,21 @@ pub struct Elite {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum HintReason {
-    /// Children that moved this way on the axis improved (the decayed,
-    /// signed sum of their fitness changes).
+    /// Children of the parent's cell that reached this level improved:
+    /// the decayed sum of their fitness changes, positive. (Hints stored
+    /// before this held a signed sum per direction; a negative one only
+    /// said that the other way did better or this way did worse.)
     Improved { gradient: f64 },
     /// The neighbouring cell this way is empty.
     Unexplored,
+    /// Children that reached this level did worse (slower or incorrect):
+    /// the decayed sum of their fitness changes, negative. A report, not
+    /// a suggestion.
+    Worse { change: f64 },
 }
 
-/// A direction in descriptor space worth trying: reach `level` on `axis`.
+/// A place in descriptor space, `level` on `axis`, and what the search
+/// knows of it: worth trying (improved, unexplored) or not (worse).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Hint {
     pub axis: Axis,
@@ -344,14 +351,6 @@ pub(crate) fn contest_best(
             ..best
         }
     }
-}
-
-/// A parent-to-last-child map under the ids `to` gives.
-pub(crate) fn renamed_children(
-    children: &std::collections::BTreeMap<i64, i64>,
-    to: &dyn Fn(i64) -> i64,
-) -> std::collections::BTreeMap<i64, i64> {
-    children.iter().map(|(p, c)| (to(*p), to(*c))).collect()
 }
 
 /// The candidate of a batch shown next as "your previous attempt": the

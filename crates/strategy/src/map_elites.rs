@@ -164,8 +164,13 @@ pub struct MapElites {
     #[serde(with = "cells_as_list")]
     cells: BTreeMap<Descriptors, CellElite>,
     transitions: VecDeque<Transition>,
-    /// The last child of each parent: "your previous attempt from here".
-    last_child: BTreeMap<i64, i64>,
+    /// The candidate shown next as "your previous attempt": the latest
+    /// decided batch's best (else its last), whatever its parent, so the
+    /// proposer always sees what became of its latest answer. (Stored
+    /// before as a last child per parent, which showed an attempt several
+    /// iterations old whenever the parent changed; that key is ignored.)
+    #[serde(default)]
+    latest: Option<i64>,
     /// The island island-based selection visits next.
     next_island: u32,
     /// The last decided iteration (the age of transitions counts from it).
@@ -229,7 +234,7 @@ impl MapElites {
             best: seed,
             cells,
             transitions: VecDeque::new(),
-            last_child: BTreeMap::new(),
+            latest: None,
             next_island: 0,
             iteration: 0,
         }
@@ -320,80 +325,96 @@ impl MapElites {
         (occupied[index], how)
     }
 
-    /// Hints for a parent in `cell`: per axis, the decayed sum of fitness
-    /// deltas of its children signed by the direction they moved on that
-    /// axis; positive sums point the way that improved. Without a signal,
-    /// the nearest empty neighbouring cell is suggested.
+    /// Hints for a parent in `cell`, from what its children did: per axis
+    /// and level a child reached, the decayed sum of their fitness
+    /// changes. A positive sum suggests that level (`Improved`); a
+    /// negative one reports it (`Worse`) and suggests nothing. Without an
+    /// improvement, empty neighbouring cells are suggested, never one
+    /// that children reached and did worse in.
     fn hints(&mut self, cell: &Descriptors) -> Vec<Hint> {
-        let mut gradient = [0.0f64; 3];
+        let mut sums: BTreeMap<(Axis, u8), f64> = BTreeMap::new();
         for t in self.transitions.iter().filter(|t| t.parent == *cell) {
             let Some(child) = t.child else { continue };
             let w = self.weight_of_age(t.iteration);
-            for (k, axis) in Axis::ALL.iter().enumerate() {
-                let step = child.level(*axis) as i32 - cell.level(*axis) as i32;
-                gradient[k] += w * t.delta * step.signum() as f64;
+            for axis in Axis::ALL {
+                if child.level(axis) != cell.level(axis) {
+                    *sums.entry((axis, child.level(axis))).or_default() += w * t.delta;
+                }
             }
         }
-        let mut ranked: Vec<(usize, f64)> = gradient
+        let seen = |keep: fn(f64) -> bool| -> Vec<(Axis, u8, f64)> {
+            let mut v: Vec<_> = sums
+                .iter()
+                .filter(|(_, g)| keep(**g))
+                .map(|((a, l), g)| (*a, *l, *g))
+                .collect();
+            v.sort_by(|a, b| b.2.abs().total_cmp(&a.2.abs()));
+            v
+        };
+        let improved = seen(|g| g > 1e-9);
+        let worse = seen(|g| g < -1e-9);
+        let mut hints: Vec<Hint> = improved
             .iter()
-            .copied()
-            .enumerate()
-            .filter(|(_, g)| g.abs() > 1e-9)
+            .map(|(axis, level, g)| Hint {
+                axis: *axis,
+                level: *level,
+                reason: HintReason::Improved { gradient: *g },
+            })
             .collect();
-        ranked.sort_by(|a, b| b.1.abs().total_cmp(&a.1.abs()).then(a.0.cmp(&b.0)));
-        let mut hints = Vec::new();
-        for (k, g) in ranked {
-            let axis = Axis::ALL[k];
-            let level = cell.level(axis);
-            let target = if g > 0.0 {
-                level
-                    .checked_add(1)
-                    .filter(|l| *l < kevo_descriptors::LEVELS)
-            } else {
-                level.checked_sub(1)
-            };
-            if let Some(target) = target {
-                hints.push(Hint {
-                    axis,
-                    level: target,
-                    reason: HintReason::Improved { gradient: g },
-                });
-            }
+        let worse: Vec<Hint> = worse
+            .iter()
+            .map(|(axis, level, g)| Hint {
+                axis: *axis,
+                level: *level,
+                reason: HintReason::Worse { change: *g },
+            })
+            .collect();
+        // The strongest evidence against comes before guesses.
+        hints.extend(worse.first().copied());
+        if improved.is_empty() {
+            let avoid: Vec<(Axis, u8)> = worse.iter().map(|h| (h.axis, h.level)).collect();
+            hints.extend(self.unexplored(cell, &avoid));
         }
-        if hints.is_empty() {
-            let empty: Vec<(Axis, u8)> = Axis::ALL
-                .iter()
-                .flat_map(|a| {
-                    let l = cell.level(*a);
-                    [
-                        l.checked_sub(1),
-                        l.checked_add(1).filter(|x| *x < kevo_descriptors::LEVELS),
-                    ]
-                    .into_iter()
-                    .flatten()
-                    .map(move |t| (*a, t))
-                })
-                .filter(|(a, t)| !self.cells.contains_key(&cell.with(*a, *t)))
-                .collect();
-            // Upward moves first: they are the optimisations not yet tried.
-            let mut up: Vec<(Axis, u8)> = empty
-                .iter()
-                .copied()
-                .filter(|(a, t)| *t > cell.level(*a))
-                .collect();
-            if up.is_empty() {
-                up = empty;
-            }
-            for (axis, level) in self.rng.sample(&up, self.config.hints) {
-                hints.push(Hint {
-                    axis,
-                    level,
-                    reason: HintReason::Unexplored,
-                });
-            }
-        }
+        hints.extend(worse.iter().skip(1).copied());
         hints.truncate(self.config.hints);
         hints
+    }
+
+    /// Empty neighbouring cells of `cell` (upward moves first: they are
+    /// the optimisations not yet tried), leaving out the moves in `avoid`.
+    fn unexplored(&mut self, cell: &Descriptors, avoid: &[(Axis, u8)]) -> Vec<Hint> {
+        let empty: Vec<(Axis, u8)> = Axis::ALL
+            .iter()
+            .flat_map(|a| {
+                let l = cell.level(*a);
+                [
+                    l.checked_sub(1),
+                    l.checked_add(1).filter(|x| *x < kevo_descriptors::LEVELS),
+                ]
+                .into_iter()
+                .flatten()
+                .map(move |t| (*a, t))
+            })
+            .filter(|(a, t)| !self.cells.contains_key(&cell.with(*a, *t)))
+            .filter(|move_| !avoid.contains(move_))
+            .collect();
+        let mut up: Vec<(Axis, u8)> = empty
+            .iter()
+            .copied()
+            .filter(|(a, t)| *t > cell.level(*a))
+            .collect();
+        if up.is_empty() {
+            up = empty;
+        }
+        self.rng
+            .sample(&up, self.config.hints)
+            .into_iter()
+            .map(|(axis, level)| Hint {
+                axis,
+                level,
+                reason: HintReason::Unexplored,
+            })
+            .collect()
     }
 }
 
@@ -443,7 +464,7 @@ impl Strategy for MapElites {
             elites,
             inspirations,
             hints,
-            previous: self.last_child.get(&parent.elite.id).copied(),
+            previous: self.latest,
             how: how.into(),
         }
     }
@@ -465,7 +486,7 @@ impl Strategy for MapElites {
             placements.push(self.place(iteration, &parent, c, judge));
         }
         if let Some(last) = crate::shown_next(batch) {
-            self.last_child.insert(selection.parent, last);
+            self.latest = Some(last);
         }
         Decision {
             placements,
@@ -480,7 +501,7 @@ impl Strategy for MapElites {
         for c in self.cells.values_mut() {
             c.elite.id = to(c.elite.id);
         }
-        self.last_child = crate::renamed_children(&self.last_child, to);
+        self.latest = self.latest.map(to);
     }
 
     fn state(&self) -> serde_json::Value {
@@ -546,6 +567,35 @@ mod tests {
             .collect();
         assert_eq!(cells, [("m0-a0-c0".into(), 7), ("m2-a0-c0".into(), 6)]);
         assert!((s.speedup() - 1.6).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_previous_attempt_is_the_latest_whatever_its_parent() {
+        let mut s = start(MapElitesConfig::default());
+        let sel = s.select();
+        assert_eq!(sel.previous, None, "nothing proposed yet");
+        s.decide_strictly(1, &sel, &[child(2, Some(0.3), Some(cell(2, 0, 0)))]);
+        // Later proposals from another parent: the next prompt shows the
+        // latest of them, not the seed's own last child (2).
+        let from_other = Selection {
+            parent: 2,
+            cell: Some(cell(2, 0, 0)),
+            ..sel.clone()
+        };
+        s.decide_strictly(2, &from_other, &[child(3, None, Some(cell(3, 0, 0)))]);
+        s.decide_strictly(3, &from_other, &[child(4, Some(0.1), Some(cell(1, 0, 0)))]);
+        for _ in 0..8 {
+            assert_eq!(s.select().previous, Some(4));
+        }
+        s.rename(&|id| id * 10);
+        assert_eq!(s.select().previous, Some(40));
+        // A state stored with the old per-parent map still loads.
+        let mut old = s.state();
+        let o = old.as_object_mut().unwrap();
+        o.remove("latest");
+        o.insert("last_child".into(), serde_json::json!({"10": 20}));
+        let back: MapElites = serde_json::from_value(old).unwrap();
+        assert_eq!(back.latest, None);
     }
 
     /// An archive with cells of scores 0.1, 0.2, ... 0.6.
@@ -666,19 +716,68 @@ mod tests {
                 child(3, None, Some(cell(0, 0, 1))),
             ],
         );
-        let parent_again = Selection {
-            parent: 1,
-            cell: Some(cell(0, 0, 0)),
-            ..sel.clone()
-        };
-        let hints = s.hints(&parent_again.cell.unwrap());
-        assert_eq!(hints[0].axis, Axis::Memory);
-        assert_eq!(hints[0].level, 1, "one step toward what improved");
+        let hints = s.hints(&cell(0, 0, 0));
+        assert_eq!((hints[0].axis, hints[0].level), (Axis::Memory, 2));
         assert!(matches!(hints[0].reason, HintReason::Improved { gradient } if gradient > 0.5));
+        assert_eq!((hints[1].axis, hints[1].level), (Axis::Coordination, 1));
         assert!(
-            hints.iter().all(|h| h.axis != Axis::Coordination),
-            "a failed move up has nowhere lower to point: {hints:?}"
+            matches!(hints[1].reason, HintReason::Worse { change } if change < -0.5),
+            "the failed move is reported as what it was: {hints:?}"
         );
+    }
+
+    #[test]
+    fn a_move_that_got_slower_never_reads_as_an_improvement() {
+        // The parent is vectorised; its child tiled and got slower.
+        let mut s = MapElites::new(
+            MapElitesConfig::default(),
+            Elite { id: 1, score: 0.5 },
+            cell(1, 0, 0),
+        );
+        let sel = s.select();
+        s.decide_strictly(1, &sel, &[child(2, Some(0.3), Some(cell(2, 0, 0)))]);
+        let hints = s.hints(&cell(1, 0, 0));
+        assert_eq!(hints.len(), 2, "{hints:?}");
+        assert_eq!((hints[0].axis, hints[0].level), (Axis::Memory, 2));
+        assert!(matches!(hints[0].reason, HintReason::Worse { change } if change < 0.0));
+        for h in &hints[1..] {
+            assert_eq!(h.reason, HintReason::Unexplored, "no data for it: {h:?}");
+            assert_ne!(
+                (h.axis, h.level),
+                (Axis::Memory, 2),
+                "not where it got slower"
+            );
+        }
+        // Only a child that moved down and improved supports moving down.
+        assert!(!hints.iter().any(|h| h.axis == Axis::Memory
+            && h.level == 0
+            && matches!(h.reason, HintReason::Improved { .. })));
+        s.decide_strictly(2, &sel, &[child(3, Some(0.6), Some(cell(0, 0, 0)))]);
+        let hints = s.hints(&cell(1, 0, 0));
+        assert_eq!((hints[0].axis, hints[0].level), (Axis::Memory, 0));
+        assert!(matches!(hints[0].reason, HintReason::Improved { gradient } if gradient > 0.0));
+        for h in &hints {
+            assert!(h.level < kevo_descriptors::LEVELS, "{h:?}");
+            if let HintReason::Improved { gradient } = h.reason {
+                assert!(gradient > 0.0, "{h:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn hints_stored_before_the_worse_reason_still_load() {
+        let old = r#"{"axis":"memory","level":0,"reason":{"kind":"improved","gradient":-0.4}}"#;
+        let hint: Hint = serde_json::from_str(old).unwrap();
+        assert_eq!(hint.reason, HintReason::Improved { gradient: -0.4 });
+        let unexplored = r#"{"axis":"algorithm","level":1,"reason":{"kind":"unexplored"}}"#;
+        assert!(serde_json::from_str::<Hint>(unexplored).is_ok());
+        let worse = Hint {
+            axis: Axis::Memory,
+            level: 2,
+            reason: HintReason::Worse { change: -0.4 },
+        };
+        let text = serde_json::to_string(&worse).unwrap();
+        assert_eq!(serde_json::from_str::<Hint>(&text).unwrap(), worse);
     }
 
     #[test]

@@ -222,10 +222,14 @@ pub fn noise_aware_judgement(challenger: Elite, holder: Elite, m: &Remeasured) -
         better,
         challenger_score: gain.challenger_median,
         holder_score: gain.holder_median,
+        // The medians replace both first scores from here on: said here,
+        // or the holder's score changes in later prompts with no word.
         note: Some(format!(
-            "re-measured over {} interleaved rounds: {} ({verdict})",
+            "re-measured over {} interleaved rounds: {} ({verdict}); medians {:.4} against {:.4}, the scores kept from now on",
             gain.rounds,
-            gain.describe()
+            gain.describe(),
+            gain.challenger_median,
+            gain.holder_median,
         )),
     }
 }

@@ -791,6 +791,7 @@ fn placeholder_device() -> DeviceInfo {
         is_cpu: false,
         cache_bytes: 0,
         integrated: false,
+        details: Default::default(),
     }
 }
 

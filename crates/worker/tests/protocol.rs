@@ -63,6 +63,7 @@ fn device() -> DeviceInfo {
         is_cpu: true,
         cache_bytes: 0,
         integrated: false,
+        details: Default::default(),
     }
 }
 

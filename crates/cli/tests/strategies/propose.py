@@ -21,7 +21,7 @@ VARIANTS = [
 LOAD = {
     "opencl": {
         "scalar": "    float xi = i < N ? x[i] : 0.0f;\n",
-        "vector": "    float2 pair = (float2)(i < N ? x[i] : 0.0f, 0.0f);\n    float xi = pair.x;\n",
+        "vector": "    float xi = i < N ? x[i] : 0.0f;\n    if ((i | 1u) < N) {\n        float2 pair = ((__global const float2*)x)[i / 2u];\n        xi = (i & 1u) ? pair.y : pair.x;\n    }\n",
         "local": (
             "    __local float tile[256];\n"
             "    tile[get_local_id(0)] = i < N ? x[i] : 0.0f;\n"
@@ -39,7 +39,7 @@ LOAD = {
     },
     "cuda": {
         "scalar": "    float xi = i < N ? x[i] : 0.0f;\n",
-        "vector": "    float2 pair = make_float2(i < N ? x[i] : 0.0f, 0.0f);\n    float xi = pair.x;\n",
+        "vector": "    float xi = i < N ? __ldg(x + i) : 0.0f;\n",
         "local": (
             "    __shared__ float tile[256];\n"
             "    tile[threadIdx.x] = i < N ? x[i] : 0.0f;\n"

@@ -130,10 +130,16 @@ impl<'e> Session<'e> {
             }
             _ => None,
         };
+        let search = self
+            .strategy
+            .as_deref()
+            .and_then(|s| kevo_proposer::SearchBrief::of(&s.archive(), selection));
+        // Hints that make no sense on this device (tiling on a CPU) are left out.
+        let kind = Some(self.pool.device().kind());
         let hints: Vec<String> = selection
             .hints
             .iter()
-            .map(|h| hint_text(h, self.dialect))
+            .filter_map(|h| hint_text(h, self.dialect, kind))
             .collect();
         let request = self.prompts.request_with(
             &UserContext {
@@ -156,6 +162,7 @@ impl<'e> Session<'e> {
                 previous_profile: context.previous_profile.as_deref(),
                 analysis: context.analysis.as_deref(),
                 previous_rejected: context.previous_rejected,
+                search: search.as_ref(),
             },
             guidance.as_ref(),
         )?;
@@ -367,102 +374,6 @@ impl<'e> Session<'e> {
             });
         }
         Ok(tried)
-    }
-
-    /// A proposed template (`// kevo: tune` lines) is tuned best-of-k: the
-    /// tuning strategy picks up to `tune.best_of` configurations, each is
-    /// instantiated and evaluated like any candidate (a configuration this
-    /// run measured before costs nothing), and the fastest correct one,
-    /// annotated with the table of what was tried, becomes the candidate
-    /// with its evaluation, so everything downstream (decision, prompts,
-    /// held-out gate, export) sees an ordinary kernel. A template whose
-    /// declarations do not parse, or tuning turned off, fails as a compile
-    /// error naming the line; with no correct configuration, the first
-    /// configuration's failure stands.
-    pub(super) async fn tune_template(
-        &mut self,
-        template: Candidate,
-        batch: &[Tried],
-        seed: u64,
-    ) -> Result<(Candidate, EvaluatedOnce), EvolveError> {
-        let refuse = |this: &Self, message: String| {
-            let device = this.pool.device();
-            let log = format!("candidate.{}: error: {message}", this.dialect.extension());
-            Evaluation::without_sizes(
-                this.task.name(),
-                &device.name,
-                device.backend,
-                kevo_eval::Outcome::CompileError {
-                    diagnostics: kevo_backend::CompileDiagnostics::from_log(log),
-                    message,
-                },
-                kevo_eval::WallTimes::default(),
-            )
-        };
-        let best_of = self.options.tune.best_of as usize;
-        if best_of == 0 {
-            let message = "the kernel declares tunable parameters (`// kevo: tune`), and tuning \
-                           is off in this run (tune.best_of = 0): define the values yourself"
-                .to_string();
-            let e = refuse(self, message);
-            return Ok((template, (e, None, None)));
-        }
-        let space = match kevo_tune::TuningSpace::parse(&template.source) {
-            Ok(Some(space)) => space,
-            Ok(None) => unreachable!("is_template found a tune line"),
-            Err(e) => {
-                let e = refuse(self, e.to_string());
-                return Ok((template, (e, None, None)));
-            }
-        };
-        let mut search = self.options.tune.strategy.build(seed);
-        let mut seen: Vec<kevo_tune::Observation> = Vec::new();
-        let mut tried: Vec<(kevo_tune::Configuration, EvaluatedOnce)> = Vec::new();
-        while tried.len() < best_of {
-            let Some(c) = search.next(&space, &seen) else {
-                break;
-            };
-            let instance = Candidate::new(space.instantiate(&template.source, &c), self.dialect);
-            let result = self.evaluate_once(&instance, batch).await?;
-            seen.push(kevo_tune::Observation {
-                configuration: c.clone(),
-                score: result.0.outcome.score(),
-            });
-            tried.push((c, result));
-        }
-        let best = tried
-            .iter()
-            .enumerate()
-            .filter_map(|(i, (_, r))| r.0.outcome.score().map(|s| (i, s)))
-            .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
-            .map(|(i, _)| i)
-            .unwrap_or(0);
-        let mut order: Vec<usize> = (0..tried.len()).collect();
-        order.sort_by(|&a, &b| {
-            let s = |i: usize| tried[i].1.0.outcome.score().unwrap_or(f64::NEG_INFINITY);
-            s(b).total_cmp(&s(a)).then(a.cmp(&b))
-        });
-        let mut table = format!(
-            "kevo tuned this kernel: {} of its {} valid configurations evaluated ({}), best first:",
-            tried.len(),
-            space.valid().len(),
-            self.options.tune.strategy
-        );
-        for i in order {
-            let (c, (e, _, _)) = &tried[i];
-            let verdict = match e.outcome.score() {
-                Some(score) => format!("score {score:.4}"),
-                None => {
-                    let summary = e.outcome.summary();
-                    let short: String = summary.chars().take(120).collect();
-                    short.replace('\n', " ")
-                }
-            };
-            table.push_str(&format!("\n  {}  {verdict}", space.describe(c)));
-        }
-        let (c, result) = tried.swap_remove(best);
-        let best = space.instantiate_annotated(&template.source, &c, &table);
-        Ok((Candidate::new(best, self.dialect), result))
     }
 
     /// `source`'s evaluation: the stored one if this run measured the

@@ -35,6 +35,9 @@ pub(super) struct DecidedIteration {
 struct TriedFacts {
     outcomes: Vec<String>,
     notes: Vec<Option<String>>,
+    /// Why each evaluated proposal failed, in the evaluator's words (None
+    /// for a correct one: its decision says what became of it).
+    failed_because: Vec<Option<String>>,
     /// Each evaluated proposal's normalised hash (the duplicate key).
     normalised: Vec<Option<String>>,
     scores: Vec<Option<f64>>,
@@ -60,6 +63,14 @@ impl TriedFacts {
             notes: tried
                 .iter()
                 .map(|t| evaluated(t).and_then(|e| e.note.clone()))
+                .collect(),
+            failed_because: tried
+                .iter()
+                .map(|t| {
+                    let outcome = &evaluated(t)?.evaluation.outcome;
+                    (!outcome.is_correct())
+                        .then(|| kevo_proposer::prompt::feedback::outcome_summary(outcome))
+                })
                 .collect(),
             normalised: tried
                 .iter()
@@ -147,17 +158,15 @@ impl InTransaction<'_> {
     /// archive's credit, and the strategy's state.
     fn record_history(&mut self, batch: &[Scored], ids: &[Option<CandidateId>]) {
         let (k, state, decision) = (self.k, &mut *self.state, self.decision.as_ref());
-        for (outcome, _) in &self.facts.failures {
-            state
-                .history
-                .push(HistoryEntry::without_candidate(k, *outcome));
+        for (outcome, reason) in &self.facts.failures {
+            state.history.push(HistoryEntry {
+                reason: HistoryEntry::short_reason(reason),
+                ..HistoryEntry::without_candidate(k, *outcome)
+            });
         }
-        let note_of = |id: i64| {
-            ids.iter()
-                .position(|i| i.is_some_and(|i| i.0 == id))
-                .and_then(|j| self.facts.notes[j].clone())
-        };
+        let index_of = |id: i64| ids.iter().position(|i| i.is_some_and(|i| i.0 == id));
         for s in batch {
+            let j = index_of(s.id);
             state.history.push(HistoryEntry {
                 iteration: k,
                 candidate: Some(s.id),
@@ -166,7 +175,12 @@ impl InTransaction<'_> {
                 promoted: decision.is_some_and(|d| d.kept(s.id)),
                 new_best: Some(decision.is_some_and(|d| d.improved && d.best.id == s.id)),
                 duplicate_of: s.duplicate_of,
-                note: note_of(s.id),
+                note: j.and_then(|j| self.facts.notes[j].clone()),
+                reason: history_reason(
+                    s,
+                    decision,
+                    j.and_then(|j| self.facts.failed_because[j].as_deref()),
+                ),
             });
         }
         state.previous_failure = if self.facts.any_candidate {
@@ -222,6 +236,22 @@ impl InTransaction<'_> {
             })
             .collect()
     }
+}
+
+/// What the history tells the proposer became of candidate `s`: for a
+/// correct one, its decision (kept or not, and what a re-measurement
+/// found); for a failed one, the evaluator's reason. None for one the
+/// validation gate rejected: its reason may name a size the proposer never
+/// sees, and the status line already says it fails on unseen sizes.
+fn history_reason(s: &Scored, decision: Option<&Decision>, failed: Option<&str>) -> Option<String> {
+    let reason = match s.outcome {
+        StepOutcome::RejectedByValidation => None,
+        StepOutcome::Correct => decision
+            .and_then(|d| d.placement(s.id))
+            .map(|p| p.reason.as_str()),
+        _ => failed,
+    };
+    reason.and_then(HistoryEntry::short_reason)
 }
 
 /// The pairs re-measured to judge the batch, by stored id.

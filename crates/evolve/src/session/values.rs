@@ -1,7 +1,7 @@
 //! The values that pass between stages: a tried candidate, its evaluation, the
 //! prompt context, duplicates.
 
-use kevo_backend::Dialect;
+use kevo_backend::{DeviceKind, Dialect};
 use kevo_descriptors::Descriptors;
 use kevo_eval::Evaluation;
 use kevo_proposer::{Attempt, StepOutcome};
@@ -18,19 +18,34 @@ pub(super) fn attempts(shown: &[(String, Evaluation)]) -> Vec<Attempt<'_>> {
         .collect()
 }
 
-/// A strategy's hint in words: the suggestion and why it is made.
-pub(super) fn hint_text(hint: &kevo_strategy::Hint, dialect: Dialect) -> String {
+/// A strategy's hint in words: the suggestion and why it is made, or what
+/// children did where they did worse. None for a suggestion the device
+/// makes pointless (see [`kevo_descriptors::Axis::suits`]).
+pub(super) fn hint_text(
+    hint: &kevo_strategy::Hint,
+    dialect: Dialect,
+    kind: Option<DeviceKind>,
+) -> Option<String> {
+    use kevo_strategy::HintReason;
+    let level = hint.axis.level_name(hint.level);
     let why = match hint.reason {
-        kevo_strategy::HintReason::Improved { .. } => format!(
-            "children of kernels like this one improved when they moved toward {}",
-            hint.axis.level_name(hint.level)
-        ),
-        kevo_strategy::HintReason::Unexplored => format!(
-            "no kernel of the search uses {} together with this one's other traits yet",
-            hint.axis.level_name(hint.level)
+        HintReason::Worse { .. } => {
+            return Some(format!(
+                "Children of kernels like this one that moved to {level} did worse \
+                 (slower or incorrect)."
+            ));
+        }
+        HintReason::Improved { gradient } if gradient > 0.0 => {
+            format!("children of kernels like this one improved when they moved to {level}")
+        }
+        // A hint stored with a signed sum: it cannot say which way improved.
+        HintReason::Improved { .. } => return None,
+        HintReason::Unexplored => format!(
+            "no kernel of the search uses {level} together with this one's other traits yet"
         ),
     };
-    format!("{} ({why}).", hint.axis.suggestion(hint.level, dialect))
+    let suggestion = hint.axis.suggestion(hint.level, dialect, kind)?;
+    Some(format!("{suggestion} ({why})."))
 }
 
 /// What the proposer is shown in one iteration (see
@@ -148,5 +163,65 @@ impl Tried {
                 }),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kevo_strategy::{Axis, Hint, HintReason};
+
+    use super::*;
+
+    fn hint(axis: Axis, level: u8, reason: HintReason) -> Hint {
+        Hint {
+            axis,
+            level,
+            reason,
+        }
+    }
+
+    #[test]
+    fn a_cpu_gets_no_tiling_or_sub_group_hints() {
+        let cpu = Some(DeviceKind::Cpu);
+        for (axis, level) in [
+            (Axis::Memory, 2),
+            (Axis::Memory, 3),
+            (Axis::Coordination, 1),
+            (Axis::Coordination, 2),
+        ] {
+            let h = hint(axis, level, HintReason::Unexplored);
+            assert_eq!(hint_text(&h, Dialect::OpenCl, cpu), None, "{h:?}");
+            assert!(hint_text(&h, Dialect::OpenCl, Some(DeviceKind::DiscreteGpu)).is_some());
+        }
+        let vector = hint(Axis::Memory, 1, HintReason::Unexplored);
+        assert!(hint_text(&vector, Dialect::OpenCl, cpu).is_some());
+    }
+
+    #[test]
+    fn hints_say_what_children_did() {
+        let gpu = Some(DeviceKind::DiscreteGpu);
+        let fused = hint(Axis::Algorithm, 1, HintReason::Improved { gradient: 0.4 });
+        let text = hint_text(&fused, Dialect::OpenCl, gpu).unwrap();
+        assert!(
+            text.starts_with("consider fusing work: merge passes"),
+            "{text}"
+        );
+        assert!(!text.contains("several"), "{text}");
+        assert!(text.contains("improved when they moved to fused"), "{text}");
+        // Children that tiled and got slower: reported, not turned into a
+        // claim that the other way improved.
+        let slower = hint(Axis::Memory, 2, HintReason::Worse { change: -0.4 });
+        let text = hint_text(&slower, Dialect::OpenCl, gpu).unwrap();
+        assert!(
+            text.contains("moved to shared/local-memory tiling did worse"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("improved") && !text.contains("consider"),
+            "{text}"
+        );
+        // A stored hint with a signed sum cannot say which way improved.
+        let old = hint(Axis::Memory, 0, HintReason::Improved { gradient: -0.4 });
+        assert_eq!(hint_text(&old, Dialect::OpenCl, gpu), None);
     }
 }

@@ -15,8 +15,8 @@
 //! error diagnostics and 30 lines: the first errors are the causes, the rest
 //! mostly consequences, and a full log can run to thousands of lines.
 
-use kevo_backend::CompileDiagnostics;
-use kevo_eval::{Evaluation, Outcome, SizeResult};
+use kevo_backend::{CompileDiagnostics, DeviceKind};
+use kevo_eval::{Evaluation, KernelResources, Outcome, SizeResult};
 
 /// Error diagnostics kept from a compile log.
 pub const MAX_COMPILE_ERRORS: usize = 3;
@@ -198,10 +198,39 @@ pub fn trim_compile_log(d: &CompileDiagnostics) -> String {
     kept.join("\n")
 }
 
-/// Render an evaluation's packet. The caller has checked the sizes.
+/// Whether a kernel's private (per-thread) memory figure says anything
+/// about the kernel. CUDA's local memory is register spills: always kept.
+/// OpenCL's private memory on a CPU device is the work-item's stack frame,
+/// which PoCL reports as one fixed figure (1024 B) for every kernel,
+/// whatever arrays it declares: shown, it would read as a fact about the
+/// kernel. On a GPU it is the kernel's own arrays and spills: kept.
+pub fn private_memory_informative(kernel: &KernelResources, device: Option<DeviceKind>) -> bool {
+    let cuda = kernel.info.registers_per_thread.is_some();
+    cuda || device != Some(DeviceKind::Cpu)
+}
+
+/// A kernel's compiler facts as the proposer sees them: without a private
+/// memory figure that [`private_memory_informative`] rejects.
+pub fn kernel_line(kernel: &KernelResources, device: Option<DeviceKind>) -> Option<String> {
+    if private_memory_informative(kernel, device) {
+        return kernel.facts_line();
+    }
+    let mut kernel = kernel.clone();
+    kernel.info.local_bytes_per_thread = None;
+    kernel.facts_line()
+}
+
+/// Render an evaluation's packet for a device of unknown kind. The caller
+/// has checked the sizes.
 pub fn render(eval: &Evaluation) -> Feedback {
+    render_for(eval, None)
+}
+
+/// Render an evaluation's packet for a `device` of that kind (its kernel
+/// lines depend on it). The caller has checked the sizes.
+pub fn render_for(eval: &Evaluation, device: Option<DeviceKind>) -> Feedback {
     let mut lines: Vec<String> = eval.sizes.iter().map(size_line).collect();
-    lines.extend(eval.kernels.iter().filter_map(|k| k.facts_line()));
+    lines.extend(eval.kernels.iter().filter_map(|k| kernel_line(k, device)));
     match &eval.outcome {
         Outcome::Correct { score } => lines.push(format!("score (gmean of fraction): {score:.4}")),
         Outcome::WrongResult {
@@ -288,6 +317,48 @@ mod tests {
         assert_eq!(fmt_ms(12.345), "12.35");
         assert_eq!(fmt_ms(0.5), "0.500");
         assert_eq!(fmt_ms(0.0042), "0.0042");
+    }
+
+    fn kernel(registers: Option<u32>, private: u64) -> KernelResources {
+        KernelResources {
+            name: "k".into(),
+            info: kevo_backend::KernelInfo {
+                registers_per_thread: registers,
+                local_bytes_per_thread: Some(private),
+                static_shared_bytes: Some(4096),
+                ..Default::default()
+            },
+            occupancy: None,
+        }
+    }
+
+    #[test]
+    fn private_memory_is_shown_only_where_it_describes_the_kernel() {
+        // PoCL's fixed figure on a CPU: left out, the rest of the line kept.
+        let pocl = kernel(None, 1024);
+        assert!(!private_memory_informative(&pocl, Some(DeviceKind::Cpu)));
+        assert_eq!(
+            kernel_line(&pocl, Some(DeviceKind::Cpu)).unwrap(),
+            "k: 4096 B __local memory"
+        );
+        // An OpenCL GPU's private memory is the kernel's own.
+        let gpu = Some(DeviceKind::DiscreteGpu);
+        assert!(private_memory_informative(&pocl, gpu));
+        assert!(
+            kernel_line(&pocl, gpu)
+                .unwrap()
+                .contains("1024 B private memory per work-item")
+        );
+        // CUDA spills are always shown, whatever the device says it is.
+        let spills = kernel(Some(255), 64);
+        assert!(private_memory_informative(&spills, Some(DeviceKind::Cpu)));
+        assert!(
+            kernel_line(&spills, None)
+                .unwrap()
+                .contains("64 B local memory per thread (spills)")
+        );
+        // Unknown device: nothing is assumed away.
+        assert!(private_memory_informative(&pocl, None));
     }
 
     #[test]

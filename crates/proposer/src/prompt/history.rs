@@ -36,10 +36,15 @@ pub fn evaluated_entry(
         new_best: None,
         duplicate_of: None,
         note: None,
+        reason: (!outcome.is_correct())
+            .then(|| super::feedback::outcome_summary(outcome))
+            .and_then(|r| HistoryEntry::short_reason(&r)),
     }
 }
 
-/// `iter  3: compile OK, correct False (runtime error), score N/A`.
+/// `iter  3: compile OK, correct False (runtime error), score N/A`, then
+/// what the attempt tried and what became of it:
+/// `; tried: float4 loads; result: runtime error at size 1024: ...`.
 pub fn history_line(entry: &HistoryEntry) -> String {
     let status = match entry.outcome {
         StepOutcome::Correct => "compile OK, correct True",
@@ -67,6 +72,9 @@ pub fn history_line(entry: &HistoryEntry) -> String {
     let mut line = format!("iter {:>2}: {status}, score {score}{tag}", entry.iteration);
     if let Some(note) = entry.note.as_deref().filter(|n| !n.is_empty()) {
         line.push_str(&format!("; tried: {note}"));
+    }
+    if let Some(reason) = entry.reason.as_deref().filter(|r| !r.is_empty()) {
+        line.push_str(&format!("; result: {reason}"));
     }
     line
 }
@@ -153,6 +161,7 @@ mod tests {
             },
             score,
             promoted,
+            reason: None,
         }
     }
 
@@ -300,6 +309,18 @@ mod tests {
             suspicious.score, None,
             "a suspicious candidate has no score"
         );
-        assert_eq!(history_line(&suspicious), "iter  2: suspicious, score N/A");
+        assert_eq!(
+            history_line(&suspicious),
+            "iter  2: suspicious, score N/A; result: suspicious at size s: r (not scored; it would have scored 9.0000)"
+        );
+        let decided = HistoryEntry {
+            reason: Some("score 1.0690 beats the incumbent's 0.9240; re-measured over 5 interleaved rounds: score ratio 1.010x (95% lower bound 0.980x) (within noise, not promoted)".into()),
+            ..evaluated_entry(3, 4, &outcomes[6], false)
+        };
+        assert!(
+            history_line(&decided).ends_with("; result: score 1.0690 beats the incumbent's 0.9240; re-measured over 5 interleaved rounds: score ratio 1.010x (95% lower bound 0.980x) (within noise, not promoted)"),
+            "a correct attempt not kept says why: {}",
+            history_line(&decided)
+        );
     }
 }

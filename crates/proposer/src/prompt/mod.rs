@@ -11,16 +11,18 @@
 //! as a second line of defence.
 
 pub mod analyst;
+mod device;
 pub mod feedback;
 pub mod guidance;
 pub mod history;
 pub mod meta;
+pub mod search;
 pub mod templates;
 mod user;
 
 use kevo_backend::{DeviceInfo, DeviceKind, Dialect};
 use kevo_eval::{Evaluation, Outcome};
-use kevo_roofline::{CeilingSource, Ceilings};
+use kevo_roofline::Ceilings;
 use kevo_tasks::{CeilingKind, SizePlan, SizeSet, Task};
 use serde::{Deserialize, Serialize};
 
@@ -30,10 +32,12 @@ pub use history::{
     HistoryEntry, StagnationParams, StepOutcome, attempt_note, evaluated_entry, history_line,
     is_stagnating, step_outcome,
 };
+pub use search::{HeldKernel, SearchBrief};
 pub use templates::Templates;
 
 use crate::parse::ExtractOptions;
 use crate::types::ChatRequest;
+use device::DeviceCtx;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PromptError {
@@ -133,6 +137,9 @@ pub struct UserContext<'a> {
     /// validation gate (`--validate`) rejected it: the prompt says it
     /// fails on unseen sizes, never which or how.
     pub previous_rejected: bool,
+    /// How the search keeps kernels, for strategies that keep more than
+    /// one (MAP-Elites, islands); None for (1+1).
+    pub search: Option<&'a SearchBrief>,
 }
 
 /// What the proposer is told about a candidate the validation gate
@@ -279,21 +286,6 @@ struct TaskCtx<'a> {
     ceiling: &'static str,
     unit: &'static str,
     work_note: &'a str,
-}
-
-#[derive(Serialize)]
-struct DeviceCtx {
-    name: String,
-    bandwidth: String,
-    fp32: String,
-    source: String,
-    scored: String,
-    details: Option<String>,
-    /// "CPU", "integrated GPU", "discrete GPU"; None when unknown.
-    kind: Option<String>,
-    /// "an empty kernel takes 4.1 us as a run of its own and 2.3 us per
-    /// launch back to back (median of 15 runs)".
-    launch_overhead: Option<String>,
 }
 
 fn mode_name(mode: EditMode) -> &'static str {
@@ -545,7 +537,7 @@ impl<'t> PromptBuilder<'t> {
     /// The feedback packet of one attempt, after the held-out checks.
     pub fn feedback(&self, eval: &Evaluation, context: &str) -> Result<Feedback, PromptError> {
         self.check_sizes(eval, context)?;
-        let f = feedback::render(eval);
+        let f = feedback::render_for(eval, self.device_kind());
         self.guard_text(&f.text, context)?;
         Ok(f)
     }
@@ -574,60 +566,7 @@ impl<'t> PromptBuilder<'t> {
     }
 
     fn device_ctx(&self) -> DeviceCtx {
-        let c = &self.device.ceilings;
-        let scored = c.for_kind(self.task.ceiling());
-        // "measured now" and "measured (cached)" would make otherwise equal
-        // prompts differ between runs, which breaks keyed replay.
-        let source = match &c.source {
-            CeilingSource::Datasheet { entry } => format!("datasheet figures for {entry}"),
-            CeilingSource::Measured { .. } => "measured on this device".to_string(),
-            CeilingSource::Declared => "declared for this device".to_string(),
-        };
-        let details = self.device.info.as_ref().map(|i| {
-            let mut parts = Vec::new();
-            if i.compute_units > 0 {
-                parts.push(format!(
-                    "{} {}",
-                    i.compute_units,
-                    match self.dialect {
-                        Dialect::Cuda | Dialect::Triton => "SMs",
-                        _ => "compute units",
-                    }
-                ));
-            }
-            if i.local_mem_bytes > 0 {
-                parts.push(format!(
-                    "{} KB of {} per {}",
-                    i.local_mem_bytes / 1024,
-                    dialect_ctx(self.dialect).shared.replace('`', ""),
-                    dialect_ctx(self.dialect).group
-                ));
-            }
-            if i.max_work_group_size > 0 {
-                parts.push(format!(
-                    "at most {} threads per {}",
-                    i.max_work_group_size,
-                    dialect_ctx(self.dialect).group
-                ));
-            }
-            format!("{}.", parts.join(", "))
-        });
-        DeviceCtx {
-            name: self.device.name.clone(),
-            bandwidth: fmt_rate(c.bandwidth_gbs),
-            fp32: fmt_rate(c.fp32_gflops),
-            source,
-            scored: fmt_rate(scored),
-            details: details.filter(|d| d.len() > 1),
-            kind: self.device_kind().map(|k| k.to_string()),
-            launch_overhead: c.launch_overhead.as_ref().map(|l| {
-                format!(
-                    "an empty kernel takes {} us as a run of its own and {} us per launch back to back (medians of 15 runs)",
-                    fmt_rate(l.alone_us.median),
-                    fmt_rate(l.back_to_back_us.median)
-                )
-            }),
-        }
+        device::device_ctx(&self.device, self.dialect, self.task.ceiling())
     }
 
     /// System and user prompt as one request.

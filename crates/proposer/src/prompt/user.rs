@@ -50,6 +50,7 @@ struct UserCtx<'a> {
     device_kind: &'static str,
     reference: Option<ReferenceCtx>,
     analysis: Option<String>,
+    search: Option<&'a super::SearchBrief>,
 }
 
 #[derive(Serialize)]
@@ -92,6 +93,7 @@ impl PromptBuilder<'_> {
             device_kind: kind_name(self.device_kind()),
             reference: self.reference_ctx()?,
             analysis: ctx.analysis.and_then(|a| self.shown_analysis(a.trim_end())),
+            search: ctx.search,
         };
         self.render_within_budget(user)
     }
@@ -152,15 +154,22 @@ impl PromptBuilder<'_> {
         let start = ctx.history.len().saturating_sub(self.history_len);
         // A note is the model's own words: one that names a hidden size
         // (a guess, or an echo) is withheld, not an error that would end
-        // the run; anything else naming it still fails the guard.
+        // the run; so is a reason (a compiler may echo the model's words);
+        // anything else naming it still fails the guard.
+        let withheld = |text: &Option<String>, what: &str| match text {
+            Some(t) if self.names_hidden(t) => {
+                Some(format!("({what} withheld: it names a size not shown)"))
+            }
+            other => other.clone(),
+        };
         let history: Vec<String> = ctx.history[start..]
             .iter()
-            .map(|e| match &e.note {
-                Some(note) if self.names_hidden(note) => history_line(&HistoryEntry {
-                    note: Some("(description withheld: it names a size not shown)".into()),
+            .map(|e| {
+                history_line(&HistoryEntry {
+                    note: withheld(&e.note, "description"),
+                    reason: withheld(&e.reason, "reason"),
                     ..e.clone()
-                }),
-                _ => history_line(e),
+                })
             })
             .collect();
         self.guard_text(&history.join("\n"), "history")?;
