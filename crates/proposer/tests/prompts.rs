@@ -1221,7 +1221,10 @@ fn suspicious(task: &Task, dev: &DeviceBrief, set: SizeSet) -> Evaluation {
 /// better kernel is listed.
 #[test]
 fn each_strategy_explains_its_decisions_and_shows_the_latest_attempt() {
-    use kevo_strategy::{Archive, CellElite, Descriptors, Elite, Selection};
+    use kevo_proposer::prompt::search::hint_text;
+    use kevo_strategy::{
+        Archive, Axis, CellElite, Descriptors, Elite, Hint, HintReason, Selection,
+    };
     let task: &Task = demo();
     let dev = pocl();
     let b = PromptBuilder::new(task, Dialect::OpenCl, SizeSet::Smoke, dev.clone()).unwrap();
@@ -1282,6 +1285,26 @@ fn each_strategy_explains_its_decisions_and_shows_the_latest_attempt() {
         vec![Elite { id: 2, score: 0.49 }],
         vec![Elite { id: 1, score: 0.12 }],
     ]);
+    // The hints a MAP-Elites parent in the seed's cell gets on this CPU,
+    // through the words the session uses: one per empty neighbour, and
+    // one for a move that made children slower.
+    let hints: Vec<String> = [
+        (Axis::Memory, 1, HintReason::Unexplored),
+        (Axis::Memory, 2, HintReason::Unexplored),
+        (Axis::Algorithm, 1, HintReason::Unexplored),
+        (Axis::Coordination, 1, HintReason::Unexplored),
+        (Axis::Coordination, 2, HintReason::Worse { change: -0.4 }),
+    ]
+    .into_iter()
+    .filter_map(|(axis, level, reason)| {
+        let hint = Hint {
+            axis,
+            level,
+            reason,
+        };
+        hint_text(&hint, Dialect::OpenCl, Some(DeviceKind::Cpu))
+    })
+    .collect();
     let map_elites = kevo_proposer::SearchBrief::of(&grid, &selection(1, "uniform"));
     let islands = kevo_proposer::SearchBrief::of(&islands, &selection(1, "island member"));
     for (name, search, parent_is_best) in [
@@ -1309,7 +1332,7 @@ fn each_strategy_explains_its_decisions_and_shows_the_latest_attempt() {
                 history: &h,
                 elites: if parent_is_best { &[] } else { &elites },
                 inspirations: &[],
-                hints: &[],
+                hints: if name == "map_elites" { &hints } else { &[] },
                 incumbent_profile: None,
                 previous_profile: None,
                 analysis: None,
@@ -1346,6 +1369,25 @@ fn each_strategy_explains_its_decisions_and_shows_the_latest_attempt() {
                 assert!(text.contains(needle), "{name}: {needle:?}:\n{text}");
             }
             assert!(!text.contains("pushes beyond"), "{name}:\n{text}");
+        }
+        if name == "map_elites" {
+            // No hint contradicts the rules: the launch is one work-item
+            // per output, and the CPU section advises against local tiles
+            // and sub-groups; a slower move is never an improvement.
+            let shown = text.split("## Hints from the search").nth(1).unwrap();
+            let shown = shown.split("## History").next().unwrap();
+            assert_eq!(shown.matches("\n- ").count(), 3, "{shown}");
+            for banned in [
+                "several outputs",
+                "several elements",
+                "tiling through",
+                "sub_group",
+                "barrier(",
+                "improved when",
+            ] {
+                assert!(!shown.contains(banned), "{banned:?} in {shown}");
+            }
+            assert!(shown.contains("did worse"), "{shown}");
         }
         insta::assert_snapshot!(format!("each_strategy_{name}"), text);
     }

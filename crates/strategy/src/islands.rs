@@ -328,7 +328,9 @@ impl Strategy for Islands {
         }
         Decision {
             placements,
-            improved: self.best != before,
+            // By id: a re-measurement that only rescored the best is no
+            // new best ("NEW BEST" beside "within noise, not promoted").
+            improved: self.best.id != before.id,
             best: self.best,
         }
     }

@@ -490,7 +490,9 @@ impl Strategy for MapElites {
         }
         Decision {
             placements,
-            improved: self.best != before,
+            // By id: a re-measurement that only rescored the best is no
+            // new best ("NEW BEST" beside "within noise, not promoted").
+            improved: self.best.id != before.id,
             best: self.best,
         }
     }
@@ -596,6 +598,33 @@ mod tests {
         o.insert("last_child".into(), serde_json::json!({"10": 20}));
         let back: MapElites = serde_json::from_value(old).unwrap();
         assert_eq!(back.latest, None);
+    }
+
+    #[test]
+    fn a_best_only_rescored_by_a_re_measurement_is_no_new_best() {
+        /// Within noise: not better, and the holder re-measured lower.
+        struct WithinNoise;
+        impl crate::Judge for WithinNoise {
+            fn judge(&mut self, challenger: Elite, holder: Elite) -> crate::Judgement {
+                crate::Judgement {
+                    better: false,
+                    challenger_score: challenger.score,
+                    holder_score: holder.score * 0.9,
+                    note: Some("within noise, not promoted".into()),
+                }
+            }
+        }
+        let mut s = start(MapElitesConfig::default());
+        let sel = s.select();
+        let d = s.decide(
+            1,
+            &sel,
+            &[child(2, Some(0.6), Some(cell(1, 0, 0)))],
+            &mut WithinNoise,
+        );
+        assert!(d.kept(2), "it fills an empty cell");
+        assert_eq!(s.best().id, 1);
+        assert!(!d.improved, "the best was rescored, not replaced");
     }
 
     /// An archive with cells of scores 0.1, 0.2, ... 0.6.

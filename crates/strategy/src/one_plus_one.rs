@@ -85,15 +85,9 @@ impl Strategy for OnePlusOne {
             contender.map(|(id, score)| judge.judge(Elite { id, score }, self.incumbent));
         let promoted = judgement.as_ref().is_some_and(|j| j.better);
         let reason = match (contender, &judgement) {
-            (Some((_, s)), Some(j)) => j.reason(format!(
-                "score {s:.4} {} the incumbent's {:.4}",
-                if s > self.incumbent.score {
-                    "beats"
-                } else {
-                    "does not beat"
-                },
-                self.incumbent.score
-            )),
+            (Some((_, s)), Some(j)) => {
+                j.reason(j.against(s, &format!("the incumbent's {:.4}", self.incumbent.score)))
+            }
             _ => "no candidate of this iteration has a score".to_string(),
         };
         if let Some(j) = &judgement {

@@ -114,6 +114,20 @@ impl Judgement {
         }
     }
 
+    /// The start of a strategy's reason for a challenger of single score
+    /// `score` against `holder` ("the incumbent's 0.7036"): "beats" or
+    /// "does not beat" when the verdict is the plain comparison, else
+    /// only the comparison, and the note gives the verdict (a challenger
+    /// below the holder's kept median can still be significantly better
+    /// once both are re-measured, and one above it can lose).
+    pub fn against(&self, score: f64, holder: &str) -> String {
+        match (&self.note, self.better) {
+            (Some(_), _) => format!("score {score:.4} (one evaluation) against {holder}"),
+            (None, true) => format!("score {score:.4} beats {holder}"),
+            (None, false) => format!("score {score:.4} does not beat {holder}"),
+        }
+    }
+
     /// The reason a strategy gives, `base` followed by the note.
     pub fn reason(&self, base: String) -> String {
         match &self.note {
@@ -191,7 +205,16 @@ impl<M: FnMut(Elite, Elite) -> Remeasured> Judge for NoiseAwareJudge<M> {
             .filter(|s| s.is_finite())
             .unwrap_or(holder.score);
         if challenger.score <= holder_single {
-            return Judgement::not_better(challenger, holder);
+            let mut j = Judgement::not_better(challenger, holder);
+            // Said whenever the holder's kept score is not the figure
+            // compared: "0.2836 beats 0.2826" and no promotion reads as a
+            // contradiction otherwise.
+            if (holder_single - holder.score).abs() > 1e-12 {
+                j.note = Some(format!(
+                    "not re-measured: not above the single first evaluation {holder_single:.4} of the kernel it would replace (a single evaluation is compared with a single evaluation)"
+                ));
+            }
+            return j;
         }
         let measured = (self.measure)(challenger, holder);
         noise_aware_judgement(challenger, holder, &measured)
@@ -225,7 +248,7 @@ pub fn noise_aware_judgement(challenger: Elite, holder: Elite, m: &Remeasured) -
         // The medians replace both first scores from here on: said here,
         // or the holder's score changes in later prompts with no word.
         note: Some(format!(
-            "re-measured over {} interleaved rounds: {} ({verdict}); medians {:.4} against {:.4}, the scores kept from now on",
+            "re-measured over {} interleaved rounds: {} ({verdict}); medians over the rounds {:.4} against {:.4}, the scores kept from now on",
             gain.rounds,
             gain.describe(),
             gain.challenger_median,
@@ -279,7 +302,7 @@ impl PairedGain {
     /// percentage, so that it never reads as a fraction of a ceiling.
     pub fn describe(&self) -> String {
         format!(
-            "score ratio {:.3}x (95% lower bound {:.3}x)",
+            "paired score ratio {:.3}x (geometric mean of the rounds' ratios; 95% lower bound {:.3}x)",
             self.ratio, self.lower
         )
     }
@@ -437,7 +460,16 @@ mod tests {
         // once at 0.6.
         judge.first_score.insert(1, 0.6);
         let below = judge.judge(e(2, 0.55), e(1, 0.5));
-        assert!(!below.better && below.note.is_none(), "not re-measured");
+        assert!(!below.better, "not re-measured");
+        // 0.55 is above the kept 0.5: the note says what it was compared
+        // with, or "0.55 beats 0.5, not promoted" reads as a contradiction.
+        assert!(
+            below
+                .note
+                .as_deref()
+                .is_some_and(|n| n.contains("not re-measured") && n.contains("0.6000")),
+            "{below:?}"
+        );
         let above = judge.judge(e(3, 0.65), e(1, 0.5));
         assert!(above.note.is_some(), "re-measured");
         drop(judge);

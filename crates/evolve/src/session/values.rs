@@ -1,7 +1,6 @@
 //! The values that pass between stages: a tried candidate, its evaluation, the
 //! prompt context, duplicates.
 
-use kevo_backend::{DeviceKind, Dialect};
 use kevo_descriptors::Descriptors;
 use kevo_eval::Evaluation;
 use kevo_proposer::{Attempt, StepOutcome};
@@ -18,35 +17,7 @@ pub(super) fn attempts(shown: &[(String, Evaluation)]) -> Vec<Attempt<'_>> {
         .collect()
 }
 
-/// A strategy's hint in words: the suggestion and why it is made, or what
-/// children did where they did worse. None for a suggestion the device
-/// makes pointless (see [`kevo_descriptors::Axis::suits`]).
-pub(super) fn hint_text(
-    hint: &kevo_strategy::Hint,
-    dialect: Dialect,
-    kind: Option<DeviceKind>,
-) -> Option<String> {
-    use kevo_strategy::HintReason;
-    let level = hint.axis.level_name(hint.level);
-    let why = match hint.reason {
-        HintReason::Worse { .. } => {
-            return Some(format!(
-                "Children of kernels like this one that moved to {level} did worse \
-                 (slower or incorrect)."
-            ));
-        }
-        HintReason::Improved { gradient } if gradient > 0.0 => {
-            format!("children of kernels like this one improved when they moved to {level}")
-        }
-        // A hint stored with a signed sum: it cannot say which way improved.
-        HintReason::Improved { .. } => return None,
-        HintReason::Unexplored => format!(
-            "no kernel of the search uses {level} together with this one's other traits yet"
-        ),
-    };
-    let suggestion = hint.axis.suggestion(hint.level, dialect, kind)?;
-    Some(format!("{suggestion} ({why})."))
-}
+pub(super) use kevo_proposer::prompt::search::hint_text;
 
 /// What the proposer is shown in one iteration (see
 /// [`Session::prompt_context`]).
@@ -168,6 +139,7 @@ impl Tried {
 
 #[cfg(test)]
 mod tests {
+    use kevo_backend::{DeviceKind, Dialect};
     use kevo_strategy::{Axis, Hint, HintReason};
 
     use super::*;

@@ -4,6 +4,7 @@
 //! at 2 of 64 cells. (1+1) needs no such section: its one rule, beat the
 //! incumbent, is the instruction itself.
 
+use kevo_backend::{DeviceKind, Dialect};
 use kevo_strategy::{Archive, Axis, Descriptors, Selection};
 use serde::Serialize;
 
@@ -93,6 +94,36 @@ impl SearchBrief {
             }
         }
     }
+}
+
+/// A strategy's hint in words: the suggestion and why it is made, or what
+/// children did where they did worse. None for a suggestion the device
+/// makes pointless (see [`kevo_strategy::Axis::suits`]).
+pub fn hint_text(
+    hint: &kevo_strategy::Hint,
+    dialect: Dialect,
+    kind: Option<DeviceKind>,
+) -> Option<String> {
+    use kevo_strategy::HintReason;
+    let level = hint.axis.level_name(hint.level);
+    let why = match hint.reason {
+        HintReason::Worse { .. } => {
+            return Some(format!(
+                "Children of kernels like this one that moved to {level} did worse \
+                 (slower or incorrect)."
+            ));
+        }
+        HintReason::Improved { gradient } if gradient > 0.0 => {
+            format!("children of kernels like this one improved when they moved to {level}")
+        }
+        // A hint stored with a signed sum: it cannot say which way improved.
+        HintReason::Improved { .. } => return None,
+        HintReason::Unexplored => format!(
+            "no kernel of the search uses {level} together with this one's other traits yet"
+        ),
+    };
+    let suggestion = hint.axis.suggestion(hint.level, dialect, kind)?;
+    Some(format!("{suggestion} ({why})."))
 }
 
 /// A cell in words: one level name per axis.

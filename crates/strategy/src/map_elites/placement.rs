@@ -127,15 +127,7 @@ impl MapElites {
         if j.better {
             *score = Some(j.challenger_score);
         }
-        let base = format!(
-            "score {s:.4} {} cell {cell}'s elite {:.4}",
-            if s > e.elite.score {
-                "beats"
-            } else {
-                "does not beat"
-            },
-            e.elite.score
-        );
+        let base = j.against(s, &format!("cell {cell}'s elite {:.4}", e.elite.score));
         let outcome = if j.better {
             TransitionOutcome::Improvement
         } else if s < parent_score {
