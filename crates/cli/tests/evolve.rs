@@ -573,19 +573,21 @@ fn a_candidate_faster_than_the_hardware_is_suspicious_never_promoted_and_listed(
     let dir = tempfile::tempdir().unwrap();
     // Measure the seed's and the fast kernel's fractions of this device's
     // ceilings, then claim a bandwidth that puts the seed at 5/sqrt(r) of
-    // it and the fast kernel at 5*sqrt(r), r being their speed ratio (~100
-    // on a 2-core PoCL machine: the seed runs a 64-step loop per element):
-    // the seed stays under the strictest limit (1.25x, a working set past
-    // the cache), the fast kernel lands past the loosest (25x, any cache),
+    // it and the fast kernel at 5*sqrt(r), r being their speed ratio: the
+    // seed stays under the strictest limit (1.25x, a working set past the
+    // cache), the fast kernel lands past the loosest (25x, any cache),
     // whatever this machine's own bandwidth. A fixed factor failed where
-    // PoCL's saxpy ran at only ~1x the measured copy bandwidth.
-    let max_fraction = |kernel: &str| -> f64 {
+    // PoCL's saxpy ran at only ~1x the measured copy bandwidth, and a
+    // fixed 64-step seed where PoCL vectorised its loop well enough to
+    // leave r near 25 (no margin for a loaded machine): the seed's loop
+    // grows until r >= 400, a margin of 4x on either side.
+    let max_fraction = |kernel: &Path, slow_end: bool| -> f64 {
         let mut args: Vec<String> =
             "eval --task saxpy --backend opencl --sizes smoke --json --kernel"
                 .split(' ')
                 .map(String::from)
                 .collect();
-        args.push(fixture(kernel));
+        args.push(kernel.display().to_string());
         let out = cache_env(kevo().args(&args), dir.path()).output().unwrap();
         assert!(
             out.status.success(),
@@ -596,7 +598,6 @@ fn a_candidate_faster_than_the_hardware_is_suspicious_never_promoted_and_listed(
         // The seed at its median (as the rule judges it), the fast kernel
         // at its third-quartile time: below the median the rule uses, so
         // the split leaves the fast kernel room for a slower evolve run.
-        let slow_end = kernel != "start_slow.cl";
         v["sizes"]
             .as_array()
             .unwrap()
@@ -608,11 +609,23 @@ fn a_candidate_faster_than_the_hardware_is_suspicious_never_promoted_and_listed(
             })
             .fold(0.0, f64::max)
     };
-    let (seed, fast) = (max_fraction("start_slow.cl"), max_fraction("4_faster.cl"));
-    let ratio = fast / seed;
+    let fast = max_fraction(Path::new(&fixture("4_faster.cl")), true);
+    let seed_path = dir.path().join("start_slower.cl");
+    let slow_seed = std::fs::read_to_string(fixture("start_slow.cl")).unwrap();
+    assert!(slow_seed.contains("k < 64"), "the seed's loop bound moved");
+    let mut steps = 64;
+    let (seed, ratio) = loop {
+        let source = slow_seed.replace("k < 64", &format!("k < {steps}"));
+        std::fs::write(&seed_path, source).unwrap();
+        let seed = max_fraction(&seed_path, false);
+        if fast / seed >= 400.0 || steps >= 1 << 15 {
+            break (seed, fast / seed);
+        }
+        steps *= 8;
+    };
     assert!(
-        ratio > 25.0,
-        "the fast kernel must be >25x the seed to tell the two limits apart; it is {ratio:.1}x ({fast:.3} vs {seed:.3})"
+        ratio > 100.0,
+        "the fast kernel must be >100x the seed to tell the two limits apart; it is {ratio:.1}x ({fast:.3} vs {seed:.3}) with a {steps}-step seed"
     );
     let claim = (seed * fast).sqrt() / 5.0;
     // Declared ceilings (`--ceilings`): a doctored cache no longer works,
@@ -639,7 +652,7 @@ fn a_candidate_faster_than_the_hardware_is_suspicious_never_promoted_and_listed(
         ],
     );
     let mut args = evolve_args(&ws, &llm, "4");
-    args.extend(["--seed-kernel".into(), fixture("start_slow.cl")]);
+    args.extend(["--seed-kernel".into(), seed_path.display().to_string()]);
     args.extend(["--ceilings".into(), declared]);
     let out = cache_env(kevo().args(&args), dir.path()).output().unwrap();
     assert!(
@@ -658,7 +671,11 @@ fn a_candidate_faster_than_the_hardware_is_suspicious_never_promoted_and_listed(
         .collect();
     assert_eq!(
         outcomes,
-        ["compile_error", "wrong_result", "correct", "suspicious"]
+        ["compile_error", "wrong_result", "correct", "suspicious"],
+        "seed ({steps} steps) at {:.2}x, fast kernel at {:.2}x of the declared bandwidth (ratio {ratio:.1}); {:?}",
+        seed / claim,
+        fast / claim,
+        iterations.last()
     );
     assert!(
         iterations.iter().all(|e| e["promoted"] == false),
