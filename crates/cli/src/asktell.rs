@@ -14,7 +14,7 @@ use crate::progress::Progress;
 
 async fn environment(store: &StoreArgs) -> Result<Environment> {
     Ok(Environment {
-        store: store.open().await?,
+        store: store.open_existing().await?,
         workspace: store.workspace.clone(),
         worker: WorkerCommand::current_exe()?,
         in_flight: Default::default(),
@@ -33,6 +33,8 @@ pub fn ask(run: &str, n: u32, store: StoreArgs, json: bool) -> Result<ExitCode> 
     }
     runtime()?.block_on(async {
         let env = environment(&store).await?;
+        let resolved = env.store.resolve_run(run).await?;
+        let run = resolved.0.as_str();
         let asked = kevo_evolve::ask(run, n, &env).await?;
         if json {
             println!("{}", serde_json::to_string_pretty(&asked)?);
@@ -85,6 +87,8 @@ pub fn tell(
     runtime()?.block_on(async {
         let env = environment(&store).await?;
         let mut progress = Progress::new(json, false).single();
+        let resolved = env.store.resolve_run(run).await?;
+        let run = resolved.0.as_str();
         let told = kevo_evolve::tell(run, proposal, &text, model, &env, &mut progress).await?;
         if !json {
             let iteration = told.iteration;
@@ -107,6 +111,8 @@ pub fn finish(run: &str, store: StoreArgs, json: bool) -> Result<ExitCode> {
     runtime()?.block_on(async {
         let env = environment(&store).await?;
         let mut progress = Progress::new(json, false);
+        let resolved = env.store.resolve_run(run).await?;
+        let run = resolved.0.as_str();
         let summary = kevo_evolve::finish(run, &env, &mut progress).await?;
         if !json {
             print_summary(&summary);

@@ -44,8 +44,8 @@ pub fn cross(args: CrossArgs) -> Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let store = runtime.block_on(args.store.open())?;
-    let id = RunId(args.run.clone());
+    let store = runtime.block_on(args.store.open_existing())?;
+    let id = runtime.block_on(store.resolve_run(&args.run))?;
     let (info, seed_id, winner_id) = runtime.block_on(seed_and_winner(&store, &id))?;
     let (seed_src, winner_src) = runtime.block_on(async {
         anyhow::Ok((

@@ -167,8 +167,9 @@ fn reject_unreadable(
 fn start_worker(config: &WorkerConfig, json: bool) -> Result<Worker> {
     let worker = Worker::start(WorkerCommand::current_exe()?, config.clone())?;
     if !json {
-        println!("sandbox: {}", worker.sandbox().summary());
-        println!(
+        // Diagnostics, on standard error: standard output is the result.
+        eprintln!("sandbox: {}", worker.sandbox().summary());
+        eprintln!(
             "inputs: drawn from secret {} (KEVO_INPUTS_SECRET set to it draws them again)",
             worker.inputs_secret()
         );

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use kevo_evolve::{Environment, EvolveOptions};
-use kevo_store::{RunId, Store};
+use kevo_store::Store;
 use kevo_worker::WorkerCommand;
 
 use crate::progress::Progress;
@@ -30,6 +30,36 @@ impl StoreArgs {
             Some(url) => Store::open(url).await?,
             None => Store::open_workspace(&self.workspace).await?,
         })
+    }
+
+    /// Whether there is a store to read: a workspace holds one once a run
+    /// was stored there; a store URL is taken at its word.
+    pub fn exists(&self) -> bool {
+        match (
+            &self.store,
+            kevo_store::Target::default_for(&self.workspace),
+        ) {
+            (Some(_), _) => true,
+            (None, kevo_store::Target::Sqlite(path)) => path.is_file(),
+            (None, kevo_store::Target::Postgres(_)) => true,
+        }
+    }
+
+    /// The store, for a command that reads runs: a workspace without one
+    /// is an error that names it, and nothing is created there.
+    pub async fn open_existing(&self) -> Result<Store> {
+        if !self.exists() {
+            bail!("{}", self.no_store());
+        }
+        self.open().await
+    }
+
+    /// Why there is nothing to read.
+    pub fn no_store(&self) -> String {
+        format!(
+            "no runs: {} holds no kevo store (`kevo evolve` creates one; --workspace DIR or KEVO_WORKSPACE names another workspace)",
+            self.workspace.display()
+        )
     }
 }
 
@@ -118,7 +148,9 @@ async fn reference_kernel(
             source,
         });
     }
-    let id = RunId(reference.to_string());
+    let id = store.resolve_run(reference).await.with_context(|| {
+        format!("--reference-kernel {reference}: neither a file nor a stored run")
+    })?;
     let info = store.run(&id).await.with_context(|| {
         format!("--reference-kernel {reference}: neither a file nor a stored run")
     })?;
@@ -165,11 +197,15 @@ pub fn evolve(args: EvolveArgs) -> Result<ExitCode> {
         };
         let mut progress = Progress::new(args.json, args.quiet);
         let run_id = progress.run.clone();
-        if let Some(run) = &args.resume {
+        let resume = match &args.resume {
+            Some(name) => Some(env.store.resolve_run(name).await?.0),
+            None => None,
+        };
+        if let Some(run) = &resume {
             *run_id.lock().unwrap_or_else(|e| e.into_inner()) = Some(run.clone());
         }
         let session = async {
-            Ok::<_, anyhow::Error>(match &args.resume {
+            Ok::<_, anyhow::Error>(match &resume {
             Some(run) => Some(kevo_evolve::resume(run, &env, &mut progress).await?),
             None => {
                 let options = new_run_options(&args, &env.store).await?;

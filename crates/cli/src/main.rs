@@ -6,6 +6,7 @@ mod asktell;
 mod bench;
 mod candidate;
 mod cross;
+mod diagnostics;
 mod eval;
 mod evolve;
 mod kernelbench;
@@ -376,7 +377,7 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", diagnostics::error_text(&e));
             ExitCode::from(2)
         }
     }
@@ -410,8 +411,20 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Config { command } => config(command),
         Command::Completions { shell } => {
             use clap::CommandFactory;
-            clap_complete::generate(shell, &mut Cli::command(), "kevo", &mut std::io::stdout());
-            Ok(ExitCode::SUCCESS)
+            // Generated whole, then written: clap_complete panics on a
+            // write error, and `kevo completions bash | head` closes the
+            // pipe early.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "kevo", &mut script);
+            match std::io::Write::write_all(&mut std::io::stdout(), &script) {
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                    Ok(ExitCode::from(BROKEN_PIPE_EXIT as u8))
+                }
+                written => {
+                    written?;
+                    Ok(ExitCode::SUCCESS)
+                }
+            }
         }
         Command::Sweep(args) => sweep::sweep(*args),
         Command::Tune(args) => tune::tune(*args),

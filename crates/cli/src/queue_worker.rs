@@ -243,7 +243,7 @@ async fn serve_all(
         };
         let i = worker.info();
         println!(
-            "{prefix}worker {} serves {} {} (ceilings {:.1} GB/s, {:.0} GFLOP/s) on {url}, namespace {}",
+            "{prefix}worker {} serves {} {} (ceilings {:.1} GB/s, {:.0} GFLOPS) on {url}, namespace {}",
             i.id,
             i.backend,
             i.device.name,

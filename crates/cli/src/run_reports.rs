@@ -9,7 +9,6 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Args;
 use kevo_report::RunData;
-use kevo_store::RunId;
 
 use crate::evolve::StoreArgs;
 
@@ -44,14 +43,15 @@ pub fn report(args: ReportArgs) -> Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let html = runtime.block_on(async {
-        let store = args.store.open().await?;
-        let data = RunData::gather(&store, &RunId(args.run.clone()))
+    let (run, html) = runtime.block_on(async {
+        let store = args.store.open_existing().await?;
+        let run = store.resolve_run(&args.run).await?;
+        let data = RunData::gather(&store, &run)
             .await
-            .with_context(|| format!("reading run {}", args.run))?;
-        anyhow::Ok(kevo_report::render_report(&data))
+            .with_context(|| format!("reading run {}", run.0))?;
+        anyhow::Ok((run, kevo_report::render_report(&data)))
     })?;
-    let path = report_path(args.out.as_deref(), &args.store.workspace, &args.run);
+    let path = report_path(args.out.as_deref(), &args.store.workspace, &run.0);
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
@@ -86,9 +86,10 @@ pub struct TableArgs {
     /// Every run of the store.
     #[arg(long, conflicts_with = "runs")]
     pub all: bool,
-    /// md (default), csv or json.
-    #[arg(long, default_value = "md")]
-    pub format: kevo_report::table::Format,
+    /// text (aligned columns; the default on a terminal), md (the default
+    /// otherwise), csv or json.
+    #[arg(long)]
+    pub format: Option<kevo_report::table::Format>,
     /// Only runs of this task.
     #[arg(long)]
     pub task: Option<String>,
@@ -121,11 +122,12 @@ async fn chosen_runs(
         runs.to_vec()
     };
     let mut out = Vec::with_capacity(ids.len());
-    for id in ids {
+    for name in ids {
+        let id = store.resolve_run(&name).await?;
         out.push(
-            RunData::gather(store, &RunId(id.clone()))
+            RunData::gather(store, &id)
                 .await
-                .with_context(|| format!("reading run {id}"))?,
+                .with_context(|| format!("reading run {}", id.0))?,
         );
     }
     Ok(out)
@@ -136,7 +138,7 @@ pub fn table(args: TableArgs) -> Result<ExitCode> {
         .enable_all()
         .build()?;
     let rows = runtime.block_on(async {
-        let store = args.store.open().await?;
+        let store = args.store.open_existing().await?;
         anyhow::Ok(
             chosen_runs(&store, &args.runs, args.all)
                 .await?
@@ -155,7 +157,14 @@ pub fn table(args: TableArgs) -> Result<ExitCode> {
                 .is_none_or(|m| r.models.contains(m.as_str()))
         })
         .collect();
-    print!("{}", kevo_report::table::render(&rows, args.format));
+    let format = args.format.unwrap_or_else(|| {
+        if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+            kevo_report::table::Format::Text
+        } else {
+            kevo_report::table::Format::Markdown
+        }
+    });
+    print!("{}", kevo_report::table::render(&rows, format));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -200,7 +209,7 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
         .enable_all()
         .build()?;
     let runs = runtime.block_on(async {
-        let store = args.store.open().await?;
+        let store = args.store.open_existing().await?;
         let named: Vec<String> = args.run.iter().cloned().collect();
         chosen_runs(&store, &named, args.all).await
     })?;

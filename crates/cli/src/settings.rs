@@ -12,7 +12,6 @@ use kevo_evolve::config::{
     ConfigLayer, RunConfig, StrategyFlags, settings_args, settings_from_matches,
 };
 use kevo_runtimes::BackendKind;
-use kevo_store::RunId;
 use kevo_tasks::SizeSet;
 
 /// The settings flags a command offers: each is defined once, as a field
@@ -208,8 +207,13 @@ pub async fn from_run(
     store: &kevo_store::Store,
     run: &str,
 ) -> Result<(ConfigLayer, Option<String>)> {
+    let id = store
+        .resolve_run(run)
+        .await
+        .with_context(|| format!("--config-from {run}"))?;
+    let run = id.0.as_str();
     let info = store
-        .run(&RunId(run.to_string()))
+        .run(&id)
         .await
         .with_context(|| format!("--config-from {run}"))?;
     let options = kevo_evolve::stored_options(&info)?;

@@ -24,11 +24,23 @@ pub fn runs(store: StoreArgs, json: bool) -> Result<ExitCode> {
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let store = store.open().await?;
-        let runs = run_view::list_runs(&store).await?;
+        if !store.exists() {
+            // Listing creates nothing: an empty folder stays empty.
+            if json {
+                println!("[]");
+            }
+            eprintln!("kevo: {}", store.no_store());
+            return Ok(ExitCode::SUCCESS);
+        }
+        let opened = store.open().await?;
+        let runs = run_view::list_runs(&opened).await?;
         if json {
             let values = run_view::runs_json(&runs)?;
             println!("{}", serde_json::to_string_pretty(&values)?);
+            return Ok(ExitCode::SUCCESS);
+        }
+        if runs.is_empty() {
+            eprintln!("kevo: no runs in {} yet", store.workspace.display());
             return Ok(ExitCode::SUCCESS);
         }
         println!(
@@ -131,7 +143,7 @@ fn provenance_line(config: &serde_json::Value) -> String {
         None => String::new(),
     };
     format!(
-        "kevo {}{task}; {} driver {} ({}); ceilings {:.1} GB/s, {:.0} GFLOP/s ({}){seeds}",
+        "kevo {}{task}; {} driver {} ({}); ceilings {:.1} GB/s, {:.0} GFLOPS ({}){seeds}",
         text(&p["kevo"]),
         text(&p["device"]["name"]),
         text(&p["device"]["driver_version"]),
@@ -163,8 +175,9 @@ pub fn show(run: &str, store: StoreArgs, json: bool) -> Result<ExitCode> {
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let store = store.open().await?;
-        let view = run_view::load(&store, RunId(run.to_string())).await?;
+        let store = store.open_existing().await?;
+        let run = store.resolve_run(run).await?;
+        let view = run_view::load(&store, run).await?;
         if json {
             // Everything read, each iteration with its per-size numbers.
             println!("{}", serde_json::to_string_pretty(&view.to_json())?);
@@ -235,9 +248,13 @@ fn print_heading(view: &RunView) {
     );
 }
 
+/// Lines of a compiler log under a failed iteration: the first errors
+/// with their excerpts.
+const SHOWN_FAILURE_LINES: usize = 12;
+
 /// One line per iteration (who answered, which prompt asked), each
 /// with its per-size numbers, the last iteration's included: no prompt
-/// shows it.
+/// shows it; under a failed one, why it failed.
 fn print_history(view: &RunView) {
     for h in &view.history {
         let mut by = Vec::new();
@@ -265,6 +282,11 @@ fn print_history(view: &RunView) {
         if let Some(e) = h.candidate_id.and_then(|c| view.measured.get(&c.0)) {
             for s in &e.sizes {
                 println!("{:>11}{}", "", size_text(s));
+            }
+            if let Some(detail) = e.outcome.failure_detail(SHOWN_FAILURE_LINES) {
+                for line in detail.lines() {
+                    println!("{:>11}| {line}", "");
+                }
             }
         }
     }
@@ -411,9 +433,10 @@ fn size_text(s: &kevo_eval::SizeResult) -> String {
         );
     }
     format!(
-        "{:<12} {:.4} ms ({:.4}-{:.4} over {} runs)  {}",
+        "{:<12} {:.4} ms (IQR {:.1}% of it; {:.4}-{:.4} over {} runs)  {}",
         s.label,
         s.time.median_s * 1e3,
+        s.time.spread * 100.0,
         s.time.min_s * 1e3,
         s.time.max_s * 1e3,
         s.time.samples_s.len(),
@@ -565,7 +588,9 @@ pub fn show_config(run: &str, store: StoreArgs) -> Result<ExitCode> {
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let store = store.open().await?;
+        let store = store.open_existing().await?;
+        let resolved = store.resolve_run(run).await?;
+        let run = resolved.0.as_str();
         match run_view::settings(&store, &RunId(run.to_string())).await? {
             StoredSettings::Tune { config } => {
                 // A tuning run has no evolution settings: its own, as stored.
@@ -591,8 +616,9 @@ pub fn export(run: &str, out: Option<&Path>, store: StoreArgs) -> Result<ExitCod
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let store = store.open().await?;
-        let best = run_view::winner(&store, &RunId(run.to_string())).await?;
+        let store = store.open_existing().await?;
+        let run = store.resolve_run(run).await?;
+        let best = run_view::winner(&store, &run).await?;
         match out {
             Some(path) => {
                 std::fs::write(path, &best.candidate.source)

@@ -257,12 +257,12 @@ fn definition_findings(folder: &FolderTask) -> Vec<Finding> {
         what: "definition".into(),
         ok: true,
         detail: format!(
-            "{} buffers, {} scalars, {} launches, {} checked outputs, dialects {}; every \
+            "{}, {}, {}, {}, dialects {}; every \
              expression whole and in range at every size; reference: {reference_kind}",
-            folder.buffers.len(),
-            folder.scalars.len(),
-            folder.launches.len(),
-            folder.checks.len(),
+            counted(folder.buffers.len(), "buffer"),
+            counted(folder.scalars.len(), "scalar"),
+            counted(folder.launches.len(), "launch"),
+            counted(folder.checks.len(), "checked output"),
             folder
                 .dialects
                 .keys()
@@ -535,5 +535,25 @@ mod tests {
             assert!(renamed.contains("\nname = \"mine\"\n"), "{name}");
             assert_eq!(renamed.matches("name = \"mine\"").count(), 1, "{name}");
         }
+    }
+}
+
+/// "1 launch", "2 launches": a count with its noun in the right number.
+fn counted(n: usize, noun: &str) -> String {
+    match (n, noun.ends_with(['s', 'h', 'x'])) {
+        (1, _) => format!("1 {noun}"),
+        (_, true) => format!("{n} {noun}es"),
+        (_, false) => format!("{n} {noun}s"),
+    }
+}
+
+#[cfg(test)]
+mod counted_tests {
+    #[test]
+    fn one_is_singular_and_other_counts_plural() {
+        assert_eq!(super::counted(1, "launch"), "1 launch");
+        assert_eq!(super::counted(2, "launch"), "2 launches");
+        assert_eq!(super::counted(0, "buffer"), "0 buffers");
+        assert_eq!(super::counted(3, "checked output"), "3 checked outputs");
     }
 }

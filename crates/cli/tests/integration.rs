@@ -18,6 +18,7 @@ mod distributed;
 mod docs;
 mod evolve;
 mod evolving_prompts;
+mod first_use;
 mod golden;
 mod hostile_endpoint;
 mod install;

@@ -118,13 +118,19 @@ fn evolve_command(ws: &Path, cache: &Path, llm: &str, iterations: u32) -> Comman
 }
 
 fn evolve(llm: &str, iterations: u32, extra: &[&str]) -> Ran {
+    evolve_with(llm, iterations, |c| {
+        c.args(extra);
+    })
+}
+
+/// As [`evolve`], with `adjust` applied to the command first.
+fn evolve_with(llm: &str, iterations: u32, adjust: impl FnOnce(&mut Command)) -> Ran {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().join("ws");
     let t = Instant::now();
-    let out = evolve_command(&ws, &dir.path().join("cache"), llm, iterations)
-        .args(extra)
-        .output()
-        .unwrap();
+    let mut command = evolve_command(&ws, &dir.path().join("cache"), llm, iterations);
+    adjust(&mut command);
+    let out = command.output().unwrap();
     let elapsed = t.elapsed();
     Ran {
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -150,6 +156,39 @@ impl Ran {
         assert_no_canary(&self.out);
         assert_eq!(files_holding(&self.ws, CANARY), Vec::<PathBuf>::new());
         assert_eq!(runs(&self.ws)[0]["status"], "finished", "{}", self.stdout);
+        assert!(self.elapsed < within, "{:?} > {within:?}", self.elapsed);
+    }
+
+    /// What a run whose model never answered must leave: a non-zero exit
+    /// that says why once, a run stored as failed with the reason, a
+    /// workspace without the key, and a bounded wall time.
+    fn assert_failed_cleanly(&self, within: Duration, cause: &str) {
+        assert_eq!(
+            self.out.status.code(),
+            Some(2),
+            "{}\n{}",
+            self.stdout,
+            self.stderr
+        );
+        assert_no_canary(&self.out);
+        assert_eq!(files_holding(&self.ws, CANARY), Vec::<PathBuf>::new());
+        let error = self
+            .stderr
+            .lines()
+            .find(|l| l.starts_with("error: "))
+            .unwrap_or_else(|| panic!("no error line: {}", self.stderr));
+        assert!(
+            error.contains("failed: ") && error.contains(cause),
+            "{error}"
+        );
+        assert_eq!(error.matches(cause).count(), 1, "said once: {error}");
+        let listed = &runs(&self.ws)[0];
+        assert_eq!(listed["status"], "failed", "{}", self.stdout);
+        assert!(
+            !self.stdout.contains("seed kept"),
+            "a failed run reports no search result: {}",
+            self.stdout
+        );
         assert!(self.elapsed < within, "{:?} > {within:?}", self.elapsed);
     }
 
@@ -215,7 +254,7 @@ fn evolve_stores_no_echoed_key_anywhere_in_the_workspace() {
         Behaviour::ErrorEchoingTheKey,
         Behaviour::AnswerEchoingTheKey,
     ] {
-        let url = serve(behaviour);
+        let url = serve(behaviour.clone());
         // The recording of the run's exchanges holds no key either.
         let recorded = tempfile::tempdir().unwrap();
         let recording = recorded.path().join("run.jsonl");
@@ -229,7 +268,11 @@ fn evolve_stores_no_echoed_key_anywhere_in_the_workspace() {
                 recording.to_str().unwrap(),
             ],
         );
-        ran.assert_ended_cleanly(Duration::from_secs(90));
+        if matches!(behaviour, Behaviour::ErrorEchoingTheKey) {
+            ran.assert_failed_cleanly(Duration::from_secs(90), "answered none");
+        } else {
+            ran.assert_ended_cleanly(Duration::from_secs(90));
+        }
         assert_eq!(
             std::fs::read_to_string(&recording).unwrap().lines().count(),
             2,
@@ -528,7 +571,7 @@ fn a_huge_response_is_a_failed_proposal_that_is_not_stored() {
     }
     let url = serve(Behaviour::HugeBody(20 << 20));
     let ran = evolve(&format!("openai@{url}:m"), 2, &["--llm-retries", "0"]);
-    ran.assert_ended_cleanly(Duration::from_secs(90));
+    ran.assert_failed_cleanly(Duration::from_secs(90), "answered none");
     let calls = ran.calls();
     assert_eq!(calls.len(), 2);
     for c in &calls {
@@ -546,7 +589,7 @@ fn failures_and_waits_print_a_line_each_and_a_long_retry_after_is_refused() {
     }
     let url = serve(Behaviour::Status(500, None));
     let ran = evolve(&format!("openai@{url}:m"), 1, &["--llm-retries", "2"]);
-    ran.assert_ended_cleanly(Duration::from_secs(90));
+    ran.assert_failed_cleanly(Duration::from_secs(90), "answered none");
     for line in ["attempt 1 of 3 failed", "attempt 2 of 3 failed"] {
         assert!(ran.stderr.contains(line), "{line}: {}", ran.stderr);
     }
@@ -559,7 +602,7 @@ fn failures_and_waits_print_a_line_each_and_a_long_retry_after_is_refused() {
     // instead of four silent waits of 250 s.
     let url = serve(Behaviour::Status(503, Some("250")));
     let ran = evolve(&format!("openai@{url}:m"), 1, &[]);
-    ran.assert_ended_cleanly(Duration::from_secs(90));
+    ran.assert_failed_cleanly(Duration::from_secs(90), "answered none");
     assert!(
         ran.stderr.contains("asked to wait 250 s") && ran.stderr.contains("not retried"),
         "{}",
@@ -575,7 +618,7 @@ fn failures_and_waits_print_a_line_each_and_a_long_retry_after_is_refused() {
         1,
         &["--llm-timeout", "2", "--llm-retries", "1"],
     );
-    ran.assert_ended_cleanly(Duration::from_secs(60));
+    ran.assert_failed_cleanly(Duration::from_secs(60), "answered none");
     assert!(
         ran.stderr.contains("attempt 1 of 2 failed"),
         "{}",
@@ -583,6 +626,78 @@ fn failures_and_waits_print_a_line_each_and_a_long_retry_after_is_refused() {
     );
     let error = ran.calls()[0].call.error.clone().unwrap_or_default();
     assert!(error.contains("no response within 2.0 s"), "{error}");
+}
+
+#[test]
+fn a_host_that_does_not_resolve_fails_the_run_at_once_without_retries() {
+    if !opencl_available() {
+        return;
+    }
+    // `.invalid` never resolves (RFC 6761); with no network it fails the
+    // same way. Four iterations and the default retries: the first call's
+    // failure ends the run.
+    let ran = evolve_with("openai@http://kevo-endpoint.invalid/v1:m", 4, |command| {
+        // A proxy would answer for the host; the name must reach the
+        // resolver.
+        for proxy in [
+            "HTTP_PROXY",
+            "HTTPS_PROXY",
+            "ALL_PROXY",
+            "http_proxy",
+            "https_proxy",
+            "all_proxy",
+        ] {
+            command.env_remove(proxy);
+        }
+    });
+    ran.assert_failed_cleanly(Duration::from_secs(60), "does not resolve");
+    assert!(!ran.stderr.contains("retrying"), "{}", ran.stderr);
+    assert_eq!(ran.calls().len(), 1, "no call after the first");
+    let run = runs(&ran.ws)[0]["id"].as_str().unwrap().to_string();
+    let shown = kevo()
+        .args(["show", &run, "--json", "--workspace"])
+        .arg(&ran.ws)
+        .output()
+        .unwrap();
+    let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    let reason = shown["run"]["status_reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("does not resolve"), "{shown}");
+}
+
+#[test]
+fn a_refused_key_fails_the_run_at_once() {
+    if !opencl_available() {
+        return;
+    }
+    let url = serve(Behaviour::Status(401, None));
+    let ran = evolve(&format!("openai@{url}:m"), 4, &[]);
+    ran.assert_failed_cleanly(Duration::from_secs(60), "HTTP 401");
+    assert!(!ran.stderr.contains("retrying"), "{}", ran.stderr);
+    assert_eq!(ran.calls().len(), 1, "no call after the first");
+}
+
+#[test]
+fn a_missing_key_is_said_once() {
+    if !opencl_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = evolve_command(
+        &dir.path().join("ws"),
+        &dir.path().join("cache"),
+        "openai:gpt-5",
+        1,
+    );
+    let out = command
+        .env_remove("OPENAI_API_KEY")
+        .env("HOME", dir.path())
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.matches("no API key").count(), 1, "{stderr}");
+    assert!(stderr.contains("OPENAI_API_KEY"), "{stderr}");
 }
 
 /// A `cmd:` proposer script in `dir`; `{KERNEL}` in `body` is the answer.
@@ -611,7 +726,7 @@ fn a_cmd_proposer_gets_no_key_and_what_it_prints_of_one_is_never_stored() {
         ),
     );
     let ran = evolve(&fails, 1, &["--llm-retries", "0"]);
-    ran.assert_ended_cleanly(Duration::from_secs(90));
+    ran.assert_failed_cleanly(Duration::from_secs(90), "answered none");
     let error = ran.calls()[0].call.error.clone().unwrap_or_default();
     assert!(
         error.contains("mine is []"),
@@ -667,7 +782,7 @@ fn a_cmd_proposer_that_escapes_its_group_or_floods_its_output_is_bounded() {
     // One that never ends: the call ends at its timeout.
     let hangs = script(dir.path(), "hangs.sh", "exec sleep 600");
     let ran = evolve(&hangs, 1, &["--llm-timeout", "2", "--llm-retries", "0"]);
-    ran.assert_ended_cleanly(Duration::from_secs(60));
+    ran.assert_failed_cleanly(Duration::from_secs(60), "answered none");
     let error = ran.calls()[0].call.error.clone().unwrap_or_default();
     assert!(error.contains("no response within 2.0 s"), "{error}");
     // 50 MB of output: a failed proposal with the reason, nothing stored.
@@ -677,7 +792,7 @@ fn a_cmd_proposer_that_escapes_its_group_or_floods_its_output_is_bounded() {
         "cat >/dev/null\nhead -c 50000000 /dev/zero | tr '\\0' x",
     );
     let ran = evolve(&floods, 1, &["--llm-retries", "0"]);
-    ran.assert_ended_cleanly(Duration::from_secs(60));
+    ran.assert_failed_cleanly(Duration::from_secs(60), "answered none");
     let error = ran.calls()[0].call.error.clone().unwrap_or_default();
     assert!(error.contains("larger than 1048576 bytes"), "{error}");
     assert!(ran.workspace_bytes() < 4 << 20, "{}", ran.workspace_bytes());

@@ -190,10 +190,17 @@ fn report_table_and_trajectories_match_the_store() {
     };
     assert!(close(fractions[6], held_fraction("seed")));
     assert!(close(fractions[7], held_fraction("winner")));
+    // The declared ceiling drawn and labelled beside its line, its
+    // source in the legend; the achieved rates on the bars.
     assert!(
-        bars.contains("100% = 20.0 GB/s DRAM (declared)"),
-        "the ceiling and its source"
+        bars.contains(r#"data-level="DRAM" data-value="20""#) && bars.contains(">DRAM 20.0 GB/s<"),
+        "the ceiling: {bars}"
     );
+    assert!(
+        html.contains("dashed: the ceilings (declared"),
+        "its source"
+    );
+    assert_eq!(attributes(bars, "rect", "bar", "data-achieved").len(), 8);
     // The machine-readable copy agrees, and the tables say the same.
     let data_start =
         html.find("id=\"kevo-report-data\">").unwrap() + "id=\"kevo-report-data\">".len();

@@ -208,6 +208,30 @@ fn tunes_records_failures_caches_and_writes_the_best_kernel() {
         "{show}"
     );
     assert!(!show.contains("not recorded"), "{show}");
+    // Kept means better than the seed: no configuration slower than the
+    // kernel the tuning started from is marked kept.
+    let shown = json(&kevo(dir.path(), &["show", id, "--json"]));
+    let history = shown["history"].as_array().unwrap();
+    let seed = history[0]["score"].as_f64().unwrap();
+    for h in &history[1..] {
+        if h["promoted"] == true {
+            assert!(h["score"].as_f64().unwrap() > seed, "{h}");
+        }
+    }
+    // The report has the table of configurations, best first.
+    let page = dir.path().join("tune.html");
+    let out = kevo(dir.path(), &["report", id, "--out", page.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains(r#"<section id="configurations">"#),
+        "no table"
+    );
+    assert_eq!(html.matches(r#"<tr class="configuration""#).count(), 4);
 }
 
 #[test]

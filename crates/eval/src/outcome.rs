@@ -72,6 +72,24 @@ impl Outcome {
     }
 
     /// One line for people.
+    /// Why a failed candidate failed, in full where one line cannot say
+    /// it: the compiler's log (at most `max_lines` lines) for a compile
+    /// error, the one-line summary otherwise; None for a correct one.
+    pub fn failure_detail(&self, max_lines: usize) -> Option<String> {
+        match self {
+            Outcome::Correct { .. } => None,
+            Outcome::CompileError { diagnostics, .. } if !diagnostics.log.trim().is_empty() => {
+                let lines: Vec<&str> = diagnostics.log.trim_end().lines().collect();
+                let mut text = lines[..lines.len().min(max_lines)].join("\n");
+                if lines.len() > max_lines {
+                    text.push_str(&format!("\n... ({} more lines)", lines.len() - max_lines));
+                }
+                Some(text)
+            }
+            other => Some(other.summary()),
+        }
+    }
+
     pub fn summary(&self) -> String {
         match self {
             Outcome::NoCode { reason } => format!("no code: {reason}"),

@@ -107,6 +107,11 @@ pub enum ProviderError {
     /// TLS certificate).
     #[error("{provider}: {message}")]
     Permanent { provider: String, message: String },
+    /// The endpoint's host name does not resolve: a typo, or a machine
+    /// without a route to the API. Neither a retry nor a later call can
+    /// succeed.
+    #[error("{provider}: the host does not resolve: {message}")]
+    Unresolved { provider: String, message: String },
     /// Every attempt failed; `last` is the final error.
     #[error("gave up after {attempts} attempts: {last}")]
     GaveUp {
@@ -125,6 +130,23 @@ impl ProviderError {
                 matches!(status, 408 | 409 | 429) || (500..600).contains(status)
             }
             ProviderError::Timeout { .. } | ProviderError::Connection { .. } => true,
+            _ => false,
+        }
+    }
+
+    /// No later call can succeed either: the key is missing or refused
+    /// (401, 403), the endpoint or model does not exist (404), the host
+    /// does not resolve, the configuration is wrong. (A request a batch
+    /// failed is `Permanent` for the retry loop, not for the run.) A run whose every
+    /// call of an iteration fails this way stops as failed instead of
+    /// spending its iterations on the same error.
+    pub fn is_permanent(&self) -> bool {
+        match self.root() {
+            ProviderError::Http { status, .. } => matches!(status, 401 | 403 | 404),
+            ProviderError::Spec(_)
+            | ProviderError::Config(_)
+            | ProviderError::MissingKey { .. }
+            | ProviderError::Unresolved { .. } => true,
             _ => false,
         }
     }
@@ -224,6 +246,10 @@ impl ProviderError {
                 provider: f(&provider),
                 message: f(&message),
             },
+            E::Unresolved { provider, message } => E::Unresolved {
+                provider: f(&provider),
+                message: f(&message),
+            },
             E::GaveUp { attempts, last } => E::GaveUp {
                 attempts,
                 last: Box::new(last.map_text(f)),
@@ -301,6 +327,46 @@ mod tests {
                 body: "b".into()
             }
             .is_retryable()
+        );
+    }
+
+    #[test]
+    fn a_refused_key_a_missing_model_and_an_unresolved_host_are_permanent() {
+        for s in [401, 403, 404] {
+            assert!(http(s).is_permanent(), "{s}");
+        }
+        for s in [400, 408, 429, 500, 503] {
+            assert!(!http(s).is_permanent(), "{s}");
+        }
+        let unresolved = ProviderError::Unresolved {
+            provider: "p".into(),
+            message: "dns error".into(),
+        };
+        assert!(unresolved.is_permanent() && !unresolved.is_retryable());
+        // One request of a batch that failed: not repeated, but the next
+        // batch may be answered.
+        let in_a_batch = ProviderError::Permanent {
+            provider: "p".into(),
+            message: "server overloaded".into(),
+        };
+        assert!(!in_a_batch.is_permanent());
+        // Behind retries, the last error decides.
+        let gave_up = ProviderError::GaveUp {
+            attempts: 3,
+            last: Box::new(http(403)),
+        };
+        assert!(gave_up.is_permanent());
+        let gave_up = ProviderError::GaveUp {
+            attempts: 3,
+            last: Box::new(http(503)),
+        };
+        assert!(!gave_up.is_permanent());
+        assert!(
+            !ProviderError::Timeout {
+                provider: "p".into(),
+                after: Duration::from_secs(1)
+            }
+            .is_permanent()
         );
     }
 

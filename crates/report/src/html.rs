@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use kevo_descriptors::{Axis, Descriptors, LEVELS};
-use kevo_store::HeldOutRole;
 use serde_json::{Value, json};
 
 use crate::data::{Point, RunData};
@@ -52,9 +51,11 @@ pub fn render_report_with(data: &RunData, options: &RenderOptions) -> String {
     );
     page.push_str(&overview(data));
     page.push_str(&charts_section(data, &points));
-    page.push_str(&roofline_section(data));
+    page.push_str(&crate::roofline::roofline_section(data));
     page.push_str(&strategy_section(data, &points));
     page.push_str(&lineage_section(data));
+    page.push_str(&crate::attempts::configurations_section(data));
+    page.push_str(&crate::attempts::attempts_section(data));
     page.push_str(&diff_section(data));
     page.push_str(&held_out_section(data));
     page.push_str(&models_section(data));
@@ -227,69 +228,6 @@ fn charts_section(data: &RunData, points: &[Point]) -> String {
         );
     }
     s.push_str("</section>");
-    s
-}
-
-/// The ceiling the task is scored against and where it came from.
-fn ceiling_text(data: &RunData, unit: &str) -> String {
-    let c = &data.info.config["provenance"]["ceilings"];
-    let source = match c["source"]["kind"].as_str() {
-        Some("measured") => "measured".to_string(),
-        Some("datasheet") => format!(
-            "datasheet {}",
-            c["source"]["entry"].as_str().unwrap_or_default()
-        ),
-        Some(other) => other.to_string(),
-        None => "source not recorded".into(),
-    };
-    let value = if unit == "GFLOPS" {
-        c["fp32_gflops"]
-            .as_f64()
-            .map(|v| format!("{} GFLOPS FP32", number(v)))
-    } else {
-        c["bandwidth_gbs"]
-            .as_f64()
-            .map(|v| format!("{} GB/s DRAM", number(v)))
-    };
-    format!(
-        "100% = {} ({source})",
-        value.unwrap_or_else(|| "the ceiling".into())
-    )
-}
-
-fn roofline_section(data: &RunData) -> String {
-    let mut s = String::from(r#"<section id="roofline"><h2>Roofline fraction per size</h2>"#);
-    let seed = data.seed.and_then(|c| data.evaluations.get(&c.0));
-    let winner = data.winner.and_then(|c| data.evaluations.get(&c.0));
-    let mut groups: Vec<(String, Vec<(&'static str, f64)>)> = Vec::new();
-    let mut unit = String::new();
-    if let Some(seed) = seed {
-        for size in &seed.sizes {
-            unit = size.unit.clone();
-            let mut bars = vec![("seed", size.fraction)];
-            if let Some(w) = winner.and_then(|w| w.sizes.iter().find(|x| x.label == size.label)) {
-                bars.push(("winner", w.fraction));
-            }
-            groups.push((size.label.clone(), bars));
-        }
-    }
-    let held = |role| {
-        data.held_out_of(role)
-            .and_then(|(h, e)| Some((e.as_ref()?.sizes.first()?.label.clone(), h.fraction?)))
-    };
-    if let Some((label, seed_fraction)) = held(HeldOutRole::Seed) {
-        let mut bars = vec![("seed", seed_fraction)];
-        if let Some((_, w)) = held(HeldOutRole::Winner) {
-            bars.push(("winner", w));
-        }
-        groups.push((format!("held-out {label}"), bars));
-    }
-    if groups.is_empty() {
-        s.push_str("<p>No correct evaluation of the seed is stored.</p></section>");
-        return s;
-    }
-    s.push_str(&svg::roofline_bars(&groups, &ceiling_text(data, &unit)));
-    s.push_str(r#"<p class="legend"><span><i style="background:#9e9e9e"></i>seed</span><span><i style="background:#1b9e4b"></i>winner</span></p></section>"#);
     s
 }
 

@@ -4,9 +4,11 @@
 //! Rendering is pure (data in, text out), so the same pages serve the
 //! offline report and the live dashboard.
 
+mod attempts;
 mod data;
 mod embed;
 mod html;
+mod roofline;
 pub mod run_view;
 pub mod serve;
 mod svg;

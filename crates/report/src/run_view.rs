@@ -9,7 +9,7 @@ mod stored;
 #[cfg(test)]
 mod tests;
 
-pub use json::size_json;
+pub use json::{FAILURE_LINES, size_json};
 pub use listing::{ListedRun, list_runs, runs_json, shown_status};
 pub use load::{RunView, Suspicion, load};
 pub use stored::{StoredSettings, settings, winner};

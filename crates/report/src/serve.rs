@@ -136,7 +136,7 @@ async fn run_list(State(store): State<Arc<Store>>) -> Response {
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>kevo runs</title><style>",
     );
     page.push_str(include_str!("report.css"));
-    page.push_str("</style></head><body><h1>kevo runs</h1><section id=\"runs\"><table><tr><th>run</th><th>task</th><th>strategy</th><th>device</th><th>status</th><th>iteration</th><th>best score</th><th>held-out verdict</th><th>cost (USD)</th><th>started</th></tr>");
+    page.push_str("</style></head><body><h1>kevo runs</h1><section id=\"runs\"><table><tr><th>run</th><th>task</th><th>strategy</th><th>device</th><th>status</th><th>iteration</th><th>best score</th><th>speedup</th><th>held-out verdict</th><th>cost (USD)</th><th>started</th></tr>");
     for r in &runs {
         let status = if r.status.as_str() == "running" && !r.is_alive(now) {
             "dead"
@@ -145,7 +145,7 @@ async fn run_list(State(store): State<Arc<Store>>) -> Response {
         };
         let _ = write!(
             page,
-            "<tr class=\"run\" data-run=\"{id}\"><td><a href=\"/runs/{id}\">{id}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{status}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr class=\"run\" data-run=\"{id}\"><td><a href=\"/runs/{id}\">{id}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{status}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             escape(&r.task),
             escape(&r.strategy),
             escape(&r.device),
@@ -153,6 +153,9 @@ async fn run_list(State(store): State<Arc<Store>>) -> Response {
                 .map(|i| i.to_string())
                 .unwrap_or_else(|| "–".into()),
             r.best_score.map(number).unwrap_or_else(|| "–".into()),
+            r.speedup
+                .map(|x| format!("{x:.2}x"))
+                .unwrap_or_else(|| "–".into()),
             escape(r.held_out_verdict.as_deref().unwrap_or("–")),
             r.cost_usd
                 .map(|c| format!("{c:.4}"))
@@ -162,7 +165,7 @@ async fn run_list(State(store): State<Arc<Store>>) -> Response {
         );
     }
     if runs.is_empty() {
-        page.push_str("<tr><td colspan=\"10\">No runs in this store yet.</td></tr>");
+        page.push_str("<tr><td colspan=\"11\">No runs in this store yet.</td></tr>");
     }
     page.push_str("</table></section>");
     page.push_str(&live_script("/api/runs/version", &version));

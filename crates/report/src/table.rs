@@ -74,7 +74,11 @@ impl RunRow {
             status: data.info.status.as_str().to_string(),
             speedup: data.speedup(),
             best_fraction: summary["best_score"].as_f64(),
-            held_out_phi: summary["held_out"]["phi"].as_f64(),
+            // An evolution run stores Φ, a tuning run the best
+            // configuration's fraction: the same figure.
+            held_out_phi: summary["held_out"]["phi"]
+                .as_f64()
+                .or_else(|| summary["held_out"]["fraction"].as_f64()),
             held_out_speedup: summary["held_out"]["speedup"].as_f64(),
             held_out_verdict: summary["held_out"]["verdict"].as_str().map(String::from),
             correct_rate: kevo_store::correct_rate(&data.history),
@@ -166,6 +170,8 @@ pub fn groups(rows: &[RunRow]) -> Vec<GroupRow> {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
+    /// Aligned columns for a terminal.
+    Text,
     Markdown,
     Csv,
     Json,
@@ -175,10 +181,13 @@ impl std::str::FromStr for Format {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
+            "text" => Ok(Format::Text),
             "md" | "markdown" => Ok(Format::Markdown),
             "csv" => Ok(Format::Csv),
             "json" => Ok(Format::Json),
-            other => Err(format!("`{other}` is not a table format: md, csv or json")),
+            other => Err(format!(
+                "`{other}` is not a table format: text, md, csv or json"
+            )),
         }
     }
 }
@@ -188,8 +197,19 @@ fn x(v: Option<f64>) -> String {
 }
 
 fn f(v: Option<f64>, digits: usize) -> String {
-    v.map(|v| format!("{v:.digits$}"))
+    // `+ 0.0` turns -0.0 (a sum of zero costs can be one) into 0.0.
+    v.map(|v| format!("{:.digits$}", v + 0.0))
         .unwrap_or_else(|| "–".into())
+}
+
+/// At most two models by name, then how many more: a replay run lists
+/// every model its recording answered with.
+fn few_models(models: &str) -> String {
+    let names: Vec<&str> = models.split(" + ").collect();
+    match names.len() {
+        0..=2 => models.to_string(),
+        n => format!("{} + {} more", names[..2].join(" + "), n - 2),
+    }
 }
 
 fn pct(v: Option<f64>) -> String {
@@ -209,6 +229,7 @@ fn csv_field(s: &str) -> String {
 pub fn render(rows: &[RunRow], format: Format) -> String {
     let groups = groups(rows);
     match format {
+        Format::Text => text(rows, &groups),
         Format::Json => serde_json::to_string_pretty(&serde_json::json!({
             "runs": rows,
             "groups": groups.iter().map(|g| {
@@ -257,7 +278,7 @@ pub fn render(rows: &[RunRow], format: Format) -> String {
                     "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                     r.run,
                     r.task,
-                    r.models,
+                    few_models(&r.models),
                     r.strategy,
                     r.device,
                     x(r.speedup),
@@ -282,7 +303,7 @@ pub fn render(rows: &[RunRow], format: Format) -> String {
                     out,
                     "| {} | {} | {} | {} | {} ({} finished) | {} | {} | {} | {} | {} |",
                     g.task,
-                    g.models,
+                    few_models(&g.models),
                     g.strategy,
                     g.device,
                     g.runs,
@@ -297,6 +318,106 @@ pub fn render(rows: &[RunRow], format: Format) -> String {
             out
         }
     }
+}
+
+/// The Markdown table's cells as aligned columns (numbers right-aligned),
+/// the two tables apart by a blank line.
+fn text(rows: &[RunRow], groups: &[GroupRow]) -> String {
+    let runs: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.run.clone(),
+                r.task.clone(),
+                few_models(&r.models),
+                r.strategy.clone(),
+                x(r.speedup),
+                f(r.best_fraction, 3),
+                f(r.held_out_phi, 3),
+                x(r.held_out_speedup),
+                r.held_out_verdict.clone().unwrap_or_else(|| "–".into()),
+                pct(r.correct_rate),
+                r.iterations.to_string(),
+                f(r.cost_usd, 4),
+            ]
+        })
+        .collect();
+    let mut out = aligned(
+        &[
+            "run",
+            "task",
+            "models",
+            "strategy",
+            "speedup",
+            "fraction",
+            "held-out Φ",
+            "held-out",
+            "verdict",
+            "correct",
+            "iter",
+            "cost $",
+        ],
+        &runs,
+        &[4, 5, 6, 7, 9, 10, 11],
+    );
+    let groups: Vec<Vec<String>> = groups
+        .iter()
+        .map(|g| {
+            let mut cells = vec![
+                g.task.clone(),
+                few_models(&g.models),
+                g.strategy.clone(),
+                format!("{}/{}", g.finished, g.runs),
+                x(g.median_speedup),
+                x(g.median_held_out_speedup),
+                pct(g.mean_correct_rate),
+            ];
+            cells.extend(g.fast_p.iter().map(|(_, s)| format!("{:.0}%", s * 100.0)));
+            cells.push(f(g.cost_usd, 4));
+            cells
+        })
+        .collect();
+    out.push('\n');
+    out.push_str(&aligned(
+        &[
+            "task", "models", "strategy", "finished", "median", "held-out", "correct", "fast_1",
+            "fast_1.5", "fast_2", "cost $",
+        ],
+        &groups,
+        &[3, 4, 5, 6, 7, 8, 9, 10],
+    ));
+    out
+}
+
+/// A header and rows padded to each column's widest cell; the columns in
+/// `right` are right-aligned.
+fn aligned(header: &[&str], rows: &[Vec<String>], right: &[usize]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let padded: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let pad = " ".repeat(widths[i].saturating_sub(c.chars().count()));
+                if right.contains(&i) {
+                    format!("{pad}{c}")
+                } else {
+                    format!("{c}{pad}")
+                }
+            })
+            .collect();
+        padded.join("  ").trim_end().to_string() + "\n"
+    };
+    let mut out = line(header.to_vec());
+    for row in rows {
+        out.push_str(&line(row.iter().map(String::as_str).collect()));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -362,6 +483,29 @@ mod tests {
         assert_eq!(csv.lines().count(), 7);
         let json: serde_json::Value = serde_json::from_str(&render(&rows, Format::Json)).unwrap();
         assert_eq!(json["groups"][1]["fast_p"]["fast_1.5"], 0.5);
+    }
+
+    #[test]
+    fn a_terminal_table_is_aligned_with_no_negative_zero_and_few_models() {
+        let mut rows = vec![row("saxpy", Some(1.25)), row("nbody", None)];
+        rows[0].cost_usd = Some(-0.0);
+        rows[1].models = "replay:a + replay:b + replay:c + replay:d".into();
+        let text = render(&rows, Format::Text);
+        assert!(!text.contains("-0.0000"), "{text}");
+        assert!(!text.contains('|'), "{text}");
+        assert!(text.contains("replay:a + replay:b + 2 more"), "{text}");
+        let lines: Vec<&str> = text.lines().take(3).collect();
+        let column = |l: &str| l.find("speedup").or_else(|| l.find("1.25x"));
+        // The speedup column's right edge is the same on every line.
+        let header_end = lines[0].find("speedup").unwrap() + "speedup".len();
+        let value_end = lines[1].find("1.25x").unwrap() + "1.25x".len();
+        assert_eq!(header_end, value_end, "{text}");
+        assert!(
+            column(lines[2]).is_none() && lines[2].contains('–'),
+            "{text}"
+        );
+        let md = render(&rows, Format::Markdown);
+        assert!(md.contains("| 0.0000 |"), "{md}");
     }
 
     #[test]

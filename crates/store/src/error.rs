@@ -43,6 +43,13 @@ pub enum StoreError {
     #[error("no run `{0}` in the run store")]
     RunNotFound(RunId),
 
+    /// A run id prefix that more than one run starts with.
+    #[error("`{prefix}` names {} runs ({}); give more of the id", matches.len(), matches.join(", "))]
+    AmbiguousRun {
+        prefix: String,
+        matches: Vec<String>,
+    },
+
     #[error("no candidate {0} in the run store")]
     CandidateNotFound(CandidateId),
 

@@ -71,9 +71,18 @@ impl Target {
         }
     }
 
-    /// The default store of a workspace: `<workspace>/.kevo/kevo.db`.
+    /// The default store of a workspace: `<workspace>/kevo.db`, beside its
+    /// `runs/` folder. Workspaces written before this layout keep their
+    /// store at `<workspace>/.kevo/kevo.db` (with the default workspace
+    /// `.kevo`, a doubled `.kevo/.kevo/kevo.db`): such a file is used while
+    /// no new one exists, so nothing stored is lost.
     pub fn default_for(workspace: &Path) -> Target {
-        Target::Sqlite(workspace.join(".kevo").join("kevo.db"))
+        let store = workspace.join("kevo.db");
+        let earlier = workspace.join(".kevo").join("kevo.db");
+        if !store.exists() && earlier.is_file() {
+            return Target::Sqlite(earlier);
+        }
+        Target::Sqlite(store)
     }
 }
 

@@ -1403,9 +1403,24 @@ async fn sqlite_default_location_is_created() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open_workspace(dir.path()).await.unwrap();
     assert_eq!(store.backend_name(), "sqlite");
-    assert!(dir.path().join(".kevo/kevo.db").is_file());
-    let mode = db_journal_mode(&dir.path().join(".kevo/kevo.db")).await;
+    assert!(dir.path().join("kevo.db").is_file());
+    let mode = db_journal_mode(&dir.path().join("kevo.db")).await;
     assert_eq!(mode, "wal");
+}
+
+#[tokio::test]
+async fn a_workspace_of_the_earlier_layout_keeps_its_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let earlier = dir.path().join(".kevo/kevo.db");
+    std::fs::create_dir_all(earlier.parent().unwrap()).unwrap();
+    let store = Store::open_with(StoreOptions::new(Target::Sqlite(earlier.clone())))
+        .await
+        .unwrap();
+    let run = store.create_run(&new_run("saxpy")).await.unwrap();
+    store.close().await;
+    let reopened = Store::open_workspace(dir.path()).await.unwrap();
+    assert_eq!(reopened.run(&run).await.unwrap().id, run);
+    assert!(!dir.path().join("kevo.db").exists(), "no second store");
 }
 
 async fn db_journal_mode(path: &std::path::Path) -> String {

@@ -23,7 +23,8 @@ impl TuneObserver for Progress {
         if self.json {
             return;
         }
-        println!("sandbox: {}", s.sandbox.summary());
+        // How the worker is confined: a diagnostic, on standard error.
+        eprintln!("sandbox: {}", s.sandbox.summary());
         println!(
             "tune {} on {} ({}), sizes {}: {} parameters, {} of {} configurations valid; \
              strategy {}, budget {}{}; run {}",

@@ -17,6 +17,7 @@ use super::sections::RunConfig;
 /// because a strategy's table depends on its name: these keys go into the
 /// layer as given, and the merge checks them against the strategy named.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Args)]
+#[command(next_help_heading = "Strategy")]
 pub struct StrategyFlags {
     /// one-plus-one (one incumbent, the default), map-elites (an archive
     /// over kernel descriptors) or islands (populations with ring

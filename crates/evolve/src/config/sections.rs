@@ -62,6 +62,7 @@ pub struct RunConfig {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Args)]
 #[serde(default, deny_unknown_fields)]
+#[command(next_help_heading = "Device")]
 pub struct DeviceSection {
     /// Which GPU runtime to use: auto (default), opencl, cuda, or triton
     /// (Triton kernels, compiled by Triton, run on a CUDA device).
@@ -207,6 +208,7 @@ impl std::str::FromStr for Ceilings {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Args)]
 #[serde(default, deny_unknown_fields)]
+#[command(next_help_heading = "Timing")]
 pub struct TimingSection {
     /// CUDA: launch each kernel on a stream instead of replaying each size's
     /// launch sequence as one CUDA graph (the default: graphs keep launch
@@ -242,6 +244,7 @@ pub struct TimingSection {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Args)]
 #[serde(default, deny_unknown_fields)]
+#[command(next_help_heading = "Limits")]
 pub struct LimitsSection {
     /// Hard limit per candidate in seconds; default 10x the seed's
     /// evaluation, at least 30 s.
@@ -265,6 +268,7 @@ pub struct LimitsSection {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Args)]
 #[serde(default, deny_unknown_fields)]
+#[command(next_help_heading = "Sandbox")]
 pub struct SandboxSection {
     /// Run workers unconfined (the environment is still allow-listed): to
     /// measure the sandbox's cost or rule it out when a driver misbehaves.
@@ -329,6 +333,7 @@ pub enum EditModeName {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Args)]
 #[serde(default, deny_unknown_fields)]
+#[command(next_help_heading = "Model")]
 pub struct LlmSection {
     /// Model spec (see `kevo llm test --help`); repeat for a weighted ensemble.
     /// `external`: kevo calls no model; `kevo ask`/`kevo tell` drive the run.
@@ -429,6 +434,7 @@ pub struct LlmSection {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Args)]
 #[serde(default, deny_unknown_fields)]
+#[command(next_help_heading = "Budget")]
 pub struct BudgetSection {
     /// Proposals to make (default 10).
     #[arg(id = "budget.iterations", long = "iterations")]
@@ -451,6 +457,7 @@ pub struct BudgetSection {
 /// What a prompt holds.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Args)]
 #[serde(default, deny_unknown_fields)]
+#[command(next_help_heading = "Prompt")]
 pub struct PromptSection {
     /// A directory of `.j2` files replacing kevo's templates of the same
     /// name.
@@ -494,6 +501,7 @@ pub struct PromptSection {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Args)]
 #[serde(default, deny_unknown_fields)]
+#[command(next_help_heading = "Promotion")]
 pub struct PromotionSection {
     /// How a challenger is found better than what it would replace:
     /// noise-aware (the default: re-measured with it, interleaved, and
@@ -544,6 +552,7 @@ pub struct PromotionSection {
 /// Best-of-k tuning of proposed kernels that declare tunable parameters.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, Args)]
 #[serde(default, deny_unknown_fields)]
+#[command(next_help_heading = "Tuning")]
 pub struct TuneSection {
     /// A proposed kernel that declares tunable parameters (`// kevo: tune`)
     /// is tuned: this many configurations are evaluated and the fastest

@@ -103,6 +103,10 @@ pub(super) struct Session<'e> {
     /// The pending proposal (ask/tell, batch) the iteration being
     /// recorded answers: marked answered in its transaction.
     pub(super) answering: Option<ProposalId>,
+    /// The error every call of the last iteration failed with, when no
+    /// later call can succeed either (a refused key, a host that does not
+    /// resolve): the loop stops and the run fails with it.
+    pub(super) refused: Option<String>,
     /// Writes the run's heartbeat while this session lives.
     pub(super) heartbeat: tokio::task::AbortHandle,
 }
@@ -267,6 +271,7 @@ impl<'e> Session<'e> {
             timeout: Duration::from_secs(60),
             resumed_from: None,
             answering: None,
+            refused: None,
             heartbeat,
         })
     }
@@ -332,6 +337,9 @@ impl<'e> Session<'e> {
     /// Why the loop stops before iteration `next`, if it does.
     pub(super) fn stop_reason(&self, next: u32) -> Option<String> {
         let strategy = self.strategy.as_ref()?;
+        if let Some(error) = &self.refused {
+            return Some(error.clone());
+        }
         if next > self.options.iterations {
             return Some(format!("{} iterations done", self.options.iterations));
         }

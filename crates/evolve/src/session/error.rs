@@ -84,6 +84,12 @@ pub enum EvolveError {
         reason: String,
         pending: u32,
     },
+    /// The model never answered, or no later call could succeed: the run
+    /// is stored as failed with the reason, and can be resumed.
+    #[error(
+        "run {run} failed: {reason} (stored as failed; `kevo evolve --resume {run}` continues it once the cause is fixed)"
+    )]
+    RunFailed { run: String, reason: String },
     #[error(
         "the answer to proposal {proposal} holds nothing to evaluate: {reason}; nothing was stored"
     )]

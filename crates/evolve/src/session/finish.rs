@@ -24,6 +24,30 @@ use crate::{FinalEntry, FinalPick, Interleaved};
 pub(super) const FINAL_PICK_MIN_SHARE: f64 = 0.25;
 
 impl<'e> Session<'e> {
+    /// Why the run failed if the model never answered: proposal calls
+    /// were made (in this session or an earlier one) and every one failed.
+    /// A run that made none (a budget that allowed no call, a run
+    /// finished from outside before any answer) has not failed.
+    async fn unanswered(&self) -> Result<Option<String>, EvolveError> {
+        let calls = self.env.store.llm_calls(&self.run).await?;
+        let proposals: Vec<_> = calls
+            .iter()
+            .filter(|c| c.call.purpose == "propose")
+            .collect();
+        if proposals.is_empty() || proposals.iter().any(|c| c.call.response.is_some()) {
+            return Ok(None);
+        }
+        let last = proposals
+            .iter()
+            .rev()
+            .find_map(|c| c.call.error.as_deref())
+            .unwrap_or("no error recorded");
+        Ok(Some(format!(
+            "the model answered none of the run's {} call(s); the last failed with: {last}",
+            proposals.len()
+        )))
+    }
+
     /// The end of a run: the final pick among the best few, the held-out
     /// gate, the summary stored and the run marked finished.
     pub(super) async fn finish(
@@ -31,6 +55,9 @@ impl<'e> Session<'e> {
         stop_reason: String,
         observer: &mut dyn Observer,
     ) -> Result<Summary, EvolveError> {
+        if let Some(reason) = self.unanswered().await? {
+            return Err(self.fail(reason).await);
+        }
         let final_pick = self.final_pick().await?;
         let strategy = self.strategy.as_deref().expect("seed evaluated");
         let (seed, mut best) = (strategy.seed(), strategy.best());

@@ -47,7 +47,21 @@ impl<'e> Session<'e> {
                 return Err(e);
             }
         };
+        if let Some(reason) = self.refused.take() {
+            return Err(self.fail(reason).await);
+        }
         self.finish(stop_reason, observer).await
+    }
+
+    /// Marks the run failed with `reason`; the error to end with.
+    pub(super) async fn fail(&mut self, reason: String) -> EvolveError {
+        if let Err(e) = self.env.store.mark_failed(&self.run, &reason).await {
+            return e.into();
+        }
+        EvolveError::RunFailed {
+            run: self.run.0.clone(),
+            reason,
+        }
     }
 
     /// One prompt at a time until a stop rule holds; the reason.

@@ -286,6 +286,9 @@ impl<'e> Session<'e> {
         selection: &Selection,
         completions: Vec<(Result<Completion, ProviderError>, f64)>,
     ) -> Result<Vec<Tried>, EvolveError> {
+        if let Some(error) = permanent_failure(&completions) {
+            self.refused = Some(format!("the model cannot be reached: {error}"));
+        }
         let extracted = self.extract_all(&completions, &context.incumbent_source);
         self.prefetch(&extracted).await?;
         let mut tried: Vec<Tried> = Vec::with_capacity(completions.len());
@@ -421,4 +424,16 @@ impl<'e> Session<'e> {
             },
         })
     }
+}
+
+/// The error of a batch of calls that all failed permanently (see
+/// [`ProviderError::is_permanent`]); None when one was answered or may be
+/// next time.
+fn permanent_failure(
+    completions: &[(Result<Completion, ProviderError>, f64)],
+) -> Option<&ProviderError> {
+    let mut errors = completions.iter().map(|(r, _)| r.as_ref().err());
+    let first = errors.next()??;
+    (first.is_permanent() && errors.all(|e| e.is_some_and(ProviderError::is_permanent)))
+        .then_some(first)
 }

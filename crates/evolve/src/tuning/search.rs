@@ -50,11 +50,12 @@ impl Tuning {
         &self,
         worker: &mut Worker,
         started: Instant,
+        seed_score: Option<f64>,
         observer: &mut dyn TuneObserver,
     ) -> Result<(Vec<TrialRow>, Option<usize>, Stop), TuneError> {
         let valid = self.kernel.space.valid().len();
         observer.search_started(self.budget.evaluations.unwrap_or(0).min(valid) as u64);
-        let mut trials = Trials::new(started);
+        let mut trials = Trials::new(started, seed_score);
         let mut search = self.strategy.build(self.seed);
         let mut failure: Option<StoreError> = None;
         let (done, stop) = kevo_tune::run(

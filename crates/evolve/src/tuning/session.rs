@@ -31,7 +31,8 @@ pub fn tune(request: TuneRequest, observer: &mut dyn TuneObserver) -> Result<Tun
     let (baseline, seed_id) = tuning.measure_seed(&mut worker)?;
     // The search's clock starts after the seed's measurement.
     let started = Instant::now();
-    let (rows, best_index, stop) = tuning.search(&mut worker, started, observer)?;
+    let seed_score = baseline.outcome.score();
+    let (rows, best_index, stop) = tuning.search(&mut worker, started, seed_score, observer)?;
     let (best, confirmation) = tuning.confirm(&mut worker, &rows, best_index);
     let held_out = match best {
         Some(b) if tuning.measure_held_out => {

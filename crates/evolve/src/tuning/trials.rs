@@ -19,14 +19,19 @@ pub(super) struct Trials {
     /// The best correct configuration so far: its stored candidate and
     /// score.
     incumbent: Option<(CandidateId, f64)>,
+    /// The seed's score: a configuration is stored as kept only when it is
+    /// the best so far and beats the seed, so the report never rings a
+    /// configuration slower than the kernel the tuning started from.
+    seed_score: Option<f64>,
     cache: Cache,
     started: Instant,
 }
 
 impl Trials {
-    pub(super) fn new(started: Instant) -> Self {
+    pub(super) fn new(started: Instant, seed_score: Option<f64>) -> Self {
         Trials {
             incumbent: None,
+            seed_score,
             cache: Cache::default(),
             started,
         }
@@ -103,6 +108,7 @@ impl Trials {
         // the roofline) must not win a search.
         let score = evaluation.outcome.score();
         let promoted = score.is_some_and(|s| self.incumbent.is_none_or(|(_, b)| s > b));
+        let beats_seed = score.is_some_and(|s| self.seed_score.is_none_or(|seed| s > seed));
         let mut r = record(
             source,
             "tuner",
@@ -113,14 +119,21 @@ impl Trials {
             },
             index as u32 + 1,
         );
-        let reason = match score {
-            Some(_) if promoted => "best configuration so far".to_string(),
-            Some(_) => "not better".to_string(),
-            None => format!("failed: {}", evaluation.outcome.kind()),
+        let reason = match (score, self.seed_score) {
+            (Some(_), _) if promoted && beats_seed => "best configuration so far".to_string(),
+            (Some(_), Some(seed)) if promoted => {
+                format!("best configuration so far, below the seed's {seed:.4}")
+            }
+            (Some(_), _) => "not better".to_string(),
+            (None, _) => format!("failed: {}", evaluation.outcome.kind()),
         };
         let kept = self.kept(promoted);
         let described = t.kernel.space.describe(c);
-        r.proposals[0].decision = decision(promoted, kept, format!("{described}: {reason}"));
+        r.proposals[0].decision = decision(
+            promoted && beats_seed,
+            kept,
+            format!("{described}: {reason}"),
+        );
         r.checkpoint.incumbent = kept;
         r.checkpoint.spent.wall_s = self.started.elapsed().as_secs_f64();
         let stored = t.runtime.block_on(t.store.record_iteration(&t.run, &r))?[0]

@@ -181,6 +181,15 @@ impl Http {
         if e.is_body() || e.is_decode() {
             message = format!("response cut off: {message}");
         }
+        if is_name_resolution_failure(&e) {
+            // A host name that does not resolve is a typo or a machine
+            // without a route to the API: retrying spends the backoff
+            // (about 15 s over four attempts) on the same answer.
+            return ProviderError::Unresolved {
+                provider,
+                message: self.scrub(&message),
+            };
+        }
         ProviderError::Connection {
             provider,
             message: self.scrub(&message),
@@ -248,4 +257,18 @@ pub(crate) fn usage_problem(usage: &Value, input: &[&str], output: &[&str]) -> O
             snippet(&usage.to_string(), 200)
         )),
     }
+}
+
+/// Whether a request failed before connecting because its host name did not
+/// resolve: the resolver's error in the cause chain ("dns error: failed to
+/// lookup address information").
+fn is_name_resolution_failure(e: &reqwest::Error) -> bool {
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if s.to_string().starts_with("dns error") {
+            return true;
+        }
+        source = s.source();
+    }
+    false
 }

@@ -14,12 +14,23 @@ impl RunView {
             .iter()
             .map(|h| {
                 let mut v = serde_json::to_value(h).unwrap_or_default();
-                let sizes = h
-                    .candidate_id
-                    .and_then(|c| self.measured.get(&c.0))
-                    .map(|e| e.sizes.iter().map(size_json).collect::<Vec<_>>());
+                let measured = h.candidate_id.and_then(|c| self.measured.get(&c.0));
+                let sizes = measured.map(|e| e.sizes.iter().map(size_json).collect::<Vec<_>>());
                 if let (Some(o), Some(sizes)) = (v.as_object_mut(), sizes) {
                     o.insert("sizes".into(), Value::Array(sizes));
+                }
+                // Why it failed: the outcome in one line, and the
+                // compiler's log where there is one.
+                if let (Some(o), Some(e)) = (v.as_object_mut(), measured)
+                    && !e.outcome.is_correct()
+                {
+                    o.insert(
+                        "failure".into(),
+                        json!({
+                            "summary": e.outcome.summary(),
+                            "detail": e.outcome.failure_detail(FAILURE_LINES),
+                        }),
+                    );
                 }
                 v
             })
@@ -45,6 +56,11 @@ impl RunView {
         })
     }
 }
+
+/// Lines of a compiler log `kevo show` and the report keep: NVRTC's and
+/// clang's first errors with their excerpts fit; a cascade of 200 does not
+/// bury the page.
+pub const FAILURE_LINES: usize = 40;
 
 /// One size of an iteration as JSON: times in ms with their spread,
 /// achieved rate, fraction of the scored ceiling.

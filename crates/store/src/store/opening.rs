@@ -48,7 +48,8 @@ impl Store {
         Store::open_with(StoreOptions::new(Target::parse(target)?)).await
     }
 
-    /// Opens the workspace's default store, `<workspace>/.kevo/kevo.db`.
+    /// Opens the workspace's default store, `<workspace>/kevo.db` (see
+    /// [`Target::default_for`]).
     pub async fn open_workspace(workspace: &std::path::Path) -> Result<Store, StoreError> {
         Store::open_with(StoreOptions::new(Target::default_for(workspace))).await
     }

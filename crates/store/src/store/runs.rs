@@ -126,6 +126,20 @@ impl Store {
         self.run_info(row)
     }
 
+    /// The run a user names: `latest` (the newest run), a whole id, or
+    /// the start of one that no other run shares (`20261129-0931` for
+    /// `20261129-093112-4f2a`).
+    pub async fn resolve_run(&self, name: &str) -> Result<RunId, StoreError> {
+        let ids: Vec<(String,)> = on_pool!(self, async |pool| {
+            sqlx::query_as("SELECT id FROM runs ORDER BY created_at DESC, id DESC")
+                .fetch_all(pool)
+                .await
+        })
+        .map_err(self.db("list run ids"))?;
+        let ids: Vec<String> = ids.into_iter().map(|(id,)| id).collect();
+        pick_run(name, &ids)
+    }
+
     /// A run row as the public type.
     fn run_info(&self, r: RunRow) -> Result<RunInfo, StoreError> {
         Ok(RunInfo {
@@ -402,5 +416,67 @@ impl Store {
             .await?;
         write.commit().await?;
         Ok(LlmCallId(id))
+    }
+}
+
+/// `name` among `ids` (newest first): see [`Store::resolve_run`].
+fn pick_run(name: &str, ids: &[String]) -> Result<RunId, StoreError> {
+    let not_found = || StoreError::RunNotFound(RunId(name.to_string()));
+    if name == "latest" {
+        return ids
+            .first()
+            .map(|id| RunId(id.clone()))
+            .ok_or_else(not_found);
+    }
+    if ids.iter().any(|id| id == name) {
+        return Ok(RunId(name.to_string()));
+    }
+    let matches: Vec<String> = ids
+        .iter()
+        .filter(|id| !name.is_empty() && id.starts_with(name))
+        .cloned()
+        .collect();
+    match matches.as_slice() {
+        [] => Err(not_found()),
+        [one] => Ok(RunId(one.clone())),
+        _ => Err(StoreError::AmbiguousRun {
+            prefix: name.to_string(),
+            matches,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod pick_tests {
+    use super::*;
+
+    #[test]
+    fn latest_a_whole_id_and_a_unique_prefix_name_a_run() {
+        let ids: Vec<String> = ["20261129-0931-b", "20261129-0930-a", "20261128-1200-c"]
+            .map(String::from)
+            .into();
+        assert_eq!(pick_run("latest", &ids).unwrap().0, "20261129-0931-b");
+        assert_eq!(pick_run("20261128", &ids).unwrap().0, "20261128-1200-c");
+        assert_eq!(
+            pick_run("20261129-0930-a", &ids).unwrap().0,
+            "20261129-0930-a"
+        );
+        let ambiguous = pick_run("20261129", &ids).unwrap_err().to_string();
+        assert!(
+            ambiguous.contains("names 2 runs") && ambiguous.contains("20261129-0930-a"),
+            "{ambiguous}"
+        );
+        assert!(matches!(
+            pick_run("2027", &ids),
+            Err(StoreError::RunNotFound(_))
+        ));
+        assert!(matches!(
+            pick_run("", &ids),
+            Err(StoreError::RunNotFound(_))
+        ));
+        assert!(matches!(
+            pick_run("latest", &[]),
+            Err(StoreError::RunNotFound(_))
+        ));
     }
 }
