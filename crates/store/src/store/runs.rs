@@ -127,8 +127,8 @@ impl Store {
     }
 
     /// The run a user names: `latest` (the newest run), a whole id, or
-    /// the start of one that no other run shares (`20261129-0931` for
-    /// `20261129-093112-4f2a`).
+    /// the start of one that no other run shares (`saxpy-20261129-0931`
+    /// for `saxpy-20261129-093112-4f2a`).
     pub async fn resolve_run(&self, name: &str) -> Result<RunId, StoreError> {
         let ids: Vec<(String,)> = on_pool!(self, async |pool| {
             sqlx::query_as("SELECT id FROM runs ORDER BY created_at DESC, id DESC")
