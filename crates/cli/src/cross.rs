@@ -259,10 +259,17 @@ impl CrossResult {
         println!("  winner: {}", self.winner.outcome.summary());
         match speedup {
             Some(s) => println!(
-                "  winner / seed here: {s:.2}x{}",
-                in_run
-                    .map(|r| format!(" (in the run, on {}: {r:.2}x)", info.device))
-                    .unwrap_or_default()
+                "  winner / seed here, one evaluation each: {s:.2}x{}",
+                match info.summary.as_ref().and_then(kevo_report::Headline::of) {
+                    Some(h) => format!(
+                        " (the run's speedup on {}: {})",
+                        info.device,
+                        h.speedup_text()
+                    ),
+                    None => in_run
+                        .map(|r| format!(" (the run's, on {}: {r:.2}x)", info.device))
+                        .unwrap_or_default(),
+                }
             ),
             None => println!("  no ratio: the seed or the winner is not correct here"),
         }

@@ -13,6 +13,7 @@ use kevo_worker::WorkerCommand;
 
 use crate::progress::Progress;
 use crate::settings::{ConfigFileArg, RunFlags};
+use crate::style::{Stream, Tone, paint};
 
 #[derive(Args)]
 pub struct StoreArgs {
@@ -279,18 +280,27 @@ pub(crate) fn print_summary(summary: &kevo_evolve::Summary) {
         "run {} ({}): {}",
         summary.run, summary.task, summary.stop_reason
     );
+    // The headline first, then the winner's scores, each named by the
+    // measurement it comes from (docs/guide/searching.md, "Which number
+    // is which").
+    let headline = serde_json::to_value(summary)
+        .ok()
+        .and_then(|v| kevo_report::Headline::of(&v));
+    if let Some(h) = &headline {
+        println!(
+            "{} {}",
+            paint(Stream::Stdout, Tone::Heading, "speedup:"),
+            h.speedup_text()
+        );
+    }
     println!(
-        "in-distribution: seed {:.4} -> best {:.4} ({:.2}x{}), found at iteration {}",
-        summary.seed_score,
-        summary.best_score,
-        summary.speedup,
-        match &summary.final_pick {
-            Some(p) if p.confirmation.is_some() && p.unconfirmed.is_none() =>
-                ", confirmed against the seed on fresh rounds",
-            Some(_) => ", the seed kept: nothing to measure against itself",
-            None => "",
-        },
-        summary.best_iteration
+        "winner: candidate {} from iteration {}, score {}",
+        summary.best_candidate,
+        summary.best_iteration,
+        headline
+            .as_ref()
+            .and_then(|h| h.score_text())
+            .unwrap_or_else(|| format!("{:.4}", summary.best_score)),
     );
     if let Some(pick) = &summary.final_pick {
         println!("{}", pick.describe());
@@ -341,9 +351,10 @@ pub(crate) fn print_summary(summary: &kevo_evolve::Summary) {
         );
     }
     for line in &summary.suspicious {
-        println!("SUSPICIOUS (never scored): {line}");
+        let label = paint(Stream::Stdout, Tone::Warning, "SUSPICIOUS");
+        println!("{label} (never scored): {line}");
     }
-    println!("winner: kevo export {}", summary.run);
+    println!("the winning kernel: kevo export {}", summary.run);
 }
 
 /// A cost that says when part of it is unknown: "$0.0000" alone would

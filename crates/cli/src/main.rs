@@ -16,6 +16,7 @@ mod queue_worker;
 mod run_reports;
 mod settings;
 mod show;
+mod style;
 mod sweep;
 mod task;
 mod tune;
@@ -377,7 +378,8 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {}", diagnostics::error_text(&e));
+            let label = style::paint(style::Stream::Stderr, style::Tone::Error, "error:");
+            eprintln!("{label} {}", diagnostics::error_text(&e));
             ExitCode::from(2)
         }
     }

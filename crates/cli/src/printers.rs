@@ -379,9 +379,14 @@ pub fn print_evaluation(
         }
         for s in e.sizes.iter().filter(|s| s.time.spread > NOISY_SPREAD) {
             eprintln!(
-                "warning: {}: timing spread (IQR/median) {:.1}% over {} runs, against a target of 1%: \
+                "{} {}: timing spread (IQR/median) {:.1}% over {} runs, against a target of 1%: \
                  the device was busy or the kernel's time varies; compare it only with figures measured \
                  in the same session",
+                crate::style::paint(
+                    crate::style::Stream::Stderr,
+                    crate::style::Tone::Warning,
+                    "warning:"
+                ),
                 s.label,
                 s.time.spread * 100.0,
                 s.time.samples_s.len()

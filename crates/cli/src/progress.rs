@@ -5,6 +5,8 @@
 use std::io::IsTerminal;
 
 use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::style::{Stream, Tone, paint};
 use kevo_evolve::Event;
 
 use crate::evolve::cost_text;
@@ -93,7 +95,7 @@ impl kevo_evolve::Observer for Progress {
             }
             Event::Started { .. } => self.started(event),
             Event::Seed { score, wall_s } => {
-                self.line(format!("seed: score {score:.4} ({wall_s:.2} s)"))
+                self.line(format!("seed: score {score:.4} in-run ({wall_s:.2} s)"))
             }
             Event::Iteration { .. } => self.iteration(event),
             Event::MetaPrompt { .. } => self.meta_prompt(event),
@@ -159,6 +161,7 @@ impl Progress {
             scores,
             promoted,
             best_score,
+            best_measure,
             speedup,
             input_tokens,
             output_tokens,
@@ -187,17 +190,19 @@ impl Progress {
             })
             .collect::<Vec<_>>()
             .join(", ");
-        let mark = if *promoted { " NEW BEST" } else { "" };
+        let mark = if *promoted {
+            format!(" {}", paint(Stream::Stderr, Tone::Good, "NEW BEST"))
+        } else {
+            String::new()
+        };
         // "re-measured over 5 interleaved rounds: ... (within noise,
         // not promoted)": why an apparent gain did or did not count.
-        let mark = verdicts
-            .iter()
-            .fold(mark.to_string(), |m, v| format!("{m} | {v}"));
+        let mark = verdicts.iter().fold(mark, |m, v| format!("{m} | {v}"));
         self.done_in_session += 1;
         let pace = self.pace_text(*session_s, *evaluating_s, (*in_flight, *queued));
         let who = who_text(models, *prompt_variant, arms);
         let msg = format!(
-            "best {best_score:.4} ({speedup:.2}x seed) | last: {last}{mark}{who} | tokens {input_tokens}+{output_tokens}{} | {}{pace}",
+            "best {best_score:.4} {best_measure} ({speedup:.2}x the seed) | last (in-run): {last}{mark}{who} | tokens {input_tokens}+{output_tokens}{} | {}{pace}",
             match unknown_usage_calls {
                 0 => String::new(),
                 n => format!(" + unknown ({n} call(s) without usable counts)"),

@@ -260,15 +260,26 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode> {
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let store = args.store.open().await?;
+        // Serving creates nothing: a workspace without a store is watched
+        // until a run makes one.
+        let source = if args.store.exists() {
+            kevo_report::serve::Source::Open(args.store.open().await?)
+        } else {
+            eprintln!(
+                "kevo: no runs in {} yet; the list fills in when a run starts there",
+                args.store.workspace.display()
+            );
+            kevo_report::serve::Source::Workspace(args.store.workspace.clone())
+        };
         if !args.bind.ip().is_loopback() {
             eprintln!(
-                "warning: serving on {}: every run of this store is readable, without login, by whoever reaches this address",
+                "{} serving on {}: every run of this store is readable, without login, by whoever reaches this address",
+                crate::style::paint(crate::style::Stream::Stderr, crate::style::Tone::Warning, "warning:"),
                 args.bind
             );
         }
         println!("serving the runs of {} at http://{}/ (Ctrl-C stops)", store_name(&args.store), args.bind);
-        kevo_report::serve::serve(store, args.bind).await?;
+        kevo_report::serve::serve(source, args.bind).await?;
         anyhow::Ok(())
     })?;
     Ok(ExitCode::SUCCESS)

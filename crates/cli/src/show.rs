@@ -14,6 +14,7 @@ use kevo_store::RunId;
 use kevo_strategy::{Archive, Axis, CellElite, LEVELS};
 
 use crate::evolve::StoreArgs;
+use crate::style::{Stream, Tone, paint};
 
 fn score(s: Option<f64>) -> String {
     s.map(|s| format!("{s:.4}")).unwrap_or_else(|| "-".into())
@@ -43,16 +44,18 @@ pub fn runs(store: StoreArgs, json: bool) -> Result<ExitCode> {
             eprintln!("kevo: no runs in {} yet", store.workspace.display());
             return Ok(ExitCode::SUCCESS);
         }
+        // The winner's score names its measurement ("3.1024 re-measured");
+        // the speedup is always the confirmed one, as in the summary.
         println!(
-            "{:<28} {:<10} {:<8} {:<6} {:<12} {:>5} {:>8} {:>8} {:>9}  {:<19}  {}",
+            "{:<28} {:<10} {:<8} {:<6} {:<12} {:>5} {:<18} {:>9} {:>9}  {:<19}  {}",
             "run",
             "task",
             "backend",
             "sizes",
             "status",
             "iter",
-            "best",
-            "speedup",
+            "winner's score",
+            "confirmed",
             "cost $",
             "held-out",
             "device"
@@ -60,7 +63,7 @@ pub fn runs(store: StoreArgs, json: bool) -> Result<ExitCode> {
         for shown in runs {
             let r = &shown.listing;
             println!(
-                "{:<28} {:<10} {:<8} {:<6} {:<12} {:>5} {:>8} {:>8} {:>9.4}  {:<19}  {}",
+                "{:<28} {:<10} {:<8} {:<6} {:<12} {:>5} {:<18} {:>9} {:>9.4}  {:<19}  {}",
                 r.id.0,
                 r.task,
                 r.backend,
@@ -69,7 +72,10 @@ pub fn runs(store: StoreArgs, json: bool) -> Result<ExitCode> {
                 r.last_iteration
                     .map(|i| i.to_string())
                     .unwrap_or_else(|| "-".into()),
-                score(r.best_score),
+                r.best_score.map_or_else(
+                    || "-".into(),
+                    |s| format!("{s:.4} {}", r.best_score_measure)
+                ),
                 r.speedup.map_or_else(|| "-".into(), |x| format!("{x:.2}x")),
                 r.cost_usd.unwrap_or(0.0),
                 match (&r.held_out_verdict, &r.winner_safety) {
@@ -236,7 +242,8 @@ fn print_heading(view: &RunView) {
         "{:>9} {:<15} {:>8} {:>8}  {}",
         "iteration",
         "outcome",
-        "score",
+        // Each row's own evaluation; re-measurements are in the reasons.
+        "in-run",
         // (1+1) keeps only a new best; the other strategies keep
         // archive and island members.
         if info.strategy == "one_plus_one" {
@@ -284,8 +291,9 @@ fn print_history(view: &RunView) {
                 println!("{:>11}{}", "", size_text(s));
             }
             if let Some(detail) = e.outcome.failure_detail(SHOWN_FAILURE_LINES) {
+                let bar = paint(Stream::Stdout, Tone::Failed, "|");
                 for line in detail.lines() {
-                    println!("{:>11}| {line}", "");
+                    println!("{:>11}{bar} {line}", "");
                 }
             }
         }
@@ -330,17 +338,32 @@ fn print_unanswered(view: &RunView) {
 fn print_suspicious(view: &RunView) {
     for s in &view.suspicious {
         println!(
-            "SUSPICIOUS: iteration {} candidate {} at size {}: {}",
-            s.iteration, s.candidate.0, s.size, s.reason
+            "{}: iteration {} candidate {} at size {}: {}",
+            paint(Stream::Stdout, Tone::Warning, "SUSPICIOUS"),
+            s.iteration,
+            s.candidate.0,
+            s.size,
+            s.reason
         );
     }
 }
 
-/// The best candidate and its per-size times.
+/// The winner, its scores each named by its measurement, the run's
+/// confirmed speedup, and its in-run per-size times with their spread.
 fn print_winner(view: &RunView) {
     let Some(b) = &view.best else { return };
+    let headline = view
+        .info
+        .summary
+        .as_ref()
+        .filter(|s| s["best_candidate"].as_i64() == Some(b.candidate.id.0))
+        .and_then(kevo_report::Headline::of);
+    let score = match headline.as_ref().and_then(|h| h.score_text()) {
+        Some(text) => text,
+        None => format!("{} in-run", score(b.evaluation.score)),
+    };
     println!(
-        "winner: candidate {} from iteration {} ({}), score {}",
+        "winner: candidate {} from iteration {} ({}), score {score}",
         b.candidate.id.0,
         b.candidate.iteration,
         b.candidate
@@ -348,18 +371,14 @@ fn print_winner(view: &RunView) {
             .as_deref()
             .or(b.candidate.provider.as_deref())
             .unwrap_or("?"),
-        score(b.evaluation.score)
     );
+    if let Some(h) = &headline {
+        println!("speedup: {}", h.speedup_text());
+    }
     if let Ok(e) = b.evaluation.evaluation() {
+        println!("  in-run, per size:");
         for s in &e.sizes {
-            println!(
-                "  {:<16} {:>10.4} ms  {:>9.2} {}  {}",
-                s.label,
-                s.time.median_s * 1e3,
-                s.achieved,
-                s.unit,
-                s.roofline_text()
-            );
+            println!("  {}", size_text(s));
         }
     }
 }
@@ -377,12 +396,14 @@ fn print_held_out(view: &RunView) {
             ),
         };
         println!(
-            "held-out ({}): candidate {} {}: Φ {} ({roofline}), speedup {}",
+            "held-out ({}): candidate {} {}: Φ {} ({roofline}){}",
             h.role.as_str(),
             h.candidate_id.0,
             h.outcome_kind,
             score(h.phi),
-            score(h.speedup)
+            h.speedup
+                .map(|x| format!(", {x:.2}x the seed at this size"))
+                .unwrap_or_default()
         );
     }
 }
@@ -448,7 +469,9 @@ fn size_text(s: &kevo_eval::SizeResult) -> String {
 /// per coordination level that has an elite; islands as their members.
 fn print_archive(archive: &Archive) {
     match archive {
-        Archive::Incumbent(e) => println!("incumbent: candidate {} score {:.4}", e.id, e.score),
+        Archive::Incumbent(e) => {
+            println!("incumbent: candidate {}, kept score {:.4}", e.id, e.score)
+        }
         Archive::Grid(cells) => {
             println!(
                 "archive: {} of {} cells (#candidate score)",

@@ -346,7 +346,7 @@ fn print_table(plan: &SweepPlan, rows: &[GroupRow]) {
         "{:<width$}  {:>5}  {:>20}  {:>20}  {:>20}  {:>17}  {:>17}",
         "cell",
         "runs",
-        "speedup (in-dist.)",
+        "confirmed speedup",
         "held-out Φ",
         "held-out speedup",
         "correct",

@@ -187,3 +187,80 @@ fn the_sandbox_line_goes_to_standard_error() {
         text(&out.stdout)
     );
 }
+
+/// `GET path` from a local server: the status line and the body.
+fn get(port: u16, path: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    (
+        head.lines().next().unwrap_or("").to_string(),
+        body.to_string(),
+    )
+}
+
+/// `kevo serve` started before the first run: it creates nothing, lists
+/// no runs, and shows the runs once a search made the store.
+#[test]
+fn serving_an_empty_folder_creates_nothing_and_lists_its_first_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    let port = crate::browser::free_port();
+    let mut server = kevo()
+        .args([
+            "serve",
+            "--bind",
+            &format!("127.0.0.1:{port}"),
+            "--workspace",
+        ])
+        .arg(&ws)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed().as_secs() < 60,
+            "kevo serve never listened"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let (status, page) = get(port, "/");
+    assert!(status.contains("200"), "{status}\n{page}");
+    assert!(page.contains("No runs here yet"), "{page}");
+    let (status, _) = get(port, "/runs/saxpy-none");
+    assert!(status.contains("404"), "{status}");
+    assert!(!ws.exists(), "serving created nothing");
+    let ids = two_runs(&ws);
+    let (_, listed) = get(port, "/api/runs");
+    let listed: serde_json::Value = serde_json::from_str(
+        listed
+            .lines()
+            .find(|l| l.starts_with('['))
+            .unwrap_or_else(|| panic!("{listed}")),
+    )
+    .unwrap();
+    let mut shown: Vec<String> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_string())
+        .collect();
+    shown.sort();
+    assert_eq!(shown, ids);
+    server.kill().unwrap();
+    let out = server.wait_with_output().unwrap();
+    assert!(
+        text(&out.stderr).contains("no runs in"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -276,10 +276,11 @@ fn compare(name: &str, got: &Value) {
     }
 }
 
-/// One recorded search with `extra` settings, compared with its golden file.
-fn golden_search(name: &str, extra: &[&str]) {
+/// One recorded search with `extra` settings, compared with its golden
+/// file; its folder (the workspace is `ws` in it) and run, for more checks.
+fn golden_search(name: &str, extra: &[&str]) -> Option<(tempfile::TempDir, RunId)> {
     if !opencl_available() {
-        return;
+        return None;
     }
     let dir = tempfile::tempdir().unwrap();
     let replay = replay_file(dir.path());
@@ -290,6 +291,7 @@ fn golden_search(name: &str, extra: &[&str]) {
     let run = the_run(dir.path());
     let got = runtime().block_on(decisions(&dir.path().join("ws"), &run));
     compare(name, &got);
+    Some((dir, run))
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -304,9 +306,14 @@ fn golden_one_plus_one_strict() {
     golden_search("one_plus_one_strict", &["--promotion", "strict"]);
 }
 
+/// Also what a user reads of it: `kevo show` and the report, as
+/// snapshots (a compile error, a wrong result and promotions in one run).
 #[test]
 fn golden_one_plus_one_noise_aware() {
-    golden_search("one_plus_one_noise_aware", &["--promotion", "noise-aware"]);
+    let searched = golden_search("one_plus_one_noise_aware", &["--promotion", "noise-aware"]);
+    if let Some((dir, run)) = searched {
+        crate::what_a_user_sees::show_and_report(dir.path(), &run, |args| kevo(dir.path(), args));
+    }
 }
 
 #[test]

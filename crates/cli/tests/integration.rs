@@ -32,3 +32,4 @@ mod task_folder_links;
 mod task_folders;
 mod trust;
 mod tune;
+mod what_a_user_sees;

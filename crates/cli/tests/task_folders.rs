@@ -480,7 +480,7 @@ fn the_example_folders_evaluate_tune_and_evolve() {
         stdout.contains("(saxpy-folder): 4 iterations done"),
         "{stdout}"
     );
-    assert!(stdout.contains("found at iteration 4"), "{stdout}");
+    assert!(stdout.contains("from iteration 4, score"), "{stdout}");
 
     // heat2d and nbody: tuned from the built-in's tunable variant, and an
     // evolution whose (replayed) model answers with the folder's reference

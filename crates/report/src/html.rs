@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use crate::data::{Point, RunData};
 use crate::embed::json_for_html;
+use crate::headline::Headline;
 use crate::svg::{self, Along, escape, number};
 
 const STYLE: &str = include_str!("report.css");
@@ -124,6 +125,7 @@ fn overview(data: &RunData) -> String {
     let info = &data.info;
     let summary = info.summary.clone().unwrap_or(Value::Null);
     let verdict = summary["held_out"]["verdict"].as_str().unwrap_or("–");
+    let headline = Headline::of(&summary);
     let mut s = String::from(r#"<section id="overview"><table class="facts">"#);
     let facts: Vec<(&str, String)> = vec![
         ("status", info.status.as_str().to_string()),
@@ -137,11 +139,14 @@ fn overview(data: &RunData) -> String {
             "started",
             info.created_at.format("%Y-%m-%d %H:%M:%S UTC").to_string(),
         ),
+        ("speedup", speedup_fact(data, headline.as_ref())),
         (
-            "speedup over the seed",
-            opt(data.speedup(), |v| format!("{v:.2}x")),
+            "winner's score",
+            match headline.as_ref().and_then(Headline::score_text) {
+                Some(text) => escape(&text),
+                None => "–".into(),
+            },
         ),
-        ("best score", opt(data.summary_f64("best_score"), number)),
         ("held-out verdict", escape(verdict)),
         ("spent", spent_text(&summary)),
         (
@@ -157,6 +162,16 @@ fn overview(data: &RunData) -> String {
     }
     s.push_str("</table></section>");
     s
+}
+
+/// The run's one headline speedup, named by its measurement; a run that
+/// has not finished says so rather than showing a ratio of in-run scores.
+fn speedup_fact(data: &RunData, headline: Option<&Headline>) -> String {
+    match (headline, data.speedup()) {
+        (Some(h), _) => escape(&h.speedup_text()),
+        (None, Some(x)) => format!("{x:.2}x the seed, in-run"),
+        (None, None) => "– (not finished)".into(),
+    }
 }
 
 /// Tokens, cost and time spent, saying "not tracked" where calls reported
@@ -315,7 +330,7 @@ fn lineage_section(data: &RunData) -> String {
         "iteration",
         "candidate",
         "model",
-        "score",
+        "in-run score",
         "outcome",
     ]));
     for c in data.lineage() {

@@ -7,6 +7,7 @@
 mod attempts;
 mod data;
 mod embed;
+mod headline;
 mod html;
 mod roofline;
 pub mod run_view;
@@ -16,6 +17,7 @@ pub mod table;
 pub mod trajectories;
 
 pub use data::{Point, RunData};
+pub use headline::Headline;
 pub use html::{RenderOptions, render_report, render_report_with};
 pub use run_view::{RunView, RunViewError};
 

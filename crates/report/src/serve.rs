@@ -8,6 +8,7 @@
 
 use std::fmt::Write;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::Router;
@@ -15,8 +16,9 @@ use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
-use kevo_store::{RunId, Store};
+use kevo_store::{RunId, Store, Target};
 use serde_json::json;
+use tokio::sync::OnceCell;
 
 use crate::embed::json_for_html;
 use crate::html::{RenderOptions, render_report_with};
@@ -26,8 +28,48 @@ use crate::{ReportError, RunData};
 /// How often an open page asks whether its run changed.
 pub const POLL_MS: u32 = 2000;
 
-/// The dashboard's routes over `store`.
-pub fn router(store: Store) -> Router {
+/// The store the pages read. A workspace without a store is watched, not
+/// created: its list shows no runs until `kevo evolve` makes the store,
+/// which the next request then opens (`kevo serve` may start first).
+pub enum Source {
+    Open(Store),
+    Workspace(PathBuf),
+}
+
+struct Shared {
+    source: Source,
+    opened: OnceCell<Store>,
+}
+
+impl Shared {
+    /// The store, or None while the watched workspace has none.
+    async fn store(&self) -> Result<Option<&Store>, ReportError> {
+        let workspace = match &self.source {
+            Source::Open(store) => return Ok(Some(store)),
+            Source::Workspace(workspace) => workspace,
+        };
+        if let Some(store) = self.opened.get() {
+            return Ok(Some(store));
+        }
+        let present = match Target::default_for(workspace) {
+            Target::Sqlite(path) => path.is_file(),
+            Target::Postgres(_) => true,
+        };
+        if !present {
+            return Ok(None);
+        }
+        let store = self
+            .opened
+            .get_or_try_init(|| Store::open_workspace(workspace))
+            .await?;
+        Ok(Some(store))
+    }
+}
+
+type Served = State<Arc<Shared>>;
+
+/// The dashboard's routes over `source`.
+pub fn router(source: Source) -> Router {
     Router::new()
         .route("/", get(run_list))
         .route("/runs/{id}", get(run_page))
@@ -35,15 +77,18 @@ pub fn router(store: Store) -> Router {
         .route("/api/runs", get(api_runs))
         .route("/api/runs/version", get(api_list_version))
         .route("/api/runs/{id}/version", get(api_version))
-        .with_state(Arc::new(store))
+        .with_state(Arc::new(Shared {
+            source,
+            opened: OnceCell::new(),
+        }))
 }
 
 /// Serve until the process ends.
-pub async fn serve(store: Store, addr: SocketAddr) -> Result<(), ReportError> {
+pub async fn serve(source: Source, addr: SocketAddr) -> Result<(), ReportError> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|cause| ReportError::Bind { addr, cause })?;
-    axum::serve(listener, router(store))
+    axum::serve(listener, router(source))
         .await
         .map_err(|cause| ReportError::Bind { addr, cause })
 }
@@ -109,7 +154,11 @@ async fn run_version(store: &Store, id: &RunId) -> Result<String, ReportError> {
     Ok(format!("{}:{}", history.len(), info.status.as_str()))
 }
 
-async fn list_version(store: &Store) -> Result<String, ReportError> {
+/// The list's version: empty while the workspace has no store.
+async fn list_version(shared: &Shared) -> Result<String, ReportError> {
+    let Some(store) = shared.store().await? else {
+        return Ok(String::new());
+    };
     let runs = store.list_runs().await?;
     Ok(runs
         .iter()
@@ -125,18 +174,23 @@ async fn list_version(store: &Store) -> Result<String, ReportError> {
         .join(","))
 }
 
-async fn run_list(State(store): State<Arc<Store>>) -> Response {
-    let runs = match store.list_runs().await {
+async fn run_list(State(shared): Served) -> Response {
+    let runs = match shared.store().await {
+        Ok(Some(store)) => store.list_runs().await.map_err(ReportError::from),
+        Ok(None) => Ok(Vec::new()),
+        Err(e) => Err(e),
+    };
+    let runs = match runs {
         Ok(r) => r,
         Err(e) => return error_page(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
     };
-    let version = list_version(&store).await.unwrap_or_default();
+    let version = list_version(&shared).await.unwrap_or_default();
     let now = chrono::Utc::now();
     let mut page = String::from(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>kevo runs</title><style>",
     );
     page.push_str(include_str!("report.css"));
-    page.push_str("</style></head><body><h1>kevo runs</h1><section id=\"runs\"><table><tr><th>run</th><th>task</th><th>strategy</th><th>device</th><th>status</th><th>iteration</th><th>best score</th><th>speedup</th><th>held-out verdict</th><th>cost (USD)</th><th>started</th></tr>");
+    page.push_str("</style></head><body><h1>kevo runs</h1><section id=\"runs\"><table><tr><th>run</th><th>task</th><th>strategy</th><th>device</th><th>status</th><th>iteration</th><th>winner's score</th><th>confirmed speedup</th><th>held-out verdict</th><th>cost (USD)</th><th>started</th></tr>");
     for r in &runs {
         let status = if r.status.as_str() == "running" && !r.is_alive(now) {
             "dead"
@@ -152,7 +206,9 @@ async fn run_list(State(store): State<Arc<Store>>) -> Response {
             r.last_iteration
                 .map(|i| i.to_string())
                 .unwrap_or_else(|| "–".into()),
-            r.best_score.map(number).unwrap_or_else(|| "–".into()),
+            r.best_score
+                .map(|b| format!("{} <small>{}</small>", number(b), r.best_score_measure))
+                .unwrap_or_else(|| "–".into()),
             r.speedup
                 .map(|x| format!("{x:.2}x"))
                 .unwrap_or_else(|| "–".into()),
@@ -165,7 +221,7 @@ async fn run_list(State(store): State<Arc<Store>>) -> Response {
         );
     }
     if runs.is_empty() {
-        page.push_str("<tr><td colspan=\"11\">No runs in this store yet.</td></tr>");
+        page.push_str("<tr><td colspan=\"11\">No runs here yet: the list fills in when a run starts.</td></tr>");
     }
     page.push_str("</table></section>");
     page.push_str(&live_script("/api/runs/version", &version));
@@ -173,16 +229,23 @@ async fn run_list(State(store): State<Arc<Store>>) -> Response {
     Html(page).into_response()
 }
 
-async fn run_page(State(store): State<Arc<Store>>, Path(id): Path<String>) -> Response {
+async fn run_page(State(shared): Served, Path(id): Path<String>) -> Response {
     let run = RunId(id.clone());
-    let data = match RunData::gather(&store, &run).await {
+    let store = match shared.store().await {
+        Ok(Some(store)) => store,
+        Ok(None) => {
+            return error_page(StatusCode::NOT_FOUND, &format!("no run {id}: no store yet"));
+        }
+        Err(e) => return error_page(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    };
+    let data = match RunData::gather(store, &run).await {
         Ok(d) => d,
         Err(ReportError::Store(kevo_store::StoreError::RunNotFound(_))) => {
             return error_page(StatusCode::NOT_FOUND, &format!("no run {id} in this store"));
         }
         Err(e) => return error_page(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
     };
-    let version = run_version(&store, &run).await.unwrap_or_default();
+    let version = run_version(store, &run).await.unwrap_or_default();
     let options = RenderOptions {
         tail: live_script(&format!("/api/runs/{}/version", encode(&id)), &version),
         home: Some("/".into()),
@@ -204,8 +267,13 @@ fn encode(segment: &str) -> String {
         .collect()
 }
 
-async fn api_runs(State(store): State<Arc<Store>>) -> Response {
-    match store.list_runs().await {
+async fn api_runs(State(shared): Served) -> Response {
+    let runs = match shared.store().await {
+        Ok(Some(store)) => store.list_runs().await.map_err(ReportError::from),
+        Ok(None) => Ok(Vec::new()),
+        Err(e) => Err(e),
+    };
+    match runs {
         Ok(runs) => (
             [(header::CACHE_CONTROL, "no-store")],
             axum::Json(json!(runs)),
@@ -215,12 +283,19 @@ async fn api_runs(State(store): State<Arc<Store>>) -> Response {
     }
 }
 
-async fn api_list_version(State(store): State<Arc<Store>>) -> Response {
-    version_response(list_version(&store).await, "")
+async fn api_list_version(State(shared): Served) -> Response {
+    version_response(list_version(&shared).await, "")
 }
 
-async fn api_version(State(store): State<Arc<Store>>, Path(id): Path<String>) -> Response {
-    version_response(run_version(&store, &RunId(id.clone())).await, &id)
+async fn api_version(State(shared): Served, Path(id): Path<String>) -> Response {
+    let version = match shared.store().await {
+        Ok(Some(store)) => run_version(store, &RunId(id.clone())).await,
+        Ok(None) => Err(ReportError::Store(kevo_store::StoreError::RunNotFound(
+            RunId(id.clone()),
+        ))),
+        Err(e) => Err(e),
+    };
+    version_response(version, &id)
 }
 
 fn version_response(version: Result<String, ReportError>, id: &str) -> Response {

@@ -269,7 +269,7 @@ pub fn render(rows: &[RunRow], format: Format) -> String {
         }
         Format::Markdown => {
             let mut out = String::from(
-                "| run | task | models | strategy | device | speedup | best fraction | held-out Φ | held-out speedup | verdict | correct | iterations | cost (USD) |\n\
+                "| run | task | models | strategy | device | confirmed speedup | winner's fraction | held-out Φ | held-out speedup | verdict | correct | iterations | cost (USD) |\n\
                  | --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |\n",
             );
             for r in rows {
@@ -291,7 +291,7 @@ pub fn render(rows: &[RunRow], format: Format) -> String {
                     f(r.cost_usd, 4)
                 );
             }
-            out.push_str("\n| task | models | strategy | device | runs | median speedup | median held-out speedup | correct | fast_1 | fast_1.5 | fast_2 | cost (USD) |\n\
+            out.push_str("\n| task | models | strategy | device | runs | median confirmed speedup | median held-out speedup | correct | fast_1 | fast_1.5 | fast_2 | cost (USD) |\n\
                           | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
             for g in &groups {
                 let fast: Vec<String> = g
@@ -315,10 +315,16 @@ pub fn render(rows: &[RunRow], format: Format) -> String {
                     f(g.cost_usd, 4)
                 );
             }
+            let _ = write!(out, "\n{LEGEND}\n");
             out
         }
     }
 }
+
+/// What the columns measured, under the Markdown and terminal tables.
+const LEGEND: &str = "Speedups are confirmed: the winner over the seed on fresh interleaved rounds. \
+The winner's fraction of its roofline is its final pick's re-measured median (in-run for a run \
+without a final pick). Held-out Φ and speedup: once, at the size no prompt showed.";
 
 /// The Markdown table's cells as aligned columns (numbers right-aligned),
 /// the two tables apart by a blank line.
@@ -348,7 +354,7 @@ fn text(rows: &[RunRow], groups: &[GroupRow]) -> String {
             "task",
             "models",
             "strategy",
-            "speedup",
+            "confirmed",
             "fraction",
             "held-out Φ",
             "held-out",
@@ -386,6 +392,9 @@ fn text(rows: &[RunRow], groups: &[GroupRow]) -> String {
         &groups,
         &[3, 4, 5, 6, 7, 8, 9, 10],
     ));
+    out.push('\n');
+    out.push_str(LEGEND);
+    out.push('\n');
     out
 }
 
@@ -495,9 +504,9 @@ mod tests {
         assert!(!text.contains('|'), "{text}");
         assert!(text.contains("replay:a + replay:b + 2 more"), "{text}");
         let lines: Vec<&str> = text.lines().take(3).collect();
-        let column = |l: &str| l.find("speedup").or_else(|| l.find("1.25x"));
+        let column = |l: &str| l.find("confirmed").or_else(|| l.find("1.25x"));
         // The speedup column's right edge is the same on every line.
-        let header_end = lines[0].find("speedup").unwrap() + "speedup".len();
+        let header_end = lines[0].find("confirmed").unwrap() + "confirmed".len();
         let value_end = lines[1].find("1.25x").unwrap() + "1.25x".len();
         assert_eq!(header_end, value_end, "{text}");
         assert!(

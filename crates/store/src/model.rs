@@ -216,6 +216,68 @@ pub const HEARTBEAT_INTERVAL_S: i64 = 2;
 pub const HEARTBEAT_STALE_S: i64 = 10;
 
 /// One line of `kevo list`.
+/// Which measurement a score or speedup comes from. Every output names
+/// it, as one kernel has up to three scores: a demo's winner measured
+/// 3.38 in its iteration, 2.92 after the promotion gate's rounds and 3.10
+/// in the final pick, and its speedup over the seed 104.85x to 123.43x.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Measure {
+    /// The candidate's own single evaluation in its iteration: what the
+    /// history, the lineage and the proposer see.
+    InRun,
+    /// The median of interleaved rounds: the promotion gate's (the search
+    /// keeps it from then on) or the final pick's (the winner's score).
+    #[serde(rename = "re-measured")]
+    Remeasured,
+    /// The winner over the seed on fresh interleaved rounds, apart from
+    /// the rounds that chose it: the run's speedup.
+    Confirmed,
+}
+
+impl Measure {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Measure::InRun => "in-run",
+            Measure::Remeasured => "re-measured",
+            Measure::Confirmed => "confirmed",
+        }
+    }
+
+    /// How a finished run's summary measured its `best_score`: the final
+    /// pick's median of the winner where it has one; without a pick, the
+    /// noise-aware gate's median (a challenger is promoted only on one)
+    /// when it re-measured anything, else the in-run score.
+    pub fn of_summary_score(summary: &Value) -> Measure {
+        let pick = &summary["final_pick"];
+        let winner = pick["winner"].as_i64();
+        let remeasured = match pick["candidates"].as_array() {
+            Some(c) => c
+                .iter()
+                .any(|e| e["candidate"].as_i64() == winner && e["remeasured"].is_f64()),
+            None => {
+                summary["promotion"] == "noise-aware"
+                    && summary["remeasure"]["remeasurements"].as_u64() > Some(0)
+            }
+        };
+        if remeasured {
+            Measure::Remeasured
+        } else {
+            Measure::InRun
+        }
+    }
+}
+
+fn in_run() -> Measure {
+    Measure::InRun
+}
+
+impl fmt::Display for Measure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunListing {
     pub id: RunId,
@@ -231,9 +293,12 @@ pub struct RunListing {
     pub last_iteration: Option<u32>,
     /// Candidates stored, the seed included.
     pub candidates: u64,
-    /// The winner's score: a finished run's confirmed winner, else the
-    /// best in-distribution score so far; None while nothing is correct.
+    /// The winner's score: a finished run's winner as its summary reports
+    /// it, else the best in-run score so far; None while nothing is correct.
     pub best_score: Option<f64>,
+    /// Which measurement `best_score` is.
+    #[serde(default = "in_run")]
+    pub best_score_measure: Measure,
     /// A finished run's confirmed speedup over the seed.
     #[serde(default)]
     pub speedup: Option<f64>,

@@ -87,10 +87,10 @@ pub(super) fn print_text(o: &Tuned) -> Result<()> {
     };
     let score = b.evaluation.outcome.score().unwrap_or(0.0);
     println!(
-        "best: {}  score {score:.4} (one measurement){}",
+        "best: {}  score {score:.4} in-run{}",
         space.describe(&b.configuration),
         match o.baseline.outcome.score() {
-            Some(s) if s > 0.0 => format!(", the naive seed {s:.4}"),
+            Some(s) if s > 0.0 => format!(", the naive seed {s:.4} in-run"),
             _ => format!(", the naive seed: {}", o.baseline.outcome.summary()),
         }
     );
@@ -123,17 +123,20 @@ fn print_held_out(h: &Value) {
     }
 }
 
-/// "confirmed: 1.04x the naive seed (93.8% interval 1.02-1.05) over 5
-/// fresh rounds", or why nothing is.
+/// "speedup: 1.04x (93.8% interval 1.02-1.05) over 5 fresh rounds,
+/// confirmed against the naive seed", or why nothing is.
 fn confirmation_line(c: Option<&Confirmation>) -> String {
     match c {
-        Some(c) if c.holds() => format!("confirmed against the naive seed: {}", c.describe()),
+        Some(c) if c.holds() => format!(
+            "speedup: {}, confirmed against the naive seed",
+            c.describe()
+        ),
         Some(c) => format!(
-            "not confirmed faster than the naive seed beyond the interval: {} (1.00x: the seed stands)",
+            "speedup: 1.00x: the naive seed stands (the best measured {}, not faster beyond the interval)",
             c.describe()
         ),
         None => format!(
-            "not confirmed: none of the best {CONFIRM_TOP} beat the naive seed on interleaved rounds (1.00x)"
+            "speedup: 1.00x: none of the best {CONFIRM_TOP} beat the naive seed on interleaved rounds"
         ),
     }
 }

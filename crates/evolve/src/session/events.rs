@@ -42,7 +42,11 @@ pub enum Event {
         outcomes: Vec<String>,
         scores: Vec<Option<f64>>,
         promoted: bool,
+        /// The best kept score, and the seed's multiple of it, as the
+        /// search keeps them: `best_measure` says whether a re-measurement
+        /// replaced the best's in-run score.
         best_score: f64,
+        best_measure: kevo_store::Measure,
         speedup: f64,
         input_tokens: u64,
         output_tokens: u64,

@@ -479,6 +479,10 @@ impl<'e> Session<'e> {
             scores: decided.scores,
             promoted: decided.promoted,
             best_score: best.score,
+            best_measure: match self.evaluations.get(&best.id) {
+                Some(e) if e.outcome.score() != Some(best.score) => kevo_store::Measure::Remeasured,
+                _ => kevo_store::Measure::InRun,
+            },
             speedup: strategy.speedup(),
             input_tokens: spent.input_tokens,
             output_tokens: spent.output_tokens,

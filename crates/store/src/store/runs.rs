@@ -13,8 +13,8 @@ use super::values::{
 use super::write::Write;
 use crate::StoreError;
 use crate::model::{
-    CandidateId, HEARTBEAT_STALE_S, LlmCallId, NewLlmCall, NewRun, RunId, RunInfo, RunListing,
-    RunStatus, StoredCheckpoint,
+    CandidateId, HEARTBEAT_STALE_S, LlmCallId, Measure, NewLlmCall, NewRun, RunId, RunInfo,
+    RunListing, RunStatus, StoredCheckpoint,
 };
 
 // Rows as the database returns them; converted to the public types with
@@ -186,6 +186,10 @@ impl Store {
                         .as_ref()
                         .and_then(|s| s.0["best_score"].as_f64())
                         .or(r.best_score),
+                    best_score_measure: match &r.summary {
+                        Some(s) if s.0["best_score"].is_f64() => Measure::of_summary_score(&s.0),
+                        _ => Measure::InRun,
+                    },
                     speedup: r.summary.as_ref().and_then(|s| s.0["speedup"].as_f64()),
                     cost_usd: r.cost_usd,
                     heartbeat_at: r.heartbeat_at,
