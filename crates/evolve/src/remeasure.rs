@@ -162,11 +162,14 @@ impl Interleaved {
 
     /// A two-candidate re-measurement (challenger, holder) as the
     /// promotion rule takes it.
-    pub fn pair(&self, names: [i64; 2]) -> Remeasured {
-        let failure = (0..2).find_map(|i| {
-            self.failure(i)
-                .map(|f| format!("candidate {}: {f}", names[i]))
-        });
+    pub fn pair(&self, ids: [i64; 2]) -> Remeasured {
+        self.pair_named(ids.map(|id| format!("candidate {id}")))
+    }
+
+    /// [`Interleaved::pair`] with the two named as a failure names them
+    /// ("this iteration's proposal" before it has a stored id).
+    pub fn pair_named(&self, names: [String; 2]) -> Remeasured {
+        let failure = (0..2).find_map(|i| self.failure(i).map(|f| format!("{}: {f}", names[i])));
         Remeasured {
             rounds: (0..self.rounds.len())
                 .filter(|&r| !self.implausible_round(r))

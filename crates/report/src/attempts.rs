@@ -10,7 +10,7 @@ use kevo_eval::{Evaluation, SizeResult};
 
 use crate::data::RunData;
 use crate::run_view::FAILURE_LINES;
-use crate::svg::escape;
+use crate::svg::{escape, number};
 
 /// The section; empty for a run without iterations.
 pub(crate) fn attempts_section(data: &RunData) -> String {
@@ -72,14 +72,14 @@ fn size_cells(size: &SizeResult) -> String {
         );
     }
     format!(
-        "<td>{}</td><td>{:.4}</td><td>{:.1}%</td><td>{:.4}–{:.4}</td><td>{}</td><td>{:.1} {}</td><td>{:.1}%</td>",
+        "<td>{}</td><td>{:.4}</td><td>{:.1}%</td><td>{:.4}–{:.4}</td><td>{}</td><td>{} {}</td><td>{:.1}%</td>",
         escape(&size.label),
         t.median_s * 1e3,
         t.spread * 100.0,
         t.min_s * 1e3,
         t.max_s * 1e3,
         t.samples_s.len(),
-        size.achieved,
+        number(size.achieved),
         escape(&size.unit),
         size.fraction * 100.0
     )

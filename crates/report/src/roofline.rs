@@ -45,7 +45,7 @@ pub(crate) fn roofline_section(data: &RunData) -> String {
     s.push_str(&chart(&groups, &ceilings, &unit));
     let _ = write!(
         s,
-        r#"<p class="legend"><span><i style="background:#9e9e9e"></i>seed</span><span><i style="background:#1b9e4b"></i>winner</span><span>dashed: the ceilings ({}; a cache level's is its measured copy bandwidth); the axis is logarithmic; each bar is the kernel's in-run measurement</span></p>"#,
+        r#"<p class="legend"><span><i style="background:#9e9e9e"></i>seed</span><span><i style="background:#1b9e4b"></i>winner</span><span class="explain">dashed: the ceilings ({}; a cache level's is its measured copy bandwidth); the axis is logarithmic; each bar is the kernel's in-run measurement</span></p>"#,
         escape(&source_text(stored))
     );
     s.push_str(&table(&groups));

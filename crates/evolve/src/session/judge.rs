@@ -333,14 +333,18 @@ impl<'e> Session<'e> {
                         CandidateRef::Stored(id) => s.sources[&id.0].clone(),
                     };
                     let (a, b) = (source(self, c.id), source(self, h.id));
+                    let names = [c.id, h.id].map(|id| match candidate_ref(id) {
+                        CandidateRef::Proposal(_) => "this iteration's proposal".to_string(),
+                        CandidateRef::Stored(id) => format!("candidate {}", id.0),
+                    });
                     let m = match self.remeasure(&[&a, &b], rounds) {
                         Ok(m) => m,
                         Err(e) => {
                             unreachable.get_or_insert(e);
-                            return Interleaved::default().pair([c.id, h.id]);
+                            return Interleaved::default().pair_named(names);
                         }
                     };
-                    let pair = m.pair([c.id, h.id]);
+                    let pair = m.pair_named(names);
                     measured.push(Measured {
                         challenger: c.id,
                         holder: h.id,
