@@ -90,17 +90,31 @@ enum Command {
     },
     /// Answer a proposal of `kevo ask`: the response is extracted,
     /// evaluated, decided and stored as the run's next iteration, exactly
-    /// as if a model had returned it.
+    /// as if a model had returned it. With --defer the answer is only kept
+    /// (no device needed); `kevo tell RUN --deferred` evaluates the kept
+    /// answers on a host with the run's device.
     Tell {
-        run: String,
+        /// The run; with --deferred and no run, every run with kept answers.
+        #[arg(required_unless_present = "deferred")]
+        run: Option<String>,
         /// The proposal id `kevo ask` printed.
-        proposal: i64,
+        #[arg(required_unless_present = "deferred")]
+        proposal: Option<i64>,
         /// The response: markdown with the kernel in a code block (or
         /// SEARCH/REPLACE edits in diff mode); `-` reads stdin.
-        response: PathBuf,
+        #[arg(required_unless_present = "deferred")]
+        response: Option<PathBuf>,
         /// Who answered, stored with the call (default "external").
         #[arg(long)]
         model: Option<String>,
+        /// Keep the answer without evaluating it: checked for code and
+        /// stored with its proposal, for `--deferred` on the device's host.
+        #[arg(long, conflicts_with = "deferred")]
+        defer: bool,
+        /// Evaluate and record every answer kept with --defer, in the
+        /// order the prompts were asked.
+        #[arg(long, conflicts_with_all = ["proposal", "response", "model"])]
+        deferred: bool,
         #[command(flatten)]
         store: evolve::StoreArgs,
         #[arg(long)]
@@ -439,12 +453,32 @@ fn run(cli: Cli) -> Result<ExitCode> {
         } => asktell::ask(&run, n, store, json),
         Command::Tell {
             run,
-            proposal,
-            response,
-            model,
+            deferred: true,
             store,
             json,
-        } => asktell::tell(&run, proposal, &response, model.as_deref(), store, json),
+            ..
+        } => asktell::tell_deferred(run.as_deref(), store, json),
+        Command::Tell {
+            run: Some(run),
+            proposal: Some(proposal),
+            response: Some(response),
+            model,
+            defer,
+            store,
+            json,
+            ..
+        } => {
+            let answer = asktell::Answer {
+                proposal,
+                response: &response,
+                model: model.as_deref(),
+            };
+            match defer {
+                true => asktell::defer(&run, answer, store, json),
+                false => asktell::tell(&run, answer, store, json),
+            }
+        }
+        Command::Tell { .. } => unreachable!("clap requires a run, a proposal and a response"),
         Command::Finish { run, store, json } => asktell::finish(&run, store, json),
         Command::Runs { store, json } => show::runs(store, json),
         Command::Show {

@@ -174,8 +174,13 @@ pub struct ExportArgs {
     /// every run.
     pub run: Option<String>,
     /// Where to write the winning kernel (default: stdout).
-    #[arg(long, conflicts_with = "trajectories")]
+    #[arg(long, conflicts_with_all = ["trajectories", "recording"])]
     pub out: Option<PathBuf>,
+    /// Write the run's model exchanges as a recording that `--llm
+    /// replay:FILE` serves again in the same order (what `--record` writes
+    /// during a run; this also covers runs answered through `kevo tell`).
+    #[arg(long, value_name = "FILE.jsonl", conflicts_with = "trajectories")]
+    pub recording: Option<PathBuf>,
     /// Write the run's steps as JSON lines (schema kevo.trajectory/1:
     /// prompt, response, reasoning, kernel, feedback, score and reward
     /// fields, parent) instead of the winning kernel.
@@ -198,6 +203,13 @@ pub struct ExportArgs {
 }
 
 pub fn export(args: ExportArgs) -> Result<ExitCode> {
+    if let Some(path) = &args.recording {
+        let run = args
+            .run
+            .as_deref()
+            .context("name the run whose exchanges to export (kevo runs lists them)")?;
+        return export_recording(run, path, &args.store);
+    }
     let Some(path) = args.trajectories.clone() else {
         let run = args
             .run
@@ -241,6 +253,71 @@ pub fn export(args: ExportArgs) -> Result<ExitCode> {
         path.display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// A run's proposing calls, in the order they were made, as replay lines:
+/// the prompt, and the answer or the error the call ended with.
+fn export_recording(run: &str, path: &Path, store: &StoreArgs) -> Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let (run, calls) = runtime.block_on(async {
+        let store = store.open_existing().await?;
+        let run = store.resolve_run(run).await?;
+        let calls = store.llm_calls(&run).await?;
+        anyhow::Ok((run, calls))
+    })?;
+    let mut text = String::new();
+    let mut count = 0;
+    for stored in calls.iter().filter(|c| c.call.purpose == "propose") {
+        let exchange = exchange_of(&stored.call);
+        text.push_str(&serde_json::to_string(&exchange)?);
+        text.push('\n');
+        count += 1;
+    }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    eprintln!("wrote {count} exchanges of run {run} to {}", path.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A stored call as the recording line `--record` would have written.
+fn exchange_of(call: &kevo_store::NewLlmCall) -> kevo_proposer::Exchange {
+    let request = kevo_proposer::ChatRequest::new(&call.prompt_system, &call.prompt_user);
+    let Some(text) = &call.response else {
+        let error = call.error.clone().unwrap_or_else(|| "no answer".into());
+        let mut exchange = kevo_proposer::Exchange::new(&request, &completion_of(call, ""));
+        exchange.completion = None;
+        exchange.error = Some(error);
+        return exchange;
+    };
+    kevo_proposer::Exchange::new(&request, &completion_of(call, text))
+}
+
+fn completion_of(call: &kevo_store::NewLlmCall, text: &str) -> kevo_proposer::Completion {
+    let known = call.input_tokens.zip(call.output_tokens);
+    kevo_proposer::Completion {
+        text: text.to_string(),
+        reasoning: call.reasoning.clone(),
+        usage: kevo_proposer::Usage {
+            input_tokens: known.map(|k| k.0).unwrap_or(0),
+            output_tokens: known.map(|k| k.1).unwrap_or(0),
+            reasoning_tokens: call.reasoning_tokens,
+            cached_tokens: None,
+        },
+        cost_usd: call.cost_usd,
+        latency: std::time::Duration::from_secs_f64(call.latency_s.max(0.0)),
+        model: call.model.clone(),
+        provider: call.provider.clone(),
+        finish_reason: None,
+        attempts: 1,
+        usage_unknown: known
+            .is_none()
+            .then(|| "the stored call has no token counts".to_string()),
+        member: None,
+    }
 }
 
 #[derive(Args)]

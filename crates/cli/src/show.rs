@@ -308,14 +308,22 @@ fn print_unanswered(view: &RunView) {
         .iter()
         .filter(|p| p.status != kevo_store::ProposalStatus::Answered)
     {
+        let kept = p.deferred.as_ref().map(|d| {
+            format!(
+                ", answer kept at {} to be evaluated (kevo tell {} --deferred)",
+                d.told_at.format("%Y-%m-%d %H:%M:%S UTC"),
+                p.run_id
+            )
+        });
         println!(
-            "proposal {} ({}{}), asked after iteration {}{}",
+            "proposal {} ({}{}{}), asked after iteration {}{}",
             p.id,
             p.status,
             p.batch
                 .as_ref()
                 .map(|b| format!(", batch {b}"))
                 .unwrap_or_default(),
+            kept.unwrap_or_default(),
             p.asked_after,
             p.reason
                 .as_ref()

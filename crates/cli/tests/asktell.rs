@@ -31,9 +31,13 @@ fn refused(out: Output) -> String {
 }
 
 fn evolve(llm: &str) -> Vec<String> {
+    evolve_for(llm, "5")
+}
+
+fn evolve_for(llm: &str, iterations: &str) -> Vec<String> {
     let rest = [
         "--iterations",
-        "5",
+        iterations,
         "--promotion",
         "strict",
         "--final-remeasure",
@@ -286,4 +290,201 @@ fn ask_tell_matches_a_cmd_run_and_refuses_bad_input() {
                 .all(|p| p.status == kevo_store::ProposalStatus::Answered)
         );
     });
+}
+
+/// A coordinator without the device and an evaluation host without a
+/// network path to it: prompts are asked and answers kept (`tell --defer`)
+/// where no OpenCL platform exists, the workspace is copied to a host with
+/// the device, `tell --deferred` records the kept answers there in the
+/// order they were asked, and `finish` evaluates a kept answer before the
+/// final pick. Nothing is lost where the device is missing.
+#[test]
+fn deferred_answers_travel_with_the_store_and_are_evaluated_where_the_device_is() {
+    if !opencl_available() {
+        eprintln!("skipped: no OpenCL device");
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let (coordinator, host) = (root.path().join("coordinator"), root.path().join("host"));
+    let args = evolve("external");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    succeeded(kevo(&coordinator, &args));
+    let run = run_id(&coordinator);
+    let seed =
+        std::fs::read_to_string(coordinator.join("runs").join(&run).join("00_seed.cl")).unwrap();
+    let answers = answers(&seed);
+    // No OpenCL platform on the coordinator: an empty vendors directory.
+    let no_platforms = root.path().join("no-vendors");
+    std::fs::create_dir(&no_platforms).unwrap();
+    let no_device = |ws: &Path, args: &[&str]| -> Output {
+        Command::new(env!("CARGO_BIN_EXE_kevo"))
+            .args(args)
+            .arg("--workspace")
+            .arg(ws)
+            .env("OCL_ICD_VENDORS", &no_platforms)
+            .output()
+            .unwrap()
+    };
+    let asked: Vec<serde_json::Value> = serde_json::from_str(&succeeded(no_device(
+        &coordinator,
+        &["ask", &run, "--n", "3", "--json"],
+    )))
+    .unwrap();
+    let ids: Vec<i64> = asked
+        .iter()
+        .map(|a| a["proposal"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 3);
+    let no_code = root.path().join("no_code.md");
+    std::fs::write(&no_code, "No code this time.").unwrap();
+    let tell = |ws: &Path, id: i64, file: &Path, defer: bool| {
+        let mut args = vec!["tell", &run];
+        let id = id.to_string();
+        args.extend([id.as_str(), file.to_str().unwrap()]);
+        if defer {
+            args.push("--defer");
+        }
+        no_device(ws, &args)
+    };
+    // An answer without code is refused where it was written.
+    let err = refused(tell(&coordinator, ids[0], &no_code, true));
+    assert!(err.contains("nothing to evaluate"), "{err}");
+    // The typo, the wrong kernel and the new one, kept in that order.
+    for (id, i) in ids.iter().zip([1, 2, 3]) {
+        let file = root.path().join(format!("answer{i}.md"));
+        std::fs::write(&file, &answers[i]).unwrap();
+        let out = succeeded(no_device(
+            &coordinator,
+            &[
+                "tell",
+                &run,
+                &id.to_string(),
+                file.to_str().unwrap(),
+                "--defer",
+                "--model",
+                "a test's answers",
+            ],
+        ));
+        assert!(
+            out.contains(&format!("{i} of run {run} wait")) && out.contains("--deferred"),
+            "{out}"
+        );
+    }
+    let err = refused(tell(&coordinator, ids[0], &no_code, false));
+    assert!(
+        err.contains("already has an answer") && err.contains("--deferred"),
+        "{err}"
+    );
+    let shown = succeeded(no_device(&coordinator, &["show", &run]));
+    assert!(
+        shown.contains(&format!("proposal {} (pending, answer kept at", ids[2])),
+        "{shown}"
+    );
+    // Evaluating needs the device: refused here, and nothing is lost.
+    let out = no_device(&coordinator, &["tell", &run, "--deferred"]);
+    assert!(!out.status.success(), "evaluated without a device");
+    assert_eq!(history(&coordinator, &run).len(), 1, "only the seed");
+
+    // The store travels to the host with the device.
+    let copied = Command::new("cp")
+        .arg("-r")
+        .arg(&coordinator)
+        .arg(&host)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let out = succeeded(kevo(&host, &["tell", &run, "--deferred"]));
+    for (k, id) in ids.iter().enumerate() {
+        assert!(
+            out.contains(&format!("proposal {id} is iteration {} of run", k + 1)),
+            "{out}"
+        );
+    }
+    assert!(out.contains(&format!("next: kevo ask {run}")), "{out}");
+    let kinds: Vec<String> = history(&host, &run)
+        .iter()
+        .map(|h| h["outcome_kind"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["correct", "compile_error", "wrong_result", "correct"]
+    );
+    let out = succeeded(kevo(&host, &["tell", &run, "--deferred"]));
+    assert!(out.contains("no answer kept with --defer"), "{out}");
+    let out = succeeded(kevo(&host, &["tell", "--deferred"]));
+    assert!(out.contains("no run has answers kept"), "{out}");
+
+    // Back on the coordinator: the next prompt builds on what the host
+    // decided, and a kept answer is evaluated by `finish` before the pick.
+    let back = root.path().join("back");
+    assert!(
+        Command::new("cp")
+            .arg("-r")
+            .arg(&host)
+            .arg(&back)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let asked: Vec<serde_json::Value> =
+        serde_json::from_str(&succeeded(no_device(&back, &["ask", &run, "--json"]))).unwrap();
+    assert_eq!(asked[0]["asked_after"].as_u64(), Some(3));
+    let last = asked[0]["proposal"].as_i64().unwrap();
+    let file = root.path().join("answer4.md");
+    std::fs::write(&file, &answers[4]).unwrap();
+    succeeded(tell(&back, last, &file, true));
+    let summary = succeeded(kevo(&back, &["finish", &run]));
+    assert!(summary.contains("after 4 answered"), "{summary}");
+    assert_eq!(history(&back, &run).len(), 5);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let store = kevo_store::Store::open_workspace(&back).await.unwrap();
+        let calls = store
+            .llm_calls(&kevo_store::RunId(run.clone()))
+            .await
+            .unwrap();
+        assert_eq!(calls.len(), 4);
+        assert!(
+            calls[..3]
+                .iter()
+                .all(|c| c.call.model == "a test's answers")
+        );
+        let proposals = store
+            .proposals(&kevo_store::RunId(run.clone()))
+            .await
+            .unwrap();
+        assert!(
+            proposals
+                .iter()
+                .all(|p| p.status == kevo_store::ProposalStatus::Answered && p.deferred.is_none())
+        );
+    });
+
+    // The exchanges as a recording: a replay proposes the same kernels.
+    let recording = root.path().join("recording.jsonl");
+    let out = kevo(
+        &back,
+        &["export", &run, "--recording", recording.to_str().unwrap()],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&recording).unwrap().lines().count(),
+        4
+    );
+    let replayed = root.path().join("replayed");
+    let args = evolve_for(&format!("replay:{}", recording.display()), "4");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    succeeded(kevo(&replayed, &args));
+    let replay_run = run_id(&replayed);
+    let proposed = |ws: &Path, run: &str| -> Vec<(String, String)> {
+        comparable(ws, run)
+            .into_iter()
+            .map(|c| (c.3, c.4))
+            .collect()
+    };
+    assert_eq!(proposed(&replayed, &replay_run), proposed(&back, &run));
 }

@@ -40,9 +40,10 @@ pub use remeasure::{
     SizeTime, interleave, median_interval, pick_and_confirm,
 };
 pub use session::{
-    ArmStat, Asked, Environment, Event, EvolveError, HeldOutSummary, InFlightCalls, META_PURPOSE,
-    Next, Observer, Summary, Told, ValidationState, arm_stats, ask, create, device_selectors,
-    finish, interrupt, is_abandoned, one_model, resume, start, stored_ensemble, stored_options,
-    stored_prompt_archive, stored_strategy, tell,
+    ArmStat, Asked, Deferred, Environment, Event, EvolveError, HeldOutSummary, InFlightCalls,
+    META_PURPOSE, Next, Observer, Summary, Told, ValidationState, arm_stats, ask, create, defer,
+    device_selectors, finish, interrupt, is_abandoned, one_model, resume, runs_with_deferred,
+    start, stored_ensemble, stored_options, stored_prompt_archive, stored_strategy, tell,
+    tell_deferred,
 };
 pub use verdict::HeldOutVerdict;

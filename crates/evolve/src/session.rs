@@ -28,7 +28,10 @@ mod summary;
 mod template;
 mod values;
 
-pub use asktell::{Asked, Next, Told, ask, create, finish, tell};
+pub use asktell::{
+    Asked, Deferred, Next, Told, ask, create, defer, finish, runs_with_deferred, tell,
+    tell_deferred,
+};
 pub use base::Environment;
 pub use calls::{InFlightCalls, META_PURPOSE, is_abandoned};
 pub use drivers::{interrupt, resume, start};

@@ -79,6 +79,18 @@ pub enum StoreError {
         iteration: Option<u32>,
     },
 
+    /// The proposal's answer was already told with `--defer` and waits to
+    /// be evaluated.
+    #[error(
+        "proposal {id} of run `{run}` already has an answer told at {told_at} that waits to be \
+         evaluated: `kevo tell {run} --deferred` on a host with the run's device records it"
+    )]
+    AnswerDeferred {
+        run: RunId,
+        id: ProposalId,
+        told_at: chrono::DateTime<chrono::Utc>,
+    },
+
     /// The run is not in a state that allows the operation.
     #[error("run `{run}` is {status}: {why}")]
     RunStatus {

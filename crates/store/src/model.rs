@@ -510,6 +510,19 @@ pub struct StoredProposal {
     pub reason: Option<String>,
     pub asked_at: DateTime<Utc>,
     pub closed_at: Option<DateTime<Utc>>,
+    /// Its answer, told with `kevo tell --defer` and not yet evaluated.
+    #[serde(default)]
+    pub deferred: Option<DeferredAnswer>,
+}
+
+/// An answer kept with its pending proposal until a host with the run's
+/// device evaluates it (`kevo tell --defer`, then `kevo tell --deferred`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeferredAnswer {
+    pub text: String,
+    /// Who answered, if the teller said.
+    pub model: Option<String>,
+    pub told_at: DateTime<Utc>,
 }
 
 /// Why candidates were re-measured.

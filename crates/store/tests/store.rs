@@ -1223,6 +1223,53 @@ async fn proposals_answered_once(db: &TestDb) {
         .unwrap_err();
     assert!(matches!(err, StoreError::ProposalNotFound { .. }), "{err}");
 
+    // An answer kept to be evaluated later (`kevo tell --defer`): stored
+    // with the pending proposal, once; not for a closed one.
+    let kept = store
+        .defer_answer(&run, ids[2], "```c\n/* kept */\n```", Some("a model"))
+        .await
+        .unwrap();
+    let p = store.proposal(&run, ids[2]).await.unwrap();
+    assert_eq!(p.status, ProposalStatus::Pending);
+    assert_eq!(p.deferred.as_ref(), Some(&kept));
+    assert_eq!(kept.model.as_deref(), Some("a model"));
+    assert!(kept.text.contains("/* kept */"));
+    let err = store
+        .defer_answer(&run, ids[2], "another", None)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::AnswerDeferred { .. }), "{err}");
+    assert!(err.to_string().contains("--deferred"), "{err}");
+    assert!(
+        store
+            .proposal(&run, ids[2])
+            .await
+            .unwrap()
+            .deferred
+            .unwrap()
+            .text
+            == kept.text,
+        "the first answer is kept"
+    );
+    let err = store
+        .defer_answer(&run, ids[1], "late", None)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::ProposalClosed { .. }), "{err}");
+    let err = store
+        .defer_answer(&run, ProposalId(9999), "lost", None)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::ProposalNotFound { .. }), "{err}");
+    assert!(
+        store
+            .proposal(&run, ids[0])
+            .await
+            .unwrap()
+            .deferred
+            .is_none()
+    );
+
     store
         .withdraw_proposals(&run, &[ids[0]], "its batch expired")
         .await

@@ -11,10 +11,17 @@
 //! checkpoint it was asked after, so the next `ask` continues from there.
 //! An answer is recorded once: its proposal is marked answered in the
 //! iteration's own transaction.
+//!
+//! Prompts are written and answers kept without the run's device (the
+//! device the run recorded stands in for it): `ask` and `tell --defer` work
+//! on a coordinator without a GPU, and `tell --deferred` (or `finish`)
+//! evaluates the kept answers where the device is. The store is what
+//! travels between the two, for evaluation hosts with no network path to
+//! the coordinator.
 
 use std::path::PathBuf;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use kevo_proposer::{ChatRequest, Completion, ProviderError, Usage};
 use kevo_store::{ProposalId, RunId, StoreError};
 use kevo_strategy::Selection;
@@ -34,6 +41,14 @@ fn waiting_reason(run: &str) -> String {
     format!(
         "waiting for proposals: `kevo ask {run}`, then `kevo tell {run} ID FILE`; `kevo finish {run}` ends it"
     )
+}
+
+/// An answer brought from outside: its text, who answered (if said) and
+/// when it was told.
+struct Answer<'a> {
+    text: &'a str,
+    model: Option<&'a str>,
+    at: DateTime<Utc>,
 }
 
 /// A prompt handed out by [`ask`].
@@ -69,7 +84,7 @@ pub async fn create(
             run: "a new run".into(),
         });
     }
-    let mut session = Session::open(options, task, env, None).await?;
+    let mut session = Session::open(options, task, env, None, None).await?;
     observer.on(&Event::Created {
         run: session.run.0.clone(),
     });
@@ -81,7 +96,7 @@ pub async fn create(
 /// The next `n` prompts of an external run, stored as pending proposals
 /// (fewer when a budget leaves room for fewer; none is an error).
 pub async fn ask(run: &str, n: u32, env: &Environment) -> Result<Vec<Asked>, EvolveError> {
-    let mut session = open_external(run, env).await?;
+    let mut session = open_external(run, env, Host::Recorded).await?;
     let asked = session.ask(n).await;
     session.wait().await?;
     asked
@@ -119,26 +134,139 @@ pub async fn tell(
     env: &Environment,
     observer: &mut dyn Observer,
 ) -> Result<Told, EvolveError> {
-    // Checked before the run is opened (and its device started).
     let run_id = RunId(run.to_string());
-    if env.store.run(&run_id).await?.status == RunStatus::Finished {
-        return Err(EvolveError::RunFinished {
-            run: run.to_string(),
-        });
+    let stored = pending_proposal(env, &run_id, proposal).await?;
+    let mut session = open_external(run, env, Host::Device).await?;
+    let answer = Answer {
+        text: response,
+        model,
+        at: Utc::now(),
+    };
+    let told = match session.tell(stored, answer, observer).await {
+        Ok(iteration) => session.next_after(iteration).await,
+        Err(e) => Err(e),
+    };
+    session.wait().await?;
+    told
+}
+
+/// A pending proposal of a run that is not finished, with no answer kept
+/// for it yet.
+async fn pending_proposal(
+    env: &Environment,
+    run: &RunId,
+    proposal: i64,
+) -> Result<kevo_store::StoredProposal, EvolveError> {
+    // Checked before the run is opened (and its device started).
+    if env.store.run(run).await?.status == RunStatus::Finished {
+        return Err(EvolveError::RunFinished { run: run.0.clone() });
     }
-    let stored = env.store.proposal(&run_id, ProposalId(proposal)).await?;
+    let stored = env.store.proposal(run, ProposalId(proposal)).await?;
     if stored.status != ProposalStatus::Pending {
         return Err(StoreError::ProposalClosed {
-            run: run_id,
+            run: run.clone(),
             id: stored.id,
             status: stored.status,
             iteration: stored.iteration,
         }
         .into());
     }
-    let mut session = open_external(run, env).await?;
-    let told = match session.tell(stored, response, model, observer).await {
-        Ok(iteration) => session.next_after(iteration).await,
+    if let Some(d) = &stored.deferred {
+        return Err(StoreError::AnswerDeferred {
+            run: run.clone(),
+            id: stored.id,
+            told_at: d.told_at,
+        }
+        .into());
+    }
+    Ok(stored)
+}
+
+/// An answer kept by [`defer`], and how many of the run's answers now
+/// wait to be evaluated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Deferred {
+    pub answer: kevo_store::DeferredAnswer,
+    pub waiting: u32,
+}
+
+/// Keep `response` as the answer to proposal `proposal` without evaluating
+/// it: checked for code here (without the run's device) and stored with
+/// the proposal, to be recorded as an iteration by [`tell_deferred`] (or
+/// [`finish`]) on a host with the device. Nothing is evaluated or decided.
+pub async fn defer(
+    run: &str,
+    proposal: i64,
+    response: &str,
+    model: Option<&str>,
+    env: &Environment,
+) -> Result<Deferred, EvolveError> {
+    let run_id = RunId(run.to_string());
+    let stored = pending_proposal(env, &run_id, proposal).await?;
+    let mut session = open_external(run, env, Host::Recorded).await?;
+    let checked = session.check_answer(&stored, response).await;
+    session.wait().await?;
+    checked?;
+    let answer = env
+        .store
+        .defer_answer(&run_id, stored.id, response, model)
+        .await?;
+    let waiting = deferred_of(env, &run_id).await?.len() as u32;
+    Ok(Deferred { answer, waiting })
+}
+
+/// The runs that are not finished and hold answers kept with `--defer`,
+/// oldest first.
+pub async fn runs_with_deferred(env: &Environment) -> Result<Vec<String>, EvolveError> {
+    let mut runs = Vec::new();
+    for listed in env.store.list_runs().await?.into_iter().rev() {
+        if listed.status != RunStatus::Finished && !deferred_of(env, &listed.id).await?.is_empty() {
+            runs.push(listed.id.0);
+        }
+    }
+    Ok(runs)
+}
+
+/// Every answer of `run` kept with `--defer`, in the order they were asked.
+async fn deferred_of(
+    env: &Environment,
+    run: &RunId,
+) -> Result<Vec<kevo_store::StoredProposal>, EvolveError> {
+    Ok(env
+        .store
+        .proposals(run)
+        .await?
+        .into_iter()
+        .filter(|p| p.status == ProposalStatus::Pending && p.deferred.is_some())
+        .collect())
+}
+
+/// Record every answer of `run` kept with `--defer`, in the order the
+/// prompts were asked, each exactly as `tell` would: the proposal and the
+/// iteration it became, and what the run waits for next. Each answer is
+/// its own transaction: if one fails to be recorded the ones before it
+/// stay recorded and the rest stay kept, for the next attempt.
+pub async fn tell_deferred(
+    run: &str,
+    env: &Environment,
+    observer: &mut dyn Observer,
+) -> Result<(Vec<(i64, u32)>, Told), EvolveError> {
+    let run_id = RunId(run.to_string());
+    if env.store.run(&run_id).await?.status == RunStatus::Finished {
+        return Err(EvolveError::RunFinished {
+            run: run.to_string(),
+        });
+    }
+    let mut session = open_external(run, env, Host::Device).await?;
+    let recorded = session.record_deferred(observer).await;
+    let told = match recorded {
+        Ok(recorded) => {
+            let iteration = recorded
+                .last()
+                .map(|(_, k)| *k)
+                .unwrap_or(session.iteration);
+            session.next_after(iteration).await.map(|t| (recorded, t))
+        }
         Err(e) => Err(e),
     };
     session.wait().await?;
@@ -152,7 +280,12 @@ pub async fn finish(
     env: &Environment,
     observer: &mut dyn Observer,
 ) -> Result<Summary, EvolveError> {
-    let mut session = open_external(run, env).await?;
+    let mut session = open_external(run, env, Host::Device).await?;
+    // Answers kept with --defer are evaluated first: they were meant to count.
+    if let Err(e) = session.record_deferred(observer).await {
+        session.wait().await?;
+        return Err(e);
+    }
     let reason = format!(
         "finished by `kevo finish` after {} answered proposal(s)",
         session.iteration
@@ -166,9 +299,21 @@ pub async fn finish(
     }
 }
 
+/// Where an external run's command works: on the run's device, or with
+/// the device as the run recorded it (writing prompts, keeping answers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Host {
+    Device,
+    Recorded,
+}
+
 /// Open an external run where its last checkpoint left it. A finished run,
 /// and a run that calls its own model, are refused.
-async fn open_external<'e>(run: &str, env: &'e Environment) -> Result<Session<'e>, EvolveError> {
+async fn open_external<'e>(
+    run: &str,
+    env: &'e Environment,
+    host: Host,
+) -> Result<Session<'e>, EvolveError> {
     let run_id = RunId(run.to_string());
     let info = env.store.run(&run_id).await?;
     let options = stored_options(&info)?;
@@ -185,7 +330,8 @@ async fn open_external<'e>(run: &str, env: &'e Environment) -> Result<Session<'e
     let task = kevo_tasks::resolve(&options.task)?;
     let (_, checkpoint) = env.store.resume_run(&run_id).await?;
     let opened = async {
-        let mut session = Session::open(options, task, env, Some(run_id.clone())).await?;
+        let recorded = (host == Host::Recorded).then_some(&info.config);
+        let mut session = Session::open(options, task, env, Some(run_id.clone()), recorded).await?;
         match checkpoint {
             None => session.run_seed(&mut |_: &Event| {}).await?,
             Some(cp) => session.restore(cp).await?,
@@ -301,32 +447,58 @@ impl Session<'_> {
             .collect()
     }
 
+    /// Refuse an answer with nothing to evaluate before anything is
+    /// stored: the agent can fix it and tell again.
+    async fn check_answer(
+        &mut self,
+        proposal: &kevo_store::StoredProposal,
+        response: &str,
+    ) -> Result<(), EvolveError> {
+        let selection = self.selection_of(proposal)?;
+        let context = self.prompt_context(&selection).await?;
+        match self.extract(response, &context.incumbent_source) {
+            Ok(_) => Ok(()),
+            Err((_, reason)) => Err(EvolveError::NoCodeInAnswer {
+                proposal: proposal.id.0,
+                reason,
+            }),
+        }
+    }
+
+    /// Record the run's answers kept with `--defer`, in proposal order.
+    async fn record_deferred(
+        &mut self,
+        observer: &mut dyn Observer,
+    ) -> Result<Vec<(i64, u32)>, EvolveError> {
+        let mut recorded = Vec::new();
+        for mut proposal in deferred_of(self.env, &self.run).await? {
+            let kept = proposal.deferred.take().expect("filtered on a kept answer");
+            let answer = Answer {
+                text: &kept.text,
+                model: kept.model.as_deref(),
+                at: kept.told_at,
+            };
+            let id = proposal.id.0;
+            let iteration = self.tell(proposal, answer, observer).await?;
+            recorded.push((id, iteration));
+        }
+        Ok(recorded)
+    }
+
     async fn tell(
         &mut self,
         proposal: kevo_store::StoredProposal,
-        response: &str,
-        model: Option<&str>,
+        answer: Answer<'_>,
         observer: &mut dyn Observer,
     ) -> Result<u32, EvolveError> {
-        let selection = self.selection_of(&proposal)?;
-        let context = self.prompt_context(&selection).await?;
-        // An answer with nothing to evaluate is refused before anything
-        // is stored: the agent can fix it and tell again.
-        if let Err((_, reason)) = self.extract(response, &context.incumbent_source) {
-            return Err(EvolveError::NoCodeInAnswer {
-                proposal: proposal.id.0,
-                reason,
-            });
-        }
+        self.check_answer(&proposal, answer.text).await?;
         let completion = Completion {
-            text: response.to_string(),
+            text: answer.text.to_string(),
             reasoning: None,
             usage: Usage::default(),
             cost_usd: None,
-            latency: (Utc::now() - proposal.asked_at)
-                .to_std()
-                .unwrap_or_default(),
-            model: model.unwrap_or("external").to_string(),
+            latency: (answer.at - proposal.asked_at).to_std().unwrap_or_default(),
+            model: answer.model.unwrap_or("external").to_string(),
             provider: "external".into(),
             finish_reason: None,
             attempts: 1,
@@ -336,7 +508,8 @@ impl Session<'_> {
             member: None,
         };
         self.accounting.record_success("external", &completion);
-        self.answer(proposal, Ok(completion), observer).await
+        self.answer(proposal, Ok(completion), answer.at, observer)
+            .await
     }
 
     fn selection_of(
@@ -359,6 +532,7 @@ impl Session<'_> {
         &mut self,
         proposal: kevo_store::StoredProposal,
         result: Result<Completion, ProviderError>,
+        answered_at: DateTime<Utc>,
         observer: &mut dyn Observer,
     ) -> Result<u32, EvolveError> {
         let selection = self.selection_of(&proposal)?;
@@ -368,7 +542,7 @@ impl Session<'_> {
             proposal.proposal.user.clone(),
         );
         // The call's latency is how long the proposal was out.
-        let latency = (Utc::now() - proposal.asked_at)
+        let latency = (answered_at - proposal.asked_at)
             .to_std()
             .unwrap_or_default()
             .as_secs_f64();

@@ -191,11 +191,16 @@ pub(super) fn run_config(
 }
 
 impl<'e> Session<'e> {
+    /// A session of a new run (`existing` none) or a stored one, evaluating
+    /// on the run's device; with `recorded` (a stored run's settings) on
+    /// no device, its device as that run recorded it: for commands that
+    /// only write prompts and keep answers.
     pub(super) async fn open(
         mut options: EvolveOptions,
         task: &'static Task,
         env: &'e Environment,
         existing: Option<RunId>,
+        recorded: Option<&serde_json::Value>,
     ) -> Result<Session<'e>, EvolveError> {
         // A run's inputs come from a secret drawn when it is created and
         // stored with its settings; a run stored without one (made before
@@ -212,9 +217,16 @@ impl<'e> Session<'e> {
                 set: options.sizes.to_string(),
             });
         }
-        let pool = match &options.nats {
-            None => EvaluationPool::local(&options, env)?,
-            Some(nats) => EvaluationPool::remote(&options, nats).await?,
+        let pool = match (&options.nats, recorded) {
+            (_, Some(config)) => {
+                let run = existing
+                    .as_ref()
+                    .map(|r| r.0.as_str())
+                    .unwrap_or("a new run");
+                EvaluationPool::recorded(run, config)?
+            }
+            (None, None) => EvaluationPool::local(&options, env)?,
+            (Some(nats), None) => EvaluationPool::remote(&options, nats).await?,
         };
         let device = pool.device().clone();
         let dialect = device.dialect;

@@ -147,7 +147,7 @@ impl Session<'_> {
                         ),
                     })
                 });
-                self.answer(p, result, observer).await?;
+                self.answer(p, result, chrono::Utc::now(), observer).await?;
             }
         }
     }

@@ -24,7 +24,7 @@ pub async fn start(
     if options.is_external() {
         return Err(EvolveError::ExternalStart);
     }
-    let mut session = Session::open(options, task, env, None).await?;
+    let mut session = Session::open(options, task, env, None, None).await?;
     observer.on(&Event::Created {
         run: session.run.0.clone(),
     });
@@ -67,7 +67,7 @@ pub async fn resume(
         });
     }
     let (_, checkpoint) = env.store.resume_run(&run_id).await?;
-    let mut session = Session::open(options, task, env, Some(run_id)).await?;
+    let mut session = Session::open(options, task, env, Some(run_id), None).await?;
     match checkpoint {
         None => session.run_seed(observer).await?,
         Some(cp) => session.restore(cp).await?,

@@ -94,4 +94,12 @@ pub enum EvolveError {
         "the answer to proposal {proposal} holds nothing to evaluate: {reason}; nothing was stored"
     )]
     NoCodeInAnswer { proposal: i64, reason: String },
+    /// An evaluation asked of a session opened without the run's device.
+    #[error(
+        "this host evaluates nothing for run {run}: its device ({device}) is only recorded here; evaluate on a host that has it"
+    )]
+    NoDeviceHere { run: String, device: String },
+    /// A run's recorded device cannot be read back.
+    #[error("run {run}'s recorded device is unreadable: {reason}")]
+    RecordedDevice { run: String, reason: String },
 }

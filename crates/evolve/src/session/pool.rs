@@ -1,5 +1,6 @@
-//! Where candidates are evaluated: the run's local workers, one per device, or
-//! the remote workers of a NATS queue.
+//! Where candidates are evaluated: the run's local workers, one per device,
+//! the remote workers of a NATS queue, or nowhere (the device as the run
+//! recorded it, for commands that only write prompts).
 
 use std::time::Duration;
 
@@ -18,6 +19,18 @@ pub(super) enum EvaluationPool {
     /// One worker per local device (`--devices`), all of one device model.
     Local(Vec<Worker>),
     Remote(Box<RemoteRun>),
+    /// No device: what the run recorded of its device when it was created.
+    /// `kevo ask` and `kevo tell --defer` write prompts and keep answers on
+    /// a host without the GPU; evaluating here is an error.
+    Recorded(Box<RecordedDevice>),
+}
+
+/// A run's device, ceilings and sandbox as its provenance recorded them.
+pub(super) struct RecordedDevice {
+    pub(super) run: String,
+    pub(super) device: kevo_backend::DeviceInfo,
+    pub(super) ceilings: kevo_roofline::Ceilings,
+    pub(super) sandbox: kevo_worker::kevo_sandbox::Status,
 }
 
 pub(super) struct RemoteRun {
@@ -158,6 +171,44 @@ impl EvaluationPool {
         })))
     }
 
+    /// The device `run` recorded in its stored settings (`config`), without
+    /// starting it.
+    pub(super) fn recorded(
+        run: &str,
+        config: &serde_json::Value,
+    ) -> Result<EvaluationPool, EvolveError> {
+        fn read<T: serde::de::DeserializeOwned>(
+            run: &str,
+            config: &serde_json::Value,
+            path: &str,
+        ) -> Result<Option<T>, EvolveError> {
+            let Some(value) = config.pointer(path) else {
+                return Ok(None);
+            };
+            serde_json::from_value(value.clone())
+                .map(Some)
+                .map_err(|e| EvolveError::RecordedDevice {
+                    run: run.to_string(),
+                    reason: format!("`{path}`: {e}"),
+                })
+        }
+        let missing = |path: &str| EvolveError::RecordedDevice {
+            run: run.to_string(),
+            reason: format!("its settings have no `{path}`"),
+        };
+        let device = read(run, config, "/provenance/device")?
+            .ok_or_else(|| missing("/provenance/device"))?;
+        let ceilings = read(run, config, "/provenance/ceilings")?
+            .ok_or_else(|| missing("/provenance/ceilings"))?;
+        let sandbox = read(run, config, "/sandbox_in_force")?.unwrap_or_default();
+        Ok(EvaluationPool::Recorded(Box::new(RecordedDevice {
+            run: run.to_string(),
+            device,
+            ceilings,
+            sandbox,
+        })))
+    }
+
     /// Each local worker's device name and ceilings; the remote worker's
     /// for a run over NATS.
     pub(super) fn devices(&self) -> Vec<serde_json::Value> {
@@ -165,6 +216,7 @@ impl EvaluationPool {
         match self {
             EvaluationPool::Local(w) => w.iter().map(|w| entry(w.device(), w.ceilings())).collect(),
             EvaluationPool::Remote(r) => vec![entry(&r.remote.worker().device, &r.ceilings)],
+            EvaluationPool::Recorded(r) => vec![entry(&r.device, &r.ceilings)],
         }
     }
 
@@ -172,6 +224,7 @@ impl EvaluationPool {
         match self {
             EvaluationPool::Local(w) => w[0].device(),
             EvaluationPool::Remote(r) => &r.remote.worker().device,
+            EvaluationPool::Recorded(r) => &r.device,
         }
     }
 
@@ -179,6 +232,7 @@ impl EvaluationPool {
         match self {
             EvaluationPool::Local(w) => w[0].ceilings(),
             EvaluationPool::Remote(r) => &r.ceilings,
+            EvaluationPool::Recorded(r) => &r.ceilings,
         }
     }
 
@@ -186,6 +240,7 @@ impl EvaluationPool {
         match self {
             EvaluationPool::Local(w) => w[0].sandbox(),
             EvaluationPool::Remote(r) => &r.remote.worker().sandbox,
+            EvaluationPool::Recorded(r) => &r.sandbox,
         }
     }
 
@@ -195,6 +250,7 @@ impl EvaluationPool {
         match self {
             EvaluationPool::Local(w) => w.len(),
             EvaluationPool::Remote(_) => usize::MAX,
+            EvaluationPool::Recorded(_) => 1,
         }
     }
 
@@ -263,6 +319,7 @@ impl EvaluationPool {
                 })
             })
             .map_err(|e| EvolveError::Dispatch(e.to_string())),
+            EvaluationPool::Recorded(r) => Err(r.refusal()),
         }
     }
 
@@ -283,6 +340,16 @@ impl EvaluationPool {
                 let mut one = self.evaluate_many(task, &[candidate], sizes, timeout)?;
                 Ok(one.pop().expect("one candidate, one evaluation"))
             }
+            EvaluationPool::Recorded(r) => Err(r.refusal()),
+        }
+    }
+}
+
+impl RecordedDevice {
+    fn refusal(&self) -> EvolveError {
+        EvolveError::NoDeviceHere {
+            run: self.run.clone(),
+            device: self.device.name.clone(),
         }
     }
 }

@@ -11,10 +11,12 @@ use super::Store;
 use super::values::{clean_text, clean_value, now};
 use super::write::Write;
 use crate::StoreError;
-use crate::model::{NewProposal, ProposalId, RunId, RunStatus, StoredProposal};
+use crate::model::{
+    DeferredAnswer, NewProposal, ProposalId, ProposalStatus, RunId, RunStatus, StoredProposal,
+};
 
 pub(super) const PROPOSAL_COLUMNS: &str = "SELECT id, run_id, asked_after, system, user_prompt, selection, \
-     status, batch, iteration, reason, asked_at, closed_at FROM proposals";
+     status, batch, iteration, reason, asked_at, closed_at, answer, answer_model, told_at FROM proposals";
 
 #[derive(sqlx::FromRow)]
 pub(super) struct ProposalRow {
@@ -30,6 +32,9 @@ pub(super) struct ProposalRow {
     reason: Option<String>,
     asked_at: DateTime<Utc>,
     closed_at: Option<DateTime<Utc>>,
+    answer: Option<String>,
+    answer_model: Option<String>,
+    told_at: Option<DateTime<Utc>>,
 }
 
 impl Store {
@@ -148,6 +153,57 @@ impl Store {
         rows.into_iter().map(|r| self.proposal_of(r)).collect()
     }
 
+    /// Keep `answer` with pending proposal `id` to be evaluated later, on a
+    /// host with the run's device (`kevo tell --defer`). `model` says who
+    /// answered. Refused, with the reason, for a proposal that is not
+    /// pending or already has a deferred answer.
+    pub async fn defer_answer(
+        &self,
+        run: &RunId,
+        id: ProposalId,
+        answer: &str,
+        model: Option<&str>,
+    ) -> Result<DeferredAnswer, StoreError> {
+        let what = "keep a deferred answer";
+        let at = now();
+        let affected = on_pool!(self, async |pool| {
+            sqlx::query(
+                "UPDATE proposals SET answer = $1, answer_model = $2, told_at = $3 \
+                 WHERE id = $4 AND run_id = $5 AND status = 'pending' AND answer IS NULL",
+            )
+            .bind(clean_text(answer))
+            .bind(model.map(clean_text))
+            .bind(at)
+            .bind(id.0)
+            .bind(&run.0)
+            .execute(pool)
+            .await
+            .map(|done| done.rows_affected())
+        })
+        .map_err(self.db(what))?;
+        if affected == 1 {
+            return Ok(DeferredAnswer {
+                text: clean_text(answer).into_owned(),
+                model: model.map(|m| clean_text(m).into_owned()),
+                told_at: at,
+            });
+        }
+        let stored = self.proposal(run, id).await?;
+        match (stored.status, stored.deferred) {
+            (ProposalStatus::Pending, Some(d)) => Err(StoreError::AnswerDeferred {
+                run: run.clone(),
+                id,
+                told_at: d.told_at,
+            }),
+            (status, _) => Err(StoreError::ProposalClosed {
+                run: run.clone(),
+                id,
+                status,
+                iteration: stored.iteration,
+            }),
+        }
+    }
+
     /// Record that pending proposals `ids` went out in the provider's batch
     /// job `batch`.
     pub async fn set_proposal_batch(
@@ -214,6 +270,7 @@ impl Store {
     }
 
     pub(super) fn proposal_of(&self, r: ProposalRow) -> Result<StoredProposal, StoreError> {
+        let status: ProposalStatus = self.parse(&r.status)?;
         Ok(StoredProposal {
             id: ProposalId(r.id),
             run_id: RunId(r.run_id),
@@ -223,12 +280,23 @@ impl Store {
                 user: r.user_prompt,
                 selection: r.selection.0,
             },
-            status: self.parse(&r.status)?,
+            status,
             batch: r.batch,
             iteration: r.iteration.map(|i| self.iteration_of(i)).transpose()?,
             reason: r.reason,
             asked_at: r.asked_at,
             closed_at: r.closed_at,
+            // Once recorded, the answer is its iteration's response.
+            deferred: match (r.answer, r.told_at) {
+                (Some(text), Some(told_at)) if status == ProposalStatus::Pending => {
+                    Some(DeferredAnswer {
+                        text,
+                        model: r.answer_model,
+                        told_at,
+                    })
+                }
+                _ => None,
+            },
         })
     }
 }
