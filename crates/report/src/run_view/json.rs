@@ -46,6 +46,7 @@ impl RunView {
                 "id": p.id, "status": p.status, "asked_after": p.asked_after,
                 "batch": p.batch, "iteration": p.iteration, "reason": p.reason,
                 "asked_at": p.asked_at, "closed_at": p.closed_at,
+                "answer_kept_at": p.deferred.as_ref().map(|d| d.told_at),
             })).collect::<Vec<_>>(),
             "abandoned_calls": self.abandoned,
             "archive": self.archive,
