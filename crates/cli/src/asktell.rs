@@ -4,7 +4,7 @@
 //! them where it is.
 
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
@@ -75,6 +75,66 @@ fn read_response(path: &Path) -> Result<String> {
     }
     std::fs::read_to_string(path)
         .with_context(|| format!("cannot read the response file {}", path.display()))
+}
+
+/// `kevo tell`'s arguments.
+#[derive(clap::Args)]
+pub struct TellArgs {
+    /// The run; with --deferred and no run, every run with kept answers.
+    #[arg(required_unless_present = "deferred")]
+    run: Option<String>,
+    /// The proposal id `kevo ask` printed.
+    #[arg(required_unless_present = "deferred")]
+    proposal: Option<i64>,
+    /// The response: markdown with the kernel in a code block (or
+    /// SEARCH/REPLACE edits in diff mode); `-` reads stdin.
+    #[arg(required_unless_present = "deferred")]
+    response: Option<PathBuf>,
+    /// Who answered, stored with the call (default "external").
+    #[arg(long)]
+    model: Option<String>,
+    /// Keep the answer without evaluating it: checked for code and
+    /// stored with its proposal, for `--deferred` on the device's host.
+    #[arg(long, conflicts_with = "deferred")]
+    defer: bool,
+    /// Evaluate and record every answer kept with --defer, in the
+    /// order the prompts were asked.
+    #[arg(long, conflicts_with_all = ["proposal", "response", "model"])]
+    deferred: bool,
+    #[command(flatten)]
+    store: StoreArgs,
+    #[arg(long)]
+    json: bool,
+}
+
+/// `kevo tell`: one answer evaluated now or kept (--defer), or the kept
+/// answers evaluated (--deferred).
+pub fn tell_command(args: TellArgs) -> Result<ExitCode> {
+    let TellArgs {
+        run,
+        proposal,
+        response,
+        model,
+        defer,
+        deferred,
+        store,
+        json,
+    } = args;
+    if deferred {
+        return tell_deferred(run.as_deref(), store, json);
+    }
+    let (Some(run), Some(proposal), Some(response)) = (run, proposal, response) else {
+        bail!("kevo tell needs RUN PROPOSAL RESPONSE, or --deferred");
+    };
+    let answer = Answer {
+        proposal,
+        response: &response,
+        model: model.as_deref(),
+    };
+    match defer {
+        true => self::defer(&run, answer, store, json),
+        false => tell(&run, answer, store, json),
+    }
 }
 
 /// One answer brought to `kevo tell`.

@@ -93,33 +93,7 @@ enum Command {
     /// as if a model had returned it. With --defer the answer is only kept
     /// (no device needed); `kevo tell RUN --deferred` evaluates the kept
     /// answers on a host with the run's device.
-    Tell {
-        /// The run; with --deferred and no run, every run with kept answers.
-        #[arg(required_unless_present = "deferred")]
-        run: Option<String>,
-        /// The proposal id `kevo ask` printed.
-        #[arg(required_unless_present = "deferred")]
-        proposal: Option<i64>,
-        /// The response: markdown with the kernel in a code block (or
-        /// SEARCH/REPLACE edits in diff mode); `-` reads stdin.
-        #[arg(required_unless_present = "deferred")]
-        response: Option<PathBuf>,
-        /// Who answered, stored with the call (default "external").
-        #[arg(long)]
-        model: Option<String>,
-        /// Keep the answer without evaluating it: checked for code and
-        /// stored with its proposal, for `--deferred` on the device's host.
-        #[arg(long, conflicts_with = "deferred")]
-        defer: bool,
-        /// Evaluate and record every answer kept with --defer, in the
-        /// order the prompts were asked.
-        #[arg(long, conflicts_with_all = ["proposal", "response", "model"])]
-        deferred: bool,
-        #[command(flatten)]
-        store: evolve::StoreArgs,
-        #[arg(long)]
-        json: bool,
-    },
+    Tell(asktell::TellArgs),
     /// End a run created with `--llm external`: the final pick among its
     /// best and the held-out gate; pending proposals are withdrawn.
     Finish {
@@ -451,34 +425,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             store,
             json,
         } => asktell::ask(&run, n, store, json),
-        Command::Tell {
-            run,
-            deferred: true,
-            store,
-            json,
-            ..
-        } => asktell::tell_deferred(run.as_deref(), store, json),
-        Command::Tell {
-            run: Some(run),
-            proposal: Some(proposal),
-            response: Some(response),
-            model,
-            defer,
-            store,
-            json,
-            ..
-        } => {
-            let answer = asktell::Answer {
-                proposal,
-                response: &response,
-                model: model.as_deref(),
-            };
-            match defer {
-                true => asktell::defer(&run, answer, store, json),
-                false => asktell::tell(&run, answer, store, json),
-            }
-        }
-        Command::Tell { .. } => unreachable!("clap requires a run, a proposal and a response"),
+        Command::Tell(args) => asktell::tell_command(args),
         Command::Finish { run, store, json } => asktell::finish(&run, store, json),
         Command::Runs { store, json } => show::runs(store, json),
         Command::Show {
