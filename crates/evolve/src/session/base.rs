@@ -217,14 +217,15 @@ impl<'e> Session<'e> {
                 set: options.sizes.to_string(),
             });
         }
+        let run_name = existing
+            .as_ref()
+            .map(|r| r.0.as_str())
+            .unwrap_or("a new run");
+        // A run stored before its device was recorded in full falls back to
+        // the device itself, as every command did before.
+        let recorded = recorded.and_then(|config| EvaluationPool::recorded(run_name, config).ok());
         let pool = match (&options.nats, recorded) {
-            (_, Some(config)) => {
-                let run = existing
-                    .as_ref()
-                    .map(|r| r.0.as_str())
-                    .unwrap_or("a new run");
-                EvaluationPool::recorded(run, config)?
-            }
+            (_, Some(pool)) => pool,
             (None, None) => EvaluationPool::local(&options, env)?,
             (Some(nats), None) => EvaluationPool::remote(&options, nats).await?,
         };

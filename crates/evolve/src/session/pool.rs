@@ -369,6 +369,24 @@ mod device_tests {
     }
 
     #[test]
+    fn a_run_without_a_recorded_device_says_what_is_missing() {
+        let err = match EvaluationPool::recorded("r1", &serde_json::json!({})) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("a device was read from empty settings"),
+        };
+        assert!(
+            err.contains("r1") && err.contains("/provenance/device"),
+            "{err}"
+        );
+        let config = serde_json::json!({"provenance": {"device": {"name": 7}}});
+        let err = match EvaluationPool::recorded("r1", &config) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("a malformed device was read"),
+        };
+        assert!(err.contains("unreadable"), "{err}");
+    }
+
+    #[test]
     fn devices_name_selectors_on_the_runs_platform() {
         let base = kevo_backend::DeviceSelector {
             platform: Some("Portable".into()),
