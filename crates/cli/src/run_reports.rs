@@ -88,8 +88,20 @@ pub struct TableArgs {
     pub all: bool,
     /// text (aligned columns; the default on a terminal), md (the default
     /// otherwise), csv or json.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "results")]
     pub format: Option<kevo_report::table::Format>,
+    /// Metal-Sci's Table 3 view in Markdown: per task the seed's and the
+    /// winner's fraction at every size and at the held-out size, the
+    /// confirmed speedup with its interval, the winner beside the physical
+    /// anchors and Metal-Sci's best on the M1 Pro, then the strategies
+    /// compared at equal budget.
+    #[arg(long)]
+    pub results: bool,
+    /// With --results: anchors measured on the runs' device, as `kevo
+    /// eval --json` output (its vendor baselines: cuFFT, cuBLAS) or `kevo
+    /// devices --measure --json` output (the FMA peak). Repeatable.
+    #[arg(long, value_name = "FILE.json", requires = "results")]
+    pub anchors: Vec<PathBuf>,
     /// Only runs of this task.
     #[arg(long)]
     pub task: Option<String>,
@@ -137,18 +149,16 @@ pub fn table(args: TableArgs) -> Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let rows = runtime.block_on(async {
+    let runs = runtime.block_on(async {
         let store = args.store.open_existing().await?;
-        anyhow::Ok(
-            chosen_runs(&store, &args.runs, args.all)
-                .await?
-                .iter()
-                .map(kevo_report::table::RunRow::of)
-                .collect::<Vec<_>>(),
-        )
+        chosen_runs(&store, &args.runs, args.all).await
     })?;
-    let rows: Vec<_> = rows
-        .into_iter()
+    if args.results {
+        return results(&args, runs);
+    }
+    let rows: Vec<_> = runs
+        .iter()
+        .map(kevo_report::table::RunRow::of)
         .filter(|r| args.task.as_ref().is_none_or(|t| &r.task == t))
         .filter(|r| args.strategy.as_ref().is_none_or(|s| &r.strategy == s))
         .filter(|r| {
@@ -165,6 +175,33 @@ pub fn table(args: TableArgs) -> Result<ExitCode> {
         }
     });
     print!("{}", kevo_report::table::render(&rows, format));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `kevo table --results`: the chosen runs (the same filters) as kevo's
+/// Table 3, with the anchors files beside them.
+fn results(args: &TableArgs, runs: Vec<RunData>) -> Result<ExitCode> {
+    let mut anchors = kevo_report::results::Anchors::default();
+    for file in &args.anchors {
+        let text =
+            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+        anchors
+            .add_json(&text)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+    }
+    let runs: Vec<RunData> = runs
+        .into_iter()
+        .filter(|r| args.task.as_ref().is_none_or(|t| &r.info.task == t))
+        .filter(|r| args.strategy.as_ref().is_none_or(|s| &r.info.strategy == s))
+        .filter(|r| {
+            args.model.as_ref().is_none_or(|m| {
+                kevo_report::table::RunRow::of(r)
+                    .models
+                    .contains(m.as_str())
+            })
+        })
+        .collect();
+    print!("{}", kevo_report::results::render(&runs, &anchors));
     Ok(ExitCode::SUCCESS)
 }
 

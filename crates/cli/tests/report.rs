@@ -52,6 +52,93 @@ fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1e-12)
 }
 
+/// `kevo table --results` of the same run: the seed's and the winner's
+/// stored fractions per size, the confirmed speedup, a vendor anchor from
+/// an anchors file as a same-session ratio, and Metal-Sci's best on the M1
+/// for saxpy; a file of another kind is refused by name.
+fn results_view_matches_the_store(
+    dir: &Path,
+    ws_s: &str,
+    shown: &serde_json::Value,
+    (seed, winner): (&[f64], &[f64]),
+) {
+    let run = shown["run"]["id"].as_str().unwrap();
+    let device = shown["run"]["device"].as_str().unwrap();
+    let largest = shown["history"][0]["sizes"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()["label"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let time =
+        |s: f64| serde_json::json!({"median_s": s, "min_s": s, "max_s": s, "samples_s": [s]});
+    let anchors = dir.join("anchors-saxpy.json");
+    let eval = serde_json::json!({
+        "task": "saxpy", "device": device,
+        "sizes": [{"label": largest, "time": time(2e-3)}],
+        "vendor": {"status": "measured", "library": "cuBLAS", "sizes": [{"label": largest, "op": "axpy",
+            "run": {"status": "correct", "time": time(3e-3), "warmups": 3, "metric": "max_abs", "error": 0.0, "tolerance": null}}]}
+    });
+    std::fs::write(&anchors, eval.to_string()).unwrap();
+    let results = |anchors: &Path| {
+        kevo()
+            .args(["table", "--all", "--results", "--workspace", ws_s])
+            .arg("--anchors")
+            .arg(anchors)
+            .output()
+            .unwrap()
+    };
+    let out = results(&anchors);
+    let page = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pct = |v: &[f64]| {
+        v.iter()
+            .map(|f| format!("{:.1}%", f * 100.0))
+            .collect::<Vec<_>>()
+            .join(" · ")
+    };
+    let row = page
+        .lines()
+        .find(|l| l.starts_with("| saxpy | bandwidth |"))
+        .unwrap_or_else(|| panic!("{page}"));
+    assert!(
+        row.contains(&format!("| {} | {} |", pct(seed), pct(winner))),
+        "{row}"
+    );
+    assert!(
+        row.ends_with("| 108.1% / 92.7% |"),
+        "Metal-Sci's best on the M1 Pro: {row}"
+    );
+    let speedup = shown["run"]["summary"]["speedup"].as_f64().unwrap();
+    assert!(
+        page.contains(&format!("| saxpy | {run} | {speedup:.2}x")),
+        "{page}"
+    );
+    assert!(
+        page.contains(&format!(
+            "| saxpy | cuBLAS | 3000.0 µs at {largest} | 2000.0 µs (same session) | 150.0% |"
+        )),
+        "{page}"
+    );
+    // Against a declared 20 GB/s a PoCL winner is far above the M1's best
+    // fraction, or below it: the page says which.
+    let best = shown["run"]["summary"]["best_score"].as_f64().unwrap();
+    assert_eq!(
+        page.contains("- saxpy: the winner's score "),
+        best < 1.081,
+        "{page}"
+    );
+    let refused = results(&dir.join("missing.json"));
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("missing.json"));
+}
+
 #[test]
 fn report_table_and_trajectories_match_the_store() {
     if !opencl_available() {
@@ -254,6 +341,16 @@ fn report_table_and_trajectories_match_the_store() {
         String::from_utf8_lossy(&filtered.stdout).lines().count(),
         1,
         "the header only"
+    );
+
+    results_view_matches_the_store(
+        dir.path(),
+        &ws_s,
+        &shown,
+        (
+            &of(history[0]["candidate_id"].as_i64().unwrap()),
+            &of(winner),
+        ),
     );
 
     // Trajectories: one record per step after the seed.

@@ -9,6 +9,8 @@ mod data;
 mod embed;
 mod headline;
 mod html;
+pub mod metal_sci;
+pub mod results;
 mod roofline;
 pub mod run_view;
 pub mod serve;
