@@ -22,11 +22,14 @@ use crate::*;
 
 /// Relative to max(1, max|f_ref|). The spec's 5e-4 + 1e-4 max|f_ref| let a
 /// kernel that skips one of 50 to 100 steps pass (it errs by 2.1e-4 to
-/// 5.2e-4 at the full sizes). Honest kernels (other moment orders, FMA, a
-/// fast reciprocal of rho, the rearranged (1 - 1/tau) f + feq / tau) reach
-/// 2.4e-7 at the smoke sizes and 3.3e-7 at the full sizes; 2e-6 is 6 times
-/// that (tests/tolerance_audit/sections_1_to_6.rs, docs/tolerance-audit-a.md).
-const TOLERANCE: f64 = 2e-6;
+/// 5.2e-4 at the full sizes). Honest kernels reach 2.8e-6 at the full
+/// sizes: the worst is the momentum form a model wrote on an H200 (the
+/// equilibrium in m = rho u with one reciprocal of rho, fused, under fast
+/// math), which erred by 2.5e-6 there and which 2e-6 wrongly rejected.
+/// 1.5e-5 is 5.3 times the worst honest error and 14 times below the least
+/// step skip (tests/tolerance_audit/sections_1_to_6.rs,
+/// docs/tolerance-audit-a.md).
+const TOLERANCE: f64 = 1.5e-5;
 
 /// Amplitude of the seeded perturbation of the initial density.
 const NOISE: f64 = 1e-2;
