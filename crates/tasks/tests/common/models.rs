@@ -365,6 +365,18 @@ pub fn wave3d(size: &Size, p: &Problem, v: Variant, cheat: Option<StepCheat>) ->
 const LBM_CX: [i32; 9] = [0, 1, 0, -1, 0, 1, -1, -1, 1];
 const LBM_CY: [i32; 9] = [0, 0, 1, 0, -1, 1, 1, -1, -1];
 
+const LBM_W: [f32; 9] = [
+    4.0 / 9.0,
+    1.0 / 9.0,
+    1.0 / 9.0,
+    1.0 / 9.0,
+    1.0 / 9.0,
+    1.0 / 36.0,
+    1.0 / 36.0,
+    1.0 / 36.0,
+    1.0 / 36.0,
+];
+
 /// lbm's collision as a model wrote it on an H200 (and failed the first
 /// tolerance with, at 2.5e-6): no velocity, the equilibrium in momentum
 /// m = rho u, feq_k = w_k (P + 3 q_k + 4.5 q_k^2 / rho) with
@@ -377,17 +389,6 @@ fn lbm_momentum_form(
     (mx, my): (f32, f32),
     inv_tau: f32,
 ) -> [f32; 9] {
-    const W: [f32; 9] = [
-        4.0 / 9.0,
-        1.0 / 9.0,
-        1.0 / 9.0,
-        1.0 / 9.0,
-        1.0 / 9.0,
-        1.0 / 36.0,
-        1.0 / 36.0,
-        1.0 / 36.0,
-        1.0 / 36.0,
-    ];
     let inv = v.recip(rho, 1);
     let m2 = v.mad(mx, mx, my * my);
     let pp = v.mad(-1.5 * m2, inv, rho);
@@ -396,7 +397,7 @@ fn lbm_momentum_form(
     std::array::from_fn(|k| {
         let q = LBM_CX[k] as f32 * mx + LBM_CY[k] as f32 * my;
         let inner = v.mad(3.0, q, v.mad(h * q, q, pp));
-        v.mad(inv_tau * W[k], inner, keep * ft[k])
+        v.mad(inv_tau * LBM_W[k], inner, keep * ft[k])
     })
 }
 
@@ -406,17 +407,7 @@ pub fn lbm(size: &Size, p: &Problem, v: Variant, cheat: Option<StepCheat>) -> Ve
         size.dims[1] as usize,
         size.dims[2] as usize,
     );
-    let w: [f32; 9] = [
-        4.0 / 9.0,
-        1.0 / 9.0,
-        1.0 / 9.0,
-        1.0 / 9.0,
-        1.0 / 9.0,
-        1.0 / 36.0,
-        1.0 / 36.0,
-        1.0 / 36.0,
-        1.0 / 36.0,
-    ];
+    let w = LBM_W;
     let cells = nx * ny;
     let inv_tau = 1.0f32 / 0.8;
     let mut f = f32s(init_data(p, 0));
