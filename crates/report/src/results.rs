@@ -484,11 +484,12 @@ fn below_m1(l: &Line<'_>, m1: crate::metal_sci::M1Best) -> Vec<String> {
 }
 
 fn strategies_table(out: &mut String, lines: &[Line<'_>]) {
-    let mut by: BTreeMap<(usize, String), BTreeMap<String, Vec<&Line<'_>>>> = BTreeMap::new();
+    type Cells<'a, 'b> = BTreeMap<(usize, String), Vec<&'a Line<'b>>>;
+    let mut by: BTreeMap<(usize, String), Cells<'_, '_>> = BTreeMap::new();
     for l in lines {
         by.entry(order(l.task()))
             .or_default()
-            .entry(l.data.info.strategy.clone())
+            .entry(strategy_order(&l.data.info.strategy))
             .or_default()
             .push(l);
     }
@@ -500,53 +501,72 @@ fn strategies_table(out: &mut String, lines: &[Line<'_>]) {
     out.push_str("| task | strategy | runs (finished) | proposals each | confirmed speedup | held-out speedup | winner's score | correct | evaluation wall |\n");
     out.push_str("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for ((_, task), strategies) in by {
-        for (strategy, runs) in strategies {
-            let finished: Vec<&&Line<'_>> = runs
-                .iter()
-                .filter(|l| l.data.info.status.as_str() == "finished")
-                .collect();
-            let speedups: Vec<String> = finished
-                .iter()
-                .filter_map(|l| l.data.speedup())
-                .map(|s| format!("{s:.2}x"))
-                .collect();
-            let held: Vec<String> = finished
-                .iter()
-                .filter_map(|l| l.data.info.summary.as_ref()?["held_out"]["speedup"].as_f64())
-                .map(|s| format!("{s:.2}x"))
-                .collect();
-            let scores: Vec<String> = finished
-                .iter()
-                .filter_map(|l| l.data.summary_f64("best_score"))
-                .map(|s| pct(Some(s)))
-                .collect();
-            let proposals: Vec<String> = runs.iter().map(|l| l.proposals().to_string()).collect();
-            let correct: Vec<String> = runs
-                .iter()
-                .map(|l| pct(kevo_store::correct_rate(&l.data.history)))
-                .collect();
-            let wall: f64 = runs.iter().map(|l| l.evaluation_time().0).sum();
-            let list = |v: Vec<String>| {
-                if v.is_empty() {
-                    "–".into()
-                } else {
-                    v.join(", ")
-                }
-            };
-            let _ = writeln!(
-                out,
-                "| {task} | {strategy} | {} ({}) | {} | {} | {} | {} | {} | {wall:.0} s |",
-                runs.len(),
-                finished.len(),
-                list(proposals),
-                list(speedups),
-                list(held),
-                list(scores),
-                list(correct),
-            );
+        for ((_, strategy), runs) in strategies {
+            out.push_str(&cell_row(&task, &strategy, &runs));
         }
     }
-    out.push_str("\nOne value per run, in the order the runs were created. The same model, seed, sizes, promotion rule and budget of proposals in every cell.\n");
+    out.push_str("\nOne value per run, in the order the runs were created, and their median where a cell has several. The same model, seed, sizes, promotion rule and budget of proposals in every cell.\n");
+}
+
+/// (1+1) first, then MAP-Elites and islands, then any other by name.
+fn strategy_order(strategy: &str) -> (usize, String) {
+    let known = ["one_plus_one", "map_elites", "islands"];
+    let at = known.iter().position(|k| *k == strategy);
+    (at.unwrap_or(known.len()), strategy.to_string())
+}
+
+/// One strategy's runs of one task: a value per run for each column.
+fn cell_row(task: &str, strategy: &str, runs: &[&Line<'_>]) -> String {
+    let finished: Vec<&&Line<'_>> = runs
+        .iter()
+        .filter(|l| l.data.info.status.as_str() == "finished")
+        .collect();
+    let ratios = |values: Vec<f64>| {
+        let mut text: Vec<String> = values.iter().map(|s| format!("{s:.2}x")).collect();
+        if values.len() > 1 {
+            let mut sorted = values.clone();
+            sorted.sort_by(f64::total_cmp);
+            let n = sorted.len();
+            let median = (sorted[(n - 1) / 2] + sorted[n / 2]) / 2.0;
+            text.push(format!("median {median:.2}x"));
+        }
+        text
+    };
+    let speedups = ratios(finished.iter().filter_map(|l| l.data.speedup()).collect());
+    let held = ratios(
+        finished
+            .iter()
+            .filter_map(|l| l.data.info.summary.as_ref()?["held_out"]["speedup"].as_f64())
+            .collect(),
+    );
+    let scores: Vec<String> = finished
+        .iter()
+        .filter_map(|l| l.data.summary_f64("best_score"))
+        .map(|s| pct(Some(s)))
+        .collect();
+    let proposals: Vec<String> = runs.iter().map(|l| l.proposals().to_string()).collect();
+    let correct: Vec<String> = runs
+        .iter()
+        .map(|l| pct(kevo_store::correct_rate(&l.data.history)))
+        .collect();
+    let wall: f64 = runs.iter().map(|l| l.evaluation_time().0).sum();
+    let list = |v: Vec<String>| {
+        if v.is_empty() {
+            "–".into()
+        } else {
+            v.join(", ")
+        }
+    };
+    format!(
+        "| {task} | {strategy} | {} ({}) | {} | {} | {} | {} | {} | {wall:.0} s |\n",
+        runs.len(),
+        finished.len(),
+        list(proposals),
+        list(speedups),
+        list(held),
+        list(scores),
+        list(correct),
+    )
 }
 
 #[cfg(test)]
