@@ -1,11 +1,25 @@
-// kevo configuration: BLOCK=64
-// kevo tuned this kernel: 2 of its 2 valid configurations evaluated (tpe), best first; the leaders were re-measured together over 5 interleaved rounds and the best median chosen (a single evaluation varies from run to run):
-//   BLOCK=64  score 0.0492; re-measured median 0.0491 (0.0490-0.0492)
-//   BLOCK=32  score 0.0485; re-measured median 0.0485 (0.0485-0.0485)
+// kevo configuration: BLOCK=64 MMA_SHAPE=2
+// kevo tuned this kernel: 6 of its 6 valid configurations evaluated (tpe), best first; the leaders were re-measured together over 5 interleaved rounds and the best median chosen (a single evaluation varies from run to run):
+//   BLOCK=64 MMA_SHAPE=2  score 0.0584; re-measured median 0.0583 (0.0581-0.0583)
+//   BLOCK=64 MMA_SHAPE=1  score 0.0570; re-measured median 0.0569 (0.0567-0.0569)
+//   BLOCK=32 MMA_SHAPE=2  score 0.0555; re-measured median 0.0554 (0.0553-0.0554)
+//   BLOCK=32 MMA_SHAPE=1  score 0.0548
+//   BLOCK=64 MMA_SHAPE=0  score 0.0452
+//   BLOCK=32 MMA_SHAPE=0  score 0.0440
 #define BLOCK 64
+#define MMA_SHAPE 2
 #line 1
 // tuned: BLOCK = 64 (of 32 64)
+// tuned: MMA_SHAPE = 2 (of 0 1 2)
 // kevo: block 64
+
+#define HMC_MAX_D 32
+
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
+#define HMC_SM90 1
+#else
+#define HMC_SM90 0
+#endif
 
 __device__ __forceinline__ unsigned int fmix32(unsigned int x) {
     x ^= x >> 16;
@@ -18,330 +32,330 @@ __device__ __forceinline__ unsigned int fmix32(unsigned int x) {
 
 // 24-bit uniform in [0, 1): bits = fmix32(fmix32(key ^ ctr)).
 __device__ __forceinline__ float hmc_uniform(unsigned int key, unsigned int ctr) {
-    const unsigned int bits = fmix32(fmix32(key ^ ctr));
+    unsigned int bits = fmix32(fmix32(key ^ ctr));
     return (float)(bits >> 8) * (1.0f / 16777216.0f);
 }
 
-__device__ __forceinline__ void box_muller(unsigned int key, unsigned int ctr, float& p0, float& p1) {
-    const float u1 = fmaxf(hmc_uniform(key, ctr), 1e-7f);
-    const float u2 = hmc_uniform(key, ctr + 1u);
-    const float r = sqrtf(-2.0f * logf(u1));
-    float s, c;
-    sincosf(6.2831853f * u2, &s, &c);
-    p0 = r * c;
-    p1 = r * s;
+// ---------------------------------------------------------------------------
+// FP64 tensor-core MMA wrappers (D = A*B + D, accumulate in place).
+// m8n8k4: a0 = A[g][t], b0 = B[t][g], c0/c1 = C[g][2t], C[g][2t+1]
+// ---------------------------------------------------------------------------
+__device__ __forceinline__ void dmma884(double& c0, double& c1, double a, double b) {
+    asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
+        : "+d"(c0), "+d"(c1)
+        : "d"(a), "d"(b));
 }
 
-// ------------------------------------------------------------------------------------
-// Small d (<= 8): one chain per thread, the whole matrix A in registers.
-// ------------------------------------------------------------------------------------
-template <int D>
-__device__ __forceinline__ void hmc_small(const float* __restrict__ q_in, float* __restrict__ q_out,
-                                          unsigned int* __restrict__ accept_cnt,
-                                          const float* __restrict__ A, unsigned int chain,
-                                          unsigned int L, float eps, unsigned int step,
-                                          unsigned int seed) {
-    float a[D][D];
-#pragma unroll
-    for (int i = 0; i < D; ++i)
-#pragma unroll
-        for (int j = 0; j < D; ++j) a[i][j] = __ldg(A + i * D + j);
+// m16n8k4: a0 = A[g][t], a1 = A[g+8][t]; b0 = B[t][g]; c0,c1 row g, c2,c3 row g+8.
+__device__ __forceinline__ void dmma1684(double& c0, double& c1, double& c2, double& c3,
+                                         double a0, double a1, double b) {
+#if HMC_SM90
+    asm("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5}, {%6}, "
+        "{%0,%1,%2,%3};\n"
+        : "+d"(c0), "+d"(c1), "+d"(c2), "+d"(c3)
+        : "d"(a0), "d"(a1), "d"(b));
+#else
+    dmma884(c0, c1, a0, b);
+    dmma884(c2, c3, a1, b);
+#endif
+}
 
-    const unsigned int key = seed + chain * 0x9E3779B9u;
-    const unsigned int base = step * (unsigned int)(D + 1);
+// m16n8k8: a0 = A[g][t], a1 = A[g+8][t], a2 = A[g][t+4], a3 = A[g+8][t+4];
+//          b0 = B[t][g], b1 = B[t+4][g]; c as m16n8k4.
+__device__ __forceinline__ void dmma1688(double& c0, double& c1, double& c2, double& c3,
+                                         double a0, double a1, double a2, double a3,
+                                         double b0, double b1) {
+#if HMC_SM90
+    asm("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+d"(c0), "+d"(c1), "+d"(c2), "+d"(c3)
+        : "d"(a0), "d"(a1), "d"(a2), "d"(a3), "d"(b0), "d"(b1));
+#else
+    dmma884(c0, c1, a0, b0);
+    dmma884(c0, c1, a2, b1);
+    dmma884(c2, c3, a1, b0);
+    dmma884(c2, c3, a3, b1);
+#endif
+}
 
-    float q[D], p[D], f[D];
-    const float2* src = reinterpret_cast<const float2*>(q_in + (size_t)chain * D);
+// ---------------------------------------------------------------------------
+// Per-lane layout (lane = 4*g + t): the warp owns 32 chains; lane holds chains
+// warpbase + 8*m + g (m = 0..3) and, for each 8-wide dim tile n, the dims
+// 8n + 2t + e (e = 0, 1): exactly the accumulator layout of the MMA.
+// The k index is permuted so that k4-tile kk, column t is logical dim
+// 8*(kk>>1) + 2t + (kk&1): the A operand of tile kk is q[m][kk>>1][kk&1].
+// B fragment (kk, n) held by lane (g, t) = A[8n+g][8*(kk>>1) + 2t + (kk&1)],
+// stored in shared as sB[(kk*NT + n)*32 + lane].
+// ---------------------------------------------------------------------------
+template <int D, int SH, int NCH, bool BREG>
+__device__ __forceinline__ void hmc_mv(const double (&q)[4][D / 8][2],
+                                       const double (&Br)[D / 4][D / 8], const double* sBl,
+                                       const int n0, double (&acc)[4][NCH][2]) {
+    constexpr int NT = D / 8;
+    constexpr int KT = D / 4;
 #pragma unroll
-    for (int i = 0; i < D / 2; ++i) {
-        const float2 v = __ldg(src + i);
-        q[2 * i] = v.x;
-        q[2 * i + 1] = v.y;
-    }
+    for (int m = 0; m < 4; ++m)
 #pragma unroll
-    for (int i = 0; i < D; i += 2) box_muller(key, base + (unsigned int)i, p[i], p[i + 1]);
-
-    const float hs = 0.5f * eps;
-#pragma unroll
-    for (int i = 0; i < D; ++i) {
-        float acc = 0.0f;
-#pragma unroll
-        for (int j = 0; j < D; ++j) acc = fmaf(a[i][j], q[j], acc);
-        f[i] = acc;
-    }
-    float U_old = 0.0f, K_old = 0.0f;
-#pragma unroll
-    for (int i = 0; i < D; ++i) {
-        U_old += 0.5f * q[i] * f[i];
-        K_old += 0.5f * p[i] * p[i];
-        p[i] -= hs * f[i];
-    }
-
-    for (unsigned int l = 0; l < L; ++l) {
-        const float s = (l + 1u == L) ? hs : eps;
-#pragma unroll
-        for (int i = 0; i < D; ++i) q[i] += eps * p[i];
-#pragma unroll
-        for (int i = 0; i < D; ++i) {
-            float acc = 0.0f;
-#pragma unroll
-            for (int j = 0; j < D; ++j) acc = fmaf(a[i][j], q[j], acc);
-            f[i] = acc;
+        for (int j = 0; j < NCH; ++j) {
+            acc[m][j][0] = 0.0;
+            acc[m][j][1] = 0.0;
         }
-#pragma unroll
-        for (int i = 0; i < D; ++i) p[i] -= s * f[i];
-    }
 
-    float U_new = 0.0f, K_new = 0.0f;
+    if (SH == 2) {
 #pragma unroll
-    for (int i = 0; i < D; ++i) {
-        U_new += 0.5f * q[i] * f[i];
-        K_new += 0.5f * p[i] * p[i];
-    }
-
-    const float dH = (U_new + K_new) - (U_old + K_old);
-    const float u_acc = hmc_uniform(key, base + (unsigned int)D);
-    const bool accept = isfinite(dH) && logf(fmaxf(u_acc, 1e-30f)) < -dH;
-
-    float2* dst = reinterpret_cast<float2*>(q_out + (size_t)chain * D);
+        for (int kn = 0; kn < NT; ++kn) {
 #pragma unroll
-    for (int i = 0; i < D / 2; ++i) {
-        float2 v;
-        if (accept) v = make_float2(q[2 * i], q[2 * i + 1]);
-        else        v = __ldg(src + i);
-        dst[i] = v;
-    }
-    if (accept) accept_cnt[chain] += 1u;
-}
-
-// ------------------------------------------------------------------------------------
-// Larger d: warp-tiled mat-vec. Lane = cg + 8*dg owns chains 4cg..4cg+3 (of the warp)
-// and dimensions dg*DPL .. dg*DPL+DPL-1 (DP = d rounded up to 8, DPL = DP/4).
-// sAt[j*DP + r] = A[r][j] (zero padded); Qw[j*32 + c] = q of warp chain c, dim j.
-// ------------------------------------------------------------------------------------
-template <int DP, bool AREG> struct AFetch;
-
-template <int DP> struct AFetch<DP, true> {      // A slice held in registers
-    float v[DP][DP / 4];
-    __device__ __forceinline__ void init(const float* sAt, unsigned int dg) {
+            for (int j = 0; j < NCH; ++j) {
+                const int n = n0 + j;
+                const double b0 = BREG ? Br[2 * kn][n] : sBl[((2 * kn) * NT + n) * 32];
+                const double b1 = BREG ? Br[2 * kn + 1][n] : sBl[((2 * kn + 1) * NT + n) * 32];
 #pragma unroll
-        for (int j = 0; j < DP; ++j)
-#pragma unroll
-            for (int r = 0; r < DP / 4; ++r) v[j][r] = sAt[j * DP + dg * (DP / 4) + r];
-    }
-    __device__ __forceinline__ void get(const float* sAt, unsigned int dg, int j,
-                                        float (&a)[DP / 4]) const {
-#pragma unroll
-        for (int r = 0; r < DP / 4; ++r) a[r] = v[j][r];
-    }
-};
-
-template <int DP> struct AFetch<DP, false> {     // A slice read from shared memory
-    __device__ __forceinline__ void init(const float*, unsigned int) {}
-    __device__ __forceinline__ void get(const float* sAt, unsigned int dg, int j,
-                                        float (&a)[DP / 4]) const {
-        constexpr int DPL = DP / 4;
-        const float* ap = sAt + j * DP + dg * DPL;
-        if ((DPL % 4) == 0) {
-#pragma unroll
-            for (int rr = 0; rr < DPL / 4; ++rr) {
-                const float4 t = reinterpret_cast<const float4*>(ap)[rr];
-                a[4 * rr] = t.x; a[4 * rr + 1] = t.y; a[4 * rr + 2] = t.z; a[4 * rr + 3] = t.w;
-            }
-        } else {
-#pragma unroll
-            for (int rr = 0; rr < DPL / 2; ++rr) {
-                const float2 t = reinterpret_cast<const float2*>(ap)[rr];
-                a[2 * rr] = t.x; a[2 * rr + 1] = t.y;
+                for (int h = 0; h < 2; ++h)
+                    dmma1688(acc[2 * h][j][0], acc[2 * h][j][1], acc[2 * h + 1][j][0],
+                             acc[2 * h + 1][j][1], q[2 * h][kn][0], q[2 * h + 1][kn][0],
+                             q[2 * h][kn][1], q[2 * h + 1][kn][1], b0, b1);
             }
         }
-    }
-};
-
-template <int DP>
-__device__ __forceinline__ void tile_matvec(float* Qw, const float* sAt,
-                                            const AFetch<DP, DP == 16>& af,
-                                            unsigned int cg, unsigned int dg,
-                                            const float (&q)[4][DP / 4], float (&f)[4][DP / 4]) {
-    constexpr int DPL = DP / 4;
+    } else {
 #pragma unroll
-    for (int r = 0; r < DPL; ++r)
-        *reinterpret_cast<float4*>(Qw + (dg * DPL + r) * 32 + 4 * cg) =
-            make_float4(q[0][r], q[1][r], q[2][r], q[3][r]);
-    __syncwarp();
+        for (int kk = 0; kk < KT; ++kk) {
 #pragma unroll
-    for (int c = 0; c < 4; ++c)
+            for (int j = 0; j < NCH; ++j) {
+                const int n = n0 + j;
+                const double b = BREG ? Br[kk][n] : sBl[(kk * NT + n) * 32];
+                if (SH == 1) {
 #pragma unroll
-        for (int r = 0; r < DPL; ++r) f[c][r] = 0.0f;
+                    for (int h = 0; h < 2; ++h)
+                        dmma1684(acc[2 * h][j][0], acc[2 * h][j][1], acc[2 * h + 1][j][0],
+                                 acc[2 * h + 1][j][1], q[2 * h][kk >> 1][kk & 1],
+                                 q[2 * h + 1][kk >> 1][kk & 1], b);
+                } else {
 #pragma unroll
-    for (int j = 0; j < DP; ++j) {              // j ascending, as in the sequential row sum
-        const float4 qv = *reinterpret_cast<const float4*>(Qw + j * 32 + 4 * cg);
-        float a[DPL];
-        af.get(sAt, dg, j, a);
-#pragma unroll
-        for (int r = 0; r < DPL; ++r) {
-            f[0][r] = fmaf(a[r], qv.x, f[0][r]);
-            f[1][r] = fmaf(a[r], qv.y, f[1][r]);
-            f[2][r] = fmaf(a[r], qv.z, f[2][r]);
-            f[3][r] = fmaf(a[r], qv.w, f[3][r]);
-        }
-    }
-    __syncwarp();                                // all reads done before Qw is rewritten
-}
-
-__device__ __forceinline__ float group_sum(float x) {   // sum over the 4 dg lanes
-    x += __shfl_xor_sync(0xffffffffu, x, 8);
-    x += __shfl_xor_sync(0xffffffffu, x, 16);
-    return x;
-}
-
-template <int DP>
-__device__ __forceinline__ void hmc_tile(const float* __restrict__ q_in, float* __restrict__ q_out,
-                                         unsigned int* __restrict__ accept_cnt,
-                                         const float* sAt, float* Qw,
-                                         unsigned int wb, unsigned int lane, unsigned int K,
-                                         unsigned int d, unsigned int L, float eps,
-                                         unsigned int step, unsigned int seed) {
-    constexpr int DPL = DP / 4;
-    const unsigned int cg = lane & 7u;
-    const unsigned int dg = lane >> 3;
-    const unsigned int d0 = dg * (unsigned int)DPL;
-    const unsigned int base = step * (d + 1u);
-
-    AFetch<DP, DP == 16> af;
-    af.init(sAt, dg);
-
-    float q[4][DPL], p[4][DPL], f[4][DPL];
-    unsigned int ch[4], key[4];
-    bool valid[4];
-#pragma unroll
-    for (int c = 0; c < 4; ++c) {
-        ch[c] = wb + 4u * cg + (unsigned int)c;
-        valid[c] = ch[c] < K;
-        key[c] = seed + ch[c] * 0x9E3779B9u;
-#pragma unroll
-        for (int rp = 0; rp < DPL / 2; ++rp) {
-            const unsigned int dim = d0 + 2u * (unsigned int)rp;
-            float x0 = 0.0f, x1 = 0.0f, m0 = 0.0f, m1 = 0.0f;
-            if (dim < d) {
-                if (valid[c]) {
-                    const float2 v = __ldg(reinterpret_cast<const float2*>(q_in + (size_t)ch[c] * d + dim));
-                    x0 = v.x;
-                    x1 = v.y;
+                    for (int m = 0; m < 4; ++m)
+                        dmma884(acc[m][j][0], acc[m][j][1], q[m][kk >> 1][kk & 1], b);
                 }
-                box_muller(key[c], base + dim, m0, m1);
             }
-            q[c][2 * rp] = x0;
-            q[c][2 * rp + 1] = x1;
-            p[c][2 * rp] = m0;
-            p[c][2 * rp + 1] = m1;
+        }
+    }
+}
+
+// One pass: optional drift q += eps p, then f = A q, energy bookkeeping, p -= kick f.
+// EMODE 0: none; 1: E += 1/2 q.f + 1/2 p.p (before the kick); 2: E += 1/2 q.f.
+template <int D, int SH, bool BREG, bool DRIFT, int EMODE>
+__device__ __forceinline__ void hmc_pass(double (&q)[4][D / 8][2], double (&p)[4][D / 8][2],
+                                         const double (&Br)[D / 4][D / 8], const double* sBl,
+                                         const double epsd, const double kick, double (&E)[4]) {
+    constexpr int NT = D / 8;
+    constexpr int NCH = (NT == 4) ? 2 : NT;
+    if (DRIFT) {
+#pragma unroll
+        for (int m = 0; m < 4; ++m)
+#pragma unroll
+            for (int n = 0; n < NT; ++n) {
+                q[m][n][0] = fma(epsd, p[m][n][0], q[m][n][0]);
+                q[m][n][1] = fma(epsd, p[m][n][1], q[m][n][1]);
+            }
+    }
+#pragma unroll
+    for (int n0 = 0; n0 < NT; n0 += NCH) {
+        double acc[4][NCH][2];
+        hmc_mv<D, SH, NCH, BREG>(q, Br, sBl, n0, acc);
+#pragma unroll
+        for (int m = 0; m < 4; ++m)
+#pragma unroll
+            for (int j = 0; j < NCH; ++j)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const double f = acc[m][j][e];
+                    const double qv = q[m][n0 + j][e];
+                    const double pv = p[m][n0 + j][e];
+                    if (EMODE == 1) E[m] += 0.5 * fma(qv, f, pv * pv);
+                    if (EMODE == 2) E[m] += 0.5 * (qv * f);
+                    p[m][n0 + j][e] = fma(-kick, f, pv);
+                }
+    }
+}
+
+template <int D, int SH>
+__device__ __forceinline__ void hmc_run(const float* __restrict__ q_in, float* __restrict__ q_out,
+                                        unsigned int* __restrict__ accept_cnt,
+                                        const float* __restrict__ A, double* sB, unsigned int K,
+                                        unsigned int d, unsigned int L, float eps,
+                                        unsigned int hmc_step_idx, unsigned int seed) {
+    constexpr int NT = D / 8;
+    constexpr int KT = D / 4;
+    constexpr bool BREG = (D <= 16);
+    constexpr int NE = D * D;
+    constexpr int NB = (NE + BLOCK - 1) / BLOCK;
+
+    const unsigned int tid = threadIdx.x;
+    const unsigned int lane = tid & 31u;
+    const unsigned int g = lane >> 2;
+    const unsigned int t = lane & 3u;
+    const unsigned int warpbase = blockIdx.x * (unsigned int)BLOCK + (tid & ~31u);
+
+    // 1. Issue the global loads of A in fragment order (zero padded).
+    float av[NB];
+#pragma unroll
+    for (int r = 0; r < NB; ++r) {
+        const unsigned int idx = tid + (unsigned int)(r * BLOCK);
+        float v = 0.0f;
+        if (idx < (unsigned int)NE) {
+            const unsigned int ln = idx & 31u;
+            const unsigned int tile = idx >> 5;
+            const unsigned int n = tile % (unsigned int)NT;
+            const unsigned int kk = tile / (unsigned int)NT;
+            const unsigned int row = 8u * n + (ln >> 2);
+            const unsigned int col = 8u * (kk >> 1) + 2u * (ln & 3u) + (kk & 1u);
+            if (row < d && col < d) v = __ldg(A + row * d + col);
+        }
+        av[r] = v;
+    }
+
+    // 2. Load q (float2 per dim pair) for this lane's 4 chains.
+    const unsigned int base = hmc_step_idx * (d + 1u);
+    double q[4][NT][2], p[4][NT][2];
+#pragma unroll
+    for (int m = 0; m < 4; ++m) {
+        const unsigned int c = warpbase + 8u * (unsigned int)m + g;
+#pragma unroll
+        for (int n = 0; n < NT; ++n) {
+            const unsigned int i = 8u * (unsigned int)n + 2u * t;
+            float2 v = make_float2(0.0f, 0.0f);
+            if (c < K && i < d)
+                v = __ldg(reinterpret_cast<const float2*>(q_in + (size_t)c * d + i));
+            q[m][n][0] = (double)v.x;
+            q[m][n][1] = (double)v.y;
         }
     }
 
-    const float hs = 0.5f * eps;
-    tile_matvec<DP>(Qw, sAt, af, cg, dg, q, f);
-    float uo[4], ko[4];
+    // 3. Momentum by Box-Muller; each lane owns whole (i, i+1) pairs.
 #pragma unroll
-    for (int c = 0; c < 4; ++c) {
-        float u = 0.0f, k = 0.0f;
+    for (int m = 0; m < 4; ++m) {
+        const unsigned int c = warpbase + 8u * (unsigned int)m + g;
+        const unsigned int key = seed + c * 0x9E3779B9u;
 #pragma unroll
-        for (int r = 0; r < DPL; ++r) {
-            u += 0.5f * q[c][r] * f[c][r];
-            k += 0.5f * p[c][r] * p[c][r];
-            p[c][r] -= hs * f[c][r];
+        for (int n = 0; n < NT; ++n) {
+            const unsigned int i = 8u * (unsigned int)n + 2u * t;
+            float pa = 0.0f, pb = 0.0f;
+            if (c < K && i < d) {
+                const float u1 = fmaxf(hmc_uniform(key, base + i), 1e-7f);
+                const float u2 = hmc_uniform(key, base + i + 1u);
+                const float r = sqrtf(-2.0f * logf(u1));
+                float s, co;
+                sincosf(6.2831853f * u2, &s, &co);
+                pa = r * co;
+                pb = r * s;
+            }
+            p[m][n][0] = (double)pa;
+            p[m][n][1] = (double)pb;
         }
-        uo[c] = u;
-        ko[c] = k;
     }
 
-    for (unsigned int l = 0; l < L; ++l) {
-        const float s = (l + 1u == L) ? hs : eps;
+    // 4. Publish A fragments (as double) to shared memory.
 #pragma unroll
-        for (int c = 0; c < 4; ++c)
+    for (int r = 0; r < NB; ++r) {
+        const unsigned int idx = tid + (unsigned int)(r * BLOCK);
+        if (idx < (unsigned int)NE) sB[idx] = (double)av[r];
+    }
+    __syncthreads();
+    if (warpbase >= K) return;  // warp-uniform; no barrier follows
+
+    double Br[KT][NT];
 #pragma unroll
-            for (int r = 0; r < DPL; ++r) q[c][r] += eps * p[c][r];
-        tile_matvec<DP>(Qw, sAt, af, cg, dg, q, f);
+    for (int kk = 0; kk < KT; ++kk)
 #pragma unroll
-        for (int c = 0; c < 4; ++c)
-#pragma unroll
-            for (int r = 0; r < DPL; ++r) p[c][r] -= s * f[c][r];
+        for (int n = 0; n < NT; ++n) Br[kk][n] = BREG ? sB[(kk * NT + n) * 32 + lane] : 0.0;
+
+    const double epsd = (double)eps;
+    const double halfd = 0.5 * epsd;
+    double E0[4] = {0.0, 0.0, 0.0, 0.0};
+    double E1[4] = {0.0, 0.0, 0.0, 0.0};
+    unsigned int zoff = 0u;
+
+    // f = A q, H_old = U_old + K_old, half kick.
+    asm volatile("" : "+r"(zoff));
+    hmc_pass<D, SH, BREG, false, 1>(q, p, Br, sB + zoff + lane, epsd, halfd, E0);
+
+    if (L == 0u) {
+        // U_new reuses the initial f; no further kick.
+        hmc_pass<D, SH, BREG, false, 2>(q, p, Br, sB + zoff + lane, epsd, 0.0, E1);
+    } else {
+#pragma unroll 1
+        for (unsigned int l = 1u; l < L; ++l) {
+            // Opaque offset keeps the shared loads of A inside the loop.
+            asm volatile("" : "+r"(zoff));
+            hmc_pass<D, SH, BREG, true, 0>(q, p, Br, sB + zoff + lane, epsd, epsd, E1);
+        }
+        asm volatile("" : "+r"(zoff));
+        hmc_pass<D, SH, BREG, true, 2>(q, p, Br, sB + zoff + lane, epsd, halfd, E1);
     }
 
+    // 5. dH per chain: lane partials, then a quad butterfly (identical in all 4 lanes).
+    double part[4];
 #pragma unroll
-    for (int c = 0; c < 4; ++c) {
-        float u = 0.0f, k = 0.0f;
+    for (int m = 0; m < 4; ++m) {
+        double kn = 0.0;
 #pragma unroll
-        for (int r = 0; r < DPL; ++r) {
-            u += 0.5f * q[c][r] * f[c][r];
-            k += 0.5f * p[c][r] * p[c][r];
+        for (int n = 0; n < NT; ++n) {
+            kn = fma(p[m][n][0], p[m][n][0], kn);
+            kn = fma(p[m][n][1], p[m][n][1], kn);
         }
-        const float U_old = group_sum(uo[c]);
-        const float K_old = group_sum(ko[c]);
-        const float U_new = group_sum(u);
-        const float K_new = group_sum(k);
-
-        const float dH = (U_new + K_new) - (U_old + K_old);
-        const float u_acc = hmc_uniform(key[c], base + d);
-        const bool accept = isfinite(dH) && logf(fmaxf(u_acc, 1e-30f)) < -dH;
-
-        if (valid[c]) {
+        part[m] = (E1[m] + 0.5 * kn) - E0[m];
+    }
 #pragma unroll
-            for (int rp = 0; rp < DPL / 2; ++rp) {
-                const unsigned int dim = d0 + 2u * (unsigned int)rp;
-                if (dim < d) {
-                    const size_t off = (size_t)ch[c] * d + dim;
+    for (int m = 0; m < 4; ++m) {
+        part[m] += __shfl_xor_sync(0xffffffffu, part[m], 1);
+        part[m] += __shfl_xor_sync(0xffffffffu, part[m], 2);
+    }
+
+    // 6. Lane (g, t) decides for chain warpbase + 8t + g; one ballot shares it.
+    double dHt = part[0];
+    if (t == 1u) dHt = part[1];
+    if (t == 2u) dHt = part[2];
+    if (t == 3u) dHt = part[3];
+    const unsigned int cm = warpbase + 8u * t + g;
+    const float u = hmc_uniform(seed + cm * 0x9E3779B9u, base + d);
+    const float dHf = (float)dHt;
+    const bool acc_t = (cm < K) && isfinite(dHf) && (logf(fmaxf(u, 1e-30f)) < -dHf);
+    const unsigned int bal = __ballot_sync(0xffffffffu, acc_t);
+    if (acc_t) accept_cnt[cm] += 1u;
+
+    // 7. Write q_out: new q if accepted, else q_old re-read from q_in.
+#pragma unroll
+    for (int m = 0; m < 4; ++m) {
+        const unsigned int c = warpbase + 8u * (unsigned int)m + g;
+        const bool am = ((bal >> (4u * g + (unsigned int)m)) & 1u) != 0u;
+        if (c < K) {
+#pragma unroll
+            for (int n = 0; n < NT; ++n) {
+                const unsigned int i = 8u * (unsigned int)n + 2u * t;
+                if (i < d) {
                     float2 v;
-                    if (accept) v = make_float2(q[c][2 * rp], q[c][2 * rp + 1]);
-                    else        v = __ldg(reinterpret_cast<const float2*>(q_in + off));
-                    *reinterpret_cast<float2*>(q_out + off) = v;
+                    if (am)
+                        v = make_float2((float)q[m][n][0], (float)q[m][n][1]);
+                    else
+                        v = __ldg(reinterpret_cast<const float2*>(q_in + (size_t)c * d + i));
+                    *reinterpret_cast<float2*>(q_out + (size_t)c * d + i) = v;
                 }
             }
-            if (dg == 0u && accept) accept_cnt[ch[c]] += 1u;
         }
     }
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK)
-hmc_step(const float* q_in, float* q_out, unsigned int* accept_cnt,
-         const float* A, unsigned int K, unsigned int d,
-         unsigned int L, float eps, unsigned int hmc_step_idx,
+hmc_step(const float* q_in, float* q_out, unsigned int* accept_cnt, const float* A,
+         unsigned int K, unsigned int d, unsigned int L, float eps, unsigned int hmc_step_idx,
          unsigned int seed) {
-    __shared__ __align__(16) float sAt[32 * 32];
-    __shared__ __align__(16) float sQ[(BLOCK / 32) * 32 * 32];
-
-    if (d == 0u || d > 32u || (d & 1u)) return;          // uniform: unsupported d
-
-    const unsigned int tid = threadIdx.x;
-
-    if (d <= 8u) {                                        // uniform branch, no barrier used
-        const unsigned int chain = blockIdx.x * (unsigned int)BLOCK + tid;
-        if (chain >= K) return;
-        switch (d) {
-            case 2: hmc_small<2>(q_in, q_out, accept_cnt, A, chain, L, eps, hmc_step_idx, seed); break;
-            case 4: hmc_small<4>(q_in, q_out, accept_cnt, A, chain, L, eps, hmc_step_idx, seed); break;
-            case 6: hmc_small<6>(q_in, q_out, accept_cnt, A, chain, L, eps, hmc_step_idx, seed); break;
-            default: hmc_small<8>(q_in, q_out, accept_cnt, A, chain, L, eps, hmc_step_idx, seed); break;
-        }
-        return;
-    }
-
-    // Stage A transposed and zero padded to DP x DP.
-    const unsigned int DP = (d + 7u) & ~7u;
-    for (unsigned int idx = tid; idx < DP * DP; idx += (unsigned int)BLOCK) {
-        const unsigned int j = idx / DP;
-        const unsigned int r = idx - j * DP;
-        sAt[idx] = (j < d && r < d) ? __ldg(A + r * d + j) : 0.0f;
-    }
-    __syncthreads();
-
-    const unsigned int lane = tid & 31u;
-    const unsigned int wb = blockIdx.x * (unsigned int)BLOCK + (tid & ~31u);
-    if (wb >= K) return;                                  // whole warp past the end
-    float* Qw = sQ + (tid >> 5) * (32u * 32u);
-
-    switch (DP) {
-        case 16: hmc_tile<16>(q_in, q_out, accept_cnt, sAt, Qw, wb, lane, K, d, L, eps, hmc_step_idx, seed); break;
-        case 24: hmc_tile<24>(q_in, q_out, accept_cnt, sAt, Qw, wb, lane, K, d, L, eps, hmc_step_idx, seed); break;
-        default: hmc_tile<32>(q_in, q_out, accept_cnt, sAt, Qw, wb, lane, K, d, L, eps, hmc_step_idx, seed); break;
+    static_assert(BLOCK % 32 == 0, "block must be whole warps");
+    __shared__ __align__(16) double sB[HMC_MAX_D * HMC_MAX_D];
+    if (d <= 8u) {
+        hmc_run<8, MMA_SHAPE>(q_in, q_out, accept_cnt, A, sB, K, d, L, eps, hmc_step_idx, seed);
+    } else if (d <= 16u) {
+        hmc_run<16, MMA_SHAPE>(q_in, q_out, accept_cnt, A, sB, K, d, L, eps, hmc_step_idx, seed);
+    } else if (d <= 24u) {
+        hmc_run<24, MMA_SHAPE>(q_in, q_out, accept_cnt, A, sB, K, d, L, eps, hmc_step_idx, seed);
+    } else {
+        hmc_run<32, MMA_SHAPE>(q_in, q_out, accept_cnt, A, sB, K, d, L, eps, hmc_step_idx, seed);
     }
 }

@@ -1,134 +1,186 @@
-// kevo configuration: BLOCK=128 UNR=4
-// kevo tuned this kernel: 4 of its 4 valid configurations evaluated (tpe), best first; the leaders were re-measured together over 5 interleaved rounds and the best median chosen (a single evaluation varies from run to run):
-//   BLOCK=128 UNR=4  score 0.0185; re-measured median 0.0185 (0.0185-0.0185)
-//   BLOCK=64 UNR=4  score 0.0178; re-measured median 0.0178 (0.0178-0.0178)
-//   BLOCK=128 UNR=2  score 0.0165; re-measured median 0.0165 (0.0164-0.0165)
-//   BLOCK=64 UNR=2  score 0.0158
-#define BLOCK 128
-#define UNR 4
+// kevo configuration: BLOCK=64 GB=8 MODE=0
+// kevo tuned this kernel: 8 of its 8 valid configurations evaluated (tpe), best first; the leaders were re-measured together over 5 interleaved rounds and the best median chosen (a single evaluation varies from run to run):
+//   BLOCK=64 GB=8 MODE=0  score 0.0200; re-measured median 0.0200 (0.0199-0.0200)
+//   BLOCK=64 GB=4 MODE=0  score 0.0189; re-measured median 0.0189 (0.0188-0.0189)
+//   BLOCK=32 GB=8 MODE=0  score 0.0187; re-measured median 0.0187 (0.0186-0.0187)
+//   BLOCK=32 GB=4 MODE=0  score 0.0174
+//   BLOCK=64 GB=4 MODE=1  score 0.0141
+//   BLOCK=64 GB=8 MODE=1  score 0.0135
+//   BLOCK=32 GB=4 MODE=1  score 0.0122
+//   BLOCK=32 GB=8 MODE=1  score 0.0122
+#define BLOCK 64
+#define GB 8
+#define MODE 0
 #line 1
-// tuned: BLOCK = 128 (of 64 128)
-// tuned: UNR = 4 (of 2 4)
-// kevo: block 128
+// tuned: BLOCK = 64 (of 32 64)
+// tuned: GB = 8 (of 4 8)
+// tuned: MODE = 0 (of 0 1)
+// kevo: block 64
 
-#define NB_CHUNK 2048
-#define NB_PAD 16   // >= 4 * UNR
+#define CHUNK 2048u
+#define JSTEP 16u
+#define UJ (16 / GB)
+#define LU 16
 
-__device__ __forceinline__ void nb_int(const float4 q, float x, float y, float z, float eps2,
-                                       float& ax, float& ay, float& az) {
-    const float dx = q.x - x;
-    const float dy = q.y - y;
-    const float dz = q.z - z;
-    const float r2 = fmaf(dx, dx, fmaf(dy, dy, fmaf(dz, dz, eps2)));
-    const float inv = rsqrtf(r2);
-    const float inv2 = inv * inv;
-    const float t = q.w * inv;          // q.w = G * m_j
-    const float s = t * inv2;
-    ax = fmaf(s, dx, ax);
-    ay = fmaf(s, dy, ay);
-    az = fmaf(s, dz, az);
+#if MODE == 1
+#define PADW (-1.0e30f)
+#else
+#define PADW 0.0f
+#endif
+
+__device__ __forceinline__ float lg2_approx(float x) {
+    float y;
+    asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
 }
+
+__device__ __forceinline__ float ex2_approx(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+__device__ __forceinline__ unsigned int umin_u(unsigned int a, unsigned int b) { return a < b ? a : b; }
 
 extern "C" __global__ void __launch_bounds__(BLOCK)
 nbody_step(const float4* __restrict__ pos_in, float4* __restrict__ pos_out,
            const float4* __restrict__ vel_in, float4* __restrict__ vel_out,
-           const float* __restrict__ mass, unsigned int N, float dt, float eps, float G) {
-    __shared__ float4 sp[NB_CHUNK + NB_PAD];
+           const float* __restrict__ mass, unsigned int N, float dt, float eps,
+           float G)
+{
+    __shared__ float4 sh[CHUNK];
+
+    if (N == 0u) return;   // uniform over the whole grid
 
     const unsigned int tid = threadIdx.x;
-    const unsigned int lane = tid & 31u;
     const unsigned int i = blockIdx.x * (unsigned int)BLOCK + tid;
-    const bool active = i < N;
-    const unsigned int sub = lane & 3u;
-    const unsigned int gbase = blockIdx.x * (unsigned int)BLOCK + (tid & ~3u);  // my quad's bodies
+    const unsigned int q = tid & (unsigned int)(GB - 1);   // lane within group
+    const unsigned int g = i - q;                           // first body of the group
+    const unsigned int last = N - 1u;
+    const bool valid = (i < N);
     const float eps2 = eps * eps;
 
-    float px[4], py[4], pz[4];
-    float ax[4], ay[4], az[4];
-#pragma unroll
-    for (int b = 0; b < 4; ++b) {
-        const unsigned int bi = gbase + (unsigned int)b;
-        float4 p = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        if (bi < N) p = __ldg(pos_in + bi);
-        px[b] = p.x;
-        py[b] = p.y;
-        pz[b] = p.z;
-        ax[b] = 0.0f;
-        ay[b] = 0.0f;
-        az[b] = 0.0f;
+    // Own body state for the final update (loaded early, latency hidden).
+    float4 pme = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    float4 vme = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (valid) {
+        pme = __ldg(&pos_in[i]);
+        vme = __ldg(&vel_in[i]);
     }
 
-    for (unsigned int base = 0; base < N; base += NB_CHUNK) {
-        const unsigned int rem = N - base;
-        const unsigned int cnt = rem < (unsigned int)NB_CHUNK ? rem : (unsigned int)NB_CHUNK;
-        const unsigned int cntp = (cnt + 4u * UNR - 1u) / (4u * UNR) * (4u * UNR);
-
-        __syncthreads();  // previous chunk fully consumed
-        for (unsigned int k0 = tid; k0 < cntp; k0 += 8u * BLOCK) {
-            float4 p[8];
-            float mm[8];
+    float px[GB], py[GB], pz[GB];
+    float ax[GB], ay[GB], az[GB];
 #pragma unroll
-            for (int u = 0; u < 8; ++u) {
-                const unsigned int k = k0 + (unsigned int)u * BLOCK;
-                p[u] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-                mm[u] = 0.0f;
+    for (int b = 0; b < GB; ++b) {
+        const unsigned int idx = umin_u(g + (unsigned int)b, last);
+        const float4 p = __ldg(&pos_in[idx]);
+        px[b] = p.x; py[b] = p.y; pz[b] = p.z;
+        ax[b] = 0.0f; ay[b] = 0.0f; az[b] = 0.0f;
+    }
+
+    for (unsigned int base = 0u; base < N; base += CHUNK) {
+        const unsigned int cnt = umin_u(N - base, CHUNK);
+        const unsigned int cntPad = (cnt + JSTEP - 1u) & ~(JSTEP - 1u);   // <= CHUNK
+
+        if (base != 0u) __syncthreads();   // previous chunk fully consumed
+
+        // Fill the chunk: LU independent loads in flight per thread.
+        for (unsigned int k0 = tid; k0 < cntPad; k0 += (unsigned int)BLOCK * LU) {
+            float4 v[LU];
+            float mv[LU];
+#pragma unroll
+            for (int u = 0; u < LU; ++u) {
+                const unsigned int k = k0 + (unsigned int)u * (unsigned int)BLOCK;
+                float4 p = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                float m = 0.0f;
                 if (k < cnt) {
-                    p[u] = __ldg(pos_in + base + k);
-                    mm[u] = __ldg(mass + base + k);
+                    p = __ldg(&pos_in[base + k]);
+                    m = __ldg(&mass[base + k]);
                 }
+                v[u] = p;
+                mv[u] = m;
             }
 #pragma unroll
-            for (int u = 0; u < 8; ++u) {
-                const unsigned int k = k0 + (unsigned int)u * BLOCK;
-                if (k < cntp) sp[k] = make_float4(p[u].x, p[u].y, p[u].z, G * mm[u]);  // zero-mass pad
+            for (int u = 0; u < LU; ++u) {
+                const unsigned int k = k0 + (unsigned int)u * (unsigned int)BLOCK;
+                if (k < cntPad) {
+                    float w = PADW;
+                    if (k < cnt) {
+#if MODE == 1
+                        w = lg2_approx(G * mv[u]);
+#else
+                        w = G * mv[u];
+#endif
+                    }
+                    sh[k] = make_float4(v[u].x, v[u].y, v[u].z, w);
+                }
             }
         }
         __syncthreads();
 
-        for (unsigned int k = sub; k < cntp; k += 4u * UNR) {
+        // Lane q handles j = q, q+GB, q+2GB, ... of the chunk, for all GB bodies.
+        const float4* sp = sh + q;
+        float4 cur[UJ];
 #pragma unroll
-            for (int u = 0; u < UNR; ++u) {
-                const float4 q = sp[k + 4u * (unsigned int)u];
+        for (int u = 0; u < UJ; ++u) cur[u] = sp[GB * u];
+
+        for (unsigned int jj = 0u; jj < cntPad; jj += JSTEP) {
+            const unsigned int jn = (jj + JSTEP < cntPad) ? (jj + JSTEP) : jj;
+            float4 nxt[UJ];
 #pragma unroll
-                for (int b = 0; b < 4; ++b)
-                    nb_int(q, px[b], py[b], pz[b], eps2, ax[b], ay[b], az[b]);
+            for (int u = 0; u < UJ; ++u) nxt[u] = sp[jn + GB * u];
+
+#pragma unroll
+            for (int u = 0; u < UJ; ++u) {
+#pragma unroll
+                for (int b = 0; b < GB; ++b) {
+                    const float dx = cur[u].x - px[b];
+                    const float dy = cur[u].y - py[b];
+                    const float dz = cur[u].z - pz[b];
+                    const float r2 = fmaf(dx, dx, fmaf(dy, dy, fmaf(dz, dz, eps2)));
+#if MODE == 1
+                    const float s = ex2_approx(fmaf(lg2_approx(r2), -1.5f, cur[u].w));
+#else
+                    const float inv = rsqrtf(r2);
+                    const float s = (cur[u].w * inv) * (inv * inv);
+#endif
+                    ax[b] = fmaf(s, dx, ax[b]);
+                    ay[b] = fmaf(s, dy, ay[b]);
+                    az[b] = fmaf(s, dz, az[b]);
+                }
             }
+#pragma unroll
+            for (int u = 0; u < UJ; ++u) cur[u] = nxt[u];
         }
     }
 
-    // reduce-scatter over the quad: lane `sub` ends with the total of body gbase + sub (= i)
-    const bool hi2 = (lane & 2u) != 0u;
-    float kx[2], ky[2], kz[2];
+    // Transpose-reduce inside each group of GB lanes: lane q ends with body g+q.
+    const unsigned int FULL = 0xffffffffu;
 #pragma unroll
-    for (int t = 0; t < 2; ++t) {
-        const float sx = hi2 ? ax[t] : ax[2 + t];
-        const float sy = hi2 ? ay[t] : ay[2 + t];
-        const float sz = hi2 ? az[t] : az[2 + t];
-        const float rx = __shfl_xor_sync(0xffffffffu, sx, 2);
-        const float ry = __shfl_xor_sync(0xffffffffu, sy, 2);
-        const float rz = __shfl_xor_sync(0xffffffffu, sz, 2);
-        kx[t] = (hi2 ? ax[2 + t] : ax[t]) + rx;
-        ky[t] = (hi2 ? ay[2 + t] : ay[t]) + ry;
-        kz[t] = (hi2 ? az[2 + t] : az[t]) + rz;
+    for (int m = GB / 2; m >= 1; m >>= 1) {
+        const bool upper = (q & (unsigned int)m) != 0u;
+#pragma unroll
+        for (int k = 0; k < m; ++k) {
+            const float kx = upper ? ax[k + m] : ax[k];
+            const float sx = upper ? ax[k] : ax[k + m];
+            const float ky = upper ? ay[k + m] : ay[k];
+            const float sy = upper ? ay[k] : ay[k + m];
+            const float kz = upper ? az[k + m] : az[k];
+            const float sz = upper ? az[k] : az[k + m];
+            ax[k] = kx + __shfl_xor_sync(FULL, sx, m);
+            ay[k] = ky + __shfl_xor_sync(FULL, sy, m);
+            az[k] = kz + __shfl_xor_sync(FULL, sz, m);
+        }
     }
-    const bool hi1 = (lane & 1u) != 0u;
-    const float sx = hi1 ? kx[0] : kx[1];
-    const float sy = hi1 ? ky[0] : ky[1];
-    const float sz = hi1 ? kz[0] : kz[1];
-    const float rx = __shfl_xor_sync(0xffffffffu, sx, 1);
-    const float ry = __shfl_xor_sync(0xffffffffu, sy, 1);
-    const float rz = __shfl_xor_sync(0xffffffffu, sz, 1);
-    const float fx = (hi1 ? kx[1] : kx[0]) + rx;
-    const float fy = (hi1 ? ky[1] : ky[0]) + ry;
-    const float fz = (hi1 ? kz[1] : kz[0]) + rz;
 
-    if (!active) return;
-    const float4 pi = __ldg(pos_in + i);
-    float4 v = __ldg(vel_in + i);
-    v.x += fx * dt;
-    v.y += fy * dt;
-    v.z += fz * dt;
-    v.w = 0.0f;
-    vel_out[i] = v;
-    pos_out[i] = make_float4(pi.x + v.x * dt, pi.y + v.y * dt, pi.z + v.z * dt, 0.0f);
+    if (valid) {
+        float4 v = vme;
+        v.x = fmaf(ax[0], dt, v.x);
+        v.y = fmaf(ay[0], dt, v.y);
+        v.z = fmaf(az[0], dt, v.z);
+        v.w = 0.0f;
+        vel_out[i] = v;
+        pos_out[i] = make_float4(fmaf(v.x, dt, pme.x), fmaf(v.y, dt, pme.y),
+                                 fmaf(v.z, dt, pme.z), 0.0f);
+    }
 }
