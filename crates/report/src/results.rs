@@ -110,6 +110,9 @@ const CUFFT_AIM: f64 = 0.80;
 /// One run's figures for the tables.
 struct Line<'a> {
     data: &'a RunData,
+    /// The task, and where a task has several runs of the strategy, the
+    /// run id's last six characters: "heat2d (9e0afc)".
+    label: String,
     seed: Option<&'a Evaluation>,
     winner: Option<&'a Evaluation>,
     held_seed: Option<&'a Evaluation>,
@@ -121,6 +124,7 @@ impl<'a> Line<'a> {
         let held = |role| data.held_out_of(role).and_then(|(_, e)| e.as_ref());
         Line {
             data,
+            label: data.info.task.clone(),
             seed: data.seed.and_then(|s| data.evaluations.get(&s.0)),
             winner: data.winner.and_then(|w| data.evaluations.get(&w.0)),
             held_seed: held(HeldOutRole::Seed),
@@ -314,6 +318,18 @@ pub fn render(runs: &[RunData], anchors: &Anchors) -> String {
             .cmp(&order(b.task()))
             .then(a.data.info.created_at.cmp(&b.data.info.created_at))
     });
+    for i in 0..lines.len() {
+        let (task, strategy) = (lines[i].task(), &lines[i].data.info.strategy);
+        let same = lines
+            .iter()
+            .filter(|o| o.task() == task && &o.data.info.strategy == strategy)
+            .count();
+        if same > 1 {
+            let id = &lines[i].data.info.id.0;
+            let label = format!("{task} ({})", &id[id.len().saturating_sub(6)..]);
+            lines[i].label = label;
+        }
+    }
     let baseline: Vec<&Line<'_>> = lines
         .iter()
         .filter(|l| l.data.info.strategy == "one_plus_one")
@@ -362,7 +378,7 @@ fn fractions_table(out: &mut String, lines: &[&Line<'_>]) {
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            l.task(),
+            l.label,
             ceiling,
             sizes(l.winner.or(l.seed)),
             per_size(l.seed),
@@ -373,7 +389,7 @@ fn fractions_table(out: &mut String, lines: &[&Line<'_>]) {
             m1
         );
     }
-    out.push_str("\nFractions are each candidate's median time at that size against the device's roofline (the run's in-run evaluation; the held-out ones are measured once, after the search). Metal-Sci's figures are the best of its three models on the M1 Pro (200 GB/s, 4,500 GFLOPS): the geometric mean over its sizes, and the fraction at its held-out size.\n\n");
+    out.push_str("\nFractions are each candidate's median time at that size against the device's roofline (the run's in-run evaluation; the held-out ones are measured once, after the search). Metal-Sci's figures are the best of its three models on the M1 Pro (200 GB/s, 4,500 GFLOPS): the geometric mean over its sizes, and the fraction at its held-out size. Each fraction is of its own device's roofline (the M1 Pro's above 100% come from its system-level cache): the two say how close each search came to its device's ceiling, not which device is faster.\n\n");
 }
 
 fn speedups_table(out: &mut String, lines: &[&Line<'_>]) {
@@ -419,7 +435,7 @@ fn anchors_table(out: &mut String, lines: &[&Line<'_>], anchors: &Anchors) {
                 (Some(aim), Some(share)) => {
                     below.push(format!(
                         "- {}: {} of the {} at {}, {:.1} points short of the {} aim.",
-                        l.task(),
+                        l.label,
                         pct(Some(share)),
                         a.name,
                         a.winner,
@@ -433,7 +449,7 @@ fn anchors_table(out: &mut String, lines: &[&Line<'_>], anchors: &Anchors) {
             let _ = writeln!(
                 out,
                 "| {} | {} | {} | {} | {} | {} |",
-                l.task(),
+                l.label,
                 a.name,
                 a.figure,
                 a.winner,
@@ -474,7 +490,7 @@ fn below_m1(l: &Line<'_>, m1: crate::metal_sci::M1Best) -> Vec<String> {
         let ours = ours.filter(|v| *v < theirs)?;
         Some(format!(
             "- {}: the winner's {what} {} is below Metal-Sci's best on the M1 Pro, {}, by {:.1} points.",
-            l.task(),
+            l.label,
             pct(Some(ours)),
             pct(Some(theirs)),
             (theirs - ours) * 100.0
