@@ -294,9 +294,8 @@ pub(crate) fn print_summary(summary: &kevo_evolve::Summary) {
         );
     }
     println!(
-        "winner: candidate {} from iteration {}, score {}",
-        summary.best_candidate,
-        summary.best_iteration,
+        "winner: {}, score {}",
+        crate::printers::winner_name(summary.best_candidate, summary.best_iteration),
         headline
             .as_ref()
             .and_then(|h| h.score_text())

@@ -325,6 +325,16 @@ fn figure(v: f64) -> String {
     }
 }
 
+/// How a winner is named: a candidate of iteration 0 is the seed (or, in
+/// MAP-Elites, the seed's entry in the archive), not a proposal.
+pub fn winner_name(candidate: i64, iteration: u32) -> String {
+    if iteration == 0 {
+        format!("the seed (candidate {candidate})")
+    } else {
+        format!("candidate {candidate} from iteration {iteration}")
+    }
+}
+
 fn yes_no(b: bool) -> &'static str {
     if b { "yes" } else { "NO" }
 }
@@ -760,4 +770,15 @@ pub fn print_sandbox_cost(
         total * 100.0
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::winner_name;
+
+    #[test]
+    fn a_winner_from_iteration_zero_is_named_the_seed() {
+        assert_eq!(winner_name(6, 0), "the seed (candidate 6)");
+        assert_eq!(winner_name(29, 11), "candidate 29 from iteration 11");
+    }
 }

@@ -371,9 +371,8 @@ fn print_winner(view: &RunView) {
         None => format!("{} in-run", score(b.evaluation.score)),
     };
     println!(
-        "winner: candidate {} from iteration {} ({}), score {score}",
-        b.candidate.id.0,
-        b.candidate.iteration,
+        "winner: {} ({}), score {score}",
+        crate::printers::winner_name(b.candidate.id.0, b.candidate.iteration),
         b.candidate
             .model
             .as_deref()
