@@ -393,7 +393,9 @@ fn the_demo_labels_every_fraction_above_one_and_every_cache_resident_size() {
         "the demo prints its fractions of DRAM:\n{text}"
     );
     for (value, after, line) in &found {
-        if *value > 100.0 {
+        // "IQR 140% of it" is a timing spread relative to the median (a
+        // loaded machine makes it large), not a fraction of a ceiling.
+        if *value > 100.0 && !after.starts_with(" of it") {
             assert!(
                 labelled(after),
                 "{value}% without its level's label: {line}"
