@@ -539,11 +539,9 @@ fn cell_row(task: &str, strategy: &str, runs: &[&Line<'_>]) -> String {
         .collect();
     let ratios = |values: Vec<f64>| {
         let mut text: Vec<String> = values.iter().map(|s| format!("{s:.2}x")).collect();
-        if values.len() > 1 {
-            let mut sorted = values.clone();
-            sorted.sort_by(f64::total_cmp);
-            let n = sorted.len();
-            let median = (sorted[(n - 1) / 2] + sorted[n / 2]) / 2.0;
+        if values.len() > 1
+            && let Some(median) = crate::table::median(values)
+        {
             text.push(format!("median {median:.2}x"));
         }
         text
@@ -666,6 +664,67 @@ mod tests {
             e.starts_with("fft3d's `vendor` is not a vendor baseline"),
             "{e}"
         );
+    }
+
+    /// A finished run of `task` with `strategy` whose summary holds a
+    /// speedup and a score, and nothing else.
+    fn finished(id: &str, task: &str, strategy: &str, speedup: f64) -> RunData {
+        let mut info = crate::data::test_info(strategy);
+        info.id = kevo_store::RunId(id.into());
+        info.task = task.into();
+        info.status = kevo_store::RunStatus::Finished;
+        info.summary = Some(json!({"speedup": speedup, "best_score": 0.25,
+            "held_out": {"speedup": speedup * 0.9, "verdict": "generalises"}}));
+        RunData {
+            checkpoint: None,
+            info,
+            history: Vec::new(),
+            candidates: Default::default(),
+            evaluations: Default::default(),
+            llm_calls: Vec::new(),
+            held_out: Vec::new(),
+            seed: None,
+            winner: None,
+        }
+    }
+
+    #[test]
+    fn strategies_come_in_order_with_every_run_and_their_median() {
+        let runs = vec![
+            finished("heat2d-a-111111", "heat2d", "islands", 1.30),
+            finished("heat2d-b-222222", "heat2d", "one_plus_one", 1.20),
+            finished("heat2d-c-333333", "heat2d", "one_plus_one", 1.00),
+            finished("heat2d-d-444444", "heat2d", "one_plus_one", 1.10),
+            finished("saxpy-e-555555", "saxpy", "one_plus_one", 1.05),
+        ];
+        let page = render(&runs, &Anchors::default());
+        let table = &page[page
+            .find("## Strategies")
+            .expect("two strategies of heat2d")..];
+        let rows: Vec<&str> = table
+            .lines()
+            .filter(|l| l.starts_with("| heat2d"))
+            .collect();
+        assert_eq!(rows.len(), 2, "{table}");
+        assert!(
+            rows[0].starts_with("| heat2d | one_plus_one | 3 (3) |")
+                && rows[0].contains("| 1.20x, 1.00x, 1.10x, median 1.10x |"),
+            "(1+1) first, runs in order, then the median: {}",
+            rows[0]
+        );
+        assert!(
+            rows[1].contains("| islands | 1 (1) |") && rows[1].contains("| 1.30x |"),
+            "{}",
+            rows[1]
+        );
+        assert!(
+            !table.contains("| saxpy"),
+            "a task with one strategy has no comparison"
+        );
+        // Repeated runs are told apart by their ids; a task's only run is not.
+        assert!(page.contains("| heat2d (222222) |"), "{page}");
+        assert!(page.contains("| saxpy | saxpy-e-555555 |"), "{page}");
+        assert!(!page.contains("saxpy ("), "{page}");
     }
 
     #[test]
