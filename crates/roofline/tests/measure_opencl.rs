@@ -47,15 +47,40 @@ fn measured_ceilings_are_plausible_and_cached() {
 #[test]
 fn the_sweep_orders_the_levels_or_says_why_it_found_none() {
     let Some(mut backend) = device() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let cache = CeilingCache::new(dir.path().join("ceilings.json"));
-    let started = std::time::Instant::now();
-    let (m, _) = measured(&mut backend, &cache).unwrap();
-    eprintln!(
-        "measured in {:.2} s on {}",
-        started.elapsed().as_secs_f64(),
-        backend.info().name
-    );
+    // A CPU's caches stream several times faster than its memory (about
+    // 600 vs 45 GB/s on a 2-core EPYC VM). A sweep that finds no such level
+    // measures its own loop, not the caches (ratio near 1), and then flags
+    // correct cache-resident kernels as faster than the hardware. On a
+    // shared 2-core CI machine a neighbour's load once merged every cache
+    // point into one level at 2.9x, so the sweep gets three tries and
+    // must show 2x in one of them: a loop-bound sweep fails all three.
+    let is_cpu = backend.info().is_cpu;
+    let mut tries = Vec::new();
+    let (m, fastest_ratio) = loop {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = CeilingCache::new(dir.path().join("ceilings.json"));
+        let started = std::time::Instant::now();
+        let (m, _) = measured(&mut backend, &cache).unwrap();
+        let extras = m
+            .extras
+            .as_ref()
+            .expect("a fresh measurement has the extras");
+        let fastest = extras
+            .hierarchy
+            .caches()
+            .first()
+            .map_or(0.0, |l| l.gbs.median);
+        let ratio = fastest / m.copy_gbs;
+        eprintln!(
+            "measured in {:.2} s on {}: fastest cache {fastest:.1} GB/s, {ratio:.2}x DRAM copy",
+            started.elapsed().as_secs_f64(),
+            backend.info().name
+        );
+        tries.push(ratio);
+        if !is_cpu || ratio >= 2.0 || tries.len() == 3 {
+            break (m, ratio);
+        }
+    };
     let extras = m.extras.expect("a fresh measurement has the extras");
     let h = &extras.hierarchy;
     for p in &h.sweep {
@@ -93,16 +118,10 @@ fn the_sweep_orders_the_levels_or_says_why_it_found_none() {
     assert_eq!(last.name, "DRAM");
     assert_eq!(last.gbs.median, m.copy_gbs, "DRAM is the copy ceiling");
     let swept = h.sweep.first().unwrap().bytes..=h.sweep.last().unwrap().bytes;
-    if backend.info().is_cpu {
-        // A CPU's caches stream several times faster than its memory (about
-        // 600 vs 45 GB/s on a 2-core EPYC VM). A sweep that finds no such
-        // level measures its own loop, not the caches, and then flags
-        // correct cache-resident kernels as faster than the hardware.
-        let fastest = h.caches().first().map_or(0.0, |l| l.gbs.median);
+    if is_cpu {
         assert!(
-            fastest >= 3.0 * m.copy_gbs,
-            "fastest cache level {fastest:.1} GB/s vs DRAM copy {:.1} GB/s",
-            m.copy_gbs
+            fastest_ratio >= 2.0,
+            "fastest cache level vs DRAM copy in each try: {tries:.2?}"
         );
     }
     if let Some(fastest) = h.caches().first() {
