@@ -51,6 +51,8 @@
 //! cosine = 0.999                # optional floor on the cosine similarity
 //! peak_error = 1e-2             # optional: no element off by more than this
 //!                               # fraction of the reference's largest |value|
+//! atol_rms = 4e-5               # optional: atol grows by this fraction of the
+//!                               # reference's root mean square
 //!
 //! [reference]
 //! command = ["python3", "reference.py"]   # or kernel = {...}, golden = "dir"
@@ -281,6 +283,12 @@ pub struct CheckDef {
     /// this bounds those too, while accumulation-order error (about 1e-5 of
     /// the peak for fp32 sums of 10^4 terms) stays far below 1e-2.
     pub peak_error: Option<f64>,
+    /// More absolute slack: this fraction of the reference's root mean
+    /// square, taken at every comparison. An element's bound then scales
+    /// with its own magnitude and, near zero, with the output's typical
+    /// one: the same bound serves sizes whose outputs differ in scale
+    /// (a product's grows with the square root of its length).
+    pub atol_rms: f64,
     /// Bit-exact (integer outputs always are).
     pub exact: bool,
 }

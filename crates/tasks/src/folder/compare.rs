@@ -31,6 +31,16 @@ impl FolderTask {
             return exact_verdict(name, got, want, buffer.element.scalar.bytes());
         }
         let scalar = buffer.element.scalar;
+        let scaled;
+        let check = if check.atol_rms > 0.0 {
+            scaled = CheckDef {
+                atol: check.atol + check.atol_rms * root_mean_square(want, scalar),
+                ..check.clone()
+            };
+            &scaled
+        } else {
+            check
+        };
         let tally = Tally::of(got, want, scalar, check);
         let n = (got.len() / scalar.bytes()).max(1);
         tolerance_verdict(name, check, &tally, n)
@@ -55,6 +65,22 @@ fn exact_verdict(name: &str, got: &[u8], want: &[u8], width: usize) -> Verdict {
         value: differ as f64,
         tolerance: Some(0.0),
     }
+}
+
+/// The root mean square of the finite values of `want`, decoded as
+/// `scalar`, in parallel: the scale of `atol_rms` (0 for no elements).
+fn root_mean_square(want: &[u8], scalar: Scalar) -> f64 {
+    let width = scalar.bytes();
+    let (sum, n) = want
+        .par_chunks(width * 4096)
+        .map(|w| {
+            w.chunks_exact(width)
+                .map(|v| decode_one(v, scalar))
+                .filter(|v| v.is_finite())
+                .fold((0.0, 0usize), |(s, n), v| (s + v * v, n + 1))
+        })
+        .reduce(|| (0.0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+    if n == 0 { 0.0 } else { (sum / n as f64).sqrt() }
 }
 
 /// A tolerance check of `n` elements summed up in `tally`: the share

@@ -365,6 +365,18 @@ fn malformed_folders_name_the_file_the_key_and_what_was_expected() {
             "takes no peak_error",
         ),
         (
+            "within = 0.99",
+            "within = 0.99\natol_rms = -1e-5",
+            "check.z.atol_rms",
+            "finite number >= 0",
+        ),
+        (
+            "[check.y]\nexact = true",
+            "[check.y]\nexact = true\natol_rms = 1e-5",
+            "check.y.atol_rms",
+            "takes no atol_rms",
+        ),
+        (
             "command = [\"python3\", \"reference.py\"]",
             "command = []",
             "reference.command",
@@ -649,6 +661,51 @@ fn the_peak_error_bounds_the_elements_the_fraction_lets_go() {
     far[999] = 1e30;
     let caught = peak_only.check_output("z", &f(&far), &f(&with_inf));
     assert!(!caught.passed, "{caught:?}");
+}
+
+#[test]
+fn atol_rms_binds_every_element_by_its_own_magnitude_and_the_outputs_scale() {
+    // Every element within 1e-4 (|ref| + rms): the shortcuts of an
+    // under-computing kernel each fail it, honest fp32 noise does not.
+    let bound = TASK.replacen(
+        "rtol = 1e-5\natol = 1e-6\nwithin = 0.99",
+        "rtol = 1e-4\natol_rms = 1e-4\nwithin = 1.0",
+        1,
+    );
+    let dir = folder(&bound);
+    let t = FolderTask::load(dir.path()).unwrap();
+    let f = |v: &[f32]| crate::check::f32s_to_bytes(v);
+    // A sum-like output around 100 whose values cross zero rarely.
+    let want: Vec<f32> = (0..4096)
+        .map(|i| 100.0 * ((i as f32) * 0.37).sin())
+        .collect();
+    let check = |got: &[f32]| t.check_output("z", &f(got), &f(&want));
+    let noisy: Vec<f32> = want
+        .iter()
+        .enumerate()
+        .map(|(i, v)| v + 70.0 * 1e-6 * ((i % 5) as f32 - 2.0))
+        .collect();
+    assert!(check(&noisy).passed, "{:?}", check(&noisy));
+    // Small elements zeroed (a ReLU that skips (0, 0.02 * peak)).
+    let zeroed: Vec<f32> = want
+        .iter()
+        .map(|&v| if v > 0.0 && v < 2.0 { 0.0 } else { v })
+        .collect();
+    assert!(!check(&zeroed).passed);
+    // Every element rounded to bf16 (8 bits of mantissa).
+    let bf16: Vec<f32> = want
+        .iter()
+        .map(|v| f32::from_bits(v.to_bits() & 0xffff_0000))
+        .collect();
+    assert!(!check(&bf16).passed);
+    // Two of 256 terms missing from every sum: off by about 1%.
+    let partial: Vec<f32> = want.iter().map(|v| v * (254.0 / 256.0)).collect();
+    assert!(!check(&partial).passed);
+    // The slack follows the scale: the same output 1000x larger, with
+    // noise 1000x larger, passes as well.
+    let big_want: Vec<f32> = want.iter().map(|v| v * 1000.0).collect();
+    let big_noisy: Vec<f32> = noisy.iter().map(|v| v * 1000.0).collect();
+    assert!(t.check_output("z", &f(&big_noisy), &f(&big_want)).passed);
 }
 
 #[test]

@@ -61,17 +61,19 @@ impl Loader<'_> {
                 || c.atol.is_some()
                 || c.rtol.is_some()
                 || c.cosine.is_some()
-                || c.peak_error.is_some())
+                || c.peak_error.is_some()
+                || c.atol_rms.is_some())
         {
             return Err(self.error(
                 &key,
-                "an integer output is compared exactly: no atol, rtol, cosine or peak_error".into(),
+                "an integer output is compared exactly: no atol, rtol, atol_rms, cosine or peak_error"
+                    .into(),
             ));
         }
-        if float && !exact && c.atol.is_none() && c.rtol.is_none() {
+        if float && !exact && c.atol.is_none() && c.rtol.is_none() && c.atol_rms.is_none() {
             return Err(self.error(
                 &key,
-                "expected a tolerance: atol, rtol or both (or exact = true)".into(),
+                "expected a tolerance: atol, rtol, atol_rms or several (or exact = true)".into(),
             ));
         }
         let within = self.check_ranges(&key, c, exact)?;
@@ -81,6 +83,7 @@ impl Loader<'_> {
             within,
             cosine: c.cosine,
             peak_error: c.peak_error,
+            atol_rms: c.atol_rms.unwrap_or(0.0),
             exact,
         })
     }
@@ -90,7 +93,7 @@ impl Loader<'_> {
     fn check_ranges(&self, key: &str, c: &RawCheck, exact: bool) -> Result<f64, FolderError> {
         let err =
             |field: &str, message: &str| self.error(&format!("{key}.{field}"), message.into());
-        for (field, v) in [("atol", c.atol), ("rtol", c.rtol)] {
+        for (field, v) in [("atol", c.atol), ("rtol", c.rtol), ("atol_rms", c.atol_rms)] {
             if v.is_some_and(|v| !(v.is_finite() && v >= 0.0)) {
                 return Err(err(field, "expected a finite number >= 0"));
             }
@@ -102,11 +105,16 @@ impl Loader<'_> {
         if c.cosine.is_some_and(|v| !(v > 0.0 && v <= 1.0)) {
             return Err(err("cosine", "expected a similarity floor in (0, 1]"));
         }
-        if exact && c.peak_error.is_some() {
-            return Err(err(
-                "peak_error",
-                "an exact check compares bits; it takes no peak_error",
-            ));
+        for (field, given) in [
+            ("peak_error", c.peak_error.is_some()),
+            ("atol_rms", c.atol_rms.is_some()),
+        ] {
+            if exact && given {
+                return Err(err(
+                    field,
+                    &format!("an exact check compares bits; it takes no {field}"),
+                ));
+            }
         }
         if c.peak_error.is_some_and(|v| !(v.is_finite() && v > 0.0)) {
             return Err(err("peak_error", "expected a fraction of the peak > 0"));

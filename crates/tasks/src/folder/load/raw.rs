@@ -79,6 +79,7 @@ pub(super) struct RawCheck {
     pub(super) within: Option<f64>,
     pub(super) cosine: Option<f64>,
     pub(super) peak_error: Option<f64>,
+    pub(super) atol_rms: Option<f64>,
     pub(super) exact: Option<bool>,
 }
 
