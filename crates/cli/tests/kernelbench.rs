@@ -35,12 +35,24 @@ fn torch_python() -> Option<String> {
     None
 }
 
+/// The fixtures, in the checkout at `KEVO_REPO` where the tests run away
+/// from the one they were built in (scripts/gpu-check).
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernelbench/tests")
+    match std::env::var_os("KEVO_REPO") {
+        Some(repo) => PathBuf::from(repo).join("crates/kernelbench/tests"),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernelbench/tests"),
+    }
+}
+
+/// "opencl" unless `KEVO_TEST_BACKEND` says "cuda" (the attacks run on
+/// both).
+fn backend() -> String {
+    std::env::var("KEVO_TEST_BACKEND").unwrap_or_else(|_| "opencl".into())
 }
 
 fn kevo(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kevo"))
+    let bin = std::env::var("KEVO_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_kevo").into());
+    Command::new(bin)
         .args(args)
         .env("KEVO_CACHE_DIR", dir.join("cache"))
         .output()
@@ -118,16 +130,41 @@ fn level1_problems_are_screened_and_written_as_folders_kevo_checks() {
     };
     let printed = text(&out);
     assert!(
-        printed.contains("5 problems: 3 written, 2 dropped"),
+        printed.contains("5 problems: 4 written, 1 dropped"),
         "{printed}"
     );
-    // A large offset: a constant passes kevo's own check (relative 1e-2,
-    // cosine 0.999) though not KernelBench's 1e-4, and is dropped for it.
-    assert!(
-        printed.contains("a constant output passes kevo's own check of the folder"),
-        "{printed}"
-    );
-    assert!(!dir.path().join("kb-l1-5-large-offset").exists());
+    // A large offset: a constant passed the check kevo imported with before
+    // (relative 1e-2, cosine 0.999), and the problem was dropped for it.
+    // Every element within 1e-5 (|ref| + rms) rejects it: written, no null
+    // candidate passes, the seed is correct and the constant is not.
+    let offset = dir.path().join("kb-l1-5-large-offset");
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(offset.join("kernelbench.json")).unwrap())
+            .unwrap();
+    assert_eq!(meta["screen"]["flags"], serde_json::json!([]), "{meta}");
+    let check = &meta["tolerance"][0]["check"];
+    assert_eq!(check["exact"], false, "{check}");
+    // Adding 1000 rounds x to float32's spacing at 1000 (6e-5), coarser
+    // than fp16's rounding of x itself: the record says the check cannot
+    // tell fp16 inputs apart here.
+    assert_eq!(check["separated"], false, "{check}");
+    let blind = check["not_separated"].as_array().unwrap();
+    assert!(blind.contains(&"float32 on fp16 inputs".into()), "{check}");
+    assert!(!blind.contains(&"bf16 storage".into()), "{check}");
+    let constant = dir.path().join("constant.cl");
+    std::fs::write(
+        &constant,
+        "__kernel void forward(__global const float* x, __global float* out, int k_batch_size, int k_dim) {
+    int i = get_global_id(0), b = get_global_id(1);
+    if (i < k_dim && b < k_batch_size) out[b * k_dim + i] = 1000.0f;
+}
+",
+    )
+    .unwrap();
+    let e = eval_json(&offset, Some(&constant), dir.path());
+    assert_eq!(e["outcome"]["status"], "wrong_result", "{e}");
+    let e = eval_json(&offset, None, dir.path());
+    assert_eq!(e["outcome"]["status"], "correct", "{e}");
     // The tiny scaling passes KernelBench's check with all zeros: dropped,
     // with the reasons, in the printout and in screen.json.
     assert!(
@@ -223,11 +260,11 @@ fn level1_problems_are_screened_and_written_as_folders_kevo_checks() {
         summary.clone()
     };
     let seeds = report(&[]);
-    assert_eq!(seeds["summary"]["problems"], 3, "{seeds}");
+    assert_eq!(seeds["summary"]["problems"], 4, "{seeds}");
     assert_eq!(seeds["summary"]["correct_rate"], 1.0, "{seeds}");
     let kernels = dir.path().join("kernels");
     std::fs::create_dir_all(&kernels).unwrap();
-    for task in ["kb-l1-1-relu", "kb-l1-3-matmul"] {
+    for task in ["kb-l1-1-relu", "kb-l1-3-matmul", "kb-l1-5-large-offset"] {
         std::fs::copy(
             dir.path().join(task).join("seed.cl"),
             kernels.join(format!("{task}.cl")),
@@ -241,7 +278,7 @@ fn level1_problems_are_screened_and_written_as_folders_kevo_checks() {
     .unwrap();
     let mixed = report(&["--kernels", kernels.to_str().unwrap()]);
     let rate = mixed["summary"]["correct_rate"].as_f64().unwrap();
-    assert!((rate - 2.0 / 3.0).abs() < 1e-9, "{mixed}");
+    assert!((rate - 3.0 / 4.0).abs() < 1e-9, "{mixed}");
 }
 
 /// A Level 2 module with weights: the kernel gets the weights kevo drew,
@@ -473,6 +510,132 @@ fn triangular_inputs_are_drawn_triangular() {
     std::fs::write(dense.join("task.toml"), toml).unwrap();
     let e = eval_json(&dense, Some(&skips), dir.path());
     assert_eq!(e["outcome"]["status"], "wrong_result", "{e}");
+}
+
+/// Every attack in crates/kernelbench/tests/attacks (`<problem>.<attack>`
+/// in both dialects) is a kernel that skips work or precision: each is
+/// rejected by the imported check at the full and the smoke sizes, as a
+/// wrong result (a compile error would prove nothing). Those marked
+/// `old check: passes` pass a copy of the folder with the check kevo
+/// imported before (99% within a relative 1e-2, a cosine floor of 0.999,
+/// no element off by more than 1e-2 of the peak), so each is a shortcut
+/// that check let through.
+#[test]
+fn attacks_on_imported_problems_are_each_rejected() {
+    let Some(python) = torch_python() else { return };
+    let backend = backend();
+    if backend != "cuda" && !opencl_available() {
+        return;
+    }
+    let ext = if backend == "cuda" { "cu" } else { "cl" };
+    let dir = tempfile::tempdir().unwrap();
+    for level in ["1", "2"] {
+        let out = import(&python, level, &dir.path().join(level), &[]);
+        assert!(out.status.success(), "{}", text(&out));
+    }
+    let folders = imported_by_problem(dir.path());
+    let mut attacks: Vec<PathBuf> = std::fs::read_dir(fixtures().join("attacks"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == ext))
+        .collect();
+    attacks.sort();
+    assert!(attacks.len() >= 9, "{attacks:?}");
+    let mut passed_old = Vec::new();
+    for attack in &attacks {
+        let name = attack.file_stem().unwrap().to_string_lossy().into_owned();
+        let (problem, _) = name.split_once('.').unwrap();
+        let folder = &folders[problem];
+        for sizes in ["full", "smoke"] {
+            let e = eval_on(folder, Some(attack), sizes, &backend, dir.path());
+            assert_eq!(
+                e["outcome"]["status"], "wrong_result",
+                "{name} at {sizes}: {e}"
+            );
+        }
+        let source = std::fs::read_to_string(attack).unwrap();
+        if source.contains("old check: passes") {
+            let old = dir.path().join("old").join(problem);
+            copy_dir(folder, &old);
+            with_the_old_check(&old.join("task.toml"));
+            let e = eval_on(&old, Some(attack), "full", &backend, dir.path());
+            assert_eq!(
+                e["outcome"]["status"], "correct",
+                "{name} under the old check: {e}"
+            );
+            passed_old.push(name);
+        } else {
+            assert!(source.contains("old check: fails"), "{name} says neither");
+        }
+    }
+    // The issue's three: a ReLU zeroing (0, 0.02), bf16 storage, ... and
+    // every seed stays correct under the new check.
+    assert!(passed_old.len() >= 2, "{passed_old:?}");
+    for folder in folders.values() {
+        let e = eval_on(folder, None, "full", &backend, dir.path());
+        assert_eq!(
+            e["outcome"]["status"],
+            "correct",
+            "{}: {e}",
+            folder.display()
+        );
+    }
+}
+
+/// Problem stem (`1_ReLU`) -> its imported folder, from kernelbench.json.
+fn imported_by_problem(dir: &Path) -> std::collections::BTreeMap<String, PathBuf> {
+    let mut folders = std::collections::BTreeMap::new();
+    for level in std::fs::read_dir(dir).unwrap() {
+        let level = level.unwrap().path();
+        for folder in std::fs::read_dir(&level).unwrap() {
+            let folder = folder.unwrap().path();
+            let Ok(meta) = std::fs::read_to_string(folder.join("kernelbench.json")) else {
+                continue;
+            };
+            let meta: serde_json::Value = serde_json::from_str(&meta).unwrap();
+            let problem = meta["problem"].as_str().unwrap().to_string();
+            folders.insert(problem, folder);
+        }
+    }
+    folders
+}
+
+/// The check kevo imported with before every element was bound.
+fn with_the_old_check(task_toml: &Path) {
+    let text = std::fs::read_to_string(task_toml).unwrap();
+    let start = text.find("[check.out]").unwrap();
+    let end = start + text[start..].find("\n\n").unwrap();
+    let old =
+        "[check.out]\nrtol = 0.01\natol = 1e-6\nwithin = 0.99\ncosine = 0.999\npeak_error = 0.01";
+    std::fs::write(
+        task_toml,
+        format!("{}{old}{}", &text[..start], &text[end..]),
+    )
+    .unwrap();
+}
+
+fn eval_on(
+    task: &Path,
+    kernel: Option<&Path>,
+    sizes: &str,
+    backend: &str,
+    dir: &Path,
+) -> serde_json::Value {
+    let mut args = vec![
+        "eval",
+        "--task",
+        task.to_str().unwrap(),
+        "--backend",
+        backend,
+        "--sizes",
+        sizes,
+        "--json",
+    ];
+    if let Some(k) = kernel {
+        args.extend(["--kernel", k.to_str().unwrap()]);
+    }
+    let out = kevo(&args, dir);
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)))
 }
 
 fn copy_dir(from: &Path, to: &Path) {

@@ -22,16 +22,6 @@ use task_toml::{Layout, Work, task_toml};
 pub struct FolderOptions {
     /// The interpreter the reference command runs with.
     pub python: String,
-    /// Relative tolerance of the check (KernelBench: 1e-2 absolute and
-    /// relative; here relative, with `within` of the elements).
-    pub rtol: f64,
-    /// The fraction of elements that must be within (KernelFoundry: 99%).
-    pub within: f64,
-    /// Floor on the cosine similarity of output and reference.
-    pub cosine: f64,
-    /// Ceiling on any element's error, as a fraction of the reference's
-    /// largest magnitude: the elements `within` lets go stay bounded.
-    pub peak_error: f64,
     /// Seed kernels by dialect ("cuda", "opencl"): the problem's naive
     /// starting point, `DIR/<stem>.cu` and `DIR/<stem>.cl`.
     pub seeds: BTreeMap<String, String>,
@@ -45,10 +35,6 @@ impl FolderOptions {
     pub fn new(python: &str) -> FolderOptions {
         FolderOptions {
             python: python.to_string(),
-            rtol: 1e-2,
-            within: 0.99,
-            cosine: 0.999,
-            peak_error: 1e-2,
             seeds: BTreeMap::new(),
             stages: None,
         }
@@ -79,6 +65,10 @@ pub struct KernelBenchMeta {
     pub compile_ms: Option<Timing>,
     pub flops: Option<u64>,
     pub screen: Screen,
+    /// Per output, its check and how the probe derived it from honest
+    /// and narrower variants of the module.
+    #[serde(default)]
+    pub tolerance: Vec<crate::probe::ProbedTolerance>,
     pub reference: ReferenceMeta,
 }
 
@@ -432,6 +422,7 @@ fn metadata(problem: &Problem, screen: &Screen, layout: &Layout) -> KernelBenchM
         compile_ms: probe.compile_ms.clone(),
         flops: probe.flops,
         screen: screen.clone(),
+        tolerance: probe.tolerance.clone(),
         reference: reference_meta(probe, &layout.buffers, &layout.plan),
     }
 }

@@ -12,10 +12,12 @@
 //! - the folder ([`write_folder`]) declares the inputs and weights as
 //!   buffers that kevo fills itself from the fitted distributions with a
 //!   new seed for every verification (KernelBench reuses one input), the
-//!   output with KernelFoundry's stricter check (99% of elements within a
-//!   relative tolerance, and a cosine floor) in place of KernelBench's
-//!   absolute 1e-2, and the PyTorch module itself as the reference
-//!   command (python/reference.py), which loads the same weights;
+//!   output with a check that binds every element (bit for bit for
+//!   integers and selections, else within tau (|ref| + rms(ref)), tau
+//!   derived per problem from honest float32 variants and kept below the
+//!   narrower types' errors) in place of KernelBench's 1e-2, and the
+//!   PyTorch module itself as the reference command (python/reference.py),
+//!   which loads the same weights;
 //! - the screen ([`Screen`]) drops problems that a null candidate passes,
 //!   whose output does not depend on the input or is nearly constant, that
 //!   are not deterministic, or whose eager time is under 10 µs, where
@@ -33,8 +35,8 @@ mod summary;
 pub use discover::{Problem, discover, parse_selection};
 pub use folder::{FolderOptions, KernelBenchMeta, Written, write_folder};
 pub use probe::{
-    Constant, Distribution, PROBE_PY, Probe, ProbeOptions, ProbedInput, ProbedOutput, ProbedScreen,
-    ProbedSize, ProbedState, Timing, probe,
+    Constant, Distribution, PROBE_PY, Probe, ProbeOptions, ProbedCheck, ProbedInput, ProbedOutput,
+    ProbedScreen, ProbedSize, ProbedState, ProbedTolerance, Timing, VariantError, probe,
 };
 pub use screen::{Flag, Screen, SurveyEntry, read_survey, screen, survey_flags};
 pub use summary::{FAST_P, ProblemResult, Summary, summarize};

@@ -27,12 +27,10 @@ pub struct ProbeOptions {
     /// Time torch.compile's module too (its compilation takes tens of
     /// seconds per problem).
     pub compile: bool,
-    /// The folder's check (relative tolerance, fraction within, cosine
-    /// floor, peak error): the probe tries null candidates against it.
-    pub rtol: f64,
-    pub within: f64,
-    pub cosine: f64,
-    pub peak_error: f64,
+    /// The check's tolerance tau is `margin` times the worst error of the
+    /// honest variants, and at least `floor` ([`ProbedCheck`]).
+    pub margin: f64,
+    pub floor: f64,
     /// How long one problem's probe may run before it is stopped and the
     /// problem reported as failed: a module that hangs (a deadlock in a
     /// custom op, a forward() that never returns) must not stall the import.
@@ -166,6 +164,55 @@ pub struct ProbedScreen {
     pub kevo: Vec<String>,
 }
 
+/// One variant's error against the reference: the largest
+/// |v - ref| / (|ref| + rms(ref)) (`None`: infinite, a NaN or a shape
+/// that differs), or why the variant could not run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum VariantError {
+    // First: `Ran`'s one field is optional, so it would take any object.
+    Failed { error: String },
+    Ran { normalized: Option<f64> },
+}
+
+/// The check of one output and why: exact, or every element within tau.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbedCheck {
+    pub exact: bool,
+    /// Why exact: an integer output, or a selection of input values.
+    #[serde(default)]
+    pub why: Option<String>,
+    /// max(margin x honest_worst, floor); `|got - ref| <= tau (|ref| +
+    /// rms(ref))` for every element.
+    #[serde(default)]
+    pub tau: Option<f64>,
+    /// The worst normalized error of the honest variants (`None`: one of
+    /// them was not finite).
+    #[serde(default)]
+    pub honest_worst: Option<f64>,
+    /// The smallest normalized error of the narrower variants.
+    #[serde(default)]
+    pub narrow_least: Option<f64>,
+    /// Every narrower variant fails the check.
+    #[serde(default)]
+    pub separated: bool,
+    /// The narrower variants the check cannot tell from float32 (their
+    /// error is within tau): a long sum of positive terms averages the
+    /// rounding of narrower inputs away, as it averages float32's own.
+    #[serde(default)]
+    pub not_separated: Vec<String>,
+}
+
+/// How one output's check was derived: the variants and the check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbedTolerance {
+    /// float64, and float32 on the CPU where the reference runs on a GPU.
+    pub honest: BTreeMap<String, VariantError>,
+    /// bfloat16, float16, TF32 (on a GPU), bf16 and fp16 storage.
+    pub narrow: BTreeMap<String, VariantError>,
+    pub check: ProbedCheck,
+}
+
 /// Timed runs of a forward, in milliseconds, or why they failed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -208,6 +255,8 @@ pub struct Probe {
     /// "smoke_held_out".
     pub sizes: BTreeMap<String, ProbedSize>,
     pub screen: ProbedScreen,
+    /// Per output, its check and how it was derived.
+    pub tolerance: Vec<ProbedTolerance>,
     #[serde(default)]
     pub flops: Option<u64>,
     #[serde(default)]
@@ -235,10 +284,8 @@ pub fn probe(
         .arg(&script)
         .arg(problem)
         .args(["--device", &options.device])
-        .args(["--rtol", &options.rtol.to_string()])
-        .args(["--within", &options.within.to_string()])
-        .args(["--cosine", &options.cosine.to_string()])
-        .args(["--peak-error", &options.peak_error.to_string()]);
+        .args(["--tolerance-margin", &options.margin.to_string()])
+        .args(["--tolerance-floor", &options.floor.to_string()]);
     if options.time {
         command.arg("--time");
         if options.compile {
@@ -435,6 +482,9 @@ mod tests {
             "sizes": {"full": {"globals": {"batch_size": 16}, "inputs": [[16, 8]], "state": {"w": [8]}, "outputs": [[16, 8]]},
                       "held_out": {"error": "ValueError: no"}},
             "screen": {"zero": false, "const": false, "ident": false, "det": true, "inpindep": false, "flat_axes": []},
+            "tolerance": [{"honest": {"float64": {"normalized": 2e-7}}, "narrow": {"float16": {"normalized": null},
+                "tf32": {"error": "RuntimeError: no"}, "bf16 storage": {"normalized": 2e-3}},
+                "check": {"exact": false, "tau": 1e-5, "honest_worst": 2e-7, "narrow_least": 2e-3, "separated": true}}],
             "flops": null, "eager_ms": {"median": 0.5, "min": 0.4, "max": 0.9, "runs": 20},
             "compile_ms": {"error": "AttributeError: module 'torch' has no attribute 'compile'"}}"#;
         let p: Probe = serde_json::from_str(text).unwrap();
@@ -446,6 +496,15 @@ mod tests {
         assert_eq!(p.eager_ms.as_ref().and_then(Timing::median_ms), Some(0.5));
         assert!(matches!(p.compile_ms, Some(Timing::Failed { .. })));
         assert!(p.sizes["held_out"].error.is_some());
+        let t = &p.tolerance[0];
+        assert_eq!(t.check.tau, Some(1e-5));
+        assert!(t.check.separated && t.check.not_separated.is_empty());
+        assert_eq!(
+            t.narrow["float16"],
+            VariantError::Ran { normalized: None },
+            "infinite"
+        );
+        assert!(matches!(t.narrow["tf32"], VariantError::Failed { .. }));
         assert_eq!(
             p.globals,
             vec![
@@ -476,10 +535,8 @@ mod tests {
             device: "cpu".into(),
             time: false,
             compile: false,
-            rtol: 1e-2,
-            within: 0.99,
-            cosine: 0.999,
-            peak_error: 1e-2,
+            margin: 16.0,
+            floor: 1e-5,
             timeout: Duration::from_secs(1),
         };
         let started = Instant::now();

@@ -85,7 +85,7 @@ pub(super) fn brief(
     };
     let _ = writeln!(
         s,
-        "\n## How it is checked and scored\n\n- Inputs and weights are drawn anew for every verification seed, from distributions fitted to the problem's own generators (weights that start constant, such as a norm's scale of 1, are drawn around that value, so no step can be skipped), and the reference is the module itself, run on them in float32 (TF32 off).\n- At least 99% of output elements must be within the relative tolerance, no element may be off by more than a share of the reference's largest magnitude (so the other 1% cannot be far off where the output is large), and the cosine similarity of output and reference must clear its floor (task.toml's [check]).\n- {}",
+        "\n## How it is checked and scored\n\n- Inputs and weights are drawn anew for every verification seed, from distributions fitted to the problem's own generators (weights that start constant, such as a norm's scale of 1, are drawn around that value, so no step can be skipped), and the reference is the module itself, run on them in float32 (TF32 off).\n- Every output element is checked: bit for bit where the output is integer or picks input values (a ReLU, a max), else within a bound that scales with the element's own magnitude plus a small share of the output's root mean square, derived from honest float32 variants of the module and below what float16, bfloat16 or TF32 arithmetic would give: compute and store in float32 (task.toml's [check]).\n- {}",
         if compute_bound {
             "The score is achieved FP32 FLOP/s (torch's flop count of the module) against the device's peak."
         } else {

@@ -11,7 +11,7 @@ use super::{
 };
 use crate::KernelBenchError;
 use crate::discover::Problem;
-use crate::probe::{Constant, Probe, ProbedSize};
+use crate::probe::{Constant, Probe, ProbedCheck, ProbedSize};
 
 /// What a folder is made of, decided before any of it is written, so a
 /// problem kevo cannot import fails before its files appear.
@@ -210,7 +210,7 @@ pub(super) fn task_toml(
     write_buffers(&mut toml, layout);
     let args = write_scalars(&mut toml, layout).map_err(|m| unsupported(problem, m))?;
     write_launches(&mut toml, layout, &args);
-    write_checks(&mut toml, layout, options);
+    write_checks(&mut toml, layout);
     let _ = writeln!(
         toml,
         "[reference]\ncommand = [{:?}, \"reference.py\"]",
@@ -411,38 +411,68 @@ fn write_launches(toml: &mut String, layout: &Layout, args: &[String]) {
     }
 }
 
-/// `[check.<output>]`: float outputs by the options' tolerances, with an
-/// absolute slack of 1e-6 of the largest output; integers exactly.
-fn write_checks(toml: &mut String, layout: &Layout, options: &FolderOptions) {
-    for b in layout.buffers.iter().filter(|b| b.role == "output") {
+/// `[check.<output>]` as the probe derived it ([`ProbedCheck`]): bit for
+/// bit for integers and selections; else every element within tau of
+/// (|ref| + rms(ref)), from honest variants, with the narrower ones it
+/// rejects named in a comment.
+fn write_checks(toml: &mut String, layout: &Layout) {
+    let outputs = layout.buffers.iter().filter(|b| b.role == "output");
+    for (k, b) in outputs.enumerate() {
         let _ = writeln!(toml, "[check.{}]", b.name);
-        if b.ty.starts_with('f') {
-            let absmax = layout
-                .probe
-                .outputs
-                .first()
-                .and_then(|o| o.absmax)
-                .unwrap_or(1.0)
-                .max(1e-30);
-            let _ = writeln!(
-                toml,
-                "# {}% of elements within a relative {}, a cosine floor of {}, no element\n# off by more than {} of the largest |reference|, and an absolute slack\n# of 1e-6 of the largest output ({absmax:.3e}) for zeros.",
-                options.within * 100.0,
-                options.rtol,
-                options.cosine,
-                options.peak_error
-            );
-            let _ = writeln!(
-                toml,
-                "rtol = {:?}\natol = {:?}\nwithin = {:?}\ncosine = {:?}\npeak_error = {:?}\n",
-                options.rtol,
-                absmax * 1e-6,
-                options.within,
-                options.cosine,
-                options.peak_error
-            );
-        } else {
-            let _ = writeln!(toml, "# integers compare exactly\nwithin = 1.0\n");
+        let check = layout.probe.tolerance.get(k).map(|t| &t.check);
+        match check {
+            Some(c) if !c.exact && b.ty.starts_with('f') => {
+                let tau = c.tau.unwrap_or(DEFAULT_TAU);
+                let _ = writeln!(toml, "{}", tolerance_comment(c, tau));
+                let _ = writeln!(toml, "rtol = {tau:?}\natol_rms = {tau:?}\nwithin = 1.0\n");
+            }
+            Some(c) => {
+                let why = c.why.as_deref().unwrap_or("an exact output");
+                let _ = writeln!(toml, "# bit for bit: {why}\nexact = true\n");
+            }
+            None if b.ty.starts_with('f') => {
+                let _ = writeln!(
+                    toml,
+                    "# no derivation recorded: every element within {DEFAULT_TAU:e} (|ref| + rms(ref))\nrtol = {DEFAULT_TAU:?}\natol_rms = {DEFAULT_TAU:?}\nwithin = 1.0\n"
+                );
+            }
+            None => {
+                let _ = writeln!(toml, "# integers compare exactly\nexact = true\n");
+            }
         }
     }
+}
+
+/// The check's default tau where the probe recorded none (1e-5: above
+/// fast-math exp's error and a naive float32 sum's over 10^4 terms, below
+/// fp16's rounding).
+const DEFAULT_TAU: f64 = 1e-5;
+
+/// The comment above a tolerance check: what tau came from and what it
+/// rejects.
+fn tolerance_comment(c: &ProbedCheck, tau: f64) -> String {
+    let honest = c
+        .honest_worst
+        .map_or("not finite".to_string(), |e| format!("{e:.2e}"));
+    let narrow = c
+        .narrow_least
+        .map_or("none measured".to_string(), |e| format!("{e:.2e}"));
+    let verdict = if c.separated {
+        "every narrower variant fails it".to_string()
+    } else if c.not_separated.is_empty() {
+        "no narrower variant ran: dtype honesty is not checked here".to_string()
+    } else {
+        format!(
+            "{} would pass it: dtype honesty is not checked for {}",
+            c.not_separated.join(", "),
+            if c.not_separated.len() == 1 {
+                "it"
+            } else {
+                "them"
+            }
+        )
+    };
+    format!(
+        "# every element within {tau:.2e} (|ref| + rms(ref)): derived from honest variants\n# (worst {honest}; kernelbench.json's tolerance); the least wrong narrower\n# variant (bf16, fp16, TF32) is off by {narrow}: {verdict}."
+    )
 }
