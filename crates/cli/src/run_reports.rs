@@ -102,6 +102,13 @@ pub struct TableArgs {
     /// devices --measure --json` output (the FMA peak). Repeatable.
     #[arg(long, value_name = "FILE.json", requires = "results")]
     pub anchors: Vec<PathBuf>,
+    /// KernelBench's metrics in Markdown, from the runs on imported
+    /// problems (`kevo kernelbench import`): per run the kernel at the
+    /// problem's size beside the eager and torch.compile baselines, then
+    /// per level the correct rate, fast_p against the faster baseline and
+    /// each, the geometric-mean speedup and the share of speed of light.
+    #[arg(long, conflicts_with = "results")]
+    pub kernelbench: bool,
     /// Only runs of this task.
     #[arg(long)]
     pub task: Option<String>,
@@ -155,6 +162,10 @@ pub fn table(args: TableArgs) -> Result<ExitCode> {
     })?;
     if args.results {
         return results(&args, runs);
+    }
+    if args.kernelbench {
+        print!("{}", kevo_report::kernelbench::render(&runs));
+        return Ok(ExitCode::SUCCESS);
     }
     let rows: Vec<_> = runs
         .iter()

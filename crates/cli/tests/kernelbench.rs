@@ -645,3 +645,106 @@ fn copy_dir(from: &Path, to: &Path) {
         std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
     }
 }
+
+/// Runs on imported problems carry the import's record in their
+/// provenance, and `kevo table --kernelbench` computes KernelBench's
+/// metrics from the store alone: the kernel at the problem's size beside
+/// the baselines measured on the run's device, the speedup against the
+/// faster of eager and torch.compile, fast_p and the share of speed of
+/// light. The baselines here are written into kernelbench.json before the
+/// runs (the import timed none on the CPU), with the device's own name.
+#[test]
+fn kernelbench_runs_are_tabled_from_the_store_against_the_faster_baseline() {
+    let Some((dir, _)) = imported("1") else {
+        return;
+    };
+    let workspace = dir.path().join("ws");
+    let device = {
+        let out = kevo(&["devices", "--json"], dir.path());
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let d = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["backend"] == "opencl" && d["available"] == true)
+            .unwrap();
+        d["device"]["name"].as_str().unwrap().to_string()
+    };
+    // ReLU: eager 10 s, compiled 2 s (an impossible kernel time is not
+    // needed: any real one is faster than both); matmul: untimed.
+    let relu = dir.path().join("kb-l1-1-relu");
+    let meta_path = relu.join("kernelbench.json");
+    let mut meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
+    meta["device"] = device.clone().into();
+    meta["eager_ms"] =
+        serde_json::json!({"median": 10000.0, "min": 9000.0, "max": 11000.0, "runs": 20});
+    meta["compile_ms"] =
+        serde_json::json!({"median": 2000.0, "min": 1900.0, "max": 2100.0, "runs": 20});
+    std::fs::write(&meta_path, meta.to_string()).unwrap();
+    for task in ["kb-l1-1-relu", "kb-l1-3-matmul"] {
+        let out = kevo(
+            &[
+                "evolve",
+                "--task",
+                dir.path().join(task).to_str().unwrap(),
+                "--backend",
+                "opencl",
+                "--workspace",
+                workspace.to_str().unwrap(),
+                "--iterations",
+                "0",
+                "--llm",
+                "cmd:false",
+            ],
+            dir.path(),
+        );
+        assert!(out.status.success(), "{}", text(&out));
+    }
+    let out = kevo(
+        &[
+            "table",
+            "--kernelbench",
+            "--all",
+            "--workspace",
+            workspace.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let table = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(table.contains("## KernelBench level 1: 2 runs"), "{table}");
+    let relu_row = table.lines().find(|l| l.starts_with("| 1_ReLU |")).unwrap();
+    let cells: Vec<&str> = relu_row.split('|').map(str::trim).collect();
+    // | problem | run | proposals | outcome | kernel ms | eager | compile | best | vs eager | vs compile | SOL |
+    assert_eq!(cells[3], "0", "{relu_row}");
+    assert_eq!(cells[4], "correct", "{relu_row}");
+    let kernel_ms: f64 = cells[5].parse().unwrap();
+    let best: f64 = cells[8].trim_end_matches('x').parse().unwrap();
+    let eager: f64 = cells[9].trim_end_matches('x').parse().unwrap();
+    assert!(
+        (best - 2000.0 / kernel_ms).abs() / best < 0.01,
+        "{relu_row}"
+    );
+    assert!(
+        (eager - 10000.0 / kernel_ms).abs() / eager < 0.01,
+        "{relu_row}"
+    );
+    assert!(cells[11].ends_with('%'), "{relu_row}");
+    // The matmul has no baseline: correct, no speedup, said why.
+    let matmul_row = table
+        .lines()
+        .find(|l| l.starts_with("| 3_Matmul |"))
+        .unwrap();
+    assert!(matmul_row.contains("| correct |"), "{matmul_row}");
+    assert!(
+        table.contains("no speedup for 3_Matmul: baselines timed on cpu"),
+        "{table}"
+    );
+    // fast_p over both problems: only ReLU is faster than its baseline.
+    assert!(table.contains("2 problems, correct 100.0%"), "{table}");
+    assert!(
+        table.contains("Against the faster of eager and torch.compile: fast_0 50.0%, fast_1 50.0%, fast_1.5 50.0%, fast_2 50.0%"),
+        "{table}"
+    );
+}

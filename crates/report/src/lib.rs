@@ -9,6 +9,7 @@ mod data;
 mod embed;
 mod headline;
 mod html;
+pub mod kernelbench;
 pub mod metal_sci;
 pub mod results;
 mod roofline;

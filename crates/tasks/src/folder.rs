@@ -58,6 +58,11 @@
 //! command = ["python3", "reference.py"]   # or kernel = {...}, golden = "dir"
 //! ```
 //!
+//! An optional top-level `provenance = "FILE.json"` (before the first
+//! table) names a JSON file of the folder that every run on the task
+//! records in its settings' provenance: a KernelBench import's problem,
+//! baselines and tolerance derivation travel with the runs that way.
+//!
 //! The reference is one of: `kernel = { cuda = "reference.cu", ... }`, run
 //! by the evaluator on the device; `command = [...]`, run in the folder on
 //! the coordinator once per (size, inputs) with `KEVO_INPUTS` (a directory
@@ -331,6 +336,10 @@ pub struct FolderTask {
     /// Output buffer name -> its check.
     pub checks: BTreeMap<String, CheckDef>,
     pub reference: ReferenceDef,
+    /// `provenance = "FILE"`: a JSON file of the folder (where the task
+    /// came from, its baselines) that every run on it records, so a
+    /// table of results needs the store alone.
+    pub provenance: Option<serde_json::Value>,
 }
 
 impl FolderTask {

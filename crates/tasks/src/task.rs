@@ -382,6 +382,12 @@ impl Task {
         self.folder.as_deref()
     }
 
+    /// What every run on this task records of where it came from: a
+    /// folder's `provenance` file (a KernelBench import's record).
+    pub fn provenance_record(&self) -> Option<&serde_json::Value> {
+        self.folder()?.folder().provenance.as_ref()
+    }
+
     /// The reference kernel in `dialect`, when the task's expected outputs
     /// come from running it on the device instead of from CPU code.
     pub fn device_reference(&self, dialect: Dialect) -> Option<&str> {

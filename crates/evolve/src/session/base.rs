@@ -168,7 +168,14 @@ pub(super) fn run_config(
             "provenance".into(),
             serde_json::json!({
                 "kevo": crate::VERSION,
-                "task": {"name": task.name(), "content_hash": task.content_hash()},
+                "task": match task.provenance_record() {
+                    Some(record) => serde_json::json!({
+                        "name": task.name(),
+                        "content_hash": task.content_hash(),
+                        "record": record,
+                    }),
+                    None => serde_json::json!({"name": task.name(), "content_hash": task.content_hash()}),
+                },
                 "device": pool.device(),
                 "ceilings": pool.ceilings(),
                 // Every local worker's device and ceilings (several with

@@ -246,7 +246,10 @@ fn header(problem: &Problem, task: &str, layout: &Layout, work: &Work) -> String
         );
         let _ = writeln!(toml, "min_traffic = {bytes_expr:?}");
     }
-    let _ = writeln!(toml, "default_seed = 42\nbrief = \"brief.md\"\n");
+    let _ = writeln!(toml, "default_seed = 42\nbrief = \"brief.md\"");
+    // Every run records kernelbench.json (problem, baselines, tolerance
+    // derivation): `kevo table --kernelbench` needs the store alone.
+    let _ = writeln!(toml, "provenance = \"kernelbench.json\"\n");
     toml
 }
 

@@ -66,6 +66,13 @@ impl FolderTask {
         load.check_everything_launched(&spec.kernels, &buffers, &launches)?;
         let checks = load.checks(&raw.check, &buffers)?;
         let reference = load.reference(&raw, &spec.kernels)?;
+        let provenance = match &raw.provenance {
+            Some(name) => Some(
+                serde_json::from_str(&load.text("provenance", name)?)
+                    .map_err(|e| load.error("provenance", format!("`{name}` is not JSON: {e}")))?,
+            ),
+            None => None,
+        };
         let task = FolderTask {
             root: root.to_path_buf(),
             files: files.clone(),
@@ -80,6 +87,7 @@ impl FolderTask {
             ping_pong: raw.ping_pong.clone(),
             checks,
             reference,
+            provenance,
         };
         task.check_sizes()?;
         if let ReferenceDef::Golden(dir) = &task.reference {

@@ -24,6 +24,8 @@ pub(super) struct RawFolder {
     pub(super) ping_pong: Vec<[String; 2]>,
     pub(super) check: BTreeMap<String, RawCheck>,
     pub(super) reference: RawReference,
+    /// A JSON file of the folder that every run on the task records.
+    pub(super) provenance: Option<String>,
 }
 
 #[derive(Deserialize)]
