@@ -181,6 +181,30 @@ fn level1_problems_are_screened_and_written_as_folders_kevo_checks() {
         .find(|p| p["problem"] == "4_Tiny_scale")
         .unwrap();
     assert_eq!(tiny["status"], "dropped");
+    // The sum's output has 8 x 64 elements: flagged (kept), and its smoke
+    // size (batch 2: 128 elements) replaced by the full size, so no size
+    // checks fewer than the full one does.
+    let sum_line = screen["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["problem"] == "2_Sum_reduction_over_a_dimension")
+        .unwrap();
+    assert_eq!(sum_line["status"], "written", "{sum_line}");
+    assert!(
+        sum_line["flags"].to_string().contains("only 512 elements"),
+        "{sum_line}"
+    );
+    let sum_toml = std::fs::read_to_string(
+        dir.path()
+            .join("kb-l1-2-sum-reduction-over-a-dimension/task.toml"),
+    )
+    .unwrap();
+    let smoke = &sum_toml[sum_toml.find("[sizes.smoke]").unwrap()..];
+    assert!(
+        smoke.lines().nth(1).unwrap().contains("batch_size8"),
+        "{sum_toml}"
+    );
     assert!(!dir.path().join("kb-l1-4-tiny-scale").exists());
     // The matmul's folder passes kevo's own checks: the reference (the
     // module, through torch) at every size, null candidates rejected, the

@@ -333,8 +333,11 @@ fn size_plan(probe: &Probe) -> Vec<PlannedSize> {
         Some(h) => plan.push(("full", "held", label(&h, "held-out"), h)),
         None => plan.push(("full", "held", "same-size".into(), full.clone())),
     }
+    // A smoke size checks as many elements as any other: else the first
+    // gate could pass a kernel that is wrong on a share of them.
+    let enough = |s: &ProbedSize| crate::fewest_output_elements(s) >= crate::MIN_CHECKED_ELEMENTS;
     match (ok("smoke"), ok("smoke_held_out")) {
-        (Some(s), Some(h)) => {
+        (Some(s), Some(h)) if enough(&s) && enough(&h) => {
             plan.push(("smoke", "in", label(&s, "smoke"), s));
             plan.push(("smoke", "held", label(&h, "smoke-held-out"), h));
         }

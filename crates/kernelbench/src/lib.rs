@@ -47,6 +47,23 @@ pub const REFERENCE_PY: &str = include_str!("../python/reference.py");
 /// Eager times under this are dominated by launch overhead (10 µs).
 pub const MIN_BASELINE_MS: f64 = 0.010;
 
+/// The fewest elements of each output a size may check. A kernel wrong on
+/// a share p of the elements (a sparsity guess, a skipped batch row)
+/// passes n checked ones with probability (1 - p)^n: at 1024 a share of
+/// 0.5% slips through 0.6% of the time, at 128 (a smoke size of batch 2)
+/// 53%. A smoke size below it is replaced by the full size; a full size
+/// below it is flagged.
+pub const MIN_CHECKED_ELEMENTS: u64 = 1024;
+
+/// The fewest elements of any output at `size`.
+pub(crate) fn fewest_output_elements(size: &ProbedSize) -> u64 {
+    size.outputs
+        .iter()
+        .map(|shape| shape.iter().product::<u64>())
+        .min()
+        .unwrap_or(0)
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum KernelBenchError {
     #[error("{path}: {message}")]

@@ -40,6 +40,10 @@ pub enum Flag {
     /// A published screen (`--survey`, measured elsewhere) finds what this
     /// probe did not.
     Survey { finding: String, drops: bool },
+    /// The problem's own size has an output of fewer than
+    /// [`crate::MIN_CHECKED_ELEMENTS`] elements (a loss is one number):
+    /// each verification seed checks only these.
+    FewCheckedElements { elements: u64 },
 }
 
 impl Flag {
@@ -88,6 +92,10 @@ impl Flag {
                 "no constant sets the batch alone: the held-out size is the problem's own size, so nothing is held out".into()
             }
             Flag::Survey { finding, .. } => format!("the survey: {finding}"),
+            Flag::FewCheckedElements { elements } => format!(
+                "an output has only {elements} elements (under {}): each verification seed checks only these, so a kernel wrong on a few inputs' share of them can pass one seed",
+                crate::MIN_CHECKED_ELEMENTS
+            ),
         }
     }
 }
@@ -244,6 +252,12 @@ pub fn screen(probe: &Probe) -> Screen {
         .is_none_or(|s| s.error.is_some())
     {
         flags.push(Flag::NoHeldOutSize);
+    }
+    if let Some(full) = probe.sizes.get("full") {
+        let elements = crate::fewest_output_elements(full);
+        if elements < crate::MIN_CHECKED_ELEMENTS {
+            flags.push(Flag::FewCheckedElements { elements });
+        }
     }
     Screen { flags }
 }
