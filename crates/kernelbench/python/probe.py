@@ -254,11 +254,60 @@ def variant(model, inputs, device, dtype, rounded_to=None):
     return list(out) if isinstance(out, (tuple, list)) else [out]
 
 
-def derive_tolerance(model, inputs, outputs, device, flops, margin, floor):
+def reduction_length(model, inputs, k, flops, largest):
+    """About how many terms a naive kernel sums for one element of output
+    `k`: the larger of two estimates. Torch's flops over twice the largest
+    tensor forward() makes (a contraction's length) plus what a later
+    reduction folds into one output; and, measured, how many output
+    elements one input element reaches, times the inputs per output (a
+    matmul's row reaches N of M N outputs from M K inputs: K terms)."""
+    import torch
+
+    out = forward_outputs(model, inputs)[k]
+    out_n = max(1, out.numel())
+    estimates = [1.0]
+    if flops:
+        largest_n = max(math.prod(largest), out_n) if largest else out_n
+        estimates.append(flops / (2 * largest_n) + largest_n / out_n)
+    gen = torch.Generator(device="cpu").manual_seed(11)
+    for j, v in enumerate(inputs):
+        if not isinstance(v, torch.Tensor) or not v.is_floating_point() or v.numel() == 0:
+            continue
+        reach = 0
+        for _ in range(3):
+            at = int(torch.randint(v.numel(), (1,), generator=gen))
+            nudged = v.clone()
+            nudged.view(-1)[at] += 1.0 + abs(float(v.view(-1)[at]))
+            changed = forward_outputs(model, inputs[:j] + [nudged] + inputs[j + 1 :])[k]
+            if changed.shape == out.shape:
+                reach = max(reach, int((changed != out).sum()))
+        estimates.append(reach * v.numel() / out_n)
+    return max(estimates)
+
+
+def forward_outputs(model, inputs):
+    import torch
+
+    with torch.no_grad():
+        out = model(*inputs)
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def sequential_floor(terms):
+    """The error of a naive float32 sum of `terms` terms, as a share of
+    the output's scale, with room for the worst of 10^8 outputs: 4 x 2^-24
+    sqrt(terms). A sequential sum errs about 2^-24 sqrt(terms) / 4.9 per
+    output (1.1e-6 at 4096 terms, 1.4e-5 at 131072, the worst of 64
+    simulated dot products)."""
+    return 4.0 * 2.0**-24 * math.sqrt(terms)
+
+
+def derive_tolerance(model, inputs, outputs, device, flops, largest, margin, floor):
     """Per output, the check kevo writes and how it was derived: the honest
     variants (the module in float64, in float32 on the CPU) give the error
     an honest float32 kernel may make; tau = max(margin x their worst,
-    floor). The narrower variants (the module in bfloat16, float16, TF32,
+    floor, the error of a naive float32 sum of the output's reduction
+    length). The narrower variants (the module in bfloat16, float16, TF32,
     the reference stored as bf16 or fp16) must each be above tau, or the
     record says the check cannot tell them apart. A selection is exact."""
     import torch
@@ -315,7 +364,8 @@ def derive_tolerance(model, inputs, outputs, device, flops, margin, floor):
             worst = max([e for e in errors if e is not None], default=0.0)
             if any(e is None for e in errors):
                 worst = None
-            tau = max(margin * (worst or 0.0), floor)
+            terms = reduction_length(model, inputs, k, flops, largest)
+            tau = max(margin * (worst or 0.0), floor, sequential_floor(terms))
             narrow_errors = {
                 name: float("inf") if v["normalized"] is None else v["normalized"]
                 for name, v in record["narrow"].items()
@@ -327,6 +377,7 @@ def derive_tolerance(model, inputs, outputs, device, flops, margin, floor):
                 "exact": False,
                 "tau": tau,
                 "honest_worst": worst,
+                "reduction_length": terms,
                 "narrow_least": None if least in (None, float("inf")) else least,
                 "separated": least is not None and not passing,
                 "not_separated": passing,
@@ -610,7 +661,14 @@ def main():
         report["flops"] = None
         report["flops_error"] = f"{type(e).__name__}: {e}"
     report["tolerance"] = derive_tolerance(
-        model, inputs, outputs, device, report["flops"], args.tolerance_margin, args.tolerance_floor
+        model,
+        inputs,
+        outputs,
+        device,
+        report["flops"],
+        sizes["full"].get("largest") or [],
+        args.tolerance_margin,
+        args.tolerance_floor,
     )
     check = report["tolerance"][0]["check"]
     report["screen"] = screen(module, device, args.seed, model, inputs, outputs, check)

@@ -190,6 +190,10 @@ pub struct ProbedCheck {
     /// them was not finite).
     #[serde(default)]
     pub honest_worst: Option<f64>,
+    /// About how many terms a naive kernel sums per output element; tau
+    /// is at least a naive float32 sum's error over that many.
+    #[serde(default)]
+    pub reduction_length: Option<f64>,
     /// The smallest normalized error of the narrower variants.
     #[serde(default)]
     pub narrow_least: Option<f64>,

@@ -475,7 +475,10 @@ fn tolerance_comment(c: &ProbedCheck, tau: f64) -> String {
             }
         )
     };
+    let terms = c.reduction_length.map_or(String::new(), |n| {
+        format!(", about {n:.0} terms summed per element")
+    });
     format!(
-        "# every element within {tau:.2e} (|ref| + rms(ref)): derived from honest variants\n# (worst {honest}; kernelbench.json's tolerance); the least wrong narrower\n# variant (bf16, fp16, TF32) is off by {narrow}: {verdict}."
+        "# every element within {tau:.2e} (|ref| + rms(ref)): derived from honest variants\n# (worst {honest}{terms}; kernelbench.json's tolerance); the least wrong narrower\n# variant (bf16, fp16, TF32) is off by {narrow}: {verdict}."
     )
 }
