@@ -14,6 +14,7 @@ mod printers;
 mod progress;
 mod queue_worker;
 mod run_reports;
+mod sandbox_exec;
 mod settings;
 mod show;
 mod style;
@@ -197,6 +198,10 @@ enum Command {
     /// Measure the evaluation latency per candidate: the first (cold)
     /// evaluation and the median of repeated (warm) ones, split by phase.
     Bench(Box<bench::BenchArgs>),
+    /// Confine this process and run a command (kevo runs confined `cmd:`
+    /// proposers through it).
+    #[command(hide = true)]
+    SandboxExec(sandbox_exec::SandboxExecArgs),
 }
 
 fn translate(kernel: &std::path::Path, out: Option<&std::path::Path>) -> Result<ExitCode> {
@@ -460,5 +465,6 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Worker { queue, .. } => queue_worker::serve(queue),
+        Command::SandboxExec(args) => sandbox_exec::sandbox_exec(args),
     }
 }

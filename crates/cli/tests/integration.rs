@@ -10,6 +10,7 @@ mod asktell;
 mod batch;
 mod browser;
 mod cli;
+mod cmd_sandbox;
 mod concurrency;
 mod config;
 mod cross;

@@ -131,6 +131,18 @@ pub struct ProviderConfig {
     pub accept_unknown_cost: bool,
     /// Stdin format of `cmd:` (the `cmd+json:` spec forces JSON).
     pub cmd_format: CmdFormat,
+    /// Confine every `cmd:` proposer call (a local coding agent, a
+    /// script): it starts in a fresh directory, the only place it may
+    /// write; it reads only there, in the system directories and in
+    /// `cmd_readable`; it has no network unless `cmd_network`; it gets no
+    /// new privileges; and its whole process tree ends with the call.
+    pub cmd_sandbox: bool,
+    /// More files or directories a confined `cmd:` proposer may read (its
+    /// own script, a model's weights).
+    pub cmd_readable: Vec<std::path::PathBuf>,
+    /// A confined `cmd:` proposer may reach the network (to call its own
+    /// model's API); files stay confined.
+    pub cmd_network: bool,
     pub endpoints: BTreeMap<String, EndpointConfig>,
     /// Extra or replacement rows for the built-in price table.
     pub prices: BTreeMap<String, Price>,
@@ -158,6 +170,9 @@ impl Default for ProviderConfig {
             budget_usd: None,
             accept_unknown_cost: false,
             cmd_format: CmdFormat::Text,
+            cmd_sandbox: false,
+            cmd_readable: Vec::new(),
+            cmd_network: false,
             endpoints: BTreeMap::new(),
             prices: BTreeMap::new(),
         }

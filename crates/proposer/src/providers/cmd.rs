@@ -48,6 +48,20 @@ pub struct CmdProvider {
     /// The whole environment the command gets (see [`proposer_environment`]).
     environment: Vec<(OsString, OsString)>,
     max_output: u64,
+    sandbox: Option<CmdSandbox>,
+}
+
+/// How every call of a confined `cmd:` proposer runs: in a fresh
+/// directory (its working directory and HOME, removed after the call),
+/// through `LAUNCHER sandbox-exec` (kevo's own binary), which confines
+/// itself and then runs `sh -c COMMAND`.
+#[derive(Debug, Clone)]
+pub struct CmdSandbox {
+    pub launcher: std::path::PathBuf,
+    /// More paths the command may read besides the system directories.
+    pub readable: Vec<std::path::PathBuf>,
+    /// The command may reach the network.
+    pub network: bool,
 }
 
 /// Variables every command gets when kevo has them.
@@ -151,7 +165,35 @@ impl CmdProvider {
             timeout,
             environment: Vec::new(),
             max_output: 1 << 20,
+            sandbox: None,
         }
+    }
+
+    pub fn with_sandbox(mut self, sandbox: Option<CmdSandbox>) -> Self {
+        self.sandbox = sandbox;
+        self
+    }
+
+    /// The process that runs the command: `sh -c COMMAND`, or confined,
+    /// `LAUNCHER sandbox-exec --dir DIR ... -- sh -c COMMAND` in `dir`.
+    fn process(&self, dir: Option<&std::path::Path>) -> std::process::Command {
+        let (Some(sandbox), Some(dir)) = (&self.sandbox, dir) else {
+            let mut c = std::process::Command::new("sh");
+            c.arg("-c").arg(&self.command);
+            return c;
+        };
+        let mut c = std::process::Command::new(&sandbox.launcher);
+        c.arg("sandbox-exec").arg("--dir").arg(dir);
+        for path in &sandbox.readable {
+            c.arg("--readable").arg(path);
+        }
+        if sandbox.network {
+            c.arg("--network");
+        }
+        c.args(["--", "sh", "-c"])
+            .arg(&self.command)
+            .current_dir(dir);
+        c
     }
 
     pub fn with_environment(mut self, environment: Vec<(OsString, OsString)>) -> Self {
@@ -191,12 +233,22 @@ impl CmdProvider {
         let t0 = Instant::now();
         let deadline = tokio::time::Instant::now() + self.timeout;
         let token = call_token();
-        let mut std_cmd = std::process::Command::new("sh");
+        // A confined call's own directory: its working directory, HOME and
+        // the only place it may write; gone with the call.
+        let dir = match &self.sandbox {
+            Some(_) => Some(
+                tempfile::Builder::new()
+                    .prefix("kevo-cmd-")
+                    .tempdir()
+                    .map_err(|e| self.io_err("cannot make its directory", e))?,
+            ),
+            None => None,
+        };
+        let mut std_cmd = self.process(dir.as_ref().map(|d| d.path()));
         std_cmd
-            .arg("-c")
-            .arg(&self.command)
             .env_clear()
             .envs(self.environment.iter().map(|(k, v)| (k, v)))
+            .envs(dir.as_ref().map(|d| ("HOME", d.path())))
             .env(MARKER, &token)
             .process_group(0)
             .stdin(Stdio::piped())

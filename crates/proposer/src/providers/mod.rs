@@ -267,7 +267,8 @@ pub fn build_member(
                     Box::new(
                         CmdProvider::new(command, format, timeout)
                             .with_environment(environment)
-                            .with_max_output(config.max_response_bytes),
+                            .with_max_output(config.max_response_bytes)
+                            .with_sandbox(cmd_sandbox(config)?),
                     ),
                     config.retry_policy(),
                     config.concurrency,
@@ -309,6 +310,24 @@ pub fn build_member(
         redactor,
         max_output_tokens,
     )))
+}
+
+/// The confinement of `cmd:` calls the config asks for: kevo's own binary
+/// (this process's) confines itself as `kevo sandbox-exec` around each.
+fn cmd_sandbox(config: &ProviderConfig) -> Result<Option<cmd::CmdSandbox>, ProviderError> {
+    if !config.cmd_sandbox {
+        return Ok(None);
+    }
+    let launcher = std::env::current_exe().map_err(|e| {
+        ProviderError::Config(format!(
+            "cmd_sandbox: cannot find kevo's own binary to confine the command with: {e}"
+        ))
+    })?;
+    Ok(Some(cmd::CmdSandbox {
+        launcher,
+        readable: config.cmd_readable.clone(),
+        network: config.cmd_network,
+    }))
 }
 
 #[cfg(test)]
