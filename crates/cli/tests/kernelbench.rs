@@ -1,9 +1,10 @@
 //! `kevo kernelbench import` on problems written for these tests in
 //! KernelBench's format (crates/kernelbench/tests/problems: ReLU, a sum
 //! over one dimension, a matmul, a tiny scaling a zero kernel passes, a
-//! large offset a constant passes under a loose relative tolerance; at
-//! Level 2 a linear + ReLU + bias and a linear + batch norm that needs two
-//! kernels), probed and referenced by real PyTorch
+//! large offset a constant passed under the old relative tolerance; at
+//! Level 2 a linear + ReLU + bias, a linear + batch norm that needs two
+//! kernels, and a scaling by a parameter named like a constant), probed
+//! and referenced by real PyTorch
 //! on the CPU (Debian's python3-torch in CI, installed by scripts/setup
 //! --torch), with the folders evaluated on PoCL.
 
@@ -325,6 +326,24 @@ fn level2_weights_reach_the_kernel_and_the_reference_alike() {
     let no_bias = dir.path().join("no_bias.cl");
     std::fs::write(&no_bias, seed.replace(" + w_bias[o]", "")).unwrap();
     let e = eval_json(&task, Some(&no_bias), dir.path());
+    assert_eq!(e["outcome"]["status"], "wrong_result", "{e}");
+    // A constant the module made into a parameter of the same name: the
+    // signature says the kernel must use the parameter, drawn anew, and a
+    // kernel that multiplies by the constant is wrong.
+    let scaled = dir.path().join("kb-l2-3-scale-by-parameter");
+    let signature = std::fs::read_to_string(scaled.join("signature.cl")).unwrap();
+    assert!(
+        signature.contains("scale = 2, only the value the module was built with: it uses its parameter w_scale, drawn anew"),
+        "{signature}"
+    );
+    assert_eq!(
+        eval_json(&scaled, None, dir.path())["outcome"]["status"],
+        "correct"
+    );
+    let seed = std::fs::read_to_string(scaled.join("seed.cl")).unwrap();
+    let constant = dir.path().join("by_constant.cl");
+    std::fs::write(&constant, seed.replace("w_scale[0]", "k_scale")).unwrap();
+    let e = eval_json(&scaled, Some(&constant), dir.path());
     assert_eq!(e["outcome"]["status"], "wrong_result", "{e}");
 }
 

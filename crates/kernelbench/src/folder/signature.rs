@@ -46,10 +46,20 @@ pub(super) fn signature(
             Constant::Float(_) => "float",
             _ => "int",
         };
-        params.push((
-            format!("{ty} k_{}", identifier(name)),
-            format!("{name} = {}", constant_text(value)),
-        ));
+        // A constant the module turned into a parameter of the same name
+        // (`self.constant = nn.Parameter(...)`): the kernel must use the
+        // weight, which kevo draws anew, not the value it was built from.
+        let weight = format!("w_{}", identifier(name));
+        let shadowed = buffers.iter().any(|b| b.name == weight);
+        let note = if shadowed {
+            format!(
+                "{name} = {}, only the value the module was built with: it uses its parameter {weight}, drawn anew",
+                constant_text(value)
+            )
+        } else {
+            format!("{name} = {}", constant_text(value))
+        };
+        params.push((format!("{ty} k_{}", identifier(name)), note));
     }
     for input in probe.inputs.iter().filter(|i| i.scalar.is_some()) {
         let (ty, _) = scalar_argument(input.scalar.as_ref().expect("filtered"));
