@@ -174,6 +174,19 @@ impl CmdProvider {
         self
     }
 
+    /// A confined call's own directory: its working directory, HOME and
+    /// the only place it may write; gone with the call.
+    fn call_dir(&self) -> Result<Option<tempfile::TempDir>, ProviderError> {
+        match &self.sandbox {
+            Some(_) => tempfile::Builder::new()
+                .prefix("kevo-cmd-")
+                .tempdir()
+                .map(Some)
+                .map_err(|e| self.io_err("cannot make its directory", e)),
+            None => Ok(None),
+        }
+    }
+
     /// The process that runs the command: `sh -c COMMAND`, or confined,
     /// `LAUNCHER sandbox-exec --dir DIR ... -- sh -c COMMAND` in `dir`.
     fn process(&self, dir: Option<&std::path::Path>) -> std::process::Command {
@@ -233,17 +246,7 @@ impl CmdProvider {
         let t0 = Instant::now();
         let deadline = tokio::time::Instant::now() + self.timeout;
         let token = call_token();
-        // A confined call's own directory: its working directory, HOME and
-        // the only place it may write; gone with the call.
-        let dir = match &self.sandbox {
-            Some(_) => Some(
-                tempfile::Builder::new()
-                    .prefix("kevo-cmd-")
-                    .tempdir()
-                    .map_err(|e| self.io_err("cannot make its directory", e))?,
-            ),
-            None => None,
-        };
+        let dir = self.call_dir()?;
         let mut std_cmd = self.process(dir.as_ref().map(|d| d.path()));
         std_cmd
             .env_clear()
