@@ -106,8 +106,18 @@ async fn new_run_options(args: &EvolveArgs, store: &Store) -> Result<EvolveOptio
     };
     let config = crate::settings::effective(from_run, &args.config, args.run.layer()?)?;
     let mut options = config.to_options()?;
+    if options.llm.is_empty() && options.iterations == 0 {
+        // Nothing to propose: the seed alone, evaluated, stored and scored.
+        options.llm = vec!["none".into()];
+    }
     if options.llm.is_empty() {
         bail!("no model: give --llm SPEC, or `models` under [llm] in the config file");
+    }
+    if options.iterations > 0 && options.llm.iter().any(|m| m.trim() == "none") {
+        bail!(
+            "--llm none is no model: it serves runs of no proposals (--iterations 0); this run asks for {}",
+            options.iterations
+        );
     }
     options.start_source = match &config.seed_kernel {
         Some(p) => Some(

@@ -737,13 +737,34 @@ fn kernelbench_runs_are_tabled_from_the_store_against_the_faster_baseline() {
                 workspace.to_str().unwrap(),
                 "--iterations",
                 "0",
-                "--llm",
-                "cmd:false",
             ],
             dir.path(),
         );
         assert!(out.status.success(), "{}", text(&out));
     }
+    // `none` is no model: a run that asks for proposals is refused.
+    let refused = kevo(
+        &[
+            "evolve",
+            "--task",
+            relu.to_str().unwrap(),
+            "--backend",
+            "opencl",
+            "--workspace",
+            workspace.to_str().unwrap(),
+            "--iterations",
+            "2",
+            "--llm",
+            "none",
+        ],
+        dir.path(),
+    );
+    assert!(!refused.status.success());
+    assert!(
+        text(&refused).contains("--llm none is no model"),
+        "{}",
+        text(&refused)
+    );
     let out = kevo(
         &[
             "table",

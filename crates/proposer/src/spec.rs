@@ -10,6 +10,8 @@
 //!           | PROVIDER ["@" URL] ":" MODEL   an HTTP API
 //!           | "external"                     no model of kevo's own: the run
 //!                                            is driven by `kevo ask`/`tell`
+//!           | "none"                         no model at all: a run of no
+//!                                            proposals (`--iterations 0`)
 //!           | "batch:" PROVIDER ["@" URL] ":" MODEL
 //!                                            the API's batch endpoint (half
 //!                                            price, answers within 24 h)
@@ -78,6 +80,9 @@ pub enum SpecKind {
     },
     /// Answers come from outside (`kevo tell`); kevo calls no model.
     External,
+    /// No model: a run that makes no proposals (the seed evaluated,
+    /// stored and scored at the held-out size).
+    None,
     /// An HTTP API's batch endpoint (OpenAI's Batch API, Anthropic's
     /// Message Batches).
     Batch {
@@ -120,6 +125,7 @@ impl ModelSpec {
                 json: true,
             } => format!("cmd+json:{command}"),
             SpecKind::External => "external".to_string(),
+            SpecKind::None => "none".to_string(),
             SpecKind::Batch {
                 provider,
                 base_url: None,
@@ -204,6 +210,8 @@ fn parse_member(whole: &str, member: &str) -> Result<ModelSpec, SpecError> {
         batch_kind(whole, body, api)?
     } else if body == "external" {
         SpecKind::External
+    } else if body == "none" {
+        SpecKind::None
     } else if let Some(command) = body.strip_prefix("cmd+json:").or(body.strip_prefix("cmd:")) {
         cmd_kind(body, command).map_err(err)?
     } else if let Some(rest) = body.strip_prefix("replay:") {
@@ -465,6 +473,8 @@ mod tests {
         );
         assert_eq!(one("OpenAI:gpt-5").label(), "openai:gpt-5");
         assert_eq!(one("external").kind, SpecKind::External);
+        assert_eq!(one("none").kind, SpecKind::None);
+        assert_eq!(one("none").label(), "none");
         assert_eq!(
             one("batch:openai@http://127.0.0.1:9/v1:gpt-5").kind,
             SpecKind::Batch {

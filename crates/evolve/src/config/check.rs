@@ -23,6 +23,9 @@ pub(crate) fn check_helper_model(spec: &str, role: &str) -> Result<(), String> {
             kevo_proposer::SpecKind::Batch { .. } => Err(format!(
                 "a `batch:` model answers within hours; the {role} must answer before the next prompt"
             )),
+            kevo_proposer::SpecKind::None => {
+                Err(format!("`none` is no model; the {role} must be one"))
+            }
             _ => Ok(()),
         },
         _ => Err(format!(

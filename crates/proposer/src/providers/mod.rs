@@ -289,6 +289,12 @@ pub fn build_member(
                     why: "a `batch:` model answers through its batch endpoint, not live calls",
                 }));
             }
+            SpecKind::None => {
+                return Ok(Arc::new(NoLiveCalls {
+                    label: spec.label(),
+                    why: "`none` is no model: it serves runs of no proposals (`--iterations 0`)",
+                }));
+            }
             SpecKind::Replay { path, mode } => (
                 Box::new(ReplayProvider::open(path, *mode)?),
                 RetryPolicy::none(),
