@@ -366,6 +366,17 @@ fn a_norm_after_a_product_is_imported_as_two_stages() {
     let toml = std::fs::read_to_string(task.join("task.toml")).unwrap();
     assert!(toml.contains(r#"kernels = ["stage1", "stage2"]"#), "{toml}");
     assert!(toml.contains(r#"name = "scratch""#), "{toml}");
+    // In training mode the running statistics and the batch counter reach
+    // no output: the kernel gets them, the work model does not count them.
+    let work = toml.lines().find(|l| l.starts_with("work = ")).unwrap();
+    assert!(work.contains("n_w_linear_weight"), "{work}");
+    for unread in ["running_mean", "running_var", "num_batches_tracked"] {
+        assert!(!work.contains(unread), "{unread}: {work}");
+        assert!(
+            signature_has(&task, unread),
+            "the kernel still gets {unread}"
+        );
+    }
     let signature = std::fs::read_to_string(task.join("signature.cl")).unwrap();
     for want in [
         "__kernel void stage1(",
@@ -623,6 +634,13 @@ fn attacks_on_imported_problems_are_each_rejected() {
             folder.display()
         );
     }
+}
+
+/// Whether the folder's OpenCL signature names a parameter with `part`.
+fn signature_has(task: &Path, part: &str) -> bool {
+    std::fs::read_to_string(task.join("signature.cl"))
+        .unwrap()
+        .contains(part)
 }
 
 /// Problem stem (`1_ReLU`) -> its imported folder, from kernelbench.json.

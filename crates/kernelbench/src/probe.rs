@@ -261,6 +261,10 @@ pub struct Probe {
     pub screen: ProbedScreen,
     /// Per output, its check and how it was derived.
     pub tolerance: Vec<ProbedTolerance>,
+    /// State entries no output depends on (a batch norm's running
+    /// statistics in training mode): not counted in the work model.
+    #[serde(default)]
+    pub unread_state: Vec<String>,
     #[serde(default)]
     pub flops: Option<u64>,
     #[serde(default)]

@@ -89,7 +89,7 @@ pub(super) fn brief(
         if compute_bound {
             "The score is achieved FP32 FLOP/s (torch's flop count of the module) against the device's peak."
         } else {
-            "The score is achieved bandwidth (every input and weight read once, every output written once) against the device's peak."
+            "The score is achieved bandwidth (every input and weight the output depends on read once, every output written once) against the device's peak."
         }
     );
     s

@@ -6,8 +6,8 @@ use std::path::Path;
 
 use super::signature::{signature, triton_signature};
 use super::{
-    Buffer, FolderOptions, PlannedSize, element_bytes, grid_of, identifier, int_dims, numel,
-    scalar_argument, shape_in, size_plan, unsupported, write,
+    Buffer, FolderOptions, PlannedSize, ShapeOf, element_bytes, grid_of, identifier, int_dims,
+    numel, scalar_argument, shape_in, size_plan, unsupported, write,
 };
 use crate::KernelBenchError;
 use crate::discover::Problem;
@@ -171,7 +171,14 @@ pub(super) struct Work {
 impl Work {
     /// The work model of `layout`, decided at its full size.
     pub(super) fn of(layout: &Layout) -> Work {
-        let buffers = &layout.buffers;
+        // The bytes a kernel must move: every buffer but the state no
+        // output depends on (the probe changed it and nothing changed).
+        let unread = &layout.probe.unread_state;
+        let buffers: Vec<&Buffer> = layout
+            .buffers
+            .iter()
+            .filter(|b| !matches!(&b.shape, ShapeOf::State(key) if unread.contains(key)))
+            .collect();
         let bytes_expr = buffers
             .iter()
             .map(|b| format!("{} * n_{}", element_bytes(b.ty), b.name))
@@ -242,7 +249,7 @@ fn header(problem: &Problem, task: &str, layout: &Layout, work: &Work) -> String
         let _ = writeln!(toml, "ceiling = \"bandwidth\"\nwork = {bytes_expr:?}");
         let _ = writeln!(
             toml,
-            "work_note = \"bytes: every input and weight read once, every output written once\""
+            "work_note = \"bytes: every input and weight the output depends on read once, every output written once\""
         );
         let _ = writeln!(toml, "min_traffic = {bytes_expr:?}");
     }
