@@ -112,8 +112,15 @@ fn child_is_gone(text: &str) -> bool {
 #[test]
 fn a_confined_agent_cannot_read_write_or_connect_outside_and_leaves_no_child() {
     let dir = tempfile::tempdir().unwrap();
-    if kevo_worker::kevo_sandbox::available().filesystem.is_none() {
-        // No Landlock: a call asked to be confined does not run at all.
+    // What `kevo sandbox-exec` needs without the network: Landlock files,
+    // no new privileges, a network layer and the socket filter.
+    let here = kevo_worker::kevo_sandbox::available();
+    let can_confine = here.filesystem.is_some()
+        && here.no_new_privileges
+        && !here.network.is_empty()
+        && here.syscalls.is_some();
+    if !can_confine {
+        // A call asked to be confined does not run at all.
         let script = dir.path().join("agent.sh");
         std::fs::write(&script, "cat > /dev/null; echo ran-anyway").unwrap();
         let config = dir.path().join("llm.toml");
