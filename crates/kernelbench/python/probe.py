@@ -23,8 +23,9 @@ imports it, runs the reference, and prints one JSON object on stdout:
 - tolerance: per output, the check kevo writes and how it was derived:
   exact for integers and selections (every element an input value or 0),
   else every element within tau (|ref| + rms(ref)), tau the largest of
-  --tolerance-floor and --tolerance-margin times the worst error of the
-  honest variants (the module in float64, and in float32 on the CPU), with
+  --tolerance-floor, --tolerance-margin times the worst error of the
+  honest variants (the module in float64, and in float32 on the CPU) and
+  a naive float32 sum's error over the output's reduction length, with
   the errors of the narrower variants (bfloat16, float16, TF32, the
   reference stored as bf16 or fp16) that tau must stay below;
 - screen: what a null candidate would get away with (zeros, a constant,
@@ -247,14 +248,10 @@ def variant(model, inputs, device, dtype, rounded_to=None):
             for p in list(m.parameters()) + list(m.buffers()):
                 if p.is_floating_point():
                     p.copy_(p.to(rounded_to).to(p.dtype))
-    m = m.to(device=device, dtype=dtype)
-    args = [cast(v) for v in inputs]
-    with torch.no_grad():
-        out = m(*args)
-    return list(out) if isinstance(out, (tuple, list)) else [out]
+    return forward_outputs(m.to(device=device, dtype=dtype), [cast(v) for v in inputs])
 
 
-def reduction_length(model, inputs, k, flops, largest):
+def reduction_length(model, inputs, out, k, flops, largest):
     """About how many terms a naive kernel sums for one element of output
     `k`: the larger of two estimates. Torch's flops over twice the largest
     tensor forward() makes (a contraction's length) plus what a later
@@ -263,7 +260,6 @@ def reduction_length(model, inputs, k, flops, largest):
     matmul's row reaches N of M N outputs from M K inputs: K terms)."""
     import torch
 
-    out = forward_outputs(model, inputs)[k]
     out_n = max(1, out.numel())
     estimates = [1.0]
     if flops:
@@ -393,7 +389,7 @@ def derive_tolerance(model, inputs, outputs, device, flops, largest, margin, flo
             worst = max([e for e in errors if e is not None], default=0.0)
             if any(e is None for e in errors):
                 worst = None
-            terms = reduction_length(model, inputs, k, flops, largest)
+            terms = reduction_length(model, inputs, out, k, flops, largest)
             tau = max(margin * (worst or 0.0), floor, sequential_floor(terms))
             narrow_errors = {
                 name: float("inf") if v["normalized"] is None else v["normalized"]

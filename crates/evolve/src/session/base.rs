@@ -168,13 +168,12 @@ pub(super) fn run_config(
             "provenance".into(),
             serde_json::json!({
                 "kevo": crate::VERSION,
-                "task": match task.provenance_record() {
-                    Some(record) => serde_json::json!({
-                        "name": task.name(),
-                        "content_hash": task.content_hash(),
-                        "record": record,
-                    }),
-                    None => serde_json::json!({"name": task.name(), "content_hash": task.content_hash()}),
+                "task": {
+                    "name": task.name(),
+                    "content_hash": task.content_hash(),
+                    // Where the task came from (a KernelBench import's
+                    // problem and baselines); absent for most tasks.
+                    "record": task.provenance_record(),
                 },
                 "device": pool.device(),
                 "ceilings": pool.ceilings(),
