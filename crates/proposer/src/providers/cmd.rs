@@ -108,22 +108,33 @@ fn marked_processes(token: &str) -> Vec<i32> {
         .collect()
 }
 
-/// SIGKILL every process still marked with `token`; how many there were.
-/// Repeated a few times: a process can fork while the first pass runs.
-fn kill_marked(token: &str) -> usize {
+/// SIGKILL every process still marked with `token`, and wait (up to
+/// 2 s) until none is left; how many there were. SIGKILL is delivered
+/// asynchronously: on a loaded 2-core machine a killed process was still
+/// listed right after kill(2) returned, so "they were killed" waits for
+/// it. A dying process's environment reads empty once its memory is
+/// released, so it stops being marked even while a zombie. Members of
+/// `group` (killed with it) are waited for but not counted.
+fn kill_marked(token: &str, group: i32) -> usize {
     let mut seen = std::collections::BTreeSet::new();
-    for _ in 0..3 {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
         let pids = marked_processes(token);
-        if pids.is_empty() {
+        if pids.is_empty() || Instant::now() > deadline {
             break;
         }
         for pid in pids {
-            // SAFETY: kill(2) on a pid read from /proc; it touches no memory.
+            // SAFETY: getpgid(2) and kill(2) on a pid read from /proc;
+            // they touch no memory of ours.
+            let its_group = unsafe { libc::getpgid(pid) };
             unsafe {
                 libc::kill(pid, libc::SIGKILL);
             }
-            seen.insert(pid);
+            if its_group != group {
+                seen.insert(pid);
+            }
         }
+        std::thread::sleep(Duration::from_millis(5));
     }
     seen.len()
 }
@@ -144,7 +155,7 @@ impl GroupGuard {
             unsafe {
                 libc::kill(-pgid, libc::SIGKILL);
             }
-            return kill_marked(&self.token);
+            return kill_marked(&self.token, pgid);
         }
         0
     }
