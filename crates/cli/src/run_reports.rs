@@ -365,6 +365,8 @@ fn completion_of(call: &kevo_store::NewLlmCall, text: &str) -> kevo_proposer::Co
             .is_none()
             .then(|| "the stored call has no token counts".to_string()),
         member: None,
+        tool_calls: Vec::new(),
+        native: None,
     }
 }
 

@@ -239,6 +239,8 @@ mod tests {
             attempts,
             usage_unknown: None,
             member: None,
+            tool_calls: Vec::new(),
+            native: None,
         }
     }
 

@@ -112,6 +112,12 @@ pub enum ProviderError {
     /// succeed.
     #[error("{provider}: the host does not resolve: {message}")]
     Unresolved { provider: String, message: String },
+    /// A tool conversation ended without a kernel: the model never
+    /// submitted, spent its tool budget, looped on one call, sent
+    /// malformed calls or asked for sizes it is not offered. The proposal
+    /// fails with this reason; the run goes on.
+    #[error("the tool conversation ended without a kernel after {turns} turns: {reason}")]
+    ToolLoop { turns: u32, reason: String },
     /// Every attempt failed; `last` is the final error.
     #[error("gave up after {attempts} attempts: {last}")]
     GaveUp {
@@ -249,6 +255,10 @@ impl ProviderError {
             E::Unresolved { provider, message } => E::Unresolved {
                 provider: f(&provider),
                 message: f(&message),
+            },
+            E::ToolLoop { turns, reason } => E::ToolLoop {
+                turns,
+                reason: f(&reason),
             },
             E::GaveUp { attempts, last } => E::GaveUp {
                 attempts,

@@ -32,6 +32,7 @@ pub mod retry;
 pub mod sanitize;
 pub mod secret;
 pub mod spec;
+pub mod tools;
 pub mod types;
 
 pub use accounting::{Accounting, ModelTotals, Totals};
@@ -55,4 +56,4 @@ pub use providers::{
 pub use redact::Redactor;
 pub use secret::Secret;
 pub use spec::{ModelSpec, ReplayMode, SpecError, SpecKind, parse_specs};
-pub use types::{ChatRequest, Completion, Usage};
+pub use types::{ChatRequest, Completion, ToolCall, ToolResult, ToolSpec, Turn, Usage};

@@ -68,6 +68,7 @@ pub fn probe_request() -> ChatRequest {
         user: "Reply with the single word: ok".into(),
         max_tokens: Some(1024),
         temperature: None,
+        ..Default::default()
     }
 }
 

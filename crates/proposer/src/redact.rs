@@ -72,6 +72,12 @@ impl Redactor {
         c.model = self.text(&c.model);
         c.provider = self.text(&c.provider);
         c.finish_reason = c.finish_reason.map(|f| self.text(&f));
+        for call in &mut c.tool_calls {
+            call.arguments = self.text(&call.arguments);
+        }
+        c.native = c
+            .native
+            .map(|v| crate::sanitize::map_strings(v, &|t| self.text(t)));
         c
     }
 
@@ -161,6 +167,8 @@ mod tests {
             attempts: 1,
             usage_unknown: None,
             member: None,
+            tool_calls: Vec::new(),
+            native: None,
         });
         assert!(!format!("{c:?}").contains("canary"), "{c:?}");
         let e = r.error(ProviderError::GaveUp {

@@ -101,7 +101,28 @@ pub fn completion(mut c: Completion) -> Completion {
     c.finish_reason = c.finish_reason.map(|f| line(&f));
     c.usage_unknown = c.usage_unknown.map(|u| line(&u));
     c.member = c.member.map(|m| line(&m));
+    for call in &mut c.tool_calls {
+        call.id = line(&call.id);
+        call.name = line(&call.name);
+        call.arguments = text(&call.arguments);
+    }
+    c.native = c.native.map(|v| map_strings(v, &text));
     c
+}
+
+/// `v` with `f` applied to every string in it, keys included.
+pub fn map_strings(v: serde_json::Value, f: &dyn Fn(&str) -> String) -> serde_json::Value {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => Value::String(f(&s)),
+        Value::Array(items) => Value::Array(items.into_iter().map(|i| map_strings(i, f)).collect()),
+        Value::Object(o) => Value::Object(
+            o.into_iter()
+                .map(|(k, v)| (f(&k), map_strings(v, f)))
+                .collect(),
+        ),
+        other => other,
+    }
 }
 
 /// An error with every text it carries cleaned (newlines kept: a body or
@@ -191,6 +212,12 @@ mod tests {
             attempts: 1,
             usage_unknown: Some("no\nusage\u{9b}".into()),
             member: Some("m\u{202e}".into()),
+            tool_calls: vec![crate::types::ToolCall {
+                id: "id\u{1b}".into(),
+                name: EVIL.into(),
+                arguments: "{\"source\": \"a\nb\u{7}\"}".into(),
+            }],
+            native: Some(serde_json::json!({"content": "x\u{1b}[2J"})),
         });
         assert_eq!(c.text, "```c\nchar esc = '\u{1b}';\n```");
         assert_eq!(c.reasoning.as_deref(), Some("think\n\u{fffd}[2J"));
@@ -199,6 +226,13 @@ mod tests {
         assert_eq!(c.finish_reason.as_deref(), Some("stop\u{fffd}[8m"));
         assert_eq!(c.usage_unknown.as_deref(), Some("no\u{fffd}usage\u{fffd}"));
         assert_eq!(c.member.as_deref(), Some("m\u{fffd}"));
+        let call = &c.tool_calls[0];
+        assert_eq!(
+            (call.id.as_str(), call.name.clone()),
+            ("id\u{fffd}", line(EVIL))
+        );
+        assert_eq!(call.arguments, "{\"source\": \"a\nb\u{fffd}\"}");
+        assert_eq!(c.native.unwrap()["content"], "x\u{fffd}[2J");
     }
 
     #[test]

@@ -17,6 +17,54 @@ pub struct ChatRequest {
     pub max_tokens: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f32>,
+    /// Tools the model may call (OpenAI `tools`, Anthropic `tools`);
+    /// empty for a one-shot request.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolSpec>,
+    /// The conversation so far after the user part: each of the model's
+    /// earlier turns and what its tool calls returned.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turns: Vec<Turn>,
+}
+
+/// A tool offered to the model: a name, what it does, and the JSON
+/// Schema of its arguments.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub parameters: serde_json::Value,
+}
+
+/// One call the model asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The API's id for the call, echoed with its result.
+    pub id: String,
+    pub name: String,
+    /// The arguments as the model sent them: a JSON text, unparsed, so
+    /// that a malformed one reaches the tool loop and is answered there.
+    pub arguments: String,
+}
+
+/// What one tool call returned.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    pub call_id: String,
+    pub content: String,
+    /// The call was refused or failed (Anthropic's `is_error`).
+    #[serde(default)]
+    pub is_error: bool,
+}
+
+/// One earlier turn of a tool conversation: the model's message in its
+/// API's own shape (sent back verbatim: Anthropic requires its thinking
+/// blocks, signatures included, to come back unchanged) and the results
+/// of the calls it made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Turn {
+    pub native: serde_json::Value,
+    pub results: Vec<ToolResult>,
 }
 
 impl ChatRequest {
@@ -31,12 +79,37 @@ impl ChatRequest {
     /// The replay key: lowercase hex SHA-256 of the system text, one NUL
     /// byte and the user text. The NUL keeps ("ab", "c") and ("a", "bc")
     /// apart; the model is left out so a recording replays under any spec.
+    /// A tool conversation's turns and tools follow after another NUL, so
+    /// each turn has its own key and a one-shot request keeps its old one.
     pub fn prompt_key(&self) -> String {
         let mut h = Sha256::new();
         h.update(self.system.as_bytes());
         h.update([0u8]);
         h.update(self.user.as_bytes());
+        if !self.tools.is_empty() || !self.turns.is_empty() {
+            h.update([0u8]);
+            h.update(serde_json::to_string(&(&self.tools, &self.turns)).unwrap_or_default());
+        }
         h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// Bytes of prompt the request sends: system, user, and every earlier
+    /// turn and tool result (what a worst-case cost is estimated from).
+    pub fn prompt_bytes(&self) -> usize {
+        let turns: usize = self
+            .turns
+            .iter()
+            .map(|t| {
+                t.native.to_string().len()
+                    + t.results.iter().map(|r| r.content.len()).sum::<usize>()
+            })
+            .sum();
+        let tools: usize = self
+            .tools
+            .iter()
+            .map(|t| t.description.len() + t.parameters.to_string().len())
+            .sum();
+        self.system.len() + self.user.len() + turns + tools
     }
 }
 
@@ -103,6 +176,13 @@ pub struct Completion {
     /// call's provider.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub member: Option<String>,
+    /// The tools the model called in this answer, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// The answer as its API's message, for sending back as a [`Turn`]
+    /// (only when tools were offered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub native: Option<serde_json::Value>,
 }
 
 fn one() -> u32 {
@@ -175,6 +255,8 @@ mod tests {
             attempts: 2,
             usage_unknown: None,
             member: None,
+            tool_calls: Vec::new(),
+            native: None,
         };
         let j = serde_json::to_value(&c).unwrap();
         assert_eq!(j["latency_ms"], 1500.0);

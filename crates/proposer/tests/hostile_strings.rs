@@ -191,6 +191,8 @@ async fn a_replayed_recording_cannot_plant_control_characters() {
         attempts: 1,
         usage_unknown: Some(EVIL.into()),
         member: None,
+        tool_calls: Vec::new(),
+        native: None,
     };
     let file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(

@@ -506,6 +506,8 @@ impl Session<'_> {
                 "an answer brought by `kevo tell`: its tokens are not known".into(),
             ),
             member: None,
+            tool_calls: Vec::new(),
+            native: None,
         };
         self.accounting.record_success("external", &completion);
         self.answer(proposal, Ok(completion), answer.at, observer)

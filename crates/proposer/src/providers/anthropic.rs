@@ -9,7 +9,7 @@ use super::http::{Http, count, usage_problem};
 use super::{BoxFuture, Provider};
 use crate::config::ResolvedEndpoint;
 use crate::error::ProviderError;
-use crate::types::{ChatRequest, Completion, Usage};
+use crate::types::{ChatRequest, Completion, ToolCall, Usage};
 
 pub struct AnthropicProvider {
     http: Http,
@@ -45,10 +45,30 @@ impl AnthropicProvider {
 
     pub(crate) fn body(&self, req: &ChatRequest) -> Value {
         let mut max_tokens = req.max_tokens.unwrap_or(self.max_tokens);
+        let mut messages = vec![json!({"role": "user", "content": req.user})];
+        for turn in &req.turns {
+            messages.push(json!({"role": "assistant", "content": turn.native}));
+            let results: Vec<Value> = turn
+                .results
+                .iter()
+                .map(|r| {
+                    json!({"type": "tool_result", "tool_use_id": r.call_id,
+                           "content": r.content, "is_error": r.is_error})
+                })
+                .collect();
+            messages.push(json!({"role": "user", "content": results}));
+        }
         let mut body = json!({
             "model": self.model,
-            "messages": [{"role": "user", "content": req.user}],
+            "messages": messages,
         });
+        if !req.tools.is_empty() {
+            body["tools"] = req
+                .tools
+                .iter()
+                .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
+                .collect();
+        }
         if !req.system.is_empty() {
             body["system"] = json!(req.system);
         }
@@ -86,6 +106,7 @@ impl AnthropicProvider {
             .ok_or_else(|| self.http.invalid("no `content` array in the response", v))?;
         let mut text = String::new();
         let mut thinking = Vec::new();
+        let mut tool_calls = Vec::new();
         for b in blocks {
             match b.get("type").and_then(Value::as_str) {
                 Some("text") => text.push_str(b.get("text").and_then(Value::as_str).unwrap_or("")),
@@ -95,6 +116,19 @@ impl AnthropicProvider {
                     }
                 }
                 Some("redacted_thinking") => thinking.push("[redacted thinking]".to_string()),
+                Some("tool_use") => tool_calls.push(ToolCall {
+                    id: b
+                        .get("id")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string(),
+                    name: b
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string(),
+                    arguments: b.get("input").map(Value::to_string).unwrap_or_default(),
+                }),
                 _ => {}
             }
         }
@@ -129,6 +163,10 @@ impl AnthropicProvider {
             attempts: 1,
             usage_unknown: usage_problem(&u, &["input_tokens"], &["output_tokens"]),
             member: None,
+            // The whole content goes back as the assistant turn: thinking
+            // blocks must return unchanged, signatures included.
+            native: (!tool_calls.is_empty()).then(|| Value::Array(blocks.clone())),
+            tool_calls,
         })
     }
 

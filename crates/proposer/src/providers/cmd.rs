@@ -362,6 +362,8 @@ impl CmdProvider {
             attempts: 1,
             usage_unknown: Some("the command reported no usage".into()),
             member: None,
+            tool_calls: Vec::new(),
+            native: None,
         };
         if self.format == CmdFormat::Json
             && let Ok(Value::Object(o)) = serde_json::from_str::<Value>(stdout.trim())

@@ -328,6 +328,8 @@ mod tests {
                     attempts: 1,
                     usage_unknown: None,
                     member: None,
+                    tool_calls: Vec::new(),
+                    native: None,
                 })
             })
         }

@@ -79,7 +79,7 @@ impl Managed {
             return Some(0.0);
         }
         let usage = crate::types::Usage {
-            input_tokens: (req.system.len() + req.user.len()).div_ceil(2) as u64,
+            input_tokens: req.prompt_bytes().div_ceil(2) as u64,
             output_tokens: u64::from(req.max_tokens.unwrap_or(self.max_output_tokens)),
             reasoning_tokens: None,
             cached_tokens: None,

@@ -10,7 +10,7 @@ use super::http::{Http, count, embedded_error, usage_problem};
 use super::{BoxFuture, Provider};
 use crate::config::ResolvedEndpoint;
 use crate::error::ProviderError;
-use crate::types::{ChatRequest, Completion, Usage};
+use crate::types::{ChatRequest, Completion, ToolCall, Usage};
 
 pub struct OpenAiProvider {
     http: Http,
@@ -69,11 +69,30 @@ impl OpenAiProvider {
             messages.push(json!({"role": "system", "content": req.system}));
         }
         messages.push(json!({"role": "user", "content": req.user}));
+        for turn in &req.turns {
+            messages.push(turn.native.clone());
+            messages.extend(
+                turn.results.iter().map(
+                    |r| json!({"role": "tool", "tool_call_id": r.call_id, "content": r.content}),
+                ),
+            );
+        }
         let mut body = json!({
             "model": self.model,
             "messages": messages,
             "stream": false,
         });
+        if !req.tools.is_empty() {
+            body["tools"] = req
+                .tools
+                .iter()
+                .map(|t| {
+                    json!({"type": "function", "function": {
+                        "name": t.name, "description": t.description, "parameters": t.parameters,
+                    }})
+                })
+                .collect();
+        }
         let max_tokens = req.max_tokens.unwrap_or(self.max_tokens);
         if self.reasoning_model {
             body["max_completion_tokens"] = json!(max_tokens);
@@ -119,6 +138,13 @@ impl OpenAiProvider {
             reasoning = Some(r);
             text = rest;
         }
+        let tool_calls = tool_calls(message);
+        // Sent back as the assistant turn: the text and the calls only (a
+        // server may refuse its own reasoning fields in a request).
+        let native = (!tool_calls.is_empty()).then(|| {
+            json!({"role": "assistant", "content": message.get("content").cloned().unwrap_or(Value::Null),
+                   "tool_calls": message.get("tool_calls").cloned().unwrap_or(Value::Null)})
+        });
         let usage = v.get("usage").cloned().unwrap_or(Value::Null);
         let usage_unknown = usage_problem(&usage, &["prompt_tokens"], &["completion_tokens"]);
         let output = count(&usage, &["completion_tokens"]).unwrap_or(0);
@@ -148,6 +174,8 @@ impl OpenAiProvider {
             attempts: 1,
             usage_unknown,
             member: None,
+            tool_calls,
+            native,
         })
     }
 
@@ -165,6 +193,30 @@ impl OpenAiProvider {
         c.latency = t0.elapsed();
         Ok(c)
     }
+}
+
+/// The message's `tool_calls` (`{id, function: {name, arguments}}`), the
+/// arguments kept as the JSON text they came as (an object from servers
+/// that send one is written out).
+fn tool_calls(message: &Value) -> Vec<ToolCall> {
+    let Some(calls) = message.get("tool_calls").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    calls
+        .iter()
+        .map(|c| {
+            let text = |v: Option<&Value>| match v {
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Null) | None => String::new(),
+                Some(other) => other.to_string(),
+            };
+            ToolCall {
+                id: text(c.get("id")),
+                name: text(c.pointer("/function/name")),
+                arguments: text(c.pointer("/function/arguments")),
+            }
+        })
+        .collect()
 }
 
 /// `<think>…</think>rest` -> (reasoning, rest).

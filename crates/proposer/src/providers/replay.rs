@@ -212,6 +212,8 @@ mod tests {
             attempts: 2,
             usage_unknown: None,
             member: None,
+            tool_calls: Vec::new(),
+            native: None,
         };
         serde_json::to_string(&Exchange::new(&req, &c)).unwrap()
     }

@@ -1,0 +1,338 @@
+//! One proposal as a conversation: the model calls tools until it submits
+//! a kernel, answers without a call, or a limit ends it.
+
+use std::collections::HashMap;
+
+use super::call::{Asked, read};
+use super::specs::specs;
+use super::transcript::{Transcript, TranscriptCall, TranscriptTurn};
+use super::{ToolBudget, ToolHost};
+use crate::error::ProviderError;
+use crate::providers::Provider;
+use crate::types::{ChatRequest, Completion, ToolCall, ToolResult, Turn};
+
+/// Malformed calls a conversation may make before it is ended: models
+/// correct a bad call when told, a third one in a proposal is a loop.
+const MALFORMED_LIMIT: u32 = 3;
+/// Requests for sizes not offered: the first is answered with the offered
+/// sizes, the second ends the proposal.
+const FORBIDDEN_LIMIT: u32 = 2;
+/// The same call (tool and arguments) run this many times ends it; the
+/// second is answered from the first without running.
+const REPEAT_LIMIT: u32 = 3;
+/// Calls refused because the budget is spent before the proposal ends.
+const OVER_BUDGET_LIMIT: u32 = 3;
+
+/// What the model is told before its first turn.
+const GUIDANCE: &str = "\n\nYou have tools. Before you answer you may compile, check, time \
+(against the incumbent, at the offered sizes), profile and look at stored kernels. \
+Each call counts against a small budget. When you are done, call `submit` with the \
+complete kernel source; that ends the proposal.";
+
+/// The conversation's state between turns.
+struct Conversation<'a> {
+    provider: &'a dyn Provider,
+    host: &'a dyn ToolHost,
+    budget: &'a ToolBudget,
+    sizes: Vec<String>,
+    elites: usize,
+    transcript: Transcript,
+    malformed: u32,
+    forbidden: u32,
+    over_budget: u32,
+    /// Each run call's reply by (tool, arguments), and how often it was
+    /// asked for.
+    seen: HashMap<(String, String), (u32, String, bool)>,
+    /// Every turn's completion, summed into the answer.
+    answers: Vec<Completion>,
+}
+
+/// What one call came to.
+enum Step {
+    /// Answer the call with this result and go on.
+    Result(ToolResult, TranscriptCall),
+    /// The kernel was submitted.
+    Submitted(String),
+    /// The conversation ends without a kernel.
+    End(String),
+}
+
+/// Run one proposal as a tool conversation. Returns the answer (its text
+/// holds the submitted kernel in a fenced block, or is the model's final
+/// text) or why it ended without one, and the transcript either way.
+/// Every turn goes through `provider`, so budgets, retries and accounting
+/// apply to each.
+pub async fn converse(
+    provider: &dyn Provider,
+    host: &dyn ToolHost,
+    request: &ChatRequest,
+    budget: &ToolBudget,
+) -> (Result<Completion, ProviderError>, Transcript) {
+    let mut req = request.clone();
+    req.tools = specs(budget, host);
+    req.user.push_str(GUIDANCE);
+    let mut c = Conversation {
+        provider,
+        host,
+        budget,
+        sizes: host.sizes(),
+        elites: host.elites(),
+        transcript: Transcript::default(),
+        malformed: 0,
+        forbidden: 0,
+        over_budget: 0,
+        seen: HashMap::new(),
+        answers: Vec::new(),
+    };
+    let result = c.run(&mut req).await;
+    if let Err(e) = &result {
+        c.transcript.ended = e.to_string();
+    }
+    (result, c.transcript)
+}
+
+impl Conversation<'_> {
+    async fn run(&mut self, req: &mut ChatRequest) -> Result<Completion, ProviderError> {
+        for _ in 0..self.budget.max_turns() {
+            let answer = self.provider.complete(req).await?;
+            self.transcript.usage.add(&answer.usage);
+            self.transcript.turns.push(TranscriptTurn {
+                text: answer.text.clone(),
+                reasoning: answer.reasoning.clone(),
+                usage: answer.usage,
+                latency_s: answer.latency.as_secs_f64(),
+                calls: Vec::new(),
+            });
+            let calls = answer.tool_calls.clone();
+            let native = answer.native.clone();
+            self.answers.push(answer);
+            if calls.is_empty() {
+                self.transcript.ended = "answered without submit".into();
+                return Ok(self.answer(None));
+            }
+            let mut results = Vec::with_capacity(calls.len());
+            for call in &calls {
+                match self.step(call).await {
+                    Step::Result(result, record) => {
+                        self.record(record);
+                        results.push(result);
+                    }
+                    Step::Submitted(source) => {
+                        self.record(TranscriptCall {
+                            name: call.name.clone(),
+                            arguments: call.arguments.clone(),
+                            result: "submitted".into(),
+                            ..Default::default()
+                        });
+                        self.transcript.ended = "submitted".into();
+                        return Ok(self.answer(Some(&source)));
+                    }
+                    Step::End(why) => {
+                        self.record(TranscriptCall {
+                            name: call.name.clone(),
+                            arguments: call.arguments.clone(),
+                            result: why.clone(),
+                            is_error: true,
+                            refused: Some(why.clone()),
+                            ..Default::default()
+                        });
+                        return Err(self.fail(why));
+                    }
+                }
+            }
+            let tokens = self.transcript.usage.input_tokens + self.transcript.usage.output_tokens;
+            if tokens > self.budget.max_tokens {
+                return Err(self.fail(format!(
+                    "{tokens} tokens were spent across the turns, over the budget of {}, \
+                     and no kernel was submitted",
+                    self.budget.max_tokens
+                )));
+            }
+            let Some(native) = native else {
+                return Err(self.fail(format!(
+                    "{} returned tool calls without its message, so the conversation \
+                     cannot go on",
+                    self.provider.label()
+                )));
+            };
+            req.turns.push(Turn { native, results });
+        }
+        Err(self.fail(format!(
+            "no kernel was submitted within {} turns",
+            self.budget.max_turns()
+        )))
+    }
+
+    fn record(&mut self, call: TranscriptCall) {
+        self.transcript
+            .turns
+            .last_mut()
+            .expect("a call belongs to a turn")
+            .calls
+            .push(call);
+    }
+
+    fn fail(&self, reason: String) -> ProviderError {
+        ProviderError::ToolLoop {
+            turns: self.transcript.turns.len() as u32,
+            reason,
+        }
+    }
+
+    /// One call: read, checked against the limits, and run on the host.
+    async fn step(&mut self, call: &ToolCall) -> Step {
+        let refused = |why: String| {
+            Step::Result(
+                ToolResult {
+                    call_id: call.id.clone(),
+                    content: why.clone(),
+                    is_error: true,
+                },
+                TranscriptCall {
+                    name: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                    result: why.clone(),
+                    is_error: true,
+                    device_s: 0.0,
+                    refused: Some(why),
+                },
+            )
+        };
+        let host_call = match read(call, &self.budget.tools, &self.sizes, self.elites) {
+            Asked::Submit(source) => return Step::Submitted(source),
+            Asked::Malformed(why) => {
+                self.malformed += 1;
+                if self.malformed >= MALFORMED_LIMIT {
+                    return Step::End(format!("{MALFORMED_LIMIT} malformed tool calls: {why}"));
+                }
+                return refused(why);
+            }
+            Asked::Forbidden(why) => {
+                self.forbidden += 1;
+                if self.forbidden >= FORBIDDEN_LIMIT {
+                    return Step::End(format!(
+                        "asked {FORBIDDEN_LIMIT} times for sizes it is not offered: {why}"
+                    ));
+                }
+                return refused(why);
+            }
+            Asked::Host(h) => h,
+        };
+        if let Some(why) = self.spent() {
+            self.over_budget += 1;
+            if self.over_budget >= OVER_BUDGET_LIMIT {
+                return Step::End(format!(
+                    "kept calling tools after the budget was spent ({why})"
+                ));
+            }
+            return refused(format!("{why}: call `submit` with your kernel now"));
+        }
+        let key = (call.name.clone(), normalised(&call.arguments));
+        if let Some((times, text, failed)) = self.seen.get_mut(&key) {
+            *times += 1;
+            if *times >= REPEAT_LIMIT {
+                return Step::End(format!(
+                    "called `{}` with the same arguments {REPEAT_LIMIT} times",
+                    call.name
+                ));
+            }
+            let content = format!("(the same call as before; its result was:)\n{text}");
+            let failed = *failed;
+            return Step::Result(
+                ToolResult {
+                    call_id: call.id.clone(),
+                    content: content.clone(),
+                    is_error: failed,
+                },
+                TranscriptCall {
+                    name: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                    result: content,
+                    is_error: failed,
+                    device_s: 0.0,
+                    refused: Some("a repeat, answered from the first call".into()),
+                },
+            );
+        }
+        let reply = self.host.run(&host_call).await;
+        self.transcript.calls += 1;
+        self.transcript.device_s += reply.device_s;
+        self.seen.insert(key, (1, reply.text.clone(), reply.failed));
+        Step::Result(
+            ToolResult {
+                call_id: call.id.clone(),
+                content: reply.text.clone(),
+                is_error: reply.failed,
+            },
+            TranscriptCall {
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+                result: reply.text,
+                is_error: reply.failed,
+                device_s: reply.device_s,
+                refused: None,
+            },
+        )
+    }
+
+    /// Why no further call may run, if the budget is spent.
+    fn spent(&self) -> Option<String> {
+        if self.transcript.calls >= self.budget.max_calls {
+            return Some(format!(
+                "the budget of {} tool calls is spent",
+                self.budget.max_calls
+            ));
+        }
+        if self.transcript.device_s >= self.budget.max_device_s {
+            return Some(format!(
+                "the budget of {:.0} worker seconds is spent ({:.1} s used)",
+                self.budget.max_device_s, self.transcript.device_s
+            ));
+        }
+        None
+    }
+
+    /// Every turn's completion as one: the last turn's text (or the
+    /// submitted kernel, fenced), usage, cost, latency and attempts summed.
+    fn answer(&self, submitted: Option<&str>) -> Completion {
+        let mut out = self.answers.last().expect("one turn at least").clone();
+        out.tool_calls.clear();
+        out.native = None;
+        if let Some(source) = submitted {
+            out.text = fenced(source);
+        }
+        let earlier = &self.answers[..self.answers.len() - 1];
+        for a in earlier {
+            out.usage.add(&a.usage);
+            out.latency += a.latency;
+            out.attempts += a.attempts;
+            out.cost_usd = match (out.cost_usd, a.cost_usd) {
+                (Some(x), Some(y)) => Some(x + y),
+                _ => None,
+            };
+            if out.usage_unknown.is_none() {
+                out.usage_unknown.clone_from(&a.usage_unknown);
+            }
+        }
+        out
+    }
+}
+
+/// Arguments compared without their formatting.
+fn normalised(arguments: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(arguments)
+        .map(|v| v.to_string())
+        .unwrap_or_else(|_| arguments.to_string())
+}
+
+/// `source` in a fence longer than any run of backticks inside it.
+fn fenced(source: &str) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for b in source.bytes() {
+        run = if b == b'`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat((longest + 1).max(3));
+    format!("{fence}\n{}\n{fence}\n", source.trim_end_matches('\n'))
+}

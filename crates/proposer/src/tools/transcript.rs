@@ -1,0 +1,69 @@
+//! The record of one tool conversation: each turn's text and usage, each
+//! call with what it returned, and the totals charged to the run.
+
+use serde::{Deserialize, Serialize};
+
+use crate::types::Usage;
+
+/// A proposal's turns and tool calls, kept with its call record (and
+/// exported as a multi-turn trajectory).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Transcript {
+    pub turns: Vec<TranscriptTurn>,
+    /// Tool calls the host ran (refused ones are in the turns, not here).
+    pub calls: u32,
+    /// Worker seconds the calls took.
+    pub device_s: f64,
+    /// Tokens across every turn.
+    pub usage: Usage,
+    /// How the conversation ended: "submitted", "answered" (a final
+    /// answer without `submit`), or why it failed.
+    pub ended: String,
+}
+
+/// One answer of the model and the calls it made.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TranscriptTurn {
+    pub text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
+    pub usage: Usage,
+    pub latency_s: f64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calls: Vec<TranscriptCall>,
+}
+
+/// One tool call and its result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TranscriptCall {
+    pub name: String,
+    pub arguments: String,
+    pub result: String,
+    pub is_error: bool,
+    /// Worker seconds, 0 for a refused call.
+    pub device_s: f64,
+    /// Why the call was not run (malformed, a size not offered, the
+    /// budget spent, a repeat), when it was not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
+}
+
+impl Transcript {
+    /// One line for logs and `kevo show`.
+    pub fn summary(&self) -> String {
+        let refused: usize = self
+            .turns
+            .iter()
+            .flat_map(|t| &t.calls)
+            .filter(|c| c.refused.is_some())
+            .count();
+        format!(
+            "{} turns, {} tool calls ({refused} refused), {:.1} s on the worker, {} tokens; {}",
+            self.turns.len(),
+            self.calls,
+            self.device_s,
+            self.usage.input_tokens + self.usage.output_tokens,
+            self.ended
+        )
+    }
+}
