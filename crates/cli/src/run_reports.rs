@@ -230,8 +230,9 @@ pub struct ExportArgs {
     #[arg(long, value_name = "FILE.jsonl", conflicts_with = "trajectories")]
     pub recording: Option<PathBuf>,
     /// Write the run's steps as JSON lines (schema kevo.trajectory/1:
-    /// prompt, response, reasoning, kernel, feedback, score and reward
-    /// fields, parent) instead of the winning kernel.
+    /// prompt, response, reasoning, a tool conversation's turns, kernel,
+    /// feedback, score and reward fields, parent) instead of the winning
+    /// kernel.
     #[arg(long, value_name = "FILE.jsonl")]
     pub trajectories: Option<PathBuf>,
     /// With --trajectories: every run of the store.

@@ -286,6 +286,9 @@ fn print_history(view: &RunView) {
             if h.promoted { "yes" } else { "" },
             h.reason
         );
+        if h.iteration > 0 {
+            print_conversations(view.conversations.get(&h.iteration));
+        }
         if let Some(e) = h.candidate_id.and_then(|c| view.measured.get(&c.0)) {
             for s in &e.sizes {
                 println!("{:>11}{}", "", size_text(s));
@@ -295,6 +298,28 @@ fn print_history(view: &RunView) {
                 for line in detail.lines() {
                     println!("{:>11}{bar} {line}", "");
                 }
+            }
+        }
+    }
+}
+
+/// An iteration's tool conversations: the totals, then each call with
+/// the first line of what it returned.
+fn print_conversations(conversations: Option<&Vec<kevo_proposer::tools::Transcript>>) {
+    for t in conversations.into_iter().flatten() {
+        println!("{:>11}tools: {}", "", t.summary());
+        for (i, turn) in t.turns.iter().enumerate() {
+            for c in &turn.calls {
+                let first = c.result.lines().next().unwrap_or("");
+                let first: String = first.chars().take(100).collect();
+                let mark = if c.refused.is_some() {
+                    " (refused)"
+                } else if c.is_error {
+                    " (failed)"
+                } else {
+                    ""
+                };
+                println!("{:>13}turn {}: {}{mark}: {first}", "", i + 1, c.name);
             }
         }
     }

@@ -5,6 +5,7 @@
 
 mod common;
 
+mod agent_tools;
 mod analyst;
 mod asktell;
 mod batch;

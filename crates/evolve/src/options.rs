@@ -39,6 +39,11 @@ pub struct EvolveOptions {
     /// first shown as the previous attempt, its summary beside its result.
     #[serde(default)]
     pub profile_every: bool,
+    /// `--agent-tools`: each proposal is a tool conversation (see
+    /// `kevo_proposer::tools`), budgeted by `[agent_tools]` in the model
+    /// settings.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub agent_tools: bool,
     /// `--sanitize-winner memcheck,racecheck`: the winner runs under these
     /// compute-sanitizer tools at the smoke sizes at the end (CUDA); any
     /// error marks it unsafe in the summary.
@@ -320,6 +325,7 @@ impl EvolveOptions {
             fast_math: true,
             profile: false,
             profile_every: false,
+            agent_tools: false,
             sanitize_winner: Vec::new(),
             reference_kernel: None,
             analyst: None,

@@ -26,6 +26,7 @@ mod seed;
 mod state;
 mod summary;
 mod template;
+mod tool_host;
 mod values;
 
 pub use asktell::{

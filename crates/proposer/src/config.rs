@@ -143,6 +143,9 @@ pub struct ProviderConfig {
     /// A confined `cmd:` proposer may reach the network (to call its own
     /// model's API); files stay confined.
     pub cmd_network: bool,
+    /// The tools a proposal is offered with `--agent-tools`, and their
+    /// per-proposal budget (`[agent_tools]`; defaults without it).
+    pub agent_tools: crate::tools::ToolBudget,
     pub endpoints: BTreeMap<String, EndpointConfig>,
     /// Extra or replacement rows for the built-in price table.
     pub prices: BTreeMap<String, Price>,
@@ -173,6 +176,7 @@ impl Default for ProviderConfig {
             cmd_sandbox: false,
             cmd_readable: Vec::new(),
             cmd_network: false,
+            agent_tools: crate::tools::ToolBudget::default(),
             endpoints: BTreeMap::new(),
             prices: BTreeMap::new(),
         }
@@ -242,6 +246,7 @@ impl ProviderConfig {
                 self.max_response_bytes
             ));
         }
+        self.agent_tools.validate().map_err(ProviderError::Config)?;
         for (name, e) in &self.endpoints {
             if e.concurrency == Some(0) {
                 return bad(format!("endpoints.{name}.concurrency must be at least 1"));

@@ -791,6 +791,7 @@ mod tests {
                     cost_usd: Some(0.01),
                     latency_s: 1.0,
                     error: None,
+                    transcript: None,
                 },
                 created_at: Utc::now(),
             });

@@ -178,6 +178,11 @@ impl Steps<'_> {
             "response": text(call.and_then(|c| c.call.response.as_deref())),
             "reasoning": text(call.and_then(|c| c.call.reasoning.as_deref())),
             "model_error": text(call.and_then(|c| c.call.error.as_deref())),
+            // A tool conversation's turns (`--agent-tools`): each answer,
+            // the calls it made and what they returned.
+            "turns": call
+                .and_then(|c| c.call.transcript.clone())
+                .map(|t| kevo_proposer::sanitize::map_strings(t, &|s| redact(s))),
             "kernel": candidate.map(|c| redact(&c.source)),
             "outcome": h.outcome_kind,
             "feedback": feedback.as_deref().map(redact),
@@ -285,6 +290,7 @@ mod tests {
                     cost_usd: Some(0.01),
                     latency_s: 1.0,
                     error: None,
+                    transcript: None,
                 },
                 created_at: Utc::now(),
             }],

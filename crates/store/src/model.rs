@@ -371,6 +371,10 @@ pub struct NewLlmCall {
     pub cost_usd: Option<f64>,
     pub latency_s: f64,
     pub error: Option<String>,
+    /// A tool conversation's turns and calls (`--agent-tools`), as JSON;
+    /// None for a one-shot call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript: Option<serde_json::Value>,
 }
 
 /// An in-distribution evaluation of a proposal's candidate.

@@ -42,6 +42,7 @@ fn record(iteration: u32) -> IterationRecord {
                 cost_usd: Some(0.01),
                 latency_s: 1.0,
                 error: None,
+                transcript: None,
             }],
             candidate: Some(NewCandidate {
                 source,

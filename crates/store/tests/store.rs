@@ -42,6 +42,12 @@ fn llm_call(user: &str, response: Option<&str>, error: Option<&str>) -> NewLlmCa
         cost_usd: Some(0.0125),
         latency_s: 3.5,
         error: error.map(Into::into),
+        // A tool conversation's record, with a NUL byte that PostgreSQL's
+        // TEXT would refuse raw: it round-trips as JSON text.
+        transcript: response.map(|r| {
+            json!({"turns": [{"text": r, "calls": [{"name": "check", "result": "a\u{0}b é"}]}],
+                   "ended": "submitted"})
+        }),
     }
 }
 

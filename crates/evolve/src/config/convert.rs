@@ -204,6 +204,7 @@ impl RunConfig {
             llm: LlmSection {
                 models: Some(o.llm.clone()),
                 analyst: o.analyst.clone(),
+                agent_tools: o.agent_tools.then_some(true),
                 providers: o.llm_config.clone(),
                 timeout_s: o.llm_timeout_s,
                 retries: o.llm_retries,
@@ -379,6 +380,7 @@ impl SandboxSection {
 impl LlmSection {
     fn apply(&self, o: &mut EvolveOptions) {
         o.llm_config = self.providers.clone();
+        o.agent_tools = self.agent_tools.unwrap_or(false);
         o.llm_timeout_s = self.timeout_s;
         o.llm_retries = self.retries;
         o.accept_unknown_cost = self.accept_unknown_cost.unwrap_or(false);

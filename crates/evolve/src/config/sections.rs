@@ -348,6 +348,19 @@ pub struct LlmSection {
     #[arg(id = "llm.analyst", long = "analyst", value_name = "SPEC")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub analyst: Option<String>,
+    /// Let the model try before it answers: each proposal is a tool
+    /// conversation (OpenAI and Anthropic models) in which it may compile,
+    /// check and time kernels at the smoke sizes, against the incumbent,
+    /// on a worker of its own, then submits one. The tools and the
+    /// per-proposal budget are the `[agent_tools]` section of --llm-config.
+    #[arg(
+        id = "llm.agent_tools",
+        long = "agent-tools",
+        num_args = 0,
+        default_missing_value = "true"
+    )]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_tools: Option<bool>,
     /// Provider configuration (TOML or JSON): endpoints, keys, prices.
     #[arg(
         id = "llm.providers",

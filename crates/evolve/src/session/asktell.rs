@@ -557,7 +557,7 @@ impl Session<'_> {
                 &request,
                 &context,
                 &selection,
-                vec![(result, latency)],
+                vec![super::calls::Answer::one_shot(result, latency)],
                 observer,
             )
             .await;

@@ -48,6 +48,9 @@ pub(super) struct Session<'e> {
     /// The batch endpoint of a `batch:` model.
     pub(super) batch: Option<Arc<kevo_proposer::BatchProvider>>,
     pub(super) accounting: Accounting,
+    /// With `--agent-tools`: the tools' worker and budget, shared by every
+    /// proposal's conversation.
+    pub(super) tools: Option<Arc<super::tool_host::ToolBench>>,
     pub(super) prompts: PromptBuilder<'static>,
     /// Set once the seed is recorded (its id is the strategy's start).
     pub(super) strategy: Option<Box<dyn Strategy>>,
@@ -239,6 +242,7 @@ impl<'e> Session<'e> {
         let dialect = device.dialect;
         let Proposers {
             provider,
+            tool_budget,
             batch,
             accounting,
             analyst,
@@ -252,6 +256,8 @@ impl<'e> Session<'e> {
         let dir = RunDir::create(&env.workspace, &run, dialect.extension())?;
         let heartbeat = start_heartbeat(&env.store, &run);
         Ok(Session {
+            tools: tool_budget
+                .map(|b| super::tool_host::ToolBench::shared(b, task, dialect, &options, env)),
             plan: task.sizes(options.sizes),
             options,
             task,
@@ -391,6 +397,8 @@ impl<'e> Session<'e> {
 /// meta-prompter.
 struct Proposers {
     provider: Arc<dyn Provider>,
+    /// `[agent_tools]` of the model settings, with `--agent-tools`.
+    tool_budget: Option<kevo_proposer::tools::ToolBudget>,
     batch: Option<Arc<kevo_proposer::BatchProvider>>,
     accounting: Accounting,
     analyst: Option<Arc<dyn Provider>>,
@@ -454,8 +462,23 @@ impl Proposers {
             }
             None => None,
         };
+        let tool_budget = match options.agent_tools {
+            true if provider.label() == "external" || batch.is_some() => {
+                return Err(EvolveError::AgentTools(
+                    "a run whose answers come from outside (external, batch:) has no conversation to offer tools in".into(),
+                ));
+            }
+            true if options.nats.is_some() => {
+                return Err(EvolveError::AgentTools(
+                    "the tools run on a worker of this host; a run evaluated through --nats has no device here".into(),
+                ));
+            }
+            true => Some(provider_config.agent_tools.clone()),
+            false => None,
+        };
         Ok(Proposers {
             provider,
+            tool_budget,
             batch,
             accounting,
             analyst,

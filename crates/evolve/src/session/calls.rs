@@ -63,6 +63,7 @@ pub(super) fn proposal_call(
         cost_usd: None,
         latency_s,
         error: None,
+        transcript: None,
     }
 }
 
@@ -80,6 +81,20 @@ pub(super) fn with_answer(mut call: NewLlmCall, completion: &Completion) -> NewL
     call
 }
 
+/// `call` with a tool conversation's record: the transcript, and the
+/// tokens every turn spent (a conversation that ended without a kernel
+/// spent them too; the completion's counts replace them when it did not).
+pub(super) fn with_transcript(
+    mut call: NewLlmCall,
+    transcript: &kevo_proposer::tools::Transcript,
+) -> NewLlmCall {
+    call.transcript = serde_json::to_value(transcript).ok();
+    call.input_tokens = Some(transcript.usage.input_tokens);
+    call.output_tokens = Some(transcript.usage.output_tokens);
+    call.reasoning_tokens = transcript.usage.reasoning_tokens;
+    call
+}
+
 /// The purpose under which meta-prompter calls are stored.
 pub const META_PURPOSE: &str = "meta-prompt";
 
@@ -91,9 +106,28 @@ pub(super) const META_FAILURES_SHOWN: usize = 3;
 /// misconfigured endpoint would otherwise cost every prompt its retries.
 pub(super) const ANALYST_GIVE_UP: u32 = 3;
 
-/// One prompt's model calls as they came back, each with its latency; an
-/// error when every call hit a budget stop.
-pub(super) type Calls = Result<Vec<(Result<Completion, ProviderError>, f64)>, EvolveError>;
+/// One model call as it came back.
+pub(super) struct Answer {
+    pub(super) result: Result<Completion, ProviderError>,
+    pub(super) latency_s: f64,
+    /// With `--agent-tools`, the conversation's turns and tool calls,
+    /// whether or not it ended with a kernel.
+    pub(super) transcript: Option<kevo_proposer::tools::Transcript>,
+}
+
+impl Answer {
+    pub(super) fn one_shot(result: Result<Completion, ProviderError>, latency_s: f64) -> Answer {
+        Answer {
+            result,
+            latency_s,
+            transcript: None,
+        }
+    }
+}
+
+/// One prompt's model calls as they came back; an error when every call
+/// hit a budget stop.
+pub(super) type Calls = Result<Vec<Answer>, EvolveError>;
 
 /// How the error of a call abandoned by [`interrupt`] begins.
 pub const ABANDONED: &str = "abandoned after";

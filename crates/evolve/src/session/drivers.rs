@@ -97,6 +97,7 @@ pub async fn interrupt(env: &Environment, run: &str, reason: &str) -> Result<usi
             .push(NewLlmCall {
                 purpose: c.purpose.into(),
                 error: Some(format!("{ABANDONED} {waited:.1} s: {reason}")),
+                transcript: None,
                 ..proposal_call(c.provider.clone(), &c.system, &c.user, waited)
             });
     }

@@ -44,6 +44,9 @@ pub enum EvolveError {
     /// `--meta-prompter` without a proposal interval, or a bad spec.
     #[error("--meta-prompter: {0}")]
     MetaPrompter(String),
+    /// `--agent-tools` where no conversation or no local device can serve.
+    #[error("--agent-tools: {0}")]
+    AgentTools(String),
     #[error("{task} has no {dialect} seed")]
     NoSeed { task: String, dialect: Dialect },
     #[error("the stored evaluation of candidate {candidate} is unreadable: {source}")]

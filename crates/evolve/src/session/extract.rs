@@ -1,7 +1,7 @@
 //! Extracting: each answer's kernel taken from its text once, as a
 //! [`Candidate`] whose hashes are computed once, or why there is none.
 
-use kevo_proposer::{Completion, Extraction, ProviderError, StepOutcome};
+use kevo_proposer::{Extraction, StepOutcome};
 
 use super::base::Session;
 
@@ -46,13 +46,13 @@ impl<'e> Session<'e> {
     /// call failed.
     pub(super) fn extract_all(
         &self,
-        completions: &[(Result<Completion, ProviderError>, f64)],
+        completions: &[super::calls::Answer],
         incumbent_source: &str,
     ) -> Vec<Option<Result<Candidate, NoCandidate>>> {
         completions
             .iter()
-            .map(|(result, _)| {
-                let completion = result.as_ref().ok()?;
+            .map(|answer| {
+                let completion = answer.result.as_ref().ok()?;
                 Some(self.extract(&completion.text, incumbent_source))
             })
             .collect()

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use kevo_backend::Dialect;
-use kevo_proposer::{ChatRequest, Completion, HistoryEntry, Provider, ProviderError, StepOutcome};
+use kevo_proposer::{ChatRequest, HistoryEntry, Provider, StepOutcome};
 use kevo_store::{CandidateId, NewLlmCall};
 use kevo_strategy::Selection;
 
@@ -172,6 +172,7 @@ impl<'e> Session<'e> {
                 (
                     NewLlmCall {
                         error: Some(e.to_string()),
+                        transcript: None,
                         ..asked
                     },
                     Err(e.to_string()),
@@ -200,7 +201,7 @@ impl<'e> Session<'e> {
         request: &ChatRequest,
         context: &PromptContext,
         selection: &Selection,
-        completions: Vec<(Result<Completion, ProviderError>, f64)>,
+        completions: Vec<super::calls::Answer>,
         observer: &mut dyn Observer,
     ) -> Result<(), EvolveError> {
         let tried = self
@@ -410,6 +411,7 @@ impl<'e> Session<'e> {
             Err(e) => (
                 NewLlmCall {
                     error: Some(e.to_string()),
+                    transcript: None,
                     ..asked
                 },
                 // A budget stop is the budget's: the generator's call

@@ -108,7 +108,7 @@ impl<'e> Session<'e> {
                     break;
                 }
                 let (selection, context, request) = self.next_prompt(next).await?;
-                let calls = self.issue(next, &request);
+                let calls = self.issue(next, &request, &context);
                 let id = next_flight;
                 next_flight += 1;
                 let arrived = arrived.clone();
@@ -154,7 +154,7 @@ impl<'e> Session<'e> {
     ) -> Result<(), EvolveError> {
         let (selection, context, request) = self.next_prompt(k).await?;
         self.dir.write_prompt(k, &request.system, &request.user)?;
-        let completions = self.issue(k, &request).await?;
+        let completions = self.issue(k, &request, &context).await?;
         self.conclude(k, &request, &context, &selection, completions, observer)
             .await
     }

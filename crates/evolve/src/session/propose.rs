@@ -4,14 +4,15 @@
 use std::time::Instant;
 
 use kevo_eval::{Evaluation, Outcome, WallTimes};
-use kevo_proposer::{Attempt, ChatRequest, Completion, ProviderError, StepOutcome, UserContext};
+use kevo_proposer::{Attempt, ChatRequest, ProviderError, StepOutcome, UserContext};
 use kevo_store::{CandidateId, CandidateRef, NewCandidate};
 use kevo_strategy::Selection;
 
 use super::base::{AbortOnDrop, Session};
-use super::calls::{Calls, InFlightCall, proposal_call, with_answer};
+use super::calls::{Answer, Calls, InFlightCall, proposal_call, with_answer, with_transcript};
 use super::error::EvolveError;
 use super::extract::{Candidate, NoCandidate};
+use super::tool_host::ProposalTools;
 use super::values::{
     Duplicate, EvaluatedOnce, EvaluatedProposal, PromptContext, Tried, TriedResult, attempts,
     hint_text,
@@ -179,6 +180,7 @@ impl<'e> Session<'e> {
         &self,
         k: u32,
         request: &ChatRequest,
+        context: &PromptContext,
     ) -> impl std::future::Future<Output = Calls> + Send + 'static {
         static TOKENS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let token = TOKENS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -195,15 +197,29 @@ impl<'e> Session<'e> {
             user: request.user.clone(),
             sent,
         }));
+        let tools = self.proposal_tools(context);
         let handles = AbortOnDrop(
             (0..n)
                 .map(|_| {
                     let p = self.provider.clone();
                     let r = request.clone();
+                    let tools = tools.clone();
                     tokio::spawn(async move {
                         let t = Instant::now();
-                        let res = p.complete(&r).await;
-                        (res, t.elapsed().as_secs_f64())
+                        let (result, transcript) = match tools {
+                            Some(host) => {
+                                let budget = host.bench.budget.clone();
+                                let (result, transcript) =
+                                    kevo_proposer::tools::converse(&*p, &*host, &r, &budget).await;
+                                (result, Some(transcript))
+                            }
+                            None => (p.complete(&r).await, None),
+                        };
+                        Answer {
+                            result,
+                            latency_s: t.elapsed().as_secs_f64(),
+                            transcript,
+                        }
                     })
                 })
                 .collect(),
@@ -215,16 +231,45 @@ impl<'e> Session<'e> {
                 joined.push(h.await);
             }
             in_flight.lock().retain(|c| c.token != token);
-            let completions: Vec<(Result<Completion, ProviderError>, f64)> =
-                joined.into_iter().collect::<Result<_, _>>()?;
-            if let Some((Err(e), _)) = completions.first()
+            let answers: Vec<Answer> = joined.into_iter().collect::<Result<_, _>>()?;
+            if let Some(Err(e)) = answers.first().map(|a| &a.result)
                 && e.is_budget_stop()
-                && completions.iter().all(|(r, _)| r.is_err())
+                && answers.iter().all(|a| a.result.is_err())
             {
                 return Err(EvolveError::Provider(e.clone()));
             }
-            Ok(completions)
+            Ok(answers)
         }
+    }
+
+    /// With `--agent-tools`, the tools of a proposal from `context`: its
+    /// parent, the incumbent and the elites it is shown.
+    fn proposal_tools(&self, context: &PromptContext) -> Option<std::sync::Arc<ProposalTools>> {
+        let bench = self.tools.clone()?;
+        let best = self.strategy.as_deref().map(|s| s.best().id);
+        let incumbent = best
+            .and_then(|id| {
+                Some((
+                    self.sources.get(&id)?.clone(),
+                    self.evaluations.get(&id)?.clone(),
+                ))
+            })
+            .unwrap_or_else(|| {
+                (
+                    context.incumbent_source.clone(),
+                    context.incumbent_evaluation.clone(),
+                )
+            });
+        Some(std::sync::Arc::new(ProposalTools {
+            bench,
+            parent: (
+                context.incumbent_source.clone(),
+                context.incumbent_evaluation.clone(),
+            ),
+            incumbent,
+            elites: context.elites.clone(),
+            timeout: self.timeout,
+        }))
     }
 
     /// With several workers (`--devices`, or remote ones), the new sources
@@ -284,7 +329,7 @@ impl<'e> Session<'e> {
         request: &ChatRequest,
         context: &PromptContext,
         selection: &Selection,
-        completions: Vec<(Result<Completion, ProviderError>, f64)>,
+        completions: Vec<Answer>,
     ) -> Result<Vec<Tried>, EvolveError> {
         if let Some(error) = permanent_failure(&completions) {
             self.refused = Some(format!("the model cannot be reached: {error}"));
@@ -292,16 +337,9 @@ impl<'e> Session<'e> {
         let extracted = self.extract_all(&completions, &context.incumbent_source);
         self.prefetch(&extracted).await?;
         let mut tried: Vec<Tried> = Vec::with_capacity(completions.len());
-        for (j, ((result, latency), extracted)) in
-            completions.into_iter().zip(extracted).enumerate()
-        {
-            let mut call = proposal_call(
-                self.provider.label(),
-                &request.system,
-                &request.user,
-                latency,
-            );
-            let completion = match result {
+        for (j, (answer, extracted)) in completions.into_iter().zip(extracted).enumerate() {
+            let mut call = self.call_record(request, &answer);
+            let completion = match answer.result {
                 Err(e) => {
                     call.error = Some(e.to_string());
                     tried.push(Tried::nothing(
@@ -379,6 +417,25 @@ impl<'e> Session<'e> {
         Ok(tried)
     }
 
+    /// The stored record of a proposal call, before its answer is read:
+    /// with a tool conversation, its transcript and every turn's tokens,
+    /// and its worker time counted as this run's evaluation time.
+    fn call_record(&mut self, request: &ChatRequest, answer: &Answer) -> kevo_store::NewLlmCall {
+        let call = proposal_call(
+            self.provider.label(),
+            &request.system,
+            &request.user,
+            answer.latency_s,
+        );
+        match &answer.transcript {
+            Some(t) => {
+                self.evaluating += std::time::Duration::from_secs_f64(t.device_s);
+                with_transcript(call, t)
+            }
+            None => call,
+        }
+    }
+
     /// `source`'s evaluation: the stored one if this run measured the
     /// same source before, that of an earlier candidate whose source is
     /// the same up to comments and whitespace, one of this batch's, or a
@@ -429,10 +486,8 @@ impl<'e> Session<'e> {
 /// The error of a batch of calls that all failed permanently (see
 /// [`ProviderError::is_permanent`]); None when one was answered or may be
 /// next time.
-fn permanent_failure(
-    completions: &[(Result<Completion, ProviderError>, f64)],
-) -> Option<&ProviderError> {
-    let mut errors = completions.iter().map(|(r, _)| r.as_ref().err());
+fn permanent_failure(completions: &[Answer]) -> Option<&ProviderError> {
+    let mut errors = completions.iter().map(|a| a.result.as_ref().err());
     let first = errors.next()??;
     (first.is_permanent() && errors.all(|e| e.is_some_and(ProviderError::is_permanent)))
         .then_some(first)

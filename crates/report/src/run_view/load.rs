@@ -39,6 +39,8 @@ pub struct RunView {
     pub variant_of: HashMap<i64, u32>,
     /// Which ensemble member answered each iteration's proposals.
     pub answered_by: HashMap<u32, Vec<String>>,
+    /// Each iteration's tool conversations (`--agent-tools`).
+    pub conversations: HashMap<u32, Vec<kevo_proposer::tools::Transcript>>,
     /// Each candidate's first in-distribution evaluation.
     pub measured: HashMap<i64, Evaluation>,
     /// Candidates that ran faster than the hardware allows.
@@ -96,6 +98,7 @@ pub async fn load(store: &Store, run: RunId) -> Result<RunView, RunViewError> {
     } else {
         HashMap::new()
     };
+    let conversations = conversations(store, &id).await?;
     let measured = first_measurements(store, &history).await?;
     let suspicious = suspicious(store, &history).await?;
     let cross = store.cross_evaluations(&id).await?;
@@ -115,6 +118,7 @@ pub async fn load(store: &Store, run: RunId) -> Result<RunView, RunViewError> {
         prompt_archive: stored.prompt_archive,
         variant_of,
         answered_by,
+        conversations,
         measured,
         suspicious,
         cross,
@@ -177,6 +181,25 @@ async fn answered_by(store: &Store, id: &RunId) -> Result<HashMap<u32, Vec<Strin
         }
     }
     Ok(answered_by)
+}
+
+/// The tool conversations of each iteration's proposals; a transcript
+/// that does not read as one is left out.
+async fn conversations(
+    store: &Store,
+    id: &RunId,
+) -> Result<HashMap<u32, Vec<kevo_proposer::tools::Transcript>>, RunViewError> {
+    let mut out: HashMap<u32, Vec<kevo_proposer::tools::Transcript>> = HashMap::new();
+    for c in store.llm_calls(id).await? {
+        if let Some(t) = c
+            .call
+            .transcript
+            .and_then(|t| serde_json::from_value(t).ok())
+        {
+            out.entry(c.iteration).or_default().push(t);
+        }
+    }
+    Ok(out)
 }
 
 /// Every iteration's per-size numbers: its candidate's first

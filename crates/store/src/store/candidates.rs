@@ -64,6 +64,7 @@ struct LlmCallRow {
     latency_s: f64,
     error: Option<String>,
     created_at: DateTime<Utc>,
+    transcript: Option<String>,
 }
 
 const CANDIDATE_COLUMNS: &str = "SELECT id, run_id, iteration, island, cell, descriptors, source, \
@@ -74,7 +75,7 @@ const EVALUATION_COLUMNS: &str = "SELECT e.id, e.candidate_id, e.kind, e.outcome
 
 const LLM_CALLS: &str = "SELECT id, run_id, candidate_id, iteration, purpose, provider, model, \
      prompt_system, prompt_user, response, reasoning, input_tokens, output_tokens, \
-     reasoning_tokens, cost_usd, latency_s, error, created_at FROM llm_calls \
+     reasoning_tokens, cost_usd, latency_s, error, created_at, transcript FROM llm_calls \
      WHERE run_id = $1 ORDER BY iteration, id";
 
 impl Store {
@@ -304,6 +305,7 @@ impl Store {
                         cost_usd: r.cost_usd,
                         latency_s: r.latency_s,
                         error: r.error,
+                        transcript: r.transcript.and_then(|t| serde_json::from_str(&t).ok()),
                     },
                     created_at: r.created_at,
                 })

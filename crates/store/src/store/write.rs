@@ -15,8 +15,8 @@ use crate::model::{
 
 const INSERT_LLM_CALL: &str = "INSERT INTO llm_calls (run_id, candidate_id, iteration, purpose, \
      provider, model, prompt_system, prompt_user, response, reasoning, input_tokens, \
-     output_tokens, reasoning_tokens, cost_usd, latency_s, error, created_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) \
+     output_tokens, reasoning_tokens, cost_usd, latency_s, error, created_at, transcript) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) \
      RETURNING id";
 
 const INSERT_EVALUATION: &str = "INSERT INTO evaluations (candidate_id, kind, outcome_kind, \
@@ -105,6 +105,9 @@ impl<'s> Write<'s> {
         let input_tokens = tokens(call.input_tokens, "input tokens")?;
         let output_tokens = tokens(call.output_tokens, "output tokens")?;
         let reasoning_tokens = tokens(call.reasoning_tokens, "reasoning tokens")?;
+        // JSON text escapes NUL itself (\u0000), which PostgreSQL's TEXT
+        // refuses raw.
+        let transcript = call.transcript.as_ref().map(|t| t.to_string());
         on_tx!(self, async |conn| {
             sqlx::query_scalar::<_, i64>(INSERT_LLM_CALL)
                 .bind(&run.0)
@@ -124,6 +127,7 @@ impl<'s> Write<'s> {
                 .bind(call.latency_s)
                 .bind(clean_opt(&call.error))
                 .bind(at)
+                .bind(&transcript)
                 .fetch_one(conn)
                 .await
         })

@@ -1,0 +1,211 @@
+//! `--agent-tools` end to end on PoCL: a local server speaking OpenAI's
+//! tool-call format scripts a model that checks a broken kernel (the real
+//! compiler's error comes back), times a correct one against the
+//! incumbent (real timings), asks for the held-out size (refused without
+//! naming it), and submits. The run evaluates what was submitted as any
+//! answer, stores the conversation with the call, and no request the model
+//! received holds a held-out or validation size.
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+
+use crate::common::{self, EVOLVE_SAXPY_SMOKE, opencl_available};
+use kevo_tasks::SizeSet;
+
+const BROKEN: &str = "__kernel void saxpy(__global const float* x, __global float* y, float a, uint N) { y[get_global_id(0)] = a * undefined_name; }";
+const FAST: &str = "__kernel void saxpy(__global const float* x, __global float* y, float a, uint N) {\n    uint i = get_global_id(0);\n    if (i < N) y[i] = fma(a, x[i], y[i]);\n}";
+
+/// The scripted model's answer to its `turn`-th request (0-based).
+fn scripted(turn: usize, held_out: &str) -> serde_json::Value {
+    let call = |name: &str, args: serde_json::Value| {
+        serde_json::json!({
+            "model": "gpt-5",
+            "choices": [{"message": {"role": "assistant", "content": null, "tool_calls": [
+                {"id": format!("call_{turn}"), "type": "function",
+                 "function": {"name": name, "arguments": args.to_string()}}]},
+                "finish_reason": "tool_calls"}],
+            "usage": {"prompt_tokens": 1000, "completion_tokens": 100}
+        })
+    };
+    match turn {
+        0 => call("check", serde_json::json!({ "source": BROKEN })),
+        1 => call("time", serde_json::json!({ "source": FAST })),
+        2 => call(
+            "time",
+            serde_json::json!({ "source": FAST, "sizes": [held_out] }),
+        ),
+        3 => call("show", serde_json::json!({ "which": "incumbent" })),
+        _ => call("submit", serde_json::json!({ "source": FAST })),
+    }
+}
+
+fn stored_calls(ws: &Path) -> Vec<kevo_store::StoredLlmCall> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let store = kevo_store::Store::open_workspace(ws).await.unwrap();
+        let runs = store.list_runs().await.unwrap();
+        let calls = store.llm_calls(&runs[0].id).await.unwrap();
+        store.close().await;
+        calls
+    })
+}
+
+#[test]
+fn a_model_with_tools_checks_times_is_refused_the_held_out_size_and_submits() {
+    if !opencl_available() {
+        return;
+    }
+    let task = kevo_tasks::by_name("saxpy").unwrap();
+    let smoke = task.sizes(SizeSet::Smoke);
+    let full = task.sizes(SizeSet::Full);
+    let held_out = smoke.held_out.label.clone();
+    let secret_labels: Vec<String> = [&smoke, &full]
+        .iter()
+        .flat_map(|p| {
+            std::iter::once(p.held_out.label.clone())
+                .chain(p.validation.iter().map(|s| s.label.clone()))
+        })
+        .collect();
+    let bodies = Arc::new(Mutex::new(Vec::<String>::new()));
+    let kept = bodies.clone();
+    let url = common::serve_http(move |body| {
+        let mut kept = kept.lock().unwrap();
+        let turn = serde_json::from_str::<serde_json::Value>(body)
+            .ok()
+            .and_then(|v| {
+                v["messages"]
+                    .as_array()
+                    .map(|m| m.iter().filter(|m| m["role"] == "assistant").count())
+            })
+            .unwrap_or(0);
+        kept.push(body.to_string());
+        Some((
+            "200 OK".into(),
+            String::new(),
+            scripted(turn, &held_out).to_string(),
+        ))
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    let out = Command::new(env!("CARGO_BIN_EXE_kevo"))
+        .env("KEVO_CACHE_DIR", dir.path().join("cache"))
+        .env("OPENAI_API_KEY", "sk-test-agent-tools")
+        .args(EVOLVE_SAXPY_SMOKE)
+        .args(["--iterations", "1", "--agent-tools", "--llm"])
+        .arg(format!("openai@{url}:gpt-5"))
+        .arg("--workspace")
+        .arg(&ws)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+
+    let calls = stored_calls(&ws);
+    let proposal = calls.iter().find(|c| c.call.purpose == "propose").unwrap();
+    assert_eq!(proposal.call.error, None);
+    assert!(
+        proposal
+            .call
+            .response
+            .as_deref()
+            .unwrap()
+            .contains("fma(a, x[i], y[i])")
+    );
+    // Five turns of 1,000 + 100 tokens, counted as one call's.
+    assert_eq!(proposal.call.input_tokens, Some(5000));
+    assert_eq!(proposal.call.output_tokens, Some(500));
+    let t = proposal
+        .call
+        .transcript
+        .as_ref()
+        .expect("the conversation is stored");
+    assert_eq!(t["ended"], "submitted");
+    assert_eq!(t["calls"], 3, "{t}");
+    let call = |turn: usize| &t["turns"][turn]["calls"][0];
+    // The real compiler's complaint about the broken kernel.
+    assert_eq!(call(0)["is_error"], true);
+    assert!(
+        call(0)["result"]
+            .as_str()
+            .unwrap()
+            .contains("undefined_name"),
+        "{}",
+        call(0)
+    );
+    // Real timings of both kernels at every offered size.
+    let timed = call(1)["result"].as_str().unwrap();
+    for s in &smoke.in_distribution {
+        assert!(timed.contains(&format!("{}: yours ", s.label)), "{timed}");
+    }
+    assert!(
+        timed.contains("incumbent") && timed.contains(" us"),
+        "{timed}"
+    );
+    assert!(
+        call(2)["refused"].as_str().unwrap().contains("not offered"),
+        "{}",
+        call(2)
+    );
+    assert!(
+        call(3)["result"]
+            .as_str()
+            .unwrap()
+            .contains("__kernel void saxpy")
+    );
+
+    // `kevo show` says what the tools did, call by call.
+    let shown = Command::new(env!("CARGO_BIN_EXE_kevo"))
+        .args(["show", &proposal.run_id.0, "--workspace"])
+        .arg(&ws)
+        .output()
+        .unwrap();
+    let shown = common::succeeded(shown);
+    for line in [
+        "tools: 5 turns, 3 tool calls (1 refused)",
+        "turn 1: check (failed): ",
+        "turn 2: time: ",
+        "turn 3: time (refused): size `",
+        "turn 5: submit: submitted",
+    ] {
+        assert!(shown.contains(line), "{line} not in {shown}");
+    }
+
+    // Nothing the model received names a held-out or validation size;
+    // the one refusal repeats only the label the model itself sent.
+    let echo = format!("size `{}` is not offered", smoke.held_out.label);
+    let bodies = bodies.lock().unwrap();
+    assert_eq!(bodies.len(), 5);
+    for body in bodies.iter() {
+        let v: serde_json::Value = serde_json::from_str(body).unwrap();
+        let received: String = v["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] != "assistant")
+            .map(|m| m["content"].to_string())
+            .chain(std::iter::once(v["tools"].to_string()))
+            .collect::<Vec<_>>()
+            .join("\n")
+            .replace(&echo, "");
+        for label in &secret_labels {
+            assert!(
+                !names(&received, label),
+                "{label} reached the model: {received}"
+            );
+        }
+    }
+    assert!(bodies[3].contains(&echo), "the refusal was not sent");
+}
+
+/// `label` in `text` as a whole token (`4M` is not in `64M`).
+fn names(text: &str, label: &str) -> bool {
+    let token = |c: char| c.is_ascii_alphanumeric() || c == '.';
+    text.match_indices(label).any(|(i, _)| {
+        !text[..i].chars().next_back().is_some_and(token)
+            && !text[i + label.len()..].chars().next().is_some_and(token)
+    })
+}

@@ -1,0 +1,306 @@
+//! The device side of `--agent-tools`: a proposal's compile, check, time,
+//! profile and show calls, run on a worker of the run's own (started on
+//! the first call, sandboxed and checked like every candidate) at the
+//! sizes the model may see.
+//!
+//! The run's evaluation pool is busy evaluating other proposals' answers
+//! while a conversation goes on (`--concurrency`), so the tools have their
+//! own worker; calls of concurrent conversations take turns on it.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use kevo_backend::Dialect;
+use kevo_eval::{Candidate, Evaluation, Outcome};
+use kevo_proposer::BoxFuture;
+use kevo_proposer::tools::{HostCall, Shown, ToolBudget, ToolHost, ToolReply};
+use kevo_tasks::{Size, SizeSet, Task};
+use kevo_worker::{Worker, WorkerCommand};
+
+/// Lines of compiler output a reply keeps.
+const DIAGNOSTIC_LINES: usize = 40;
+
+/// What every proposal's tools share: the worker, the task, the sizes.
+pub(super) struct ToolBench {
+    pub(super) budget: ToolBudget,
+    task: &'static Task,
+    dialect: Dialect,
+    command: WorkerCommand,
+    config: kevo_worker::WorkerConfig,
+    worker: Mutex<Option<Worker>>,
+    /// Offered to `time` and `profile`: the smoke sizes, and the run's
+    /// own with `run_sizes`. Never the held-out or validation sizes.
+    sizes: Vec<Size>,
+    /// `check` runs here: the smoke sizes.
+    check_sizes: Vec<Size>,
+}
+
+impl ToolBench {
+    /// The bench of a run with `options`, on a worker like the run's own.
+    pub(super) fn shared(
+        budget: ToolBudget,
+        task: &'static Task,
+        dialect: Dialect,
+        options: &crate::EvolveOptions,
+        env: &super::base::Environment,
+    ) -> Arc<ToolBench> {
+        Arc::new(ToolBench::new(
+            budget,
+            task,
+            dialect,
+            env.worker.clone(),
+            options.worker_config(),
+            &task.sizes(options.sizes).in_distribution,
+        ))
+    }
+
+    pub(super) fn new(
+        budget: ToolBudget,
+        task: &'static Task,
+        dialect: Dialect,
+        command: WorkerCommand,
+        config: kevo_worker::WorkerConfig,
+        run_sizes: &[Size],
+    ) -> ToolBench {
+        let check_sizes = task.sizes(SizeSet::Smoke).in_distribution;
+        let mut sizes = check_sizes.clone();
+        if budget.run_sizes {
+            for s in run_sizes {
+                if !sizes.iter().any(|t| t.label == s.label) {
+                    sizes.push(s.clone());
+                }
+            }
+        }
+        ToolBench {
+            budget,
+            task,
+            dialect,
+            command,
+            config,
+            worker: Mutex::new(None),
+            sizes,
+            check_sizes,
+        }
+    }
+
+    /// `source` evaluated at `sizes` on the tools' worker; the worker is
+    /// started on first use. Blocking.
+    fn evaluate(
+        &self,
+        source: &str,
+        sizes: &[Size],
+        timeout: Duration,
+    ) -> Result<Evaluation, String> {
+        let mut guard = self.worker.lock().unwrap_or_else(|p| p.into_inner());
+        if guard.is_none() {
+            let worker = Worker::start(self.command.clone(), self.config.clone())
+                .map_err(|e| format!("the tools' worker cannot start: {e}"))?;
+            *guard = Some(worker);
+        }
+        let worker = guard.as_mut().expect("started above");
+        let candidate = Candidate::new(source.to_string(), self.dialect);
+        Ok(worker.evaluate_candidate(self.task, &candidate, sizes, timeout))
+    }
+
+    fn sizes_named(&self, labels: &[String]) -> Vec<Size> {
+        labels
+            .iter()
+            .filter_map(|l| self.sizes.iter().find(|s| &s.label == l).cloned())
+            .collect()
+    }
+}
+
+/// One proposal's tools: the bench, and the kernels `show` and `time`
+/// refer to.
+pub(super) struct ProposalTools {
+    pub(super) bench: Arc<ToolBench>,
+    pub(super) parent: (String, Evaluation),
+    pub(super) incumbent: (String, Evaluation),
+    pub(super) elites: Vec<(String, Evaluation)>,
+    pub(super) timeout: Duration,
+}
+
+impl ToolHost for ProposalTools {
+    fn sizes(&self) -> Vec<String> {
+        self.bench.sizes.iter().map(|s| s.label.clone()).collect()
+    }
+
+    fn elites(&self) -> usize {
+        self.elites.len()
+    }
+
+    fn can_profile(&self) -> bool {
+        self.bench.dialect == Dialect::Cuda && kevo_worker::profiler::find_ncu().is_some()
+    }
+
+    fn run<'a>(&'a self, call: &'a HostCall) -> BoxFuture<'a, ToolReply> {
+        Box::pin(async move {
+            let started = Instant::now();
+            let (text, failed) = tokio::task::block_in_place(|| self.run_blocking(call));
+            ToolReply {
+                text,
+                failed,
+                device_s: started.elapsed().as_secs_f64(),
+            }
+        })
+    }
+}
+
+impl ProposalTools {
+    fn run_blocking(&self, call: &HostCall) -> (String, bool) {
+        let bench = &self.bench;
+        let evaluated = |source: &str, sizes: &[Size]| bench.evaluate(source, sizes, self.timeout);
+        match call {
+            HostCall::Compile { source } => {
+                // The smallest check size: compiling is what is reported.
+                let first = &bench.check_sizes[..1];
+                match evaluated(source, first) {
+                    Ok(e) => compiled(&e),
+                    Err(e) => (e, true),
+                }
+            }
+            HostCall::Check { source } => match evaluated(source, &bench.check_sizes) {
+                Ok(e) => checked(&e),
+                Err(e) => (e, true),
+            },
+            HostCall::Time { source, sizes } => {
+                let sizes = bench.sizes_named(sizes);
+                let candidate = match evaluated(source, &sizes) {
+                    Ok(e) => e,
+                    Err(e) => return (e, true),
+                };
+                if !candidate.outcome.is_correct() {
+                    return checked(&candidate);
+                }
+                match evaluated(&self.incumbent.0, &sizes) {
+                    Ok(incumbent) => (timed(&candidate, &incumbent), false),
+                    Err(e) => (e, true),
+                }
+            }
+            HostCall::Profile { source, size } => self.profiled(source, size),
+            HostCall::Show { which } => {
+                let (source, evaluation) = match which {
+                    Shown::Parent => &self.parent,
+                    Shown::Incumbent => &self.incumbent,
+                    Shown::Elite(i) => &self.elites[*i],
+                };
+                (shown(source, evaluation), false)
+            }
+        }
+    }
+
+    fn profiled(&self, source: &str, size: &str) -> (String, bool) {
+        let bench = &self.bench;
+        let Some(size) = bench.sizes.iter().find(|s| s.label == size) else {
+            return (format!("size {size} is not offered"), true);
+        };
+        let dir = match tempfile::tempdir() {
+            Ok(d) => d,
+            Err(e) => return (format!("no directory for the profile: {e}"), true),
+        };
+        let report = dir.path().join("tool.ncu-rep");
+        match kevo_worker::profiler::profile_task(
+            &bench.command,
+            bench.config.clone(),
+            bench.task,
+            source,
+            size,
+            &report,
+        ) {
+            Ok(p) => (p.summary(), false),
+            Err(e) => (format!("the profile failed: {e}"), true),
+        }
+    }
+}
+
+/// The compile tool's reply: the diagnostics, or the kernels' facts.
+fn compiled(e: &Evaluation) -> (String, bool) {
+    if let Outcome::CompileError { .. } = &e.outcome {
+        let detail = e
+            .outcome
+            .failure_detail(DIAGNOSTIC_LINES)
+            .unwrap_or_else(|| e.outcome.summary());
+        return (format!("did not compile:\n{detail}"), true);
+    }
+    let facts: Vec<String> = e.kernels.iter().filter_map(|k| k.facts_line()).collect();
+    let mut text = format!("compiled in {:.2} s", e.wall.compile_s);
+    if facts.is_empty() {
+        text.push_str(" (the backend reports no register or occupancy figures)");
+    } else {
+        text.push_str(":\n");
+        text.push_str(&facts.join("\n"));
+    }
+    (text, false)
+}
+
+/// The check tool's reply: pass, or the first failure with its size.
+fn checked(e: &Evaluation) -> (String, bool) {
+    let mut lines = vec![e.outcome.summary()];
+    if let Some(detail) = e.outcome.failure_detail(DIAGNOSTIC_LINES) {
+        lines.push(detail);
+    }
+    for s in &e.sizes {
+        lines.push(format!(
+            "{}: {} ({} {:.3e}{})",
+            s.label,
+            if s.correct { "correct" } else { "WRONG" },
+            s.metric,
+            s.error,
+            s.tolerance
+                .map(|t| format!(", tolerance {t:.3e}"))
+                .unwrap_or_default()
+        ));
+    }
+    (lines.join("\n"), !e.outcome.is_correct())
+}
+
+/// The time tool's reply: per size, both medians with their spread and
+/// the ratio, measured in one call on one worker.
+fn timed(candidate: &Evaluation, incumbent: &Evaluation) -> String {
+    let mut lines = Vec::new();
+    for c in &candidate.sizes {
+        let Some(i) = incumbent.sizes.iter().find(|i| i.label == c.label) else {
+            continue;
+        };
+        let ratio = i.time.median_s / c.time.median_s;
+        lines.push(format!(
+            "{}: yours {} (spread {:.1}%, {:.1}% of the roofline), incumbent {} (spread {:.1}%): {}",
+            c.label,
+            micros(c.time.median_s),
+            c.time.spread * 100.0,
+            c.fraction * 100.0,
+            micros(i.time.median_s),
+            i.time.spread * 100.0,
+            if ratio >= 1.0 {
+                format!("{ratio:.2}x faster")
+            } else {
+                format!("{:.2}x slower", 1.0 / ratio)
+            }
+        ));
+    }
+    if !incumbent.outcome.is_correct() {
+        lines.push(format!("(the incumbent: {})", incumbent.outcome.summary()));
+    }
+    lines.join("\n")
+}
+
+fn micros(s: f64) -> String {
+    format!("{:.2} us", s * 1e6)
+}
+
+/// The show tool's reply: the source and its stored evaluation.
+fn shown(source: &str, e: &Evaluation) -> String {
+    let sizes: Vec<String> = e
+        .sizes
+        .iter()
+        .map(|s| {
+            format!(
+                "{}: {} ({:.1}% of the roofline)",
+                s.label,
+                micros(s.time.median_s),
+                s.fraction * 100.0
+            )
+        })
+        .collect();
+    format!("{}\n{}\n\n{source}", e.outcome.summary(), sizes.join("\n"))
+}
