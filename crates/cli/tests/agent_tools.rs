@@ -209,3 +209,134 @@ fn names(text: &str, label: &str) -> bool {
             && !text[i + label.len()..].chars().next().is_some_and(token)
     })
 }
+
+/// Whether `kevo sandbox-exec` can confine a command here (Landlock, no
+/// new privileges, a network layer and the socket filter).
+fn can_confine() -> bool {
+    let here = kevo_worker::kevo_sandbox::available();
+    here.filesystem.is_some()
+        && here.no_new_privileges
+        && !here.network.is_empty()
+        && here.syscalls.is_some()
+}
+
+/// A command-line agent: it reads its prompt, is told the real compiler's
+/// error for a broken kernel, times its own kernel, is refused a file
+/// outside its directory and the held-out size, cannot read that file
+/// itself, leaves a child running, and exits with its kernel file edited.
+fn agent_script(dir: &Path, secret: &Path) -> std::path::PathBuf {
+    let script = dir.join("agent.sh");
+    std::fs::write(
+        &script,
+        format!(
+            r#"probe() {{ if "$@" >/dev/null 2>&1; then echo "$1:yes"; else echo "$1:no"; fi; }}
+grep -q saxpy prompt.md && echo prompt:yes
+echo '{BROKEN}' > broken.cl
+kevo-tool check broken.cl > check.txt; echo "check_broken_exit:$?"
+grep -q undefined_name check.txt && echo compiler_error:yes
+kevo-tool check {secret} > outside.txt; echo "tool_outside_exit:$?"
+read_outside() {{ cat {secret}; }}
+probe read_outside
+cat > kernel.cl <<'K'
+{FAST}
+K
+kevo-tool time kernel.cl > time.txt; echo "time_exit:$?"
+grep -q incumbent time.txt && echo timed:yes
+kevo-tool time kernel.cl 128K > held.txt; echo "held_out_exit:$?"
+setsid sleep 313 > /dev/null 2>&1 &
+sleep 0.3
+"#,
+            secret = secret.display()
+        ),
+    )
+    .unwrap();
+    script
+}
+
+#[test]
+fn an_agent_edits_its_kernel_file_with_kevo_tool_under_the_sandbox() {
+    if !opencl_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("secret.txt");
+    std::fs::write(&secret, "__kernel void stolen() {}").unwrap();
+    let script = agent_script(dir.path(), &secret);
+    let config = dir.path().join("llm.toml");
+    std::fs::write(
+        &config,
+        format!("cmd_readable = [{:?}]\n", script.display().to_string()),
+    )
+    .unwrap();
+    let ws = dir.path().join("ws");
+    let out = Command::new(env!("CARGO_BIN_EXE_kevo"))
+        .env("KEVO_CACHE_DIR", dir.path().join("cache"))
+        .args(EVOLVE_SAXPY_SMOKE)
+        .args(["--iterations", "1", "--llm"])
+        .arg(format!("agent:sh {}", script.display()))
+        .arg("--llm-config")
+        .arg(&config)
+        .arg("--workspace")
+        .arg(&ws)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let calls = stored_calls(&ws);
+    let proposal = calls.iter().find(|c| c.call.purpose == "propose").unwrap();
+    if !can_confine() {
+        // Never run unconfined: the proposal fails and says why.
+        let error = proposal.call.error.as_deref().unwrap_or_default();
+        assert!(error.contains("cannot confine"), "{error}");
+        return;
+    }
+    assert_eq!(proposal.call.error, None, "{stderr}");
+    // What it left in its kernel file is the candidate.
+    assert!(
+        proposal
+            .call
+            .response
+            .as_deref()
+            .unwrap()
+            .contains("fma(a, x[i], y[i])")
+    );
+    let t = proposal.call.transcript.as_ref().unwrap();
+    let said = t["turns"][0]["text"].as_str().unwrap();
+    for line in [
+        "prompt:yes",
+        "check_broken_exit:1",
+        "compiler_error:yes",
+        "tool_outside_exit:1",
+        "read_outside:no",
+        "time_exit:0",
+        "timed:yes",
+        "held_out_exit:1",
+    ] {
+        assert!(said.contains(line), "{line} not in {said}\n{t:#}");
+    }
+    assert_eq!(t["ended"], "left its kernel file");
+    assert_eq!(t["calls"], 2, "{t:#}");
+    let refused: Vec<&str> = t["turns"][0]["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["refused"].as_str())
+        .collect();
+    assert!(
+        refused
+            .iter()
+            .any(|r| r.contains("outside the agent's directory")),
+        "{refused:?}"
+    );
+    assert!(
+        refused.iter().any(|r| r.contains("`128K` is not offered")),
+        "{refused:?}"
+    );
+    // Its setsid child ended with it.
+    assert!(
+        stderr.contains("left 1 process(es) running after it exited; they were killed"),
+        "{stderr}"
+    );
+    // Its tokens are unknown, never 0.
+    assert_eq!(proposal.call.input_tokens, None);
+}

@@ -4,6 +4,8 @@
 //! specs    := member ("," member)*
 //! member   := body ["=" WEIGHT]
 //! body     := "cmd:" COMMAND                 external command, text on stdin
+//!           | "agent:" COMMAND               a coding agent in a directory of
+//!                                            its own, with kevo-tool
 //!           | "cmd+json:" COMMAND            external command, JSON on stdin
 //!           | "replay:" PATH ["#" MODE]      recorded responses; MODE is
 //!                                            "ordered" (default) or "keyed"
@@ -74,6 +76,10 @@ pub enum SpecKind {
         command: String,
         json: bool,
     },
+    /// A command-line coding agent, run with its tools (`agent:`).
+    Agent {
+        command: String,
+    },
     Replay {
         path: PathBuf,
         mode: ReplayMode,
@@ -124,6 +130,7 @@ impl ModelSpec {
                 command,
                 json: true,
             } => format!("cmd+json:{command}"),
+            SpecKind::Agent { command } => format!("agent:{command}"),
             SpecKind::External => "external".to_string(),
             SpecKind::None => "none".to_string(),
             SpecKind::Batch {
@@ -212,6 +219,11 @@ fn parse_member(whole: &str, member: &str) -> Result<ModelSpec, SpecError> {
         SpecKind::External
     } else if body == "none" {
         SpecKind::None
+    } else if let Some(command) = body.strip_prefix("agent:") {
+        match cmd_kind(body, command).map_err(err)? {
+            SpecKind::Cmd { command, .. } => SpecKind::Agent { command },
+            other => other,
+        }
     } else if let Some(command) = body.strip_prefix("cmd+json:").or(body.strip_prefix("cmd:")) {
         cmd_kind(body, command).map_err(err)?
     } else if let Some(rest) = body.strip_prefix("replay:") {
@@ -261,9 +273,10 @@ fn batch_kind(whole: &str, body: &str, api: &str) -> Result<SpecKind, SpecError>
 /// `cmd:COMMAND` or `cmd+json:COMMAND` (`body`, with `command` after the
 /// prefix).
 fn cmd_kind<'a>(body: &'a str, command: &str) -> Result<SpecKind, PartError<'a>> {
+    let prefix = &body[..body.len() - command.len()];
     let command = command.trim();
     if command.is_empty() {
-        return Err((body, "no command after `cmd:`".into()));
+        return Err((body, format!("no command after `{prefix}`")));
     }
     Ok(SpecKind::Cmd {
         command: command.to_string(),

@@ -34,7 +34,17 @@ impl ToolHost for RuleHost {
     fn can_profile(&self) -> bool {
         self.profiler
     }
-    fn run<'a>(&'a self, call: &'a HostCall) -> BoxFuture<'a, ToolReply> {
+    fn parent_source(&self) -> String {
+        GOOD.into()
+    }
+    fn kernel_file(&self) -> String {
+        "kernel.cl".into()
+    }
+    fn run<'a>(
+        &'a self,
+        call: &'a HostCall,
+        _limit: std::time::Duration,
+    ) -> BoxFuture<'a, ToolReply> {
         self.ran.lock().unwrap().push(call.clone());
         let source = match call {
             HostCall::Compile { source } | HostCall::Check { source } => source.as_str(),

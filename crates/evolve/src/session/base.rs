@@ -462,7 +462,8 @@ impl Proposers {
             }
             None => None,
         };
-        let tool_budget = match options.agent_tools {
+        // An `agent:` proposer always works with its tools.
+        let tool_budget = match options.agent_tools || provider.agent().is_some() {
             true if provider.label() == "external" || batch.is_some() => {
                 return Err(EvolveError::AgentTools(
                     "a run whose answers come from outside (external, batch:) has no conversation to offer tools in".into(),

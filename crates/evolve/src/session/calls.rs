@@ -89,8 +89,9 @@ pub(super) fn with_transcript(
     transcript: &kevo_proposer::tools::Transcript,
 ) -> NewLlmCall {
     call.transcript = serde_json::to_value(transcript).ok();
-    call.input_tokens = Some(transcript.usage.input_tokens);
-    call.output_tokens = Some(transcript.usage.output_tokens);
+    let known = !transcript.usage_unknown;
+    call.input_tokens = known.then_some(transcript.usage.input_tokens);
+    call.output_tokens = known.then_some(transcript.usage.output_tokens);
     call.reasoning_tokens = transcript.usage.reasoning_tokens;
     call
 }

@@ -209,8 +209,13 @@ impl<'e> Session<'e> {
                         let (result, transcript) = match tools {
                             Some(host) => {
                                 let budget = host.bench.budget.clone();
-                                let (result, transcript) =
-                                    kevo_proposer::tools::converse(&*p, &*host, &r, &budget).await;
+                                let (result, transcript) = match p.agent() {
+                                    Some(agent) => agent.converse(&*host, &r, &budget).await,
+                                    None => {
+                                        kevo_proposer::tools::converse(&*p, &*host, &r, &budget)
+                                            .await
+                                    }
+                                };
                                 (result, Some(transcript))
                             }
                             None => (p.complete(&r).await, None),

@@ -33,6 +33,9 @@ pub(super) struct ToolBench {
     sizes: Vec<Size>,
     /// `check` runs here: the smoke sizes.
     check_sizes: Vec<Size>,
+    /// Sizes `show` may print: the smoke and the run's own, which every
+    /// prompt shows anyway.
+    public: Vec<String>,
 }
 
 impl ToolBench {
@@ -71,6 +74,11 @@ impl ToolBench {
                 }
             }
         }
+        let public = check_sizes
+            .iter()
+            .chain(run_sizes)
+            .map(|s| s.label.clone())
+            .collect();
         ToolBench {
             budget,
             task,
@@ -80,18 +88,22 @@ impl ToolBench {
             worker: Mutex::new(None),
             sizes,
             check_sizes,
+            public,
         }
     }
 
-    /// `source` evaluated at `sizes` on the tools' worker; the worker is
-    /// started on first use. Blocking.
+    /// `source` evaluated at `sizes` on the tools' worker, and the seconds
+    /// it took once the worker was free (another conversation's call may
+    /// hold it: waiting is not charged). The worker is started on first
+    /// use. Blocking.
     fn evaluate(
         &self,
         source: &str,
         sizes: &[Size],
         timeout: Duration,
-    ) -> Result<Evaluation, String> {
+    ) -> Result<(Evaluation, f64), String> {
         let mut guard = self.worker.lock().unwrap_or_else(|p| p.into_inner());
+        let started = Instant::now();
         if guard.is_none() {
             let worker = Worker::start(self.command.clone(), self.config.clone())
                 .map_err(|e| format!("the tools' worker cannot start: {e}"))?;
@@ -99,7 +111,8 @@ impl ToolBench {
         }
         let worker = guard.as_mut().expect("started above");
         let candidate = Candidate::new(source.to_string(), self.dialect);
-        Ok(worker.evaluate_candidate(self.task, &candidate, sizes, timeout))
+        let e = worker.evaluate_candidate(self.task, &candidate, sizes, timeout);
+        Ok((e, started.elapsed().as_secs_f64()))
     }
 
     fn sizes_named(&self, labels: &[String]) -> Vec<Size> {
@@ -133,28 +146,44 @@ impl ToolHost for ProposalTools {
         self.bench.dialect == Dialect::Cuda && kevo_worker::profiler::find_ncu().is_some()
     }
 
-    fn run<'a>(&'a self, call: &'a HostCall) -> BoxFuture<'a, ToolReply> {
+    fn parent_source(&self) -> String {
+        self.parent.0.clone()
+    }
+
+    fn kernel_file(&self) -> String {
+        format!("kernel.{}", self.bench.dialect.extension())
+    }
+
+    fn run<'a>(&'a self, call: &'a HostCall, limit: Duration) -> BoxFuture<'a, ToolReply> {
         Box::pin(async move {
-            let started = Instant::now();
-            let (text, failed) = tokio::task::block_in_place(|| self.run_blocking(call));
+            let (text, failed, device_s) =
+                tokio::task::block_in_place(|| self.run_blocking(call, limit));
             ToolReply {
                 text,
                 failed,
-                device_s: started.elapsed().as_secs_f64(),
+                device_s,
             }
         })
     }
 }
 
 impl ProposalTools {
-    fn run_blocking(&self, call: &HostCall) -> (String, bool) {
+    /// The reply, whether it failed, and the worker seconds it took; each
+    /// evaluation gets the candidate's time limit or what is left of
+    /// `limit`, whichever is less.
+    fn run_blocking(&self, call: &HostCall, limit: Duration) -> (String, bool, f64) {
         let bench = &self.bench;
-        let evaluated = |source: &str, sizes: &[Size]| bench.evaluate(source, sizes, self.timeout);
-        match call {
+        let mut used = 0.0;
+        let mut evaluated = |source: &str, sizes: &[Size]| {
+            let left = limit.saturating_sub(Duration::from_secs_f64(used));
+            let (e, s) = bench.evaluate(source, sizes, self.timeout.min(left))?;
+            used += s;
+            Ok::<Evaluation, String>(e)
+        };
+        let (text, failed) = match call {
             HostCall::Compile { source } => {
                 // The smallest check size: compiling is what is reported.
-                let first = &bench.check_sizes[..1];
-                match evaluated(source, first) {
+                match evaluated(source, &bench.check_sizes[..1]) {
                     Ok(e) => compiled(&e),
                     Err(e) => (e, true),
                 }
@@ -165,28 +194,31 @@ impl ProposalTools {
             },
             HostCall::Time { source, sizes } => {
                 let sizes = bench.sizes_named(sizes);
-                let candidate = match evaluated(source, &sizes) {
-                    Ok(e) => e,
-                    Err(e) => return (e, true),
-                };
-                if !candidate.outcome.is_correct() {
-                    return checked(&candidate);
-                }
-                match evaluated(&self.incumbent.0, &sizes) {
-                    Ok(incumbent) => (timed(&candidate, &incumbent), false),
+                match evaluated(source, &sizes) {
+                    Ok(c) if !c.outcome.is_correct() => checked(&c),
+                    Ok(c) => match evaluated(&self.incumbent.0, &sizes) {
+                        Ok(incumbent) => (timed(&c, &incumbent), false),
+                        Err(e) => (e, true),
+                    },
                     Err(e) => (e, true),
                 }
             }
-            HostCall::Profile { source, size } => self.profiled(source, size),
+            HostCall::Profile { source, size } => {
+                let started = Instant::now();
+                let reply = self.profiled(source, size);
+                used += started.elapsed().as_secs_f64();
+                reply
+            }
             HostCall::Show { which } => {
                 let (source, evaluation) = match which {
                     Shown::Parent => &self.parent,
                     Shown::Incumbent => &self.incumbent,
                     Shown::Elite(i) => &self.elites[*i],
                 };
-                (shown(source, evaluation), false)
+                (shown(source, evaluation, &bench.public), false)
             }
-        }
+        };
+        (text, failed, used)
     }
 
     fn profiled(&self, source: &str, size: &str) -> (String, bool) {
@@ -199,6 +231,8 @@ impl ProposalTools {
             Err(e) => return (format!("no directory for the profile: {e}"), true),
         };
         let report = dir.path().join("tool.ncu-rep");
+        // Not beside a tool evaluation: the worker is held meanwhile.
+        let _worker = bench.worker.lock().unwrap_or_else(|p| p.into_inner());
         match kevo_worker::profiler::profile_task(
             &bench.command,
             bench.config.clone(),
@@ -288,11 +322,13 @@ fn micros(s: f64) -> String {
     format!("{:.2} us", s * 1e6)
 }
 
-/// The show tool's reply: the source and its stored evaluation.
-fn shown(source: &str, e: &Evaluation) -> String {
+/// The show tool's reply: the source and its stored evaluation at the
+/// `public` sizes (whatever else a stored evaluation holds stays out).
+fn shown(source: &str, e: &Evaluation, public: &[String]) -> String {
     let sizes: Vec<String> = e
         .sizes
         .iter()
+        .filter(|s| public.contains(&s.label))
         .map(|s| {
             format!(
                 "{}: {} ({:.1}% of the roofline)",

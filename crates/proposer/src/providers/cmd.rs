@@ -87,7 +87,7 @@ pub fn proposer_environment(
 }
 
 /// The marker every process of one call inherits.
-const MARKER: &str = "KEVO_PROPOSER_CALL";
+pub(super) const MARKER: &str = "KEVO_PROPOSER_CALL";
 
 /// Processes of this user whose environment carries `MARKER=token`.
 fn marked_processes(token: &str) -> Vec<i32> {
@@ -141,14 +141,14 @@ fn kill_marked(token: &str, group: i32) -> usize {
 
 /// Kills a process group and every marked process when dropped, unless
 /// already done.
-struct GroupGuard {
-    pgid: Option<i32>,
-    token: String,
+pub(super) struct GroupGuard {
+    pub(super) pgid: Option<i32>,
+    pub(super) token: String,
 }
 
 impl GroupGuard {
     /// Returns how many processes outside the group were still marked.
-    fn kill(&mut self) -> usize {
+    pub(super) fn kill(&mut self) -> usize {
         if let Some(pgid) = self.pgid.take() {
             // SAFETY: kill(2) with a negative pid signals the process group
             // we created for this child; it touches no memory of ours.
@@ -401,7 +401,7 @@ impl CmdProvider {
 }
 
 /// What was read from a pipe.
-enum Captured {
+pub(super) enum Captured {
     Complete(Vec<u8>),
     /// Over the cap: with a cap, the reading stopped (the first `cap`
     /// bytes); without one, only the last 64 KiB were kept.
@@ -410,7 +410,10 @@ enum Captured {
 
 /// Read a pipe to its end. With `cap`, stop past it; without, keep the
 /// last 64 KiB (a stderr tail) while draining the rest.
-async fn read_capped(mut pipe: impl tokio::io::AsyncRead + Unpin, cap: Option<u64>) -> Captured {
+pub(super) async fn read_capped(
+    mut pipe: impl tokio::io::AsyncRead + Unpin,
+    cap: Option<u64>,
+) -> Captured {
     const TAIL: usize = 64 << 10;
     let mut kept = Vec::new();
     let mut truncated = false;
@@ -441,7 +444,7 @@ async fn read_capped(mut pipe: impl tokio::io::AsyncRead + Unpin, cap: Option<u6
 }
 
 /// A token unique to one call: pid, time and a counter.
-fn call_token() -> String {
+pub(super) fn call_token() -> String {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -455,7 +458,7 @@ fn call_token() -> String {
 }
 
 /// The last `lines` lines of `s`, at most `chars` characters.
-fn tail(s: &str, lines: usize, chars: usize) -> String {
+pub(super) fn tail(s: &str, lines: usize, chars: usize) -> String {
     let all: Vec<&str> = s.trim_end().lines().collect();
     let t = all[all.len().saturating_sub(lines)..].join("\n");
     match t.char_indices().rev().nth(chars) {

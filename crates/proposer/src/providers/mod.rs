@@ -13,6 +13,7 @@
 //! [`Recording`] wraps any of these to append every exchange to a replay
 //! file.
 
+mod agent;
 mod anthropic;
 mod batch;
 mod cmd;
@@ -27,6 +28,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+pub use agent::AgentProvider;
 pub use anthropic::AnthropicProvider;
 pub use batch::{BATCH_PRICE_FACTOR, BatchProvider, BatchState};
 pub use cmd::CmdProvider;
@@ -57,6 +59,12 @@ pub trait Provider: Send + Sync {
         &'a self,
         req: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<Completion, ProviderError>>;
+
+    /// The command-line agent behind an `agent:` spec, which runs a whole
+    /// proposal with its tools instead of answering a prompt.
+    fn agent(&self) -> Option<&AgentProvider> {
+        None
+    }
 
     /// The ensemble's RNG state, for checkpoints; `None` for single models.
     fn ensemble_state(&self) -> Option<EnsembleState> {
@@ -102,6 +110,9 @@ impl<P: Provider + ?Sized> Provider for Arc<P> {
     }
     fn ensemble_state(&self) -> Option<EnsembleState> {
         (**self).ensemble_state()
+    }
+    fn agent(&self) -> Option<&AgentProvider> {
+        (**self).agent()
     }
     fn reward(&self, member: &str, reward: f64, cost_usd: f64) {
         (**self).reward(member, reward, cost_usd)
@@ -193,12 +204,15 @@ pub fn build_with_env(
     }
     let specs = parse_specs(spec)?;
     if specs.len() > 1
-        && let Some(s) = specs
-            .iter()
-            .find(|s| matches!(s.kind, SpecKind::External | SpecKind::Batch { .. }))
+        && let Some(s) = specs.iter().find(|s| {
+            matches!(
+                s.kind,
+                SpecKind::External | SpecKind::Batch { .. } | SpecKind::Agent { .. }
+            )
+        })
     {
         return Err(ProviderError::Config(format!(
-            "`{}` cannot be part of an ensemble: its answers do not come from live calls",
+            "`{}` cannot be part of an ensemble: its answers do not come from single calls",
             s.label()
         )));
     }
@@ -276,6 +290,7 @@ pub fn build_member(
                     "cmd".to_string(),
                 )
             }
+            SpecKind::Agent { command } => return agent_member(command, config),
             SpecKind::External => {
                 return Ok(Arc::new(NoLiveCalls {
                     label: spec.label(),
@@ -318,6 +333,28 @@ pub fn build_member(
     )))
 }
 
+/// An `agent:` proposer, confined by kevo's own binary (this process's)
+/// with the config's readable paths and network setting. Not wrapped in
+/// [`Managed`]: it makes no model calls of its own to retry or price.
+fn agent_member(
+    command: &str,
+    config: &ProviderConfig,
+) -> Result<Arc<dyn Provider>, ProviderError> {
+    let launcher = std::env::current_exe().map_err(|e| {
+        ProviderError::Config(format!(
+            "agent: cannot find kevo's own binary to confine the agent with: {e}"
+        ))
+    })?;
+    Ok(Arc::new(AgentProvider::new(
+        command,
+        launcher,
+        config.cmd_readable.clone(),
+        config.cmd_network,
+        std::time::Duration::from_secs_f64(config.max_call_s),
+        cmd::proposer_environment(std::env::vars_os(), &config.cmd_pass_env),
+    )))
+}
+
 /// The confinement of `cmd:` calls the config asks for: kevo's own binary
 /// (this process's) confines itself as `kevo sandbox-exec` around each.
 fn cmd_sandbox(config: &ProviderConfig) -> Result<Option<cmd::CmdSandbox>, ProviderError> {
@@ -357,6 +394,26 @@ mod tests {
             .expect("an ensemble with external is refused")
             .to_string();
         assert!(err.contains("ensemble"), "{err}");
+        let err = build("agent:sh a.sh,cmd:cat", &config, &accounting)
+            .err()
+            .expect("an ensemble with an agent is refused")
+            .to_string();
+        assert!(err.contains("ensemble"), "{err}");
+        // An agent answers no single prompt: it works inside a run.
+        let agent = build("agent: sh a.sh ", &config, &accounting).unwrap();
+        assert_eq!(agent.label(), "agent:sh a.sh");
+        assert!(agent.agent().is_some());
+        let err = agent
+            .complete(&ChatRequest::new("s", "u"))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("inside `kevo evolve`"), "{err}");
+        let err = build("agent:", &config, &accounting)
+            .err()
+            .expect("an agent without a command is refused")
+            .to_string();
+        assert!(err.contains("no command"), "{err}");
         let err = build("batch:openai:gpt-5,cmd:cat", &config, &accounting)
             .err()
             .expect("an ensemble with a batch model is refused")

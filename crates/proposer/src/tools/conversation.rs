@@ -2,11 +2,12 @@
 //! a kernel, answers without a call, or a limit ends it.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use super::call::{Asked, read};
 use super::specs::specs;
 use super::transcript::{Transcript, TranscriptCall, TranscriptTurn};
-use super::{ToolBudget, ToolHost};
+use super::{ToolBudget, ToolHost, ToolName};
 use crate::error::ProviderError;
 use crate::providers::Provider;
 use crate::types::{ChatRequest, Completion, ToolCall, ToolResult, Turn};
@@ -30,25 +31,36 @@ Each call counts against a small budget. When you are done, call `submit` with t
 complete kernel source; that ends the proposal.";
 
 /// The conversation's state between turns.
+/// The conversation's state between turns.
 struct Conversation<'a> {
     provider: &'a dyn Provider,
+    gate: Gate<'a>,
+    /// Every turn's completion, summed into the answer.
+    answers: Vec<Completion>,
+}
+
+/// What every tool call of a proposal passes: read against the tools and
+/// sizes offered, held to the limits, run on the host, and recorded. An
+/// API model's conversation and a command-line agent share it.
+pub(crate) struct Gate<'a> {
     host: &'a dyn ToolHost,
     budget: &'a ToolBudget,
     sizes: Vec<String>,
     elites: usize,
-    transcript: Transcript,
+    /// The tools the model was offered: the budget's, `profile` only
+    /// where the host can profile.
+    offered: Vec<ToolName>,
+    pub(crate) transcript: Transcript,
     malformed: u32,
     forbidden: u32,
     over_budget: u32,
     /// Each run call's reply by (tool, arguments), and how often it was
     /// asked for.
     seen: HashMap<(String, String), (u32, String, bool)>,
-    /// Every turn's completion, summed into the answer.
-    answers: Vec<Completion>,
 }
 
 /// What one call came to.
-enum Step {
+pub(crate) enum Step {
     /// Answer the call with this result and go on.
     Result(ToolResult, TranscriptCall),
     /// The kernel was submitted.
@@ -73,30 +85,23 @@ pub async fn converse(
     req.user.push_str(GUIDANCE);
     let mut c = Conversation {
         provider,
-        host,
-        budget,
-        sizes: host.sizes(),
-        elites: host.elites(),
-        transcript: Transcript::default(),
-        malformed: 0,
-        forbidden: 0,
-        over_budget: 0,
-        seen: HashMap::new(),
+        gate: Gate::new(host, budget),
         answers: Vec::new(),
     };
     let result = c.run(&mut req).await;
     if let Err(e) = &result {
-        c.transcript.ended = e.to_string();
+        c.gate.transcript.ended = e.to_string();
     }
-    (result, c.transcript)
+    (result, c.gate.transcript)
 }
 
 impl Conversation<'_> {
     async fn run(&mut self, req: &mut ChatRequest) -> Result<Completion, ProviderError> {
-        for _ in 0..self.budget.max_turns() {
+        for _ in 0..self.gate.budget.max_turns() {
             let answer = self.provider.complete(req).await?;
-            self.transcript.usage.add(&answer.usage);
-            self.transcript.turns.push(TranscriptTurn {
+            self.gate.transcript.usage.add(&answer.usage);
+            self.gate.transcript.usage_unknown |= answer.usage_unknown.is_some();
+            self.gate.transcript.turns.push(TranscriptTurn {
                 text: answer.text.clone(),
                 reasoning: answer.reasoning.clone(),
                 usage: answer.usage,
@@ -107,28 +112,28 @@ impl Conversation<'_> {
             let native = answer.native.clone();
             self.answers.push(answer);
             if calls.is_empty() {
-                self.transcript.ended = "answered without submit".into();
+                self.gate.transcript.ended = "answered without submit".into();
                 return Ok(self.answer(None));
             }
             let mut results = Vec::with_capacity(calls.len());
             for call in &calls {
-                match self.step(call).await {
+                match self.gate.step(call).await {
                     Step::Result(result, record) => {
-                        self.record(record);
+                        self.gate.record(record);
                         results.push(result);
                     }
                     Step::Submitted(source) => {
-                        self.record(TranscriptCall {
+                        self.gate.record(TranscriptCall {
                             name: call.name.clone(),
                             arguments: call.arguments.clone(),
                             result: "submitted".into(),
                             ..Default::default()
                         });
-                        self.transcript.ended = "submitted".into();
+                        self.gate.transcript.ended = "submitted".into();
                         return Ok(self.answer(Some(&source)));
                     }
                     Step::End(why) => {
-                        self.record(TranscriptCall {
+                        self.gate.record(TranscriptCall {
                             name: call.name.clone(),
                             arguments: call.arguments.clone(),
                             result: why.clone(),
@@ -136,20 +141,21 @@ impl Conversation<'_> {
                             refused: Some(why.clone()),
                             ..Default::default()
                         });
-                        return Err(self.fail(why));
+                        return Err(self.gate.fail(why));
                     }
                 }
             }
-            let tokens = self.transcript.usage.input_tokens + self.transcript.usage.output_tokens;
-            if tokens > self.budget.max_tokens {
-                return Err(self.fail(format!(
+            let tokens =
+                self.gate.transcript.usage.input_tokens + self.gate.transcript.usage.output_tokens;
+            if tokens > self.gate.budget.max_tokens {
+                return Err(self.gate.fail(format!(
                     "{tokens} tokens were spent across the turns, over the budget of {}, \
                      and no kernel was submitted",
-                    self.budget.max_tokens
+                    self.gate.budget.max_tokens
                 )));
             }
             let Some(native) = native else {
-                return Err(self.fail(format!(
+                return Err(self.gate.fail(format!(
                     "{} returned tool calls without its message, so the conversation \
                      cannot go on",
                     self.provider.label()
@@ -157,13 +163,67 @@ impl Conversation<'_> {
             };
             req.turns.push(Turn { native, results });
         }
-        Err(self.fail(format!(
+        Err(self.gate.fail(format!(
             "no kernel was submitted within {} turns",
-            self.budget.max_turns()
+            self.gate.budget.max_turns()
         )))
     }
 
-    fn record(&mut self, call: TranscriptCall) {
+    /// Every turn's completion as one: the last turn's text (or the
+    /// submitted kernel, fenced), usage, cost, latency and attempts summed.
+    fn answer(&self, submitted: Option<&str>) -> Completion {
+        let mut out = self.answers.last().expect("one turn at least").clone();
+        out.tool_calls.clear();
+        out.native = None;
+        if let Some(source) = submitted {
+            out.text = fenced(source);
+        }
+        let earlier = &self.answers[..self.answers.len() - 1];
+        for a in earlier {
+            out.usage.add(&a.usage);
+            out.latency += a.latency;
+            out.attempts += a.attempts;
+            out.cost_usd = match (out.cost_usd, a.cost_usd) {
+                (Some(x), Some(y)) => Some(x + y),
+                _ => None,
+            };
+            if out.usage_unknown.is_none() {
+                out.usage_unknown.clone_from(&a.usage_unknown);
+            }
+        }
+        out
+    }
+}
+
+impl<'a> Gate<'a> {
+    /// The size labels the host offers.
+    pub(crate) fn sizes(&self) -> &[String] {
+        &self.sizes
+    }
+
+    pub(crate) fn new(host: &'a dyn ToolHost, budget: &'a ToolBudget) -> Gate<'a> {
+        Gate {
+            host,
+            budget,
+            sizes: host.sizes(),
+            elites: host.elites(),
+            offered: budget
+                .tools
+                .iter()
+                .copied()
+                .filter(|t| *t != ToolName::Profile || host.can_profile())
+                .collect(),
+            transcript: Transcript::default(),
+            malformed: 0,
+            forbidden: 0,
+            over_budget: 0,
+            seen: HashMap::new(),
+        }
+    }
+
+    pub(crate) fn record(&mut self, mut call: TranscriptCall) {
+        cap(&mut call.arguments);
+        cap(&mut call.result);
         self.transcript
             .turns
             .last_mut()
@@ -172,7 +232,7 @@ impl Conversation<'_> {
             .push(call);
     }
 
-    fn fail(&self, reason: String) -> ProviderError {
+    pub(crate) fn fail(&self, reason: String) -> ProviderError {
         ProviderError::ToolLoop {
             turns: self.transcript.turns.len() as u32,
             reason,
@@ -180,7 +240,7 @@ impl Conversation<'_> {
     }
 
     /// One call: read, checked against the limits, and run on the host.
-    async fn step(&mut self, call: &ToolCall) -> Step {
+    pub(crate) async fn step(&mut self, call: &ToolCall) -> Step {
         let refused = |why: String| {
             Step::Result(
                 ToolResult {
@@ -198,7 +258,7 @@ impl Conversation<'_> {
                 },
             )
         };
-        let host_call = match read(call, &self.budget.tools, &self.sizes, self.elites) {
+        let host_call = match read(call, &self.offered, &self.sizes, self.elites) {
             Asked::Submit(source) => return Step::Submitted(source),
             Asked::Malformed(why) => {
                 self.malformed += 1;
@@ -254,7 +314,13 @@ impl Conversation<'_> {
                 },
             );
         }
-        let reply = self.host.run(&host_call).await;
+        // A call may take what is left of the budget, no more.
+        let left = (self.budget.max_device_s - self.transcript.device_s).max(0.0);
+        let mut reply = self
+            .host
+            .run(&host_call, Duration::from_secs_f64(left))
+            .await;
+        cap(&mut reply.text);
         self.transcript.calls += 1;
         self.transcript.device_s += reply.device_s;
         self.seen.insert(key, (1, reply.text.clone(), reply.failed));
@@ -291,30 +357,21 @@ impl Conversation<'_> {
         }
         None
     }
+}
 
-    /// Every turn's completion as one: the last turn's text (or the
-    /// submitted kernel, fenced), usage, cost, latency and attempts summed.
-    fn answer(&self, submitted: Option<&str>) -> Completion {
-        let mut out = self.answers.last().expect("one turn at least").clone();
-        out.tool_calls.clear();
-        out.native = None;
-        if let Some(source) = submitted {
-            out.text = fenced(source);
+/// What one tool reply, argument or result may hold: 64 KiB (a compiler
+/// log of that size is already past what a model reads).
+const MAX_TEXT: usize = 64 << 10;
+
+/// `text` cut to [`MAX_TEXT`] at a character boundary, saying so.
+fn cap(text: &mut String) {
+    if text.len() > MAX_TEXT {
+        let mut end = MAX_TEXT;
+        while !text.is_char_boundary(end) {
+            end -= 1;
         }
-        let earlier = &self.answers[..self.answers.len() - 1];
-        for a in earlier {
-            out.usage.add(&a.usage);
-            out.latency += a.latency;
-            out.attempts += a.attempts;
-            out.cost_usd = match (out.cost_usd, a.cost_usd) {
-                (Some(x), Some(y)) => Some(x + y),
-                _ => None,
-            };
-            if out.usage_unknown.is_none() {
-                out.usage_unknown.clone_from(&a.usage_unknown);
-            }
-        }
-        out
+        text.truncate(end);
+        text.push_str("\n[cut at 64 KiB]");
     }
 }
 
@@ -326,7 +383,7 @@ fn normalised(arguments: &str) -> String {
 }
 
 /// `source` in a fence longer than any run of backticks inside it.
-fn fenced(source: &str) -> String {
+pub(crate) fn fenced(source: &str) -> String {
     let mut longest = 0;
     let mut run = 0;
     for b in source.bytes() {

@@ -17,6 +17,7 @@ mod transcript;
 
 pub use call::{HostCall, Shown};
 pub use conversation::converse;
+pub(crate) use conversation::{Gate, Step, fenced};
 pub use specs::{ToolName, specs};
 pub use transcript::{Transcript, TranscriptCall, TranscriptTurn};
 
@@ -37,8 +38,21 @@ pub trait ToolHost: Send + Sync {
     /// Whether `profile` can run here (a profiler exists for the device).
     fn can_profile(&self) -> bool;
 
-    /// Run one call. A failing kernel is a reply, never an error.
-    fn run<'a>(&'a self, call: &'a HostCall) -> BoxFuture<'a, ToolReply>;
+    /// The source a proposal starts from (what an agent finds in its
+    /// kernel file).
+    fn parent_source(&self) -> String;
+
+    /// The kernel file's name in an agent's directory, with the dialect's
+    /// extension (`kernel.cl`, `kernel.cu`, `kernel.py`).
+    fn kernel_file(&self) -> String;
+
+    /// Run one call within `limit` of worker time (what is left of the
+    /// budget). A failing kernel is a reply, never an error.
+    fn run<'a>(
+        &'a self,
+        call: &'a HostCall,
+        limit: std::time::Duration,
+    ) -> BoxFuture<'a, ToolReply>;
 }
 
 /// What a tool answered.
@@ -48,7 +62,8 @@ pub struct ToolReply {
     /// The call failed (did not compile, wrong result): the model is told
     /// so as an error result.
     pub failed: bool,
-    /// Device and worker seconds the call took, charged to the budget.
+    /// Worker seconds the call took (not counting a wait for the worker),
+    /// charged to the budget.
     pub device_s: f64,
 }
 

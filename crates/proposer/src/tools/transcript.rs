@@ -16,6 +16,9 @@ pub struct Transcript {
     pub device_s: f64,
     /// Tokens across every turn.
     pub usage: Usage,
+    /// Some turn reported no token counts: `usage` is not the whole.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub usage_unknown: bool,
     /// How the conversation ended: "submitted", "answered" (a final
     /// answer without `submit`), or why it failed.
     pub ended: String,

@@ -1,0 +1,506 @@
+//! A command-line coding agent as the proposer (`agent:COMMAND`): a
+//! script, or an assistant the user installed, works in a directory of
+//! its own and leaves a kernel there.
+//!
+//! Each proposal gets a fresh directory holding `prompt.md` (the prompt),
+//! the kernel file (`kernel.cl`, `.cu` or `.py`, the parent's source) and
+//! `bin/kevo-tool` (on PATH), which offers the same tools as an API
+//! model gets, with the same checks and budget. The agent edits the kernel
+//! file (or calls `kevo-tool submit FILE`) and exits; kevo evaluates what
+//! it left.
+//!
+//! The agent always runs confined (`kevo sandbox-exec`): it may write only
+//! in its directory, read only there, in the system directories and in
+//! `cmd_readable`; it has no network unless `cmd_network`; its process
+//! tree ends with the proposal. The seccomp filter refuses new sockets, so
+//! `kevo-tool` reaches kevo through a socket pair the agent inherits as
+//! file descriptor 3: one request line, a status line, the reply, and an
+//! end line. Files named in requests are read by kevo only inside the
+//! agent's directory (symbolic links resolved first).
+
+use std::ffi::OsString;
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+use super::cmd::{Captured, GroupGuard, MARKER, call_token, read_capped, tail};
+use super::{BoxFuture, Provider};
+use crate::error::ProviderError;
+use crate::notice::notice;
+use crate::tools::{Gate, Step, ToolBudget, ToolHost, Transcript, TranscriptCall, fenced};
+use crate::types::{ChatRequest, Completion, ToolCall};
+
+/// The helper the agent calls, installed as `bin/kevo-tool`.
+const KEVO_TOOL: &str = include_str!("agent/kevo-tool");
+/// The line that ends every reply.
+const END: &str = "--kevo-tool-end--";
+/// A request longer than this is refused (a file is named, not sent).
+const MAX_REQUEST: usize = 4096;
+/// A kernel file larger than this is not read.
+const MAX_KERNEL_BYTES: u64 = 1 << 20;
+
+pub struct AgentProvider {
+    command: String,
+    launcher: PathBuf,
+    readable: Vec<PathBuf>,
+    network: bool,
+    timeout: Duration,
+    environment: Vec<(OsString, OsString)>,
+}
+
+impl AgentProvider {
+    /// An agent run by `launcher` (kevo's own binary) under its sandbox.
+    pub fn new(
+        command: &str,
+        launcher: PathBuf,
+        readable: Vec<PathBuf>,
+        network: bool,
+        timeout: Duration,
+        environment: Vec<(OsString, OsString)>,
+    ) -> AgentProvider {
+        AgentProvider {
+            command: command.to_string(),
+            launcher,
+            readable,
+            network,
+            timeout,
+            environment,
+        }
+    }
+
+    /// One proposal: the agent's run with its tool calls, and what it
+    /// left (the submitted kernel, else its kernel file); the transcript
+    /// either way.
+    pub async fn converse(
+        &self,
+        host: &dyn ToolHost,
+        request: &ChatRequest,
+        budget: &ToolBudget,
+    ) -> (Result<Completion, ProviderError>, Transcript) {
+        let mut gate = Gate::new(host, budget);
+        gate.transcript.turns.push(Default::default());
+        gate.transcript.usage_unknown = true;
+        let result = self.run(host, &mut gate, request).await;
+        match &result {
+            Err(e) => gate.transcript.ended = e.to_string(),
+            Ok(_) if gate.transcript.ended.is_empty() => {
+                gate.transcript.ended = "left its kernel file".into()
+            }
+            Ok(_) => {}
+        }
+        (result, gate.transcript)
+    }
+
+    fn io_err(&self, what: &str, e: impl std::fmt::Display) -> ProviderError {
+        ProviderError::CommandIo {
+            command: self.command.clone(),
+            message: format!("{what}: {e}"),
+        }
+    }
+
+    /// The agent's directory: the prompt, the parent's kernel, the tool.
+    fn prepare(
+        &self,
+        host: &dyn ToolHost,
+        req: &ChatRequest,
+    ) -> Result<tempfile::TempDir, ProviderError> {
+        let dir = tempfile::Builder::new()
+            .prefix("kevo-agent-")
+            .tempdir()
+            .map_err(|e| self.io_err("cannot make its directory", e))?;
+        let kernel = host.kernel_file();
+        let prompt = format!(
+            "{}\n\n{}\n\n## How to answer\n\nYour kernel file is `{kernel}`; it holds the kernel you are improving. \
+             Edit it, try it with `kevo-tool` (run it without arguments for its commands; the sizes you may \
+             name: {}), and exit when `{kernel}` holds your answer, or call `kevo-tool submit FILE`.\n",
+            req.system,
+            req.user,
+            host.sizes().join(", ")
+        );
+        let bin = dir.path().join("bin");
+        let written = std::fs::write(dir.path().join("prompt.md"), prompt)
+            .and_then(|_| std::fs::write(dir.path().join(&kernel), host.parent_source()))
+            .and_then(|_| std::fs::create_dir(&bin))
+            .and_then(|_| std::fs::write(bin.join("kevo-tool"), KEVO_TOOL))
+            .and_then(|_| {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(
+                    bin.join("kevo-tool"),
+                    std::fs::Permissions::from_mode(0o755),
+                )
+            });
+        written.map_err(|e| self.io_err("cannot write its directory", e))?;
+        Ok(dir)
+    }
+
+    /// The confined process, its end of the tool channel as fd 3.
+    fn process(&self, dir: &Path, token: &str, channel: i32) -> std::process::Command {
+        let mut c = std::process::Command::new(&self.launcher);
+        c.arg("sandbox-exec").arg("--dir").arg(dir);
+        for path in &self.readable {
+            c.arg("--readable").arg(path);
+        }
+        if self.network {
+            c.arg("--network");
+        }
+        let path = self
+            .environment
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+        c.args(["--", "sh", "-c"])
+            .arg(&self.command)
+            .current_dir(dir)
+            .env_clear()
+            .envs(self.environment.iter().map(|(k, v)| (k, v)))
+            .env("HOME", dir)
+            .env("PATH", format!("{}:{path}", dir.join("bin").display()))
+            .env("KEVO_TOOL_FD", "3")
+            .env(MARKER, token)
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        // SAFETY: between fork and exec only async-signal-safe calls:
+        // dup2 and fcntl on descriptors this process owns.
+        unsafe {
+            c.pre_exec(move || {
+                if channel == 3 {
+                    let flags = libc::fcntl(3, libc::F_GETFD);
+                    if flags < 0 || libc::fcntl(3, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                } else if libc::dup2(channel, 3) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        c
+    }
+
+    async fn run(
+        &self,
+        host: &dyn ToolHost,
+        gate: &mut Gate<'_>,
+        req: &ChatRequest,
+    ) -> Result<Completion, ProviderError> {
+        let t0 = Instant::now();
+        let dir = self.prepare(host, req)?;
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair()
+            .map_err(|e| self.io_err("no tool channel", e))?;
+        let token = call_token();
+        let mut cmd =
+            tokio::process::Command::from(self.process(dir.path(), &token, theirs.as_raw_fd()));
+        cmd.kill_on_drop(true);
+        let mut child = cmd.spawn().map_err(|e| self.io_err("cannot start", e))?;
+        drop(theirs);
+        let mut group = GroupGuard {
+            pgid: child.id().map(|p| p as i32),
+            token,
+        };
+        let out_task = tokio::spawn(read_capped(child.stdout.take().expect("piped"), None));
+        let err_task = tokio::spawn(read_capped(child.stderr.take().expect("piped"), None));
+        ours.set_nonblocking(true)
+            .map_err(|e| self.io_err("tool channel", e))?;
+        let stream =
+            tokio::net::UnixStream::from_std(ours).map_err(|e| self.io_err("tool channel", e))?;
+        let (reader, mut writer) = stream.into_split();
+        let mut reader = BufReader::new(reader);
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        let mut submitted: Option<String> = None;
+        let mut open = true;
+        let mut calls = 0u32;
+        let status = loop {
+            tokio::select! {
+                status = child.wait() => break status.map_err(|e| self.io_err("waiting", e))?,
+                line = next_line(&mut reader), if open => match line {
+                    Some(line) => {
+                        calls += 1;
+                        let (ok, text, end) = self.serve(gate, dir.path(), &line, calls, &mut submitted).await;
+                        let reply = format!("{}\n{}\n{END}\n", if ok { "ok" } else { "error" }, text.trim_end());
+                        let _ = writer.write_all(reply.as_bytes()).await;
+                        if let Some(why) = end {
+                            group.kill();
+                            return Err(gate.fail(why));
+                        }
+                    }
+                    None => open = false,
+                },
+                _ = tokio::time::sleep_until(deadline) => {
+                    group.kill();
+                    return Err(ProviderError::Timeout { provider: "agent".into(), after: self.timeout });
+                }
+            }
+        };
+        let leftovers = group.kill();
+        if leftovers > 0 {
+            notice(&format!(
+                "agent `{}` left {leftovers} process(es) running after it exited; they were killed",
+                self.command
+            ));
+        }
+        let text = |t: Result<Captured, _>| match t {
+            Ok(Captured::Complete(b) | Captured::Truncated(b)) => {
+                String::from_utf8_lossy(&b).into_owned()
+            }
+            Err(_) => String::new(),
+        };
+        let stdout = text(out_task.await);
+        let stderr = text(err_task.await);
+        if let Some(turn) = gate.transcript.turns.first_mut() {
+            turn.text = tail(&stdout, 40, 4000);
+            turn.latency_s = t0.elapsed().as_secs_f64();
+        }
+        let source = match submitted {
+            Some(s) => s,
+            None if !status.success() => {
+                return Err(ProviderError::Command {
+                    command: self.command.clone(),
+                    status: match status.code() {
+                        Some(c) => format!("exited with status {c}"),
+                        None => "was killed by a signal".to_string(),
+                    },
+                    stderr_tail: tail(&stderr, 20, 2000),
+                });
+            }
+            None => read_inside(dir.path(), &host.kernel_file()).map_err(|why| gate.fail(why))?,
+        };
+        Ok(self.completion(&source, t0.elapsed()))
+    }
+
+    /// Serve one request line: (succeeded, reply, why the proposal ends).
+    async fn serve(
+        &self,
+        gate: &mut Gate<'_>,
+        dir: &Path,
+        line: &str,
+        n: u32,
+        submitted: &mut Option<String>,
+    ) -> (bool, String, Option<String>) {
+        let call = match request(dir, line, n) {
+            Ok(call) => call,
+            Err(why) => {
+                gate.record(TranscriptCall {
+                    name: line
+                        .split_whitespace()
+                        .next()
+                        .unwrap_or("")
+                        .chars()
+                        .take(40)
+                        .collect(),
+                    arguments: line.chars().take(200).collect(),
+                    result: why.clone(),
+                    is_error: true,
+                    refused: Some(why.clone()),
+                    ..Default::default()
+                });
+                return (false, why, None);
+            }
+        };
+        if call.name == "sizes" {
+            return (true, gate.sizes().join("\n"), None);
+        }
+        match gate.step(&call).await {
+            Step::Result(result, record) => {
+                gate.record(record);
+                (!result.is_error, result.content, None)
+            }
+            Step::Submitted(source) => {
+                gate.record(TranscriptCall {
+                    name: call.name,
+                    arguments: line.to_string(),
+                    result: "submitted".into(),
+                    ..Default::default()
+                });
+                gate.transcript.ended = "submitted".into();
+                *submitted = Some(source);
+                (true, "submitted; exit when you are done".into(), None)
+            }
+            Step::End(why) => {
+                gate.record(TranscriptCall {
+                    name: call.name,
+                    arguments: line.to_string(),
+                    result: why.clone(),
+                    is_error: true,
+                    refused: Some(why.clone()),
+                    ..Default::default()
+                });
+                (false, why.clone(), Some(why))
+            }
+        }
+    }
+
+    fn completion(&self, source: &str, latency: Duration) -> Completion {
+        Completion {
+            text: fenced(source),
+            reasoning: None,
+            usage: Default::default(),
+            cost_usd: None,
+            latency,
+            model: "agent".into(),
+            provider: "agent".into(),
+            finish_reason: None,
+            attempts: 1,
+            usage_unknown: Some("an agent reports no usage".into()),
+            member: None,
+            tool_calls: Vec::new(),
+            native: None,
+        }
+    }
+}
+
+/// The next request line, at most [`MAX_REQUEST`] bytes; None once the
+/// channel is closed (or a line is too long: the agent is not listened
+/// to any more).
+async fn next_line(reader: &mut BufReader<tokio::net::unix::OwnedReadHalf>) -> Option<String> {
+    let mut line = Vec::new();
+    loop {
+        let buf = reader.fill_buf().await.ok()?;
+        if buf.is_empty() {
+            return None;
+        }
+        let (take, done) = match buf.iter().position(|b| *b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (buf.len(), false),
+        };
+        line.extend_from_slice(&buf[..take]);
+        reader.consume(take);
+        if line.len() > MAX_REQUEST {
+            return None;
+        }
+        if done {
+            return Some(String::from_utf8_lossy(&line).trim().to_string());
+        }
+    }
+}
+
+/// A request line as the tool call an API model would have made: files
+/// it names read from inside `dir`.
+fn request(dir: &Path, line: &str, n: u32) -> Result<ToolCall, String> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let Some((&tool, rest)) = words.split_first() else {
+        return Err("an empty request; run kevo-tool without arguments for its commands".into());
+    };
+    let source = |i: usize| -> Result<String, String> {
+        let file = rest
+            .get(i)
+            .ok_or_else(|| format!("`{tool}` needs a FILE"))?;
+        read_inside(dir, file)
+    };
+    let arguments = match tool {
+        "compile" | "check" | "submit" => serde_json::json!({ "source": source(0)? }),
+        "time" => {
+            serde_json::json!({ "source": source(0)?, "sizes": rest.get(1..).unwrap_or(&[]) })
+        }
+        "profile" => {
+            serde_json::json!({ "source": source(0)?, "size": rest.get(1).copied().unwrap_or("") })
+        }
+        "show" => {
+            let index: u64 = rest.get(1).and_then(|i| i.parse().ok()).unwrap_or(0);
+            serde_json::json!({ "which": rest.first().copied().unwrap_or(""), "index": index })
+        }
+        _ => serde_json::json!({}),
+    };
+    Ok(ToolCall {
+        id: format!("agent-{n}"),
+        name: tool.to_string(),
+        arguments: arguments.to_string(),
+    })
+}
+
+/// The text of `file` inside `dir`: refused when it resolves outside it
+/// (a `..` or a symbolic link; kevo reads unconfined), is missing, is
+/// larger than [`MAX_KERNEL_BYTES`] or is not UTF-8.
+fn read_inside(dir: &Path, file: &str) -> Result<String, String> {
+    let root = dir
+        .canonicalize()
+        .map_err(|e| format!("the agent's directory: {e}"))?;
+    let path = root
+        .join(file)
+        .canonicalize()
+        .map_err(|e| format!("`{file}`: {e}"))?;
+    if !path.starts_with(&root) {
+        return Err(format!("`{file}` is outside the agent's directory"));
+    }
+    let meta = std::fs::metadata(&path).map_err(|e| format!("`{file}`: {e}"))?;
+    if !meta.is_file() || meta.len() > MAX_KERNEL_BYTES {
+        return Err(format!(
+            "`{file}` is not a file of at most {MAX_KERNEL_BYTES} bytes"
+        ));
+    }
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("`{file}`: {e}"))?;
+    if text.trim().is_empty() {
+        return Err(format!("`{file}` is empty"));
+    }
+    Ok(text)
+}
+
+impl Provider for AgentProvider {
+    fn label(&self) -> String {
+        format!("agent:{}", self.command)
+    }
+
+    fn complete<'a>(
+        &'a self,
+        _req: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<Completion, ProviderError>> {
+        Box::pin(async {
+            Err(ProviderError::Config(
+                "an `agent:` proposer works inside `kevo evolve`, with its tools; it answers no single prompt"
+                    .into(),
+            ))
+        })
+    }
+
+    fn agent(&self) -> Option<&AgentProvider> {
+        Some(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_are_read_only_inside_the_agents_directory() {
+        let outer = tempfile::tempdir().unwrap();
+        let dir = outer.path().join("agent");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(outer.path().join("secret"), "key").unwrap();
+        std::fs::write(dir.join("kernel.cl"), "k").unwrap();
+        std::os::unix::fs::symlink(outer.path().join("secret"), dir.join("link")).unwrap();
+        assert_eq!(read_inside(&dir, "kernel.cl").unwrap(), "k");
+        for escape in ["../secret", "link", "/etc/passwd"] {
+            let why = read_inside(&dir, escape).unwrap_err();
+            assert!(why.contains("outside"), "{escape}: {why}");
+        }
+        assert!(read_inside(&dir, "missing.cl").is_err());
+    }
+
+    #[test]
+    fn request_lines_become_tool_calls() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("k.cl"), "src").unwrap();
+        let call = request(dir.path(), "time k.cl 64K 1M", 7).unwrap();
+        assert_eq!((call.id.as_str(), call.name.as_str()), ("agent-7", "time"));
+        let args: serde_json::Value = serde_json::from_str(&call.arguments).unwrap();
+        assert_eq!(
+            args,
+            serde_json::json!({"source": "src", "sizes": ["64K", "1M"]})
+        );
+        let show = request(dir.path(), "show elite 2", 1).unwrap();
+        assert_eq!(show.arguments, r#"{"index":2,"which":"elite"}"#);
+        assert!(
+            request(dir.path(), "check", 1)
+                .unwrap_err()
+                .contains("needs a FILE")
+        );
+        assert_eq!(request(dir.path(), "rm -rf /", 1).unwrap().name, "rm");
+    }
+}
