@@ -40,6 +40,16 @@ fn scripted(turn: usize, held_out: &str) -> serde_json::Value {
     }
 }
 
+/// `kevo show RUN` of workspace `ws`.
+fn show(ws: &Path, run: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_kevo"))
+        .args(["show", run, "--workspace"])
+        .arg(ws)
+        .output()
+        .unwrap();
+    common::succeeded(out)
+}
+
 fn stored_calls(ws: &Path) -> Vec<kevo_store::StoredLlmCall> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -158,12 +168,7 @@ fn a_model_with_tools_checks_times_is_refused_the_held_out_size_and_submits() {
     );
 
     // `kevo show` says what the tools did, call by call.
-    let shown = Command::new(env!("CARGO_BIN_EXE_kevo"))
-        .args(["show", &proposal.run_id.0, "--workspace"])
-        .arg(&ws)
-        .output()
-        .unwrap();
-    let shown = common::succeeded(shown);
+    let shown = show(&ws, &proposal.run_id.0);
     for line in [
         "tools: 5 turns, 3 tool calls (1 refused)",
         "turn 1: check (failed): ",
@@ -223,8 +228,9 @@ fn can_confine() -> bool {
 /// A command-line agent: it reads its prompt, is told the real compiler's
 /// error for a broken kernel, times its own kernel, is refused a file
 /// outside its directory and the held-out size, cannot read that file
-/// itself, leaves a child running, and exits with its kernel file edited.
-fn agent_script(dir: &Path, secret: &Path) -> std::path::PathBuf {
+/// itself nor connect to `port`, leaves a child running, and exits with
+/// its kernel file edited.
+fn agent_script(dir: &Path, secret: &Path, port: u16) -> std::path::PathBuf {
     let script = dir.join("agent.sh");
     std::fs::write(
         &script,
@@ -237,6 +243,8 @@ grep -q undefined_name check.txt && echo compiler_error:yes
 kevo-tool check {secret} > outside.txt; echo "tool_outside_exit:$?"
 read_outside() {{ cat {secret}; }}
 probe read_outside
+network() {{ /usr/bin/python3 -c "import socket; socket.create_connection(('127.0.0.1', {port}), 2)"; }}
+probe network
 cat > kernel.cl <<'K'
 {FAST}
 K
@@ -261,7 +269,10 @@ fn an_agent_edits_its_kernel_file_with_kevo_tool_under_the_sandbox() {
     let dir = tempfile::tempdir().unwrap();
     let secret = dir.path().join("secret.txt");
     std::fs::write(&secret, "__kernel void stolen() {}").unwrap();
-    let script = agent_script(dir.path(), &secret);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || for _ in listener.incoming() {});
+    let script = agent_script(dir.path(), &secret, port);
     let config = dir.path().join("llm.toml");
     std::fs::write(
         &config,
@@ -308,6 +319,7 @@ fn an_agent_edits_its_kernel_file_with_kevo_tool_under_the_sandbox() {
         "compiler_error:yes",
         "tool_outside_exit:1",
         "read_outside:no",
+        "network:no",
         "time_exit:0",
         "timed:yes",
         "held_out_exit:1",
@@ -337,6 +349,12 @@ fn an_agent_edits_its_kernel_file_with_kevo_tool_under_the_sandbox() {
         stderr.contains("left 1 process(es) running after it exited; they were killed"),
         "{stderr}"
     );
-    // Its tokens are unknown, never 0.
+    // Its tokens are unknown, never 0, in the record and in `kevo show`.
     assert_eq!(proposal.call.input_tokens, None);
+    let shown = show(&ws, &proposal.run_id.0);
+    assert!(
+        shown.contains("tools: 1 turn, 2 tool calls (2 refused)")
+            && shown.contains("tokens not reported"),
+        "{shown}"
+    );
 }

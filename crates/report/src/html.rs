@@ -60,6 +60,7 @@ pub fn render_report_with(data: &RunData, options: &RenderOptions) -> String {
     page.push_str(&diff_section(data));
     page.push_str(&held_out_section(data));
     page.push_str(&models_section(data));
+    page.push_str(&crate::tools::tools_section(data));
     page.push_str(&model_choice_section(data));
     page.push_str(&prompt_variants_section(data));
     page.push_str(&phases_section(data));
@@ -791,7 +792,16 @@ mod tests {
                     cost_usd: Some(0.01),
                     latency_s: 1.0,
                     error: None,
-                    transcript: None,
+                    // A tool conversation whose names and results are as
+                    // hostile as the model's name.
+                    transcript: Some(serde_json::json!({
+                        "turns": [{"text": evil, "usage": {"input_tokens": 1, "output_tokens": 1},
+                                   "latency_s": 1.0,
+                                   "calls": [{"name": evil, "arguments": evil, "result": evil,
+                                              "is_error": true, "device_s": 0.5}]}],
+                        "calls": 1, "device_s": 0.5,
+                        "usage": {"input_tokens": 1, "output_tokens": 1}, "ended": evil,
+                    })),
                 },
                 created_at: Utc::now(),
             });
@@ -829,6 +839,8 @@ mod tests {
             for c in ['\u{1b}', '\u{7}', '\u{202e}'] {
                 assert!(!page.contains(c), "{c:?} in the page");
             }
+            assert!(page.contains(r#"<section id="tools">"#), "{evil}");
+            assert!(page.contains("1 tool call (0 refused)"), "{evil}");
         }
     }
 

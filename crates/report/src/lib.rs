@@ -17,6 +17,7 @@ pub mod run_view;
 pub mod serve;
 mod svg;
 pub mod table;
+mod tools;
 pub mod trajectories;
 
 pub use data::{Point, RunData};

@@ -201,31 +201,12 @@ impl<'e> Session<'e> {
         let handles = AbortOnDrop(
             (0..n)
                 .map(|_| {
-                    let p = self.provider.clone();
-                    let r = request.clone();
-                    let tools = tools.clone();
-                    tokio::spawn(async move {
-                        let t = Instant::now();
-                        let (result, transcript) = match tools {
-                            Some(host) => {
-                                let budget = host.bench.budget.clone();
-                                let (result, transcript) = match p.agent() {
-                                    Some(agent) => agent.converse(&*host, &r, &budget).await,
-                                    None => {
-                                        kevo_proposer::tools::converse(&*p, &*host, &r, &budget)
-                                            .await
-                                    }
-                                };
-                                (result, Some(transcript))
-                            }
-                            None => (p.complete(&r).await, None),
-                        };
-                        Answer {
-                            result,
-                            latency_s: t.elapsed().as_secs_f64(),
-                            transcript,
-                        }
-                    })
+                    tokio::spawn(propose_once(
+                        self.provider.clone(),
+                        tools.clone(),
+                        request.clone(),
+                        self.accounting.clone(),
+                    ))
                 })
                 .collect(),
         );
@@ -485,6 +466,42 @@ impl<'e> Session<'e> {
                 ),
             },
         })
+    }
+}
+
+/// One answer to `request`: a single call, or with tools a conversation
+/// (an API model's through the provider, an agent's in its directory).
+async fn propose_once(
+    provider: std::sync::Arc<dyn kevo_proposer::Provider>,
+    tools: Option<std::sync::Arc<ProposalTools>>,
+    request: ChatRequest,
+    accounting: kevo_proposer::Accounting,
+) -> Answer {
+    let t = Instant::now();
+    let (result, transcript) = match tools {
+        Some(host) => {
+            let budget = host.bench.budget.clone();
+            let (result, transcript) = match provider.agent() {
+                Some(agent) => {
+                    let (result, transcript) = agent.converse(&*host, &request, &budget).await;
+                    // No Managed layer counts an agent's calls: its usage
+                    // is unknown, never 0.
+                    match &result {
+                        Ok(c) => accounting.record_success(&provider.label(), c),
+                        Err(_) => accounting.record_failure(&provider.label(), 1),
+                    }
+                    (result, transcript)
+                }
+                None => kevo_proposer::tools::converse(&*provider, &*host, &request, &budget).await,
+            };
+            (result, Some(transcript))
+        }
+        None => (provider.complete(&request).await, None),
+    };
+    Answer {
+        result,
+        latency_s: t.elapsed().as_secs_f64(),
+        transcript,
     }
 }
 

@@ -20,6 +20,23 @@ use kevo_worker::{Worker, WorkerCommand};
 /// Lines of compiler output a reply keeps.
 const DIAGNOSTIC_LINES: usize = 40;
 
+/// The reply to a template (`// kevo: tune` lines): a model that wrote
+/// one took the tools for the evaluation its answer gets.
+const TEMPLATE: &str = "this source is a template (it has `kevo: tune` lines): the tools run \
+one kernel, so write the values you want to try in place of the tune lines. A template you \
+submit is tuned over all its configurations when it is evaluated.";
+
+/// The kernel source a call runs, if it runs one.
+fn call_source(call: &HostCall) -> Option<&str> {
+    match call {
+        HostCall::Compile { source }
+        | HostCall::Check { source }
+        | HostCall::Time { source, .. }
+        | HostCall::Profile { source, .. } => Some(source),
+        HostCall::Show { .. } => None,
+    }
+}
+
 /// What every proposal's tools share: the worker, the task, the sizes.
 pub(super) struct ToolBench {
     pub(super) budget: ToolBudget,
@@ -173,6 +190,11 @@ impl ProposalTools {
     /// `limit`, whichever is less.
     fn run_blocking(&self, call: &HostCall, limit: Duration) -> (String, bool, f64) {
         let bench = &self.bench;
+        if let Some(source) = call_source(call)
+            && kevo_tune::is_template(source)
+        {
+            return (TEMPLATE.into(), true, 0.0);
+        }
         let mut used = 0.0;
         let mut evaluated = |source: &str, sizes: &[Size]| {
             let left = limit.saturating_sub(Duration::from_secs_f64(used));

@@ -8,6 +8,7 @@ use crate::types::Usage;
 /// A proposal's turns and tool calls, kept with its call record (and
 /// exported as a multi-turn trajectory).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Transcript {
     pub turns: Vec<TranscriptTurn>,
     /// Tool calls the host ran (refused ones are in the turns, not here).
@@ -26,6 +27,7 @@ pub struct Transcript {
 
 /// One answer of the model and the calls it made.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct TranscriptTurn {
     pub text: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -38,6 +40,7 @@ pub struct TranscriptTurn {
 
 /// One tool call and its result.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct TranscriptCall {
     pub name: String,
     pub arguments: String,
@@ -60,13 +63,29 @@ impl Transcript {
             .flat_map(|t| &t.calls)
             .filter(|c| c.refused.is_some())
             .count();
+        let tokens = if self.usage_unknown {
+            "tokens not reported".to_string()
+        } else {
+            format!(
+                "{} tokens",
+                self.usage.input_tokens + self.usage.output_tokens
+            )
+        };
         format!(
-            "{} turns, {} tool calls ({refused} refused), {:.1} s on the worker, {} tokens; {}",
-            self.turns.len(),
-            self.calls,
+            "{}, {} ({refused} refused), {:.1} s on the worker, {tokens}; {}",
+            counted(self.turns.len(), "turn"),
+            counted(self.calls as usize, "tool call"),
             self.device_s,
-            self.usage.input_tokens + self.usage.output_tokens,
             self.ended
         )
+    }
+}
+
+/// `n thing`, or `n things`.
+fn counted(n: usize, thing: &str) -> String {
+    if n == 1 {
+        format!("1 {thing}")
+    } else {
+        format!("{n} {thing}s")
     }
 }
