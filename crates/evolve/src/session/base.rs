@@ -319,6 +319,9 @@ impl<'e> Session<'e> {
         sizes: &[kevo_tasks::Size],
         timeout: Duration,
     ) -> Result<Evaluation, EvolveError> {
+        // No tool call runs on the device while a candidate is scored.
+        let tools = self.tools.clone();
+        let _device = tools.as_deref().map(super::tool_host::ToolBench::hold);
         let started = Instant::now();
         let e = self.pool.evaluate(self.task, candidate, sizes, timeout);
         self.evaluating += started.elapsed();

@@ -296,6 +296,8 @@ impl<'e> Session<'e> {
         }
         let started = Instant::now();
         let sizes = self.sizes();
+        let tools = self.tools.clone();
+        let _device = tools.as_deref().map(super::tool_host::ToolBench::hold);
         let evaluations = self
             .pool
             .evaluate_many(self.task, &fresh, &sizes, self.timeout)?;

@@ -5,7 +5,8 @@
 //!
 //! The run's evaluation pool is busy evaluating other proposals' answers
 //! while a conversation goes on (`--concurrency`), so the tools have their
-//! own worker; calls of concurrent conversations take turns on it.
+//! own worker; calls of concurrent conversations take turns on it, and
+//! none runs while the run scores a candidate ([`ToolBench::hold`]).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -130,6 +131,13 @@ impl ToolBench {
         let candidate = Candidate::new(source.to_string(), self.dialect);
         let e = worker.evaluate_candidate(self.task, &candidate, sizes, timeout);
         Ok((e, started.elapsed().as_secs_f64()))
+    }
+
+    /// The tools' worker, held while the run scores a candidate: under
+    /// `--concurrency` a conversation's `time` would otherwise share the
+    /// device (or PoCL's cores) with a scored measurement and skew it.
+    pub(super) fn hold(&self) -> std::sync::MutexGuard<'_, Option<Worker>> {
+        self.worker.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn sizes_named(&self, labels: &[String]) -> Vec<Size> {
