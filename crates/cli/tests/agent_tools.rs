@@ -358,3 +358,53 @@ fn an_agent_edits_its_kernel_file_with_kevo_tool_under_the_sandbox() {
         "{shown}"
     );
 }
+
+/// An agent that floods kevo-tool's channel and never reads the replies
+/// cannot hold the run past `max_call_s`: the proposal ends as a timeout.
+#[test]
+fn an_agent_that_never_reads_its_replies_ends_at_its_time_limit() {
+    if !opencl_available() || !can_confine() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("flood.sh");
+    std::fs::write(
+        &script,
+        "i=0; while [ $i -lt 40000 ]; do printf 'sizes\\n'; i=$((i + 1)); done >&3; sleep 300\n",
+    )
+    .unwrap();
+    let config = dir.path().join("llm.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "max_call_s = 5\ncmd_readable = [{:?}]\n",
+            script.display().to_string()
+        ),
+    )
+    .unwrap();
+    let ws = dir.path().join("ws");
+    let started = std::time::Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_kevo"))
+        .env("KEVO_CACHE_DIR", dir.path().join("cache"))
+        .args(EVOLVE_SAXPY_SMOKE)
+        .args(["--iterations", "1", "--llm"])
+        .arg(format!("agent:sh {}", script.display()))
+        .arg("--llm-config")
+        .arg(&config)
+        .arg("--workspace")
+        .arg(&ws)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Its one call failed, so the run is stored as failed, and says why.
+    assert!(
+        stderr.contains("agent: no response within 5.0 s"),
+        "{stderr}"
+    );
+    // Not the agent's 300 s of sleep.
+    assert!(started.elapsed().as_secs() < 200, "{stderr}");
+    let calls = stored_calls(&ws);
+    let proposal = calls.iter().find(|c| c.call.purpose == "propose").unwrap();
+    let error = proposal.call.error.as_deref().unwrap_or_default();
+    assert!(error.contains("no response within 5.0 s"), "{error}");
+}

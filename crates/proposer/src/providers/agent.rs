@@ -224,7 +224,19 @@ impl AgentProvider {
                         calls += 1;
                         let (ok, text, end) = self.serve(gate, dir.path(), &line, calls, &mut submitted).await;
                         let reply = format!("{}\n{}\n{END}\n", if ok { "ok" } else { "error" }, text.trim_end());
-                        let _ = writer.write_all(reply.as_bytes()).await;
+                        // An agent that asks and never reads its replies
+                        // fills the socket: the write waits no longer than
+                        // the proposal may last.
+                        let written =
+                            tokio::time::timeout_at(deadline, writer.write_all(reply.as_bytes()))
+                                .await;
+                        if written.is_err() {
+                            group.kill();
+                            return Err(ProviderError::Timeout {
+                                provider: "agent".into(),
+                                after: self.timeout,
+                            });
+                        }
                         if let Some(why) = end {
                             group.kill();
                             return Err(gate.fail(why));
