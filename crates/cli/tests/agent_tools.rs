@@ -40,6 +40,22 @@ fn scripted(turn: usize, held_out: &str) -> serde_json::Value {
     }
 }
 
+/// One proposal on saxpy by the agent `sh SCRIPT` with model settings
+/// `config`, into workspace `ws` (the cache under `dir`).
+fn evolve_agent(dir: &Path, script: &Path, config: &Path, ws: &Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_kevo"))
+        .env("KEVO_CACHE_DIR", dir.join("cache"))
+        .args(EVOLVE_SAXPY_SMOKE)
+        .args(["--iterations", "1", "--llm"])
+        .arg(format!("agent:sh {}", script.display()))
+        .arg("--llm-config")
+        .arg(config)
+        .arg("--workspace")
+        .arg(ws)
+        .output()
+        .unwrap()
+}
+
 /// `kevo show RUN` of workspace `ws`.
 fn show(ws: &Path, run: &str) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_kevo"))
@@ -280,17 +296,7 @@ fn an_agent_edits_its_kernel_file_with_kevo_tool_under_the_sandbox() {
     )
     .unwrap();
     let ws = dir.path().join("ws");
-    let out = Command::new(env!("CARGO_BIN_EXE_kevo"))
-        .env("KEVO_CACHE_DIR", dir.path().join("cache"))
-        .args(EVOLVE_SAXPY_SMOKE)
-        .args(["--iterations", "1", "--llm"])
-        .arg(format!("agent:sh {}", script.display()))
-        .arg("--llm-config")
-        .arg(&config)
-        .arg("--workspace")
-        .arg(&ws)
-        .output()
-        .unwrap();
+    let out = evolve_agent(dir.path(), &script, &config, &ws);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let calls = stored_calls(&ws);
@@ -384,17 +390,7 @@ fn an_agent_that_never_reads_its_replies_ends_at_its_time_limit() {
     .unwrap();
     let ws = dir.path().join("ws");
     let started = std::time::Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_kevo"))
-        .env("KEVO_CACHE_DIR", dir.path().join("cache"))
-        .args(EVOLVE_SAXPY_SMOKE)
-        .args(["--iterations", "1", "--llm"])
-        .arg(format!("agent:sh {}", script.display()))
-        .arg("--llm-config")
-        .arg(&config)
-        .arg("--workspace")
-        .arg(&ws)
-        .output()
-        .unwrap();
+    let out = evolve_agent(dir.path(), &script, &config, &ws);
     let stderr = String::from_utf8_lossy(&out.stderr);
     // Its one call failed, so the run is stored as failed, and says why.
     assert!(

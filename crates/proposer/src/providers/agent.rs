@@ -213,6 +213,10 @@ impl AgentProvider {
         let (reader, mut writer) = stream.into_split();
         let mut reader = BufReader::new(reader);
         let deadline = tokio::time::Instant::now() + self.timeout;
+        let timed_out = || ProviderError::Timeout {
+            provider: "agent".into(),
+            after: self.timeout,
+        };
         let mut submitted: Option<String> = None;
         let mut open = true;
         let mut calls = 0u32;
@@ -232,10 +236,7 @@ impl AgentProvider {
                                 .await;
                         if written.is_err() {
                             group.kill();
-                            return Err(ProviderError::Timeout {
-                                provider: "agent".into(),
-                                after: self.timeout,
-                            });
+                            return Err(timed_out());
                         }
                         if let Some(why) = end {
                             group.kill();
@@ -246,7 +247,7 @@ impl AgentProvider {
                 },
                 _ = tokio::time::sleep_until(deadline) => {
                     group.kill();
-                    return Err(ProviderError::Timeout { provider: "agent".into(), after: self.timeout });
+                    return Err(timed_out());
                 }
             }
         };
@@ -271,19 +272,32 @@ impl AgentProvider {
         }
         let source = match submitted {
             Some(s) => s,
-            None if !status.success() => {
-                return Err(ProviderError::Command {
-                    command: self.command.clone(),
-                    status: match status.code() {
-                        Some(c) => format!("exited with status {c}"),
-                        None => "was killed by a signal".to_string(),
-                    },
-                    stderr_tail: tail(&stderr, 20, 2000),
-                });
-            }
-            None => read_inside(dir.path(), &host.kernel_file()).map_err(|why| gate.fail(why))?,
+            None => self.left(gate, dir.path(), &host.kernel_file(), status, &stderr)?,
         };
         Ok(self.completion(&source, t0.elapsed()))
+    }
+
+    /// What an agent that submitted nothing left: its kernel file, if it
+    /// exited successfully; else the failure with its stderr's end.
+    fn left(
+        &self,
+        gate: &Gate<'_>,
+        dir: &Path,
+        kernel_file: &str,
+        status: std::process::ExitStatus,
+        stderr: &str,
+    ) -> Result<String, ProviderError> {
+        if !status.success() {
+            return Err(ProviderError::Command {
+                command: self.command.clone(),
+                status: match status.code() {
+                    Some(c) => format!("exited with status {c}"),
+                    None => "was killed by a signal".to_string(),
+                },
+                stderr_tail: tail(stderr, 20, 2000),
+            });
+        }
+        read_inside(dir, kernel_file).map_err(|why| gate.fail(why))
     }
 
     /// Serve one request line: (succeeded, reply, why the proposal ends).
