@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-use super::cmd::{Captured, GroupGuard, MARKER, call_token, read_capped, tail};
+use super::cmd::{Captured, GroupGuard, MARKER, call_token, failed, read_capped, tail};
 use super::{BoxFuture, Provider};
 use crate::error::ProviderError;
 use crate::notice::notice;
@@ -288,14 +288,7 @@ impl AgentProvider {
         stderr: &str,
     ) -> Result<String, ProviderError> {
         if !status.success() {
-            return Err(ProviderError::Command {
-                command: self.command.clone(),
-                status: match status.code() {
-                    Some(c) => format!("exited with status {c}"),
-                    None => "was killed by a signal".to_string(),
-                },
-                stderr_tail: tail(stderr, 20, 2000),
-            });
+            return Err(failed(&self.command, status, stderr));
         }
         read_inside(dir, kernel_file).map_err(|why| gate.fail(why))
     }

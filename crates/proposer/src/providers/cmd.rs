@@ -334,14 +334,11 @@ impl CmdProvider {
             }
         };
         if !status.success() {
-            return Err(ProviderError::Command {
-                command: self.command.clone(),
-                status: match status.code() {
-                    Some(c) => format!("exited with status {c}"),
-                    None => "was killed by a signal".to_string(),
-                },
-                stderr_tail: tail(&String::from_utf8_lossy(&err), 20, 2000),
-            });
+            return Err(failed(
+                &self.command,
+                status,
+                &String::from_utf8_lossy(&err),
+            ));
         }
         let stdout = String::from_utf8_lossy(&out).into_owned();
         let mut c = self.completion(stdout);
@@ -458,6 +455,22 @@ pub(super) fn call_token() -> String {
 }
 
 /// The last `lines` lines of `s`, at most `chars` characters.
+/// A command's unsuccessful exit, with the end of its stderr.
+pub(super) fn failed(
+    command: &str,
+    status: std::process::ExitStatus,
+    stderr: &str,
+) -> ProviderError {
+    ProviderError::Command {
+        command: command.to_string(),
+        status: match status.code() {
+            Some(c) => format!("exited with status {c}"),
+            None => "was killed by a signal".to_string(),
+        },
+        stderr_tail: tail(stderr, 20, 2000),
+    }
+}
+
 pub(super) fn tail(s: &str, lines: usize, chars: usize) -> String {
     let all: Vec<&str> = s.trim_end().lines().collect();
     let t = all[all.len().saturating_sub(lines)..].join("\n");
