@@ -329,6 +329,17 @@ fn export_recording(run: &str, path: &Path, store: &StoreArgs) -> Result<ExitCod
     }
     std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
     eprintln!("wrote {count} exchanges of run {run} to {}", path.display());
+    let conversations = calls
+        .iter()
+        .filter(|c| c.call.purpose == "propose" && c.call.transcript.is_some())
+        .count();
+    if conversations > 0 {
+        eprintln!(
+            "note: {conversations} of them were tool conversations (--agent-tools); a recording \
+             keeps each one's final answer, so `--llm replay:` serves them as one-shot answers to \
+             a run without --agent-tools. Their turns are in `kevo export --trajectories`."
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -171,6 +171,8 @@ fn a_model_with_tools_checks_times_is_refused_the_held_out_size_and_submits() {
         timed.contains("incumbent") && timed.contains(" us"),
         "{timed}"
     );
+    // Candidate and incumbent alternate; the ratio comes with its range.
+    assert!(timed.contains("over 3 interleaved rounds ("), "{timed}");
     assert!(
         call(2)["refused"].as_str().unwrap().contains("not offered"),
         "{}",
@@ -194,6 +196,18 @@ fn a_model_with_tools_checks_times_is_refused_the_held_out_size_and_submits() {
     ] {
         assert!(shown.contains(line), "{line} not in {shown}");
     }
+
+    // A recording keeps the final answer and says the turns are not in it.
+    let exported = Command::new(env!("CARGO_BIN_EXE_kevo"))
+        .args(["export", &proposal.run_id.0, "--recording"])
+        .arg(dir.path().join("rec.jsonl"))
+        .arg("--workspace")
+        .arg(&ws)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&exported.stderr);
+    assert!(exported.status.success(), "{said}");
+    assert!(said.contains("1 of them were tool conversations"), "{said}");
 
     // Nothing the model received names a held-out or validation size;
     // the one refusal repeats only the label the model itself sent.
@@ -267,6 +281,7 @@ K
 kevo-tool time kernel.cl > time.txt; echo "time_exit:$?"
 grep -q incumbent time.txt && echo timed:yes
 kevo-tool time kernel.cl 128K > held.txt; echo "held_out_exit:$?"
+printf '{{"input_tokens": 1234, "output_tokens": 56, "model": "scripted-agent"}}' > usage.json
 setsid sleep 313 > /dev/null 2>&1 &
 sleep 0.3
 "#,
@@ -355,12 +370,14 @@ fn an_agent_edits_its_kernel_file_with_kevo_tool_under_the_sandbox() {
         stderr.contains("left 1 process(es) running after it exited; they were killed"),
         "{stderr}"
     );
-    // Its tokens are unknown, never 0, in the record and in `kevo show`.
-    assert_eq!(proposal.call.input_tokens, None);
+    // The spend it reported in usage.json is its call's, in the record
+    // and in `kevo show` (without the file: unknown, never 0).
+    assert_eq!(proposal.call.input_tokens, Some(1234));
+    assert_eq!(proposal.call.output_tokens, Some(56));
+    assert_eq!(proposal.call.model, "scripted-agent");
     let shown = show(&ws, &proposal.run_id.0);
     assert!(
-        shown.contains("tools: 1 turn, 2 tool calls (2 refused)")
-            && shown.contains("tokens not reported"),
+        shown.contains("tools: 1 turn, 2 tool calls (2 refused)") && shown.contains("1290 tokens"),
         "{shown}"
     );
 }
@@ -403,4 +420,9 @@ fn an_agent_that_never_reads_its_replies_ends_at_its_time_limit() {
     let proposal = calls.iter().find(|c| c.call.purpose == "propose").unwrap();
     let error = proposal.call.error.as_deref().unwrap_or_default();
     assert!(error.contains("no response within 5.0 s"), "{error}");
+    // The agent ran, so its failed call spent something: unknown, not $0.
+    assert!(
+        stderr.contains("cost not tracked (1 call(s) without a known cost)"),
+        "{stderr}"
+    );
 }

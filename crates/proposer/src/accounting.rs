@@ -17,10 +17,13 @@ pub struct ModelTotals {
     pub retries: u64,
     pub usage: Usage,
     pub cost_usd: f64,
-    /// Successful calls whose cost is unknown (no price for the model, or
-    /// no usable token counts): not zero, and reports say so.
+    /// Calls whose cost is unknown: successful ones with no price for the
+    /// model or no usable token counts, and failed ones of a proposer that
+    /// may have spent without telling (an agent or a command that ran).
+    /// Not zero, and reports say so.
     pub unpriced_calls: u64,
-    /// The share of those whose token counts were missing or implausible.
+    /// The share of those whose token counts were missing or implausible
+    /// (every failed one counted above).
     #[serde(default)]
     pub usage_unknown_calls: u64,
     pub latency_s: f64,
@@ -208,6 +211,22 @@ impl Accounting {
         ] {
             t.failures += 1;
             t.retries += retries;
+        }
+    }
+
+    /// A failed call that may have spent what kevo cannot see: an agent
+    /// or a command runs a model of its own, and its failure says nothing
+    /// of what that cost. Counted unknown, never as 0.
+    pub fn record_unseen_failure(&self, key: &str, attempts: u32) {
+        self.record_failure(key, attempts);
+        let mut g = self.lock();
+        let totals = &mut g.totals;
+        for t in [
+            &mut totals.all,
+            totals.per_model.entry(key.to_string()).or_default(),
+        ] {
+            t.unpriced_calls += 1;
+            t.usage_unknown_calls += 1;
         }
     }
 

@@ -47,6 +47,23 @@ pub struct ToolCall {
     pub arguments: String,
 }
 
+/// Give every call of a turn an id its result can be matched by: where a
+/// server sent an empty or repeated id, every call gets `call_1`,
+/// `call_2`, ... in order. Returns whether it did, so that the provider
+/// patches the ids in the message it sends back the same way.
+pub(crate) fn renumber_ambiguous_ids(calls: &mut [ToolCall]) -> bool {
+    let mut seen = std::collections::HashSet::new();
+    let ambiguous = calls
+        .iter()
+        .any(|c| c.id.trim().is_empty() || !seen.insert(c.id.as_str()));
+    if ambiguous {
+        for (i, c) in calls.iter_mut().enumerate() {
+            c.id = format!("call_{}", i + 1);
+        }
+    }
+    ambiguous
+}
+
 /// What one tool call returned.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolResult {

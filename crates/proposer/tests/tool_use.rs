@@ -389,3 +389,99 @@ async fn an_answer_without_a_call_is_taken_as_the_answer() {
     assert!(result.unwrap().text.contains(GOOD));
     assert_eq!(transcript.ended, "answered without submit");
 }
+
+/// An OpenAI answer with several calls in one message: (id, name, args).
+fn openai_calls(calls: &[(&str, &str, String)]) -> Reply {
+    let mut v = openai_ok("");
+    let list: Vec<Value> = calls
+        .iter()
+        .map(|(id, name, args)| {
+            json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}})
+        })
+        .collect();
+    v["choices"][0]["message"] = json!({"role": "assistant", "content": null, "tool_calls": list});
+    v["choices"][0]["finish_reason"] = json!("tool_calls");
+    Reply::json(v)
+}
+
+#[tokio::test]
+async fn a_turn_that_submits_runs_none_of_its_other_calls() {
+    let fake = Fake::start(vec![openai_calls(&[
+        ("c1", "check", src(&format!("{GOOD} // a"))),
+        ("c2", "submit", src(GOOD)),
+        ("c3", "compile", src(BAD)),
+    ])])
+    .await;
+    let host = RuleHost::default();
+    let (result, transcript) =
+        converse(&*openai(&fake), &host, &req(), &ToolBudget::default()).await;
+    assert!(result.unwrap().text.contains(GOOD));
+    assert!(host.ran().is_empty(), "{:?}", host.ran());
+    assert_eq!(transcript.calls, 0);
+    let calls = &transcript.turns[0].calls;
+    assert_eq!(calls.len(), 3);
+    assert_eq!(calls[0].result, "submitted");
+    for c in &calls[1..] {
+        assert!(
+            c.refused
+                .as_deref()
+                .unwrap()
+                .contains("submitted in the same turn")
+        );
+    }
+}
+
+#[tokio::test]
+async fn empty_or_repeated_call_ids_are_renumbered_in_the_message_and_its_results() {
+    let fake = Fake::start(vec![
+        openai_calls(&[("", "compile", src(BAD)), ("", "check", src(GOOD))]),
+        openai_call("x", "submit", &src(GOOD)),
+    ])
+    .await;
+    let host = RuleHost::default();
+    let (result, _) = converse(&*openai(&fake), &host, &req(), &ToolBudget::default()).await;
+    result.unwrap();
+    let messages = fake.seen()[1].body["messages"].as_array().unwrap().clone();
+    let sent: Vec<&str> = messages[2]["tool_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(sent, ["call_1", "call_2"]);
+    let answered: Vec<&str> = messages[3..]
+        .iter()
+        .map(|m| m["tool_call_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(answered, ["call_1", "call_2"]);
+
+    // Anthropic: two tool_use blocks with one id.
+    let mut v = anthropic_ok("");
+    v["content"] = json!([
+        {"type": "tool_use", "id": "toolu_same", "name": "compile", "input": {"source": BAD}},
+        {"type": "tool_use", "id": "toolu_same", "name": "check", "input": {"source": GOOD}},
+    ]);
+    v["stop_reason"] = json!("tool_use");
+    let fake = Fake::start(vec![
+        Reply::json(v),
+        anthropic_call("toolu_9", "submit", json!({ "source": GOOD })),
+    ])
+    .await;
+    let (result, _) = converse(&*anthropic(&fake), &host, &req(), &ToolBudget::default()).await;
+    result.unwrap();
+    let messages = fake.seen()[1].body["messages"].as_array().unwrap().clone();
+    let ids: Vec<&str> = messages[1]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["call_1", "call_2"]);
+    let results: Vec<&str> = messages[2]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["tool_use_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(results, ["call_1", "call_2"]);
+}

@@ -486,11 +486,12 @@ async fn propose_once(
             let (result, transcript) = match provider.agent() {
                 Some(agent) => {
                     let (result, transcript) = agent.converse(&*host, &request, &budget).await;
-                    // No Managed layer counts an agent's calls: its usage
-                    // is unknown, never 0.
+                    // No Managed layer counts an agent's calls: what it
+                    // spent is unknown unless it said (usage.json), and a
+                    // failed run spent something too, never 0.
                     match &result {
                         Ok(c) => accounting.record_success(&provider.label(), c),
-                        Err(_) => accounting.record_failure(&provider.label(), 1),
+                        Err(_) => accounting.record_unseen_failure(&provider.label(), 1),
                     }
                     (result, transcript)
                 }

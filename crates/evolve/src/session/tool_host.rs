@@ -65,12 +65,18 @@ impl ToolBench {
         options: &crate::EvolveOptions,
         env: &super::base::Environment,
     ) -> Arc<ToolBench> {
+        // Inputs of their own: a kernel tried through the tools never
+        // sees the run's, so `check` is no oracle for the inputs it will
+        // be scored on (a table of answers for them, say).
+        let config = options
+            .worker_config()
+            .with_inputs_secret(Some(kevo_eval::InputSecret::draw()));
         Arc::new(ToolBench::new(
             budget,
             task,
             dialect,
             env.worker.clone(),
-            options.worker_config(),
+            config,
             &task.sizes(options.sizes).in_distribution,
         ))
     }
@@ -203,11 +209,11 @@ impl ProposalTools {
         {
             return (TEMPLATE.into(), true, 0.0);
         }
-        let mut used = 0.0;
-        let mut evaluated = |source: &str, sizes: &[Size]| {
-            let left = limit.saturating_sub(Duration::from_secs_f64(used));
+        let used = std::cell::Cell::new(0.0);
+        let evaluated = |source: &str, sizes: &[Size]| {
+            let left = limit.saturating_sub(Duration::from_secs_f64(used.get()));
             let (e, s) = bench.evaluate(source, sizes, self.timeout.min(left))?;
-            used += s;
+            used.set(used.get() + s);
             Ok::<Evaluation, String>(e)
         };
         let (text, failed) = match call {
@@ -224,19 +230,36 @@ impl ProposalTools {
             },
             HostCall::Time { source, sizes } => {
                 let sizes = bench.sizes_named(sizes);
-                match evaluated(source, &sizes) {
-                    Ok(c) if !c.outcome.is_correct() => checked(&c),
-                    Ok(c) => match evaluated(&self.incumbent.0, &sizes) {
-                        Ok(incumbent) => (timed(&c, &incumbent), false),
-                        Err(e) => (e, true),
-                    },
-                    Err(e) => (e, true),
-                }
+                let mut rounds = Vec::new();
+                // Rounds alternate which kernel runs first (c i, i c, c i)
+                // while another round fits what is left of the limit.
+                let failure = loop {
+                    let k = rounds.len();
+                    if k == TIME_ROUNDS
+                        || (k > 0 && used.get() * (k as f64 + 1.0) / k as f64 > limit.as_secs_f64())
+                    {
+                        break None;
+                    }
+                    let incumbent_first = k % 2 == 1;
+                    let pair = if incumbent_first {
+                        evaluated(&self.incumbent.0, &sizes)
+                            .and_then(|i| Ok((evaluated(source, &sizes)?, i)))
+                    } else {
+                        evaluated(source, &sizes)
+                            .and_then(|c| Ok((c, evaluated(&self.incumbent.0, &sizes)?)))
+                    };
+                    match pair {
+                        Ok((c, _)) if !c.outcome.is_correct() => break Some(checked(&c)),
+                        Ok(p) => rounds.push(p),
+                        Err(e) => break Some((e, true)),
+                    }
+                };
+                failure.unwrap_or_else(|| (timed(&rounds), false))
             }
             HostCall::Profile { source, size } => {
                 let started = Instant::now();
                 let reply = self.profiled(source, size);
-                used += started.elapsed().as_secs_f64();
+                used.set(used.get() + started.elapsed().as_secs_f64());
                 reply
             }
             HostCall::Show { which } => {
@@ -248,7 +271,7 @@ impl ProposalTools {
                 (shown(source, evaluation, &bench.public), false)
             }
         };
-        (text, failed, used)
+        (text, failed, used.get())
     }
 
     fn profiled(&self, source: &str, size: &str) -> (String, bool) {
@@ -318,34 +341,89 @@ fn checked(e: &Evaluation) -> (String, bool) {
     (lines.join("\n"), !e.outcome.is_correct())
 }
 
-/// The time tool's reply: per size, both medians with their spread and
-/// the ratio, measured in one call on one worker.
-fn timed(candidate: &Evaluation, incumbent: &Evaluation) -> String {
+/// Rounds of the time tool: the candidate and the incumbent measured in
+/// turn this many times, so that a drift of the device (clocks, PoCL's
+/// shared cores) shows as a spread of the ratio, not as a gain.
+const TIME_ROUNDS: usize = 3;
+
+/// The time tool's reply: per size, both medians over the rounds with
+/// the spread of one round, and the ratio of each round's medians (their
+/// median, and the range when there were several), measured in one call
+/// on one worker.
+fn timed(rounds: &[(Evaluation, Evaluation)]) -> String {
+    let Some((first, last_incumbent)) = rounds.first() else {
+        return "nothing was timed".into();
+    };
     let mut lines = Vec::new();
-    for c in &candidate.sizes {
-        let Some(i) = incumbent.sizes.iter().find(|i| i.label == c.label) else {
+    for c in &first.sizes {
+        let pairs: Vec<(f64, f64, f64, f64)> = rounds
+            .iter()
+            .filter_map(|(cand, inc)| {
+                let c = cand.sizes.iter().find(|s| s.label == c.label)?;
+                let i = inc.sizes.iter().find(|s| s.label == c.label)?;
+                Some((
+                    c.time.median_s,
+                    c.time.spread,
+                    i.time.median_s,
+                    i.time.spread,
+                ))
+            })
+            .collect();
+        if pairs.is_empty() {
             continue;
+        }
+        let yours = median(pairs.iter().map(|p| p.0).collect());
+        let theirs = median(pairs.iter().map(|p| p.2).collect());
+        let ratios: Vec<f64> = pairs.iter().map(|p| p.2 / p.0).collect();
+        let ratio = median(ratios.clone());
+        let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = ratios.iter().copied().fold(0.0, f64::max);
+        // The roofline share at the median time, from the first round's.
+        let fraction = c.fraction * c.time.median_s / yours.max(f64::MIN_POSITIVE);
+        let verdict = if ratio >= 1.0 {
+            format!("{ratio:.2}x faster")
+        } else {
+            format!("{:.2}x slower", 1.0 / ratio)
         };
-        let ratio = i.time.median_s / c.time.median_s;
+        let rounds_text = if ratios.len() > 1 {
+            format!(
+                " over {} interleaved rounds ({lo:.2}x to {hi:.2}x)",
+                ratios.len()
+            )
+        } else {
+            String::new()
+        };
         lines.push(format!(
-            "{}: yours {} (spread {:.1}%, {:.1}% of the roofline), incumbent {} (spread {:.1}%): {}",
+            "{}: yours {} (spread {:.1}%, {:.1}% of the roofline), incumbent {} (spread {:.1}%): {verdict}{rounds_text}",
             c.label,
-            micros(c.time.median_s),
-            c.time.spread * 100.0,
-            c.fraction * 100.0,
-            micros(i.time.median_s),
-            i.time.spread * 100.0,
-            if ratio >= 1.0 {
-                format!("{ratio:.2}x faster")
-            } else {
-                format!("{:.2}x slower", 1.0 / ratio)
-            }
+            micros(yours),
+            pairs[0].1 * 100.0,
+            fraction * 100.0,
+            micros(theirs),
+            pairs[0].3 * 100.0,
         ));
     }
-    if !incumbent.outcome.is_correct() {
-        lines.push(format!("(the incumbent: {})", incumbent.outcome.summary()));
+    if !last_incumbent.outcome.is_correct() {
+        lines.push(format!(
+            "(the incumbent: {})",
+            last_incumbent.outcome.summary()
+        ));
     }
     lines.join("\n")
+}
+
+/// The median of `v` (the mean of the middle two for an even count).
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        return 0.0;
+    }
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
 }
 
 fn micros(s: f64) -> String {

@@ -27,6 +27,8 @@ use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
+mod usage;
+
 use super::cmd::{Captured, GroupGuard, MARKER, call_token, failed, read_capped, tail};
 use super::{BoxFuture, Provider};
 use crate::error::ProviderError;
@@ -270,11 +272,42 @@ impl AgentProvider {
             turn.text = tail(&stdout, 40, 4000);
             turn.latency_s = t0.elapsed().as_secs_f64();
         }
+        let reported = self.reported_usage(gate, dir.path());
         let source = match submitted {
             Some(s) => s,
             None => self.left(gate, dir.path(), &host.kernel_file(), status, &stderr)?,
         };
-        Ok(self.completion(&source, t0.elapsed()))
+        let mut completion = self.completion(&source, t0.elapsed());
+        if let Some(r) = reported {
+            completion.usage = r.usage();
+            completion.usage_unknown = None;
+            completion.cost_usd = r.cost_usd;
+            completion.model = r.model.unwrap_or(completion.model);
+        }
+        Ok(completion)
+    }
+
+    /// The spend the agent reported in `usage.json`, taken into the
+    /// transcript; None (spend unknown) without the file, or with one
+    /// that cannot be believed (said in a notice).
+    fn reported_usage(&self, gate: &mut Gate<'_>, dir: &Path) -> Option<usage::Reported> {
+        if !dir.join(usage::FILE).exists() {
+            return None;
+        }
+        match read_inside(dir, usage::FILE).and_then(|t| usage::Reported::parse(&t)) {
+            Ok(r) => {
+                gate.transcript.usage = r.usage();
+                gate.transcript.usage_unknown = false;
+                Some(r)
+            }
+            Err(why) => {
+                notice(&format!(
+                    "agent `{}`: {why}; its spend is unknown",
+                    self.command
+                ));
+                None
+            }
+        }
     }
 
     /// What an agent that submitted nothing left: its kernel file, if it
@@ -366,7 +399,7 @@ impl AgentProvider {
             provider: "agent".into(),
             finish_reason: None,
             attempts: 1,
-            usage_unknown: Some("an agent reports no usage".into()),
+            usage_unknown: Some("the agent left no usage.json".into()),
             member: None,
             tool_calls: Vec::new(),
             native: None,

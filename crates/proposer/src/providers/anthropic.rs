@@ -132,6 +132,15 @@ impl AnthropicProvider {
                 _ => {}
             }
         }
+        let mut blocks = blocks.clone();
+        if crate::types::renumber_ambiguous_ids(&mut tool_calls) {
+            let uses = blocks
+                .iter_mut()
+                .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_use"));
+            for (b, call) in uses.zip(&tool_calls) {
+                b["id"] = Value::String(call.id.clone());
+            }
+        }
         let u = v.get("usage").cloned().unwrap_or(Value::Null);
         let cache_read = count(&u, &["cache_read_input_tokens"]);
         // Anthropic counts cache reads and writes apart from input_tokens;
@@ -165,7 +174,7 @@ impl AnthropicProvider {
             member: None,
             // The whole content goes back as the assistant turn: thinking
             // blocks must return unchanged, signatures included.
-            native: (!tool_calls.is_empty()).then(|| Value::Array(blocks.clone())),
+            native: (!tool_calls.is_empty()).then_some(Value::Array(blocks)),
             tool_calls,
         })
     }

@@ -41,6 +41,9 @@ pub struct Managed {
     /// The output-token limit of a request that sets none: the worst case
     /// of a call's cost.
     max_output_tokens: u32,
+    /// A failed call may have spent what kevo cannot see (a `cmd:` that
+    /// runs a model of its own): counted unknown, not as nothing.
+    unseen_failures: bool,
 }
 
 impl Managed {
@@ -68,7 +71,15 @@ impl Managed {
             accounting,
             redactor,
             max_output_tokens,
+            unseen_failures: false,
         }
+    }
+
+    /// Count this provider's failed calls as of unknown cost (see
+    /// [`Accounting::record_unseen_failure`]).
+    pub fn with_unseen_failures(mut self, unseen: bool) -> Self {
+        self.unseen_failures = unseen;
+        self
     }
 
     /// What this request could cost at most: its prompt at two bytes per
@@ -114,6 +125,10 @@ impl Managed {
                 };
                 self.accounting.record_success(&self.label, &c);
                 Ok(c)
+            }
+            Err((e, attempts)) if self.unseen_failures => {
+                self.accounting.record_unseen_failure(&self.label, attempts);
+                Err(crate::sanitize::error(self.redactor.error(e)))
             }
             Err((e, attempts)) => {
                 self.accounting.record_failure(&self.label, attempts);

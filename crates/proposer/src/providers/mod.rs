@@ -319,18 +319,22 @@ pub fn build_member(
             ),
         };
     let redactor = crate::redact::Redactor::from_process(keys);
-    Ok(Arc::new(Managed::new(
-        inner,
-        redactor.text(&spec.label()),
-        model,
-        policy,
-        concurrency,
-        prices,
-        cost,
-        accounting.clone(),
-        redactor,
-        max_output_tokens,
-    )))
+    let unseen_failures = matches!(spec.kind, SpecKind::Cmd { .. });
+    Ok(Arc::new(
+        Managed::new(
+            inner,
+            redactor.text(&spec.label()),
+            model,
+            policy,
+            concurrency,
+            prices,
+            cost,
+            accounting.clone(),
+            redactor,
+            max_output_tokens,
+        )
+        .with_unseen_failures(unseen_failures),
+    ))
 }
 
 /// An `agent:` proposer, confined by kevo's own binary (this process's)

@@ -138,12 +138,19 @@ impl OpenAiProvider {
             reasoning = Some(r);
             text = rest;
         }
-        let tool_calls = tool_calls(message);
+        let mut tool_calls = tool_calls(message);
+        let renumbered = crate::types::renumber_ambiguous_ids(&mut tool_calls);
         // Sent back as the assistant turn: the text and the calls only (a
         // server may refuse its own reasoning fields in a request).
         let native = (!tool_calls.is_empty()).then(|| {
+            let mut calls = message.get("tool_calls").cloned().unwrap_or(Value::Null);
+            if renumbered && let Some(list) = calls.as_array_mut() {
+                for (c, call) in list.iter_mut().zip(&tool_calls) {
+                    c["id"] = Value::String(call.id.clone());
+                }
+            }
             json!({"role": "assistant", "content": message.get("content").cloned().unwrap_or(Value::Null),
-                   "tool_calls": message.get("tool_calls").cloned().unwrap_or(Value::Null)})
+                   "tool_calls": calls})
         });
         let usage = v.get("usage").cloned().unwrap_or(Value::Null);
         let usage_unknown = usage_problem(&usage, &["prompt_tokens"], &["completion_tokens"]);

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use super::call::{Asked, read};
-use super::specs::specs;
+use super::specs::{SUBMIT, specs};
 use super::transcript::{Transcript, TranscriptCall, TranscriptTurn};
 use super::{ToolBudget, ToolHost, ToolName};
 use crate::error::ProviderError;
@@ -30,7 +30,21 @@ const GUIDANCE: &str = "\n\nYou have tools. Before you answer you may compile, c
 Each call counts against a small budget. When you are done, call `submit` with the \
 complete kernel source; that ends the proposal.";
 
-/// The conversation's state between turns.
+/// Why a call beside a `submit` in the same turn was not run.
+const NOT_RUN: &str = "not run: the kernel was submitted in the same turn";
+
+/// The turn's calls with their positions, its first `submit` moved to the
+/// front: a turn that submits ends the proposal, and what it also asked
+/// for (a `time` before the `submit`, say) would be run for no reader.
+fn submit_first(calls: &[ToolCall]) -> Vec<(usize, &ToolCall)> {
+    let mut order: Vec<(usize, &ToolCall)> = calls.iter().enumerate().collect();
+    if let Some(i) = order.iter().position(|(_, c)| c.name == SUBMIT) {
+        let submit = order.remove(i);
+        order.insert(0, submit);
+    }
+    order
+}
+
 /// The conversation's state between turns.
 struct Conversation<'a> {
     provider: &'a dyn Provider,
@@ -116,7 +130,7 @@ impl Conversation<'_> {
                 return Ok(self.answer(None));
             }
             let mut results = Vec::with_capacity(calls.len());
-            for call in &calls {
+            for (k, call) in submit_first(&calls) {
                 match self.gate.step(call).await {
                     Step::Result(result, record) => {
                         self.gate.record(record);
@@ -129,6 +143,17 @@ impl Conversation<'_> {
                             result: "submitted".into(),
                             ..Default::default()
                         });
+                        // Nothing else the turn asked for runs: its
+                        // results would reach no one.
+                        for (_, other) in calls.iter().enumerate().filter(|(j, _)| *j != k) {
+                            self.gate.record(TranscriptCall {
+                                name: other.name.clone(),
+                                arguments: other.arguments.clone(),
+                                result: NOT_RUN.into(),
+                                refused: Some(NOT_RUN.into()),
+                                ..Default::default()
+                            });
+                        }
                         self.gate.transcript.ended = "submitted".into();
                         return Ok(self.answer(Some(&source)));
                     }
