@@ -168,6 +168,10 @@ fn evolve_command(ws: &Path, dir: &Path, llm: &str, iterations: u32, extra: &[&s
         .arg(slow_seed(dir))
         .args(["--llm-retries", "0", "--json", "--rng-seed", "7"])
         .args(["--iterations", &iterations.to_string()])
+        // Every answer of the improving model is a promotion, and 5
+        // re-measurement rounds of the slow seed took 119 of a 14-answer
+        // run's 143 s on PoCL; 2 rounds took 24 of 36 s (2026-11-30).
+        .args(["--remeasure-rounds", "2"])
         .args(extra)
         .arg("--workspace")
         .arg(ws);

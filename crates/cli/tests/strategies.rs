@@ -86,6 +86,10 @@ fn evolve_args(ws: &str, iterations: u32, strategy: &[&str]) -> Vec<String> {
             .display()
             .to_string(),
     ]);
+    // Promotions are what these tests sample, not how they are decided:
+    // 2 interleaved rounds instead of 5 (the slow start kernel made
+    // re-measurement most of a run's time on PoCL).
+    args.extend(["--remeasure-rounds".into(), "2".into()]);
     args
 }
 
