@@ -485,3 +485,27 @@ async fn empty_or_repeated_call_ids_are_renumbered_in_the_message_and_its_result
         .collect();
     assert_eq!(results, ["call_1", "call_2"]);
 }
+
+#[tokio::test]
+async fn a_malformed_submit_is_answered_and_the_rest_of_its_turn_runs() {
+    let fake = Fake::start(vec![
+        openai_calls(&[
+            ("c1", "check", src(GOOD)),
+            ("c2", "submit", "{}".to_string()),
+        ]),
+        openai_call("c3", "submit", &src(GOOD)),
+    ])
+    .await;
+    let host = RuleHost::default();
+    let (result, transcript) =
+        converse(&*openai(&fake), &host, &req(), &ToolBudget::default()).await;
+    assert!(result.unwrap().text.contains(GOOD));
+    assert_eq!(host.ran().len(), 1, "the check ran");
+    let first = &transcript.turns[0].calls;
+    assert_eq!(first.len(), 2);
+    assert!(
+        first[0].is_error,
+        "the submit without a source is refused first"
+    );
+    assert_eq!(first[1].result, "compiled: 1 kernel");
+}

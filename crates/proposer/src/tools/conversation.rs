@@ -130,7 +130,8 @@ impl Conversation<'_> {
                 return Ok(self.answer(None));
             }
             let mut results = Vec::with_capacity(calls.len());
-            for (k, call) in submit_first(&calls) {
+            let order = submit_first(&calls);
+            for (step, &(_, call)) in order.iter().enumerate() {
                 match self.gate.step(call).await {
                     Step::Result(result, record) => {
                         self.gate.record(record);
@@ -145,7 +146,7 @@ impl Conversation<'_> {
                         });
                         // Nothing else the turn asked for runs: its
                         // results would reach no one.
-                        for (_, other) in calls.iter().enumerate().filter(|(j, _)| *j != k) {
+                        for (_, other) in &order[step + 1..] {
                             self.gate.record(TranscriptCall {
                                 name: other.name.clone(),
                                 arguments: other.arguments.clone(),
