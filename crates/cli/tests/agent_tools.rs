@@ -172,7 +172,10 @@ fn a_model_with_tools_checks_times_is_refused_the_held_out_size_and_submits() {
         "{timed}"
     );
     // Candidate and incumbent alternate; the ratio comes with its range.
-    assert!(timed.contains("over 3 interleaved rounds ("), "{timed}");
+    assert!(
+        timed.contains("median of 3 interleaved rounds' ratios, ") && timed.contains("speedup "),
+        "{timed}"
+    );
     assert!(
         call(2)["refused"].as_str().unwrap().contains("not offered"),
         "{}",

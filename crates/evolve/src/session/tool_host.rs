@@ -322,7 +322,14 @@ fn compiled(e: &Evaluation) -> (String, bool) {
 
 /// The check tool's reply: pass, or the first failure with its size.
 fn checked(e: &Evaluation) -> (String, bool) {
-    let mut lines = vec![e.outcome.summary()];
+    // Correctness only: a score from one timing on the tools' worker is
+    // no measure to compare with the incumbent's (`time` is).
+    let head = if e.outcome.is_correct() {
+        "correct at every check size".to_string()
+    } else {
+        e.outcome.summary()
+    };
+    let mut lines = vec![head];
     if let Some(detail) = e.outcome.failure_detail(DIAGNOSTIC_LINES) {
         lines.push(detail);
     }
@@ -380,21 +387,20 @@ fn timed(rounds: &[(Evaluation, Evaluation)]) -> String {
         let hi = ratios.iter().copied().fold(0.0, f64::max);
         // The roofline share at the median time, from the first round's.
         let fraction = c.fraction * c.time.median_s / yours.max(f64::MIN_POSITIVE);
-        let verdict = if ratio >= 1.0 {
-            format!("{ratio:.2}x faster")
-        } else {
-            format!("{:.2}x slower", 1.0 / ratio)
-        };
+        // One direction throughout: a speedup (the incumbent's time over
+        // yours, above 1 when yours is faster), the median of the rounds'
+        // ratios, which need not be the ratio of the two medians shown.
+        let direction = if ratio >= 1.0 { "faster" } else { "slower" };
         let rounds_text = if ratios.len() > 1 {
             format!(
-                " over {} interleaved rounds ({lo:.2}x to {hi:.2}x)",
+                "median of {} interleaved rounds' ratios, {lo:.2}x to {hi:.2}x",
                 ratios.len()
             )
         } else {
-            String::new()
+            "one round".to_string()
         };
         lines.push(format!(
-            "{}: yours {} (spread {:.1}%, {:.1}% of the roofline), incumbent {} (spread {:.1}%): {verdict}{rounds_text}",
+            "{}: yours {} (spread {:.1}%, {:.1}% of the roofline), incumbent {} (spread {:.1}%): speedup {ratio:.2}x, yours {direction} ({rounds_text}; above 1 is faster)",
             c.label,
             micros(yours),
             pairs[0].1 * 100.0,
