@@ -285,6 +285,7 @@ kevo-tool time kernel.cl > time.txt; echo "time_exit:$?"
 grep -q incumbent time.txt && echo timed:yes
 kevo-tool time kernel.cl 128K > held.txt; echo "held_out_exit:$?"
 printf '{{"input_tokens": 1234, "output_tokens": 56, "model": "scripted-agent"}}' > usage.json
+printf '\nfma in place of a multiply and an add\nmore\n' > summary.txt
 setsid sleep 313 > /dev/null 2>&1 &
 sleep 0.3
 "#,
@@ -326,14 +327,13 @@ fn an_agent_edits_its_kernel_file_with_kevo_tool_under_the_sandbox() {
         return;
     }
     assert_eq!(proposal.call.error, None, "{stderr}");
-    // What it left in its kernel file is the candidate.
+    // What it left in its kernel file is the candidate, and its
+    // summary.txt the answer's Summary line, as a model's would be.
+    let response = proposal.call.response.as_deref().unwrap();
+    assert!(response.contains("fma(a, x[i], y[i])"), "{response}");
     assert!(
-        proposal
-            .call
-            .response
-            .as_deref()
-            .unwrap()
-            .contains("fma(a, x[i], y[i])")
+        response.starts_with("Summary: fma in place of a multiply and an add\n\n```"),
+        "{response}"
     );
     let t = proposal.call.transcript.as_ref().unwrap();
     let said = t["turns"][0]["text"].as_str().unwrap();

@@ -118,7 +118,8 @@ impl AgentProvider {
         let prompt = format!(
             "{}\n\n{}\n\n## How to answer\n\nYour kernel file is `{kernel}`; it holds the kernel you are improving. \
              Edit it, try it with `kevo-tool` (run it without arguments for its commands; the sizes you may \
-             name: {}), and exit when `{kernel}` holds your answer, or call `kevo-tool submit FILE`.\n",
+             name: {}), and exit when `{kernel}` holds your answer, or call `kevo-tool submit FILE`. \
+             Write one line saying what you changed to `summary.txt`: it is your answer's Summary line.\n",
             req.system,
             req.user,
             host.sizes().join(", ")
@@ -278,6 +279,9 @@ impl AgentProvider {
             None => self.left(gate, dir.path(), &host.kernel_file(), status, &stderr)?,
         };
         let mut completion = self.completion(&source, t0.elapsed());
+        if let Some(line) = summary_line(dir.path()) {
+            completion.text = format!("Summary: {line}\n\n{}", completion.text);
+        }
         if let Some(r) = reported {
             completion.usage = r.usage();
             completion.usage_unknown = None;
@@ -491,6 +495,19 @@ fn read_inside(dir: &Path, file: &str) -> Result<String, String> {
         return Err(format!("`{file}` is empty"));
     }
     Ok(text)
+}
+
+/// The first line of the agent's `summary.txt` (what it says it changed,
+/// as a model's `Summary:` line), at most 200 characters, control
+/// characters removed; None without one.
+fn summary_line(dir: &Path) -> Option<String> {
+    if !dir.join("summary.txt").exists() {
+        return None;
+    }
+    let text = read_inside(dir, "summary.txt").ok()?;
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty())?;
+    let line: String = crate::sanitize::line(line).chars().take(200).collect();
+    (!line.trim().is_empty()).then_some(line)
 }
 
 impl Provider for AgentProvider {
