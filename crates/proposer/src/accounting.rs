@@ -202,6 +202,17 @@ impl Accounting {
 
     /// A call that failed for good after `attempts` attempts.
     pub fn record_failure(&self, key: &str, attempts: u32) {
+        self.failure(key, attempts, false);
+    }
+
+    /// A failed call that may have spent what kevo cannot see: an agent
+    /// or a command runs a model of its own, and its failure says nothing
+    /// of what that cost. Counted unknown, never as 0.
+    pub fn record_unseen_failure(&self, key: &str, attempts: u32) {
+        self.failure(key, attempts, true);
+    }
+
+    fn failure(&self, key: &str, attempts: u32, unseen: bool) {
         let mut g = self.lock();
         let totals = &mut g.totals;
         let retries = u64::from(attempts.saturating_sub(1));
@@ -211,22 +222,10 @@ impl Accounting {
         ] {
             t.failures += 1;
             t.retries += retries;
-        }
-    }
-
-    /// A failed call that may have spent what kevo cannot see: an agent
-    /// or a command runs a model of its own, and its failure says nothing
-    /// of what that cost. Counted unknown, never as 0.
-    pub fn record_unseen_failure(&self, key: &str, attempts: u32) {
-        self.record_failure(key, attempts);
-        let mut g = self.lock();
-        let totals = &mut g.totals;
-        for t in [
-            &mut totals.all,
-            totals.per_model.entry(key.to_string()).or_default(),
-        ] {
-            t.unpriced_calls += 1;
-            t.usage_unknown_calls += 1;
+            if unseen {
+                t.unpriced_calls += 1;
+                t.usage_unknown_calls += 1;
+            }
         }
     }
 
@@ -261,6 +260,18 @@ mod tests {
             tool_calls: Vec::new(),
             native: None,
         }
+    }
+
+    #[test]
+    fn a_failure_whose_spend_is_unseen_counts_as_unknown_cost() {
+        let a = Accounting::new();
+        a.record_failure("api", 2);
+        a.record_unseen_failure("agent", 1);
+        let t = a.totals();
+        assert_eq!((t.all.failures, t.all.retries), (2, 1));
+        assert_eq!((t.all.unpriced_calls, t.all.usage_unknown_calls), (1, 1));
+        assert_eq!(t.per_model["api"].unpriced_calls, 0);
+        assert_eq!(t.per_model["agent"].usage_unknown_calls, 1);
     }
 
     #[test]

@@ -60,8 +60,16 @@ async fn json_mode_reads_and_writes_objects() {
 #[tokio::test]
 async fn non_zero_exit_is_an_error_with_the_end_of_stderr() {
     let cmd = "cmd:for i in $(seq 1 40); do echo \"err line $i\" >&2; done; exit 3";
-    let p = build_with_env(cmd, &config(10.0), &Accounting::new(), &|_| None).unwrap();
+    let acct = Accounting::new();
+    let p = build_with_env(cmd, &config(10.0), &acct, &|_| None).unwrap();
     let e = p.complete(&req()).await.unwrap_err();
+    // The command ran and may have spent on a model of its own: the failed
+    // call's cost is unknown, not 0.
+    let all = acct.totals().all;
+    assert_eq!(
+        (all.failures, all.unpriced_calls, all.usage_unknown_calls),
+        (1, 1, 1)
+    );
     let ProviderError::Command {
         status,
         stderr_tail,

@@ -15,6 +15,7 @@ use kevo_backend::Dialect;
 use kevo_eval::{Candidate, Evaluation, Outcome};
 use kevo_proposer::BoxFuture;
 use kevo_proposer::tools::{HostCall, Shown, ToolBudget, ToolHost, ToolReply};
+use kevo_strategy::promotion::median;
 use kevo_tasks::{Size, SizeSet, Task};
 use kevo_worker::{Worker, WorkerCommand};
 
@@ -36,6 +37,15 @@ fn call_source(call: &HostCall) -> Option<&str> {
         | HostCall::Profile { source, .. } => Some(source),
         HostCall::Show { .. } => None,
     }
+}
+
+/// The tools' worker: the run's, with inputs of its own. A kernel tried
+/// through the tools never sees the run's inputs, so `check` is no oracle
+/// for the inputs it will be scored on (a table of answers for them).
+fn tools_worker_config(options: &crate::EvolveOptions) -> kevo_worker::WorkerConfig {
+    options
+        .worker_config()
+        .with_inputs_secret(Some(kevo_eval::InputSecret::draw()))
 }
 
 /// What every proposal's tools share: the worker, the task, the sizes.
@@ -65,18 +75,12 @@ impl ToolBench {
         options: &crate::EvolveOptions,
         env: &super::base::Environment,
     ) -> Arc<ToolBench> {
-        // Inputs of their own: a kernel tried through the tools never
-        // sees the run's, so `check` is no oracle for the inputs it will
-        // be scored on (a table of answers for them, say).
-        let config = options
-            .worker_config()
-            .with_inputs_secret(Some(kevo_eval::InputSecret::draw()));
         Arc::new(ToolBench::new(
             budget,
             task,
             dialect,
             env.worker.clone(),
-            config,
+            tools_worker_config(options),
             &task.sizes(options.sizes).in_distribution,
         ))
     }
@@ -358,7 +362,7 @@ const TIME_ROUNDS: usize = 3;
 /// median, and the range when there were several), measured in one call
 /// on one worker.
 fn timed(rounds: &[(Evaluation, Evaluation)]) -> String {
-    let Some((first, last_incumbent)) = rounds.first() else {
+    let Some((first, first_incumbent)) = rounds.first() else {
         return "nothing was timed".into();
     };
     let mut lines = Vec::new();
@@ -409,27 +413,13 @@ fn timed(rounds: &[(Evaluation, Evaluation)]) -> String {
             pairs[0].3 * 100.0,
         ));
     }
-    if !last_incumbent.outcome.is_correct() {
+    if !first_incumbent.outcome.is_correct() {
         lines.push(format!(
             "(the incumbent: {})",
-            last_incumbent.outcome.summary()
+            first_incumbent.outcome.summary()
         ));
     }
     lines.join("\n")
-}
-
-/// The median of `v` (the mean of the middle two for an even count).
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n == 0 {
-        return 0.0;
-    }
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
 }
 
 fn micros(s: f64) -> String {
@@ -453,4 +443,19 @@ fn shown(source: &str, e: &Evaluation, public: &[String]) -> String {
         })
         .collect();
     format!("{}\n{}\n\n{source}", e.outcome.summary(), sizes.join("\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tools_never_draw_the_runs_inputs() {
+        let mut options = crate::EvolveOptions::new("saxpy", &[], 1);
+        let run = kevo_eval::InputSecret::draw();
+        options.inputs_secret = Some(run);
+        assert_eq!(options.worker_config().eval.inputs_secret, Some(run));
+        let tools = tools_worker_config(&options).eval.inputs_secret;
+        assert!(tools.is_some_and(|t| t != run), "{tools:?}");
+    }
 }

@@ -278,17 +278,7 @@ impl AgentProvider {
             Some(s) => s,
             None => self.left(gate, dir.path(), &host.kernel_file(), status, &stderr)?,
         };
-        let mut completion = self.completion(&source, t0.elapsed());
-        if let Some(line) = summary_line(dir.path()) {
-            completion.text = format!("Summary: {line}\n\n{}", completion.text);
-        }
-        if let Some(r) = reported {
-            completion.usage = r.usage();
-            completion.usage_unknown = None;
-            completion.cost_usd = r.cost_usd;
-            completion.model = r.model.unwrap_or(completion.model);
-        }
-        Ok(completion)
+        Ok(self.completion(&source, dir.path(), reported, t0.elapsed()))
     }
 
     /// The spend the agent reported in `usage.json`, taken into the
@@ -392,18 +382,44 @@ impl AgentProvider {
         }
     }
 
-    fn completion(&self, source: &str, latency: Duration) -> Completion {
+    /// The answer: what it left, fenced, after its `summary.txt` line as
+    /// a `Summary:` line; the spend it reported, else unknown.
+    fn completion(
+        &self,
+        source: &str,
+        dir: &Path,
+        reported: Option<usage::Reported>,
+        latency: Duration,
+    ) -> Completion {
+        let text = match summary_line(dir) {
+            Some(line) => format!("Summary: {line}\n\n{}", fenced(source)),
+            None => fenced(source),
+        };
+        let (usage, usage_unknown, cost_usd, model) = match reported {
+            Some(r) => (
+                r.usage(),
+                None,
+                r.cost_usd,
+                r.model.unwrap_or_else(|| "agent".into()),
+            ),
+            None => (
+                Default::default(),
+                Some("the agent left no usage.json".into()),
+                None,
+                "agent".into(),
+            ),
+        };
         Completion {
-            text: fenced(source),
+            text,
             reasoning: None,
-            usage: Default::default(),
-            cost_usd: None,
+            usage,
+            cost_usd,
             latency,
-            model: "agent".into(),
+            model,
             provider: "agent".into(),
             finish_reason: None,
             attempts: 1,
-            usage_unknown: Some("the agent left no usage.json".into()),
+            usage_unknown,
             member: None,
             tool_calls: Vec::new(),
             native: None,

@@ -126,12 +126,12 @@ impl Managed {
                 self.accounting.record_success(&self.label, &c);
                 Ok(c)
             }
-            Err((e, attempts)) if self.unseen_failures => {
-                self.accounting.record_unseen_failure(&self.label, attempts);
-                Err(crate::sanitize::error(self.redactor.error(e)))
-            }
             Err((e, attempts)) => {
-                self.accounting.record_failure(&self.label, attempts);
+                if self.unseen_failures {
+                    self.accounting.record_unseen_failure(&self.label, attempts);
+                } else {
+                    self.accounting.record_failure(&self.label, attempts);
+                }
                 Err(crate::sanitize::error(self.redactor.error(e)))
             }
         }
