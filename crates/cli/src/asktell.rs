@@ -14,7 +14,7 @@ use kevo_worker::WorkerCommand;
 use crate::evolve::{StoreArgs, print_summary};
 use crate::progress::Progress;
 
-async fn environment(store: &StoreArgs) -> Result<Environment> {
+pub(crate) async fn environment(store: &StoreArgs) -> Result<Environment> {
     Ok(Environment {
         store: store.open_existing().await?,
         workspace: store.workspace.clone(),
@@ -23,7 +23,7 @@ async fn environment(store: &StoreArgs) -> Result<Environment> {
     })
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime> {
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?)

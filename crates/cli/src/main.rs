@@ -20,6 +20,7 @@ mod show;
 mod style;
 mod sweep;
 mod task;
+mod tool;
 mod tune;
 
 use std::path::PathBuf;
@@ -95,6 +96,11 @@ enum Command {
     /// (no device needed); `kevo tell RUN --deferred` evaluates the kept
     /// answers on a host with the run's device.
     Tell(asktell::TellArgs),
+    /// Run a tool call of a pending proposal of a run created with `--llm
+    /// external --agent-tools` (compile, check, time, profile, show), or
+    /// every request waiting in a mailbox folder (--mailbox), through the
+    /// same gate and budget as a tool conversation.
+    Tool(tool::ToolArgs),
     /// End a run created with `--llm external`: the final pick among its
     /// best and the held-out gate; pending proposals are withdrawn.
     Finish {
@@ -431,6 +437,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             json,
         } => asktell::ask(&run, n, store, json),
         Command::Tell(args) => asktell::tell_command(args),
+        Command::Tool(args) => tool::tool(args),
         Command::Finish { run, store, json } => asktell::finish(&run, store, json),
         Command::Runs { store, json } => show::runs(store, json),
         Command::Show {

@@ -32,6 +32,7 @@ mod strategies;
 mod sweep;
 mod task_folder_links;
 mod task_folders;
+mod tool_mailbox;
 mod trust;
 mod tune;
 mod what_a_user_sees;

@@ -41,9 +41,9 @@ pub use remeasure::{
 };
 pub use session::{
     ArmStat, Asked, Deferred, Environment, Event, EvolveError, HeldOutSummary, InFlightCalls,
-    META_PURPOSE, Next, Observer, Summary, Told, ValidationState, arm_stats, ask, create, defer,
-    device_selectors, finish, interrupt, is_abandoned, one_model, resume, runs_with_deferred,
-    start, stored_ensemble, stored_options, stored_prompt_archive, stored_strategy, tell,
-    tell_deferred,
+    META_PURPOSE, Next, Observer, Summary, Told, ToolRequest, ValidationState, answer_tools,
+    arm_stats, ask, create, defer, device_selectors, finish, interrupt, is_abandoned, one_model,
+    resume, runs_with_deferred, start, stored_ensemble, stored_options, stored_prompt_archive,
+    stored_strategy, tell, tell_deferred,
 };
 pub use verdict::HeldOutVerdict;

@@ -14,6 +14,7 @@ mod calls;
 mod drivers;
 mod error;
 mod events;
+mod external_tools;
 mod extract;
 mod finish;
 mod insight;
@@ -38,6 +39,7 @@ pub use calls::{InFlightCalls, META_PURPOSE, is_abandoned};
 pub use drivers::{interrupt, resume, start};
 pub use error::EvolveError;
 pub use events::{ArmStat, Event, Observer, arm_stats};
+pub use external_tools::{ToolRequest, answer_tools};
 pub use pool::{device_selectors, one_model};
 pub use state::{
     ValidationState, stored_ensemble, stored_options, stored_prompt_archive, stored_strategy,

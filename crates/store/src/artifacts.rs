@@ -147,6 +147,26 @@ impl RunDir {
         Ok(path)
     }
 
+    /// `ask/<proposal>_tools.json`: what the proposal's tool calls
+    /// (`kevo tool`) have come to, kept between batches of them.
+    pub fn write_tool_ledger(&self, proposal: i64, json: &[u8]) -> Result<PathBuf, StoreError> {
+        let dir = self.dir.join("ask");
+        fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+        let path = dir.join(format!("{proposal}_tools.json"));
+        write_atomic(&path, json)?;
+        Ok(path)
+    }
+
+    /// The proposal's tool ledger, if it made tool calls.
+    pub fn tool_ledger(&self, proposal: i64) -> Result<Option<String>, StoreError> {
+        let path = self.dir.join("ask").join(format!("{proposal}_tools.json"));
+        match fs::read_to_string(&path) {
+            Ok(text) => Ok(Some(text)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(cause) => Err(StoreError::Io { path, cause }),
+        }
+    }
+
     /// `NN_response.md`: the model's answer, verbatim.
     pub fn write_response(&self, iteration: u32, response: &str) -> Result<PathBuf, StoreError> {
         self.file(format!("{iteration:02}_response.md"), response.as_bytes())

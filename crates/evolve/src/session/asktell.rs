@@ -152,7 +152,7 @@ pub async fn tell(
 
 /// A pending proposal of a run that is not finished, with no answer kept
 /// for it yet.
-async fn pending_proposal(
+pub(super) async fn pending_proposal(
     env: &Environment,
     run: &RunId,
     proposal: i64,
@@ -302,14 +302,14 @@ pub async fn finish(
 /// Where an external run's command works: on the run's device, or with
 /// the device as the run recorded it (writing prompts, keeping answers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Host {
+pub(super) enum Host {
     Device,
     Recorded,
 }
 
 /// Open an external run where its last checkpoint left it. A finished run,
 /// and a run that calls its own model, are refused.
-async fn open_external<'e>(
+pub(super) async fn open_external<'e>(
     run: &str,
     env: &'e Environment,
     host: Host,
@@ -350,7 +350,7 @@ async fn open_external<'e>(
 
 impl Session<'_> {
     /// Back to waiting for the next command.
-    async fn wait(&self) -> Result<(), EvolveError> {
+    pub(super) async fn wait(&self) -> Result<(), EvolveError> {
         self.env
             .store
             .mark_interrupted(&self.run, &waiting_reason(&self.run.0))
@@ -397,8 +397,13 @@ impl Session<'_> {
                 }
                 break;
             }
-            let (selection, _, request) =
+            let (selection, _, mut request) =
                 self.next_prompt(self.iteration + pending + i + 1).await?;
+            if let Some(bench) = &self.tools {
+                request
+                    .user
+                    .push_str(&super::external_tools::guidance(&self.run.0, bench));
+            }
             asked.push((selection, request));
         }
         let proposals = asked
@@ -510,11 +515,27 @@ impl Session<'_> {
             native: None,
         };
         self.accounting.record_success("external", &completion);
-        self.answer(proposal, Ok(completion), answer.at, observer)
+        // With `kevo tool` calls, the answer ends their conversation: it is
+        // stored with it, and it fails as the conversation would have when
+        // the calls ended the proposal (a loop, calls past the budget).
+        let ledger = self.tool_ledger(proposal.id.0)?;
+        let mut transcript = (!ledger.transcript.turns.is_empty()).then_some(ledger.transcript);
+        let result = match (&ledger.ended, &mut transcript) {
+            (Some(reason), Some(t)) => Err(ProviderError::ToolLoop {
+                turns: t.turns.len() as u32,
+                reason: reason.clone(),
+            }),
+            (None, Some(t)) => {
+                t.ended = "answered with `kevo tell`".into();
+                Ok(completion)
+            }
+            _ => Ok(completion),
+        };
+        self.answer(proposal, result, transcript, answer.at, observer)
             .await
     }
 
-    fn selection_of(
+    pub(super) fn selection_of(
         &self,
         proposal: &kevo_store::StoredProposal,
     ) -> Result<Selection, EvolveError> {
@@ -534,6 +555,7 @@ impl Session<'_> {
         &mut self,
         proposal: kevo_store::StoredProposal,
         result: Result<Completion, ProviderError>,
+        transcript: Option<kevo_proposer::tools::Transcript>,
         answered_at: DateTime<Utc>,
         observer: &mut dyn Observer,
     ) -> Result<u32, EvolveError> {
@@ -557,7 +579,11 @@ impl Session<'_> {
                 &request,
                 &context,
                 &selection,
-                vec![super::calls::Answer::one_shot(result, latency)],
+                vec![super::calls::Answer {
+                    result,
+                    latency_s: latency,
+                    transcript,
+                }],
                 observer,
             )
             .await;

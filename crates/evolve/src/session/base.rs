@@ -467,9 +467,10 @@ impl Proposers {
         };
         // An `agent:` proposer always works with its tools.
         let tool_budget = match options.agent_tools || provider.agent().is_some() {
-            true if provider.label() == "external" || batch.is_some() => {
+            // An external run's agent calls them through `kevo tool`.
+            true if batch.is_some() => {
                 return Err(EvolveError::AgentTools(
-                    "a run whose answers come from outside (external, batch:) has no conversation to offer tools in".into(),
+                    "a batch (batch:) has no conversation to offer tools in".into(),
                 ));
             }
             true if options.nats.is_some() => {

@@ -147,7 +147,8 @@ impl Session<'_> {
                         ),
                     })
                 });
-                self.answer(p, result, chrono::Utc::now(), observer).await?;
+                self.answer(p, result, None, chrono::Utc::now(), observer)
+                    .await?;
             }
         }
     }

@@ -116,16 +116,6 @@ pub(super) struct Answer {
     pub(super) transcript: Option<kevo_proposer::tools::Transcript>,
 }
 
-impl Answer {
-    pub(super) fn one_shot(result: Result<Completion, ProviderError>, latency_s: f64) -> Answer {
-        Answer {
-            result,
-            latency_s,
-            transcript: None,
-        }
-    }
-}
-
 /// One prompt's model calls as they came back; an error when every call
 /// hit a budget stop.
 pub(super) type Calls = Result<Vec<Answer>, EvolveError>;

@@ -230,7 +230,10 @@ impl<'e> Session<'e> {
 
     /// With `--agent-tools`, the tools of a proposal from `context`: its
     /// parent, the incumbent and the elites it is shown.
-    fn proposal_tools(&self, context: &PromptContext) -> Option<std::sync::Arc<ProposalTools>> {
+    pub(super) fn proposal_tools(
+        &self,
+        context: &PromptContext,
+    ) -> Option<std::sync::Arc<ProposalTools>> {
         let bench = self.tools.clone()?;
         let best = self.strategy.as_deref().map(|s| s.best().id);
         let incumbent = best

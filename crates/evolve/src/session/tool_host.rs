@@ -150,6 +150,11 @@ impl ToolBench {
         self.worker.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The labels of the sizes `time` and `profile` may name.
+    pub(super) fn size_labels(&self) -> Vec<String> {
+        self.sizes.iter().map(|s| s.label.clone()).collect()
+    }
+
     fn sizes_named(&self, labels: &[String]) -> Vec<Size> {
         labels
             .iter()

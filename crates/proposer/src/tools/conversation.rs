@@ -4,6 +4,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
 use super::call::{Asked, read};
 use super::specs::{SUBMIT, specs};
 use super::transcript::{Transcript, TranscriptCall, TranscriptTurn};
@@ -29,6 +31,9 @@ const GUIDANCE: &str = "\n\nYou have tools. Before you answer you may compile, c
 (against the incumbent, at the offered sizes), profile and look at stored kernels. \
 Each call counts against a small budget. When you are done, call `submit` with the \
 complete kernel source; that ends the proposal.";
+
+/// Why a repeated call was answered without running.
+const REPEATED: &str = "a repeat, answered from the first call";
 
 /// Why a call beside a `submit` in the same turn was not run.
 const NOT_RUN: &str = "not run: the kernel was submitted in the same turn";
@@ -65,12 +70,20 @@ pub(crate) struct Gate<'a> {
     /// where the host can profile.
     offered: Vec<ToolName>,
     pub(crate) transcript: Transcript,
-    malformed: u32,
-    forbidden: u32,
-    over_budget: u32,
+    pub(crate) counts: Refusals,
     /// Each run call's reply by (tool, arguments), and how often it was
     /// asked for.
     seen: HashMap<(String, String), (u32, String, bool)>,
+}
+
+/// Refused calls a proposal has made, by kind: each kind ends it at its
+/// limit. Kept in a [`super::Ledger`] between an agent's turns.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct Refusals {
+    malformed: u32,
+    forbidden: u32,
+    over_budget: u32,
 }
 
 /// What one call came to.
@@ -240,11 +253,39 @@ impl<'a> Gate<'a> {
                 .filter(|t| *t != ToolName::Profile || host.can_profile())
                 .collect(),
             transcript: Transcript::default(),
-            malformed: 0,
-            forbidden: 0,
-            over_budget: 0,
+            counts: Refusals::default(),
             seen: HashMap::new(),
         }
+    }
+
+    /// The gate as an earlier batch of calls left it: its transcript and
+    /// refusals, and the replies of the calls it ran (a repeat is answered
+    /// from them, a third one ends the proposal as in one conversation).
+    pub(crate) fn resume(
+        host: &'a dyn ToolHost,
+        budget: &'a ToolBudget,
+        transcript: Transcript,
+        counts: Refusals,
+    ) -> Gate<'a> {
+        let mut gate = Gate::new(host, budget);
+        for call in transcript.turns.iter().flat_map(|t| &t.calls) {
+            let key = (call.name.clone(), normalised(&call.arguments));
+            match &call.refused {
+                None => {
+                    gate.seen
+                        .insert(key, (1, call.result.clone(), call.is_error));
+                }
+                Some(why) if why == REPEATED => {
+                    if let Some(seen) = gate.seen.get_mut(&key) {
+                        seen.0 += 1;
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+        gate.transcript = transcript;
+        gate.counts = counts;
+        gate
     }
 
     pub(crate) fn record(&mut self, mut call: TranscriptCall) {
@@ -287,15 +328,15 @@ impl<'a> Gate<'a> {
         let host_call = match read(call, &self.offered, &self.sizes, self.elites) {
             Asked::Submit(source) => return Step::Submitted(source),
             Asked::Malformed(why) => {
-                self.malformed += 1;
-                if self.malformed >= MALFORMED_LIMIT {
+                self.counts.malformed += 1;
+                if self.counts.malformed >= MALFORMED_LIMIT {
                     return Step::End(format!("{MALFORMED_LIMIT} malformed tool calls: {why}"));
                 }
                 return refused(why);
             }
             Asked::Forbidden(why) => {
-                self.forbidden += 1;
-                if self.forbidden >= FORBIDDEN_LIMIT {
+                self.counts.forbidden += 1;
+                if self.counts.forbidden >= FORBIDDEN_LIMIT {
                     return Step::End(format!(
                         "asked {FORBIDDEN_LIMIT} times for sizes it is not offered: {why}"
                     ));
@@ -305,8 +346,8 @@ impl<'a> Gate<'a> {
             Asked::Host(h) => h,
         };
         if let Some(why) = self.spent() {
-            self.over_budget += 1;
-            if self.over_budget >= OVER_BUDGET_LIMIT {
+            self.counts.over_budget += 1;
+            if self.counts.over_budget >= OVER_BUDGET_LIMIT {
                 return Step::End(format!(
                     "kept calling tools after the budget was spent ({why})"
                 ));
@@ -336,7 +377,7 @@ impl<'a> Gate<'a> {
                     result: content,
                     is_error: failed,
                     device_s: 0.0,
-                    refused: Some("a repeat, answered from the first call".into()),
+                    refused: Some(REPEATED.into()),
                 },
             );
         }

@@ -12,12 +12,15 @@
 
 mod call;
 mod conversation;
+mod ledger;
+pub(crate) mod lines;
 mod specs;
 mod transcript;
 
 pub use call::{HostCall, Shown};
 pub use conversation::converse;
 pub(crate) use conversation::{Gate, Step, fenced};
+pub use ledger::{Ledger, LineReply, answer_lines};
 pub use specs::{ToolName, specs};
 pub use transcript::{Transcript, TranscriptCall, TranscriptTurn};
 

@@ -1,0 +1,143 @@
+//! `kevo tool`: the tools of an external run's pending proposal, for an
+//! agent whose turns happen away from the GPU host (`--llm external` with
+//! `--agent-tools`). Its calls arrive in batches (a mailbox carried to the
+//! host with the workspace); each batch passes the gate one conversation
+//! would (budget, refusals, repeats, the sizes offered: never the held-out
+//! or validation sizes), on a tools' worker with inputs of its own, and
+//! what it came to is kept beside the proposal's prompt until the answer
+//! is told, when it is stored with the answer's call record.
+
+use std::path::PathBuf;
+
+use kevo_proposer::tools::{Ledger, LineReply, answer_lines};
+use kevo_store::{RunId, StoreError};
+
+use super::asktell::{Host, open_external, pending_proposal};
+use super::base::{Environment, Session};
+use super::error::EvolveError;
+
+/// One tool call as an agent wrote it: `check kernel.cu`, files named in
+/// it read inside `dir`.
+#[derive(Debug, Clone)]
+pub struct ToolRequest {
+    pub proposal: i64,
+    pub line: String,
+    pub dir: PathBuf,
+}
+
+/// Answer `requests` of run `run`'s pending proposals, in order; a
+/// proposal's calls are one turn of its conversation.
+pub async fn answer_tools(
+    run: &str,
+    requests: &[ToolRequest],
+    env: &Environment,
+) -> Result<Vec<LineReply>, EvolveError> {
+    let run_id = RunId(run.to_string());
+    for r in requests {
+        pending_proposal(env, &run_id, r.proposal).await?;
+    }
+    let mut session = open_external(run, env, Host::Device).await?;
+    let answered = session.answer_tools(requests).await;
+    session.wait().await?;
+    answered
+}
+
+impl Session<'_> {
+    async fn answer_tools(
+        &mut self,
+        requests: &[ToolRequest],
+    ) -> Result<Vec<LineReply>, EvolveError> {
+        if self.tools.is_none() {
+            return Err(EvolveError::AgentTools(format!(
+                "run {} was created without --agent-tools: it offers no tools",
+                self.run.0
+            )));
+        }
+        let mut replies: Vec<Option<LineReply>> = vec![None; requests.len()];
+        let mut proposals: Vec<i64> = Vec::new();
+        for r in requests {
+            if !proposals.contains(&r.proposal) {
+                proposals.push(r.proposal);
+            }
+        }
+        for id in proposals {
+            let stored = self
+                .env
+                .store
+                .proposal(&self.run, kevo_store::ProposalId(id))
+                .await?;
+            let selection = self.selection_of(&stored)?;
+            let context = self.prompt_context(&selection).await?;
+            let tools = self.proposal_tools(&context).expect("checked above");
+            let mut ledger = self.tool_ledger(id)?;
+            for (dir, group) in by_directory(requests, id) {
+                let lines: Vec<String> = group.iter().map(|&i| requests[i].line.clone()).collect();
+                let budget = &tools.bench.budget;
+                let answered = answer_lines(&*tools, budget, &mut ledger, &dir, &lines).await;
+                for (i, reply) in group.into_iter().zip(answered) {
+                    replies[i] = Some(reply);
+                }
+            }
+            let json =
+                serde_json::to_vec_pretty(&ledger).map_err(|source| EvolveError::Serialize {
+                    what: "a tool ledger",
+                    source,
+                })?;
+            self.dir.write_tool_ledger(id, &json)?;
+        }
+        Ok(replies
+            .into_iter()
+            .map(|r| r.expect("every request answered"))
+            .collect())
+    }
+
+    /// What proposal `id`'s tool calls have come to (empty before its
+    /// first).
+    pub(super) fn tool_ledger(&self, id: i64) -> Result<Ledger, EvolveError> {
+        match self.dir.tool_ledger(id)? {
+            None => Ok(Ledger::default()),
+            Some(text) => serde_json::from_str(&text).map_err(|e| {
+                EvolveError::from(StoreError::Corrupt {
+                    location: format!("the tool ledger of proposal {id} of run {}", self.run.0),
+                    message: e.to_string(),
+                })
+            }),
+        }
+    }
+}
+
+/// The positions of proposal `id`'s requests, grouped by directory in the
+/// order each directory first appears.
+fn by_directory(requests: &[ToolRequest], id: i64) -> Vec<(PathBuf, Vec<usize>)> {
+    let mut groups: Vec<(PathBuf, Vec<usize>)> = Vec::new();
+    for (i, r) in requests
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.proposal == id)
+    {
+        match groups.iter_mut().find(|(d, _)| *d == r.dir) {
+            Some((_, g)) => g.push(i),
+            None => groups.push((r.dir.clone(), vec![i])),
+        }
+    }
+    groups
+}
+
+/// What an external run's prompt says of its tools (`--agent-tools`).
+pub(super) fn guidance(run: &str, bench: &super::tool_host::ToolBench) -> String {
+    let b = &bench.budget;
+    format!(
+        "\n\nYou have tools before you answer. `kevo tool {run} ID REQUEST` runs one call for \
+proposal ID (this prompt's), files named in REQUEST read from the directory you call it in:\n\
+- `compile FILE`: the compiler's diagnostics, or registers, spills and occupancy\n\
+- `check FILE`: correctness at the check sizes, with the failing size and error\n\
+- `time FILE [SIZE...]`: median times beside the incumbent's, measured in the same call\n\
+- `profile FILE SIZE`: the profiler's summary (CUDA, where Nsight Compute is installed)\n\
+- `show parent|incumbent|elite N`: a stored kernel and its times\n\
+Sizes you may name: {}. A proposal's calls share a budget of {} calls and {:.0} worker \
+seconds. Your answer is the kernel you hand in.",
+        bench.size_labels().join(", "),
+        b.max_calls,
+        b.max_device_s
+    )
+}
