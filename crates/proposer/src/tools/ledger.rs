@@ -76,3 +76,101 @@ pub async fn answer_lines(
     ledger.counts = gate.counts;
     replies
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use super::*;
+    use crate::providers::BoxFuture;
+    use crate::tools::{HostCall, ToolReply};
+
+    /// A host that counts the calls it runs.
+    #[derive(Default)]
+    struct Counting(AtomicU32);
+
+    impl ToolHost for Counting {
+        fn sizes(&self) -> Vec<String> {
+            vec!["1M".into()]
+        }
+        fn elites(&self) -> usize {
+            0
+        }
+        fn can_profile(&self) -> bool {
+            false
+        }
+        fn parent_source(&self) -> String {
+            String::new()
+        }
+        fn kernel_file(&self) -> String {
+            "kernel.cl".into()
+        }
+        fn run<'a>(&'a self, _: &'a HostCall, _: std::time::Duration) -> BoxFuture<'a, ToolReply> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            Box::pin(async {
+                ToolReply {
+                    text: "correct".into(),
+                    failed: false,
+                    device_s: 1.0,
+                }
+            })
+        }
+    }
+
+    /// A batch after the ledger went through JSON (as between rounds).
+    async fn batch(host: &Counting, ledger: Ledger, dir: &Path, line: &str) -> (Ledger, LineReply) {
+        let mut ledger: Ledger =
+            serde_json::from_str(&serde_json::to_string(&ledger).unwrap()).unwrap();
+        let budget = ToolBudget::default();
+        let reply = answer_lines(host, &budget, &mut ledger, dir, &[line.to_string()]).await;
+        (ledger, reply.into_iter().next().unwrap())
+    }
+
+    #[tokio::test]
+    async fn a_repeat_in_a_later_batch_is_answered_from_the_first_and_a_third_ends_the_tools() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("k.cl"), "__kernel void k() {}").unwrap();
+        let host = Counting::default();
+        let (ledger, first) = batch(&host, Ledger::default(), dir.path(), "check k.cl").await;
+        assert!(first.ok);
+        let (ledger, second) = batch(&host, ledger, dir.path(), "check k.cl").await;
+        assert!(
+            second.text.contains("the same call as before"),
+            "{}",
+            second.text
+        );
+        assert_eq!(host.0.load(Ordering::SeqCst), 1);
+        let (ledger, third) = batch(&host, ledger, dir.path(), "check k.cl").await;
+        assert!(
+            !third.ok && third.text.contains("3 times"),
+            "{}",
+            third.text
+        );
+        let (ledger, after) = batch(&host, ledger, dir.path(), "time k.cl").await;
+        assert!(
+            !after.ok && after.text.contains("have ended"),
+            "{}",
+            after.text
+        );
+        assert_eq!(host.0.load(Ordering::SeqCst), 1);
+        assert_eq!(ledger.transcript.turns.len(), 4);
+        assert_eq!(
+            (ledger.transcript.calls, ledger.transcript.device_s),
+            (1, 1.0)
+        );
+    }
+
+    #[tokio::test]
+    async fn submit_is_no_tool_call_between_turns() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("k.cl"), "__kernel void k() {}").unwrap();
+        let host = Counting::default();
+        let (ledger, reply) = batch(&host, Ledger::default(), dir.path(), "submit k.cl").await;
+        assert!(
+            !reply.ok && reply.text.contains("no tool call here"),
+            "{}",
+            reply.text
+        );
+        assert!(ledger.ended.is_none());
+    }
+}
