@@ -215,6 +215,27 @@ fn an_external_agents_tool_calls_pass_the_gate_and_are_stored_with_its_answer() 
     ));
     let shown = common::succeeded(kevo(d, &["show", &run]));
     assert!(shown.contains("the same arguments 3 times"), "{shown}");
+    // A template runs as its first configuration, and says so.
+    let third = asked(d, &run);
+    let template = format!(
+        "// kevo: tune WIDTH 1 2\n{}",
+        FAST.replace("get_global_id(0)", "get_global_id(0) * WIDTH / WIDTH")
+    );
+    mail(
+        &mailbox,
+        "c1",
+        &run,
+        third,
+        "check t.cl",
+        serde_json::json!({"t.cl": template}),
+    );
+    common::succeeded(kevo(d, &["tool", "--mailbox", mailbox.to_str().unwrap()]));
+    let (ok, text) = reply(&mailbox, "c1");
+    assert!(
+        ok && text.contains("first configuration, WIDTH=1, of 2"),
+        "{text}"
+    );
+    assert!(text.contains("correct at every check size"), "{text}");
     // A finished proposal takes no more calls.
     let out = kevo(d, &["tool", &run, &second.to_string(), "show", "parent"]);
     assert!(!out.status.success());

@@ -22,11 +22,44 @@ use kevo_worker::{Worker, WorkerCommand};
 /// Lines of compiler output a reply keeps.
 const DIAGNOSTIC_LINES: usize = 40;
 
-/// The reply to a template (`// kevo: tune` lines): a model that wrote
-/// one took the tools for the evaluation its answer gets.
-const TEMPLATE: &str = "this source is a template (it has `kevo: tune` lines): the tools run \
-one kernel, so write the values you want to try in place of the tune lines. A template you \
-submit is tuned over all its configurations when it is evaluated.";
+/// A template (`// kevo: tune` lines) runs as its first valid
+/// configuration, named in the reply: a model that writes one (as the
+/// prompts' tuning section invites) gets an answer, not a refusal that
+/// costs it a call. The source of that configuration, and the note.
+fn first_configuration(template: &str) -> Result<(String, String), String> {
+    let space = match kevo_tune::TuningSpace::parse(template) {
+        Ok(Some(space)) => space,
+        Ok(None) => return Err("the template declares no parameter".into()),
+        Err(e) => return Err(format!("the template's tune lines: {e}")),
+    };
+    let Some(first) = space.valid().first() else {
+        return Err("no configuration of the template meets its require lines".into());
+    };
+    let note = format!(
+        "(a template: this ran its first configuration, {}, of {}; to try others, write their \
+values in place of the tune lines. An answer that is a template is tuned over all of them.)",
+        space.describe(first),
+        space.valid().len()
+    );
+    Ok((space.instantiate(template, first), note))
+}
+
+/// `call` with its kernel source replaced by `source`.
+fn with_source(call: &HostCall, source: String) -> HostCall {
+    match call {
+        HostCall::Compile { .. } => HostCall::Compile { source },
+        HostCall::Check { .. } => HostCall::Check { source },
+        HostCall::Time { sizes, .. } => HostCall::Time {
+            source,
+            sizes: sizes.clone(),
+        },
+        HostCall::Profile { size, .. } => HostCall::Profile {
+            source,
+            size: size.clone(),
+        },
+        HostCall::Show { which } => HostCall::Show { which: *which },
+    }
+}
 
 /// The kernel source a call runs, if it runs one.
 fn call_source(call: &HostCall) -> Option<&str> {
@@ -196,8 +229,23 @@ impl ToolHost for ProposalTools {
 
     fn run<'a>(&'a self, call: &'a HostCall, limit: Duration) -> BoxFuture<'a, ToolReply> {
         Box::pin(async move {
-            let (text, failed, device_s) =
-                tokio::task::block_in_place(|| self.run_blocking(call, limit));
+            let template = call_source(call).filter(|s| kevo_tune::is_template(s));
+            let (call, note) = match template.map(first_configuration) {
+                None => (call.clone(), None),
+                Some(Ok((source, note))) => (with_source(call, source), Some(note)),
+                Some(Err(why)) => {
+                    return ToolReply {
+                        text: why,
+                        failed: true,
+                        device_s: 0.0,
+                    };
+                }
+            };
+            let (mut text, failed, device_s) =
+                tokio::task::block_in_place(|| self.run_blocking(&call, limit));
+            if let Some(note) = note {
+                text = format!("{note}\n{text}");
+            }
             ToolReply {
                 text,
                 failed,
@@ -213,11 +261,6 @@ impl ProposalTools {
     /// `limit`, whichever is less.
     fn run_blocking(&self, call: &HostCall, limit: Duration) -> (String, bool, f64) {
         let bench = &self.bench;
-        if let Some(source) = call_source(call)
-            && kevo_tune::is_template(source)
-        {
-            return (TEMPLATE.into(), true, 0.0);
-        }
         let used = std::cell::Cell::new(0.0);
         let evaluated = |source: &str, sizes: &[Size]| {
             let left = limit.saturating_sub(Duration::from_secs_f64(used.get()));
