@@ -158,6 +158,7 @@ fn an_external_agents_tool_calls_pass_the_gate_and_are_stored_with_its_answer() 
     assert!(!ok && text.contains("undefined_name"), "{text}");
     let (ok, text) = reply(&mailbox, "a2");
     assert!(ok && text.contains("interleaved rounds"), "{text}");
+    assert!(text.starts_with("correct at every size timed"), "{text}");
     let (ok, text) = reply(&mailbox, "a3");
     assert!(
         !ok && text.contains("not offered") && !text.contains("held"),
@@ -171,6 +172,7 @@ fn an_external_agents_tool_calls_pass_the_gate_and_are_stored_with_its_answer() 
         !ok && text.contains("budget of 3 tool calls is spent"),
         "{text}"
     );
+    assert!(text.contains("hand in your kernel now"), "{text}");
 
     // The answer ends the conversation and is stored with it.
     let answer = d.join("answer.md");

@@ -71,6 +71,8 @@ pub(crate) struct Gate<'a> {
     offered: Vec<ToolName>,
     pub(crate) transcript: Transcript,
     pub(crate) counts: Refusals,
+    /// How the model hands its kernel in, said when the budget is spent.
+    pub(crate) hand_in: &'static str,
     /// Each run call's reply by (tool, arguments), and how often it was
     /// asked for.
     seen: HashMap<(String, String), (u32, String, bool)>,
@@ -254,6 +256,7 @@ impl<'a> Gate<'a> {
                 .collect(),
             transcript: Transcript::default(),
             counts: Refusals::default(),
+            hand_in: "call `submit` with your kernel now",
             seen: HashMap::new(),
         }
     }
@@ -352,7 +355,7 @@ impl<'a> Gate<'a> {
                     "kept calling tools after the budget was spent ({why})"
                 ));
             }
-            return refused(format!("{why}: call `submit` with your kernel now"));
+            return refused(format!("{why}: {}", self.hand_in));
         }
         let key = (call.name.clone(), normalised(&call.arguments));
         if let Some((times, text, failed)) = self.seen.get_mut(&key) {

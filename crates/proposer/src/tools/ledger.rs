@@ -44,6 +44,7 @@ pub async fn answer_lines(
 ) -> Vec<LineReply> {
     let transcript = std::mem::take(&mut ledger.transcript);
     let mut gate = Gate::resume(host, budget, transcript, ledger.counts);
+    gate.hand_in = "hand in your kernel now";
     let before: usize = gate.transcript.turns.iter().map(|t| t.calls.len()).sum();
     gate.transcript.turns.push(TranscriptTurn::default());
     // The model's turns happen elsewhere: their tokens are not seen here.
