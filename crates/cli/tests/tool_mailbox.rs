@@ -238,6 +238,31 @@ fn an_external_agents_tool_calls_pass_the_gate_and_are_stored_with_its_answer() 
         "{text}"
     );
     assert!(text.contains("correct at every check size"), "{text}");
+    // A call for an answered proposal is refused beside one that runs.
+    mail(
+        &mailbox,
+        "d1",
+        &run,
+        second,
+        "show parent",
+        serde_json::json!({}),
+    );
+    mail(
+        &mailbox,
+        "d2",
+        &run,
+        third,
+        "show parent",
+        serde_json::json!({}),
+    );
+    common::succeeded(kevo(d, &["tool", "--mailbox", mailbox.to_str().unwrap()]));
+    let (ok, text) = reply(&mailbox, "d1");
+    assert!(
+        !ok && text.contains(&format!("proposal {second}")),
+        "{text}"
+    );
+    let (ok, text) = reply(&mailbox, "d2");
+    assert!(ok && text.contains("__kernel"), "{text}");
     // A finished proposal takes no more calls.
     let out = kevo(d, &["tool", &run, &second.to_string(), "show", "parent"]);
     assert!(!out.status.success());

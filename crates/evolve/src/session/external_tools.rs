@@ -26,20 +26,46 @@ pub struct ToolRequest {
 }
 
 /// Answer `requests` of run `run`'s pending proposals, in order; a
-/// proposal's calls are one turn of its conversation.
+/// proposal's calls are one turn of its conversation. A request for a
+/// proposal that takes no calls (answered, its answer kept, unknown) is
+/// answered with why, and the others go on; a run that cannot be opened
+/// is the error.
 pub async fn answer_tools(
     run: &str,
     requests: &[ToolRequest],
     env: &Environment,
 ) -> Result<Vec<LineReply>, EvolveError> {
     let run_id = RunId(run.to_string());
+    let mut refused: Vec<Option<String>> = Vec::new();
     for r in requests {
-        pending_proposal(env, &run_id, r.proposal).await?;
+        let why = match pending_proposal(env, &run_id, r.proposal).await {
+            Ok(_) => None,
+            Err(e @ EvolveError::RunFinished { .. }) => return Err(e),
+            Err(e) => Some(e.to_string()),
+        };
+        refused.push(why);
     }
-    let mut session = open_external(run, env, Host::Device).await?;
-    let answered = session.answer_tools(requests).await;
-    session.wait().await?;
-    answered
+    let open: Vec<ToolRequest> = requests
+        .iter()
+        .zip(&refused)
+        .filter(|(_, why)| why.is_none())
+        .map(|(r, _)| r.clone())
+        .collect();
+    let mut answered = Vec::new();
+    if !open.is_empty() {
+        let mut session = open_external(run, env, Host::Device).await?;
+        let result = session.answer_tools(&open).await;
+        session.wait().await?;
+        answered = result?;
+    }
+    let mut answered = answered.into_iter();
+    Ok(refused
+        .into_iter()
+        .map(|why| match why {
+            Some(text) => LineReply { ok: false, text },
+            None => answered.next().expect("one reply per open request"),
+        })
+        .collect())
 }
 
 impl Session<'_> {
