@@ -8,13 +8,15 @@
 //! is told, when it is stored with the answer's call record.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
-use kevo_proposer::tools::{Ledger, LineReply, answer_lines};
+use kevo_proposer::tools::{Ledger, LineReply, answer_line};
 use kevo_store::{RunId, StoreError};
 
 use super::asktell::{Host, open_external, pending_proposal};
 use super::base::{Environment, Session};
 use super::error::EvolveError;
+use super::tool_host::ProposalTools;
 
 /// One tool call as an agent wrote it: `check kernel.cu`, files named in
 /// it read inside `dir`.
@@ -25,8 +27,8 @@ pub struct ToolRequest {
     pub dir: PathBuf,
 }
 
-/// Answer `requests` of run `run`'s pending proposals, in order; a
-/// proposal's calls are one turn of its conversation. A request for a
+/// Answer `requests` of run `run`'s pending proposals, in order, each as
+/// one turn of its proposal's conversation. A request for a
 /// proposal that takes no calls (answered, its answer kept, unknown) is
 /// answered with why, and the others go on; a run that cannot be opened
 /// is the error.
@@ -79,42 +81,48 @@ impl Session<'_> {
                 self.run.0
             )));
         }
-        let mut replies: Vec<Option<LineReply>> = vec![None; requests.len()];
-        let mut proposals: Vec<i64> = Vec::new();
+        // Each request is one call of the agent's, so one turn; a run of
+        // requests for one proposal shares its tools and its ledger.
+        let mut replies = Vec::with_capacity(requests.len());
+        let mut open: Option<(i64, Arc<ProposalTools>, Ledger)> = None;
         for r in requests {
-            if !proposals.contains(&r.proposal) {
-                proposals.push(r.proposal);
-            }
-        }
-        for id in proposals {
-            let stored = self
-                .env
-                .store
-                .proposal(&self.run, kevo_store::ProposalId(id))
-                .await?;
-            let selection = self.selection_of(&stored)?;
-            let context = self.prompt_context(&selection).await?;
-            let tools = self.proposal_tools(&context).expect("checked above");
-            let mut ledger = self.tool_ledger(id)?;
-            for (dir, group) in by_directory(requests, id) {
-                let lines: Vec<String> = group.iter().map(|&i| requests[i].line.clone()).collect();
-                let budget = &tools.bench.budget;
-                let answered = answer_lines(&*tools, budget, &mut ledger, &dir, &lines).await;
-                for (i, reply) in group.into_iter().zip(answered) {
-                    replies[i] = Some(reply);
+            if open.as_ref().map(|o| o.0) != Some(r.proposal) {
+                if let Some((id, _, ledger)) = open.take() {
+                    self.write_tool_ledger(id, &ledger)?;
                 }
+                let tools = self.tools_of(r.proposal).await?;
+                open = Some((r.proposal, tools, self.tool_ledger(r.proposal)?));
             }
-            let json =
-                serde_json::to_vec_pretty(&ledger).map_err(|source| EvolveError::Serialize {
-                    what: "a tool ledger",
-                    source,
-                })?;
-            self.dir.write_tool_ledger(id, &json)?;
+            let (_, tools, ledger) = open.as_mut().expect("opened above");
+            let budget = &tools.bench.budget;
+            replies.push(answer_line(&**tools, budget, ledger, &r.dir, &r.line).await);
         }
-        Ok(replies
-            .into_iter()
-            .map(|r| r.expect("every request answered"))
-            .collect())
+        if let Some((id, _, ledger)) = open {
+            self.write_tool_ledger(id, &ledger)?;
+        }
+        Ok(replies)
+    }
+
+    /// The tools of pending proposal `id`: its parent, the incumbent and
+    /// the elites its prompt showed.
+    async fn tools_of(&mut self, id: i64) -> Result<Arc<ProposalTools>, EvolveError> {
+        let stored = self
+            .env
+            .store
+            .proposal(&self.run, kevo_store::ProposalId(id))
+            .await?;
+        let selection = self.selection_of(&stored)?;
+        let context = self.prompt_context(&selection).await?;
+        Ok(self.proposal_tools(&context).expect("the run offers tools"))
+    }
+
+    fn write_tool_ledger(&self, id: i64, ledger: &Ledger) -> Result<(), EvolveError> {
+        let json = serde_json::to_vec_pretty(ledger).map_err(|source| EvolveError::Serialize {
+            what: "a tool ledger",
+            source,
+        })?;
+        self.dir.write_tool_ledger(id, &json)?;
+        Ok(())
     }
 
     /// What proposal `id`'s tool calls have come to (empty before its
@@ -130,23 +138,6 @@ impl Session<'_> {
             }),
         }
     }
-}
-
-/// The positions of proposal `id`'s requests, grouped by directory in the
-/// order each directory first appears.
-fn by_directory(requests: &[ToolRequest], id: i64) -> Vec<(PathBuf, Vec<usize>)> {
-    let mut groups: Vec<(PathBuf, Vec<usize>)> = Vec::new();
-    for (i, r) in requests
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| r.proposal == id)
-    {
-        match groups.iter_mut().find(|(d, _)| *d == r.dir) {
-            Some((_, g)) => g.push(i),
-            None => groups.push((r.dir.clone(), vec![i])),
-        }
-    }
-    groups
 }
 
 /// What an external run's prompt says of its tools (`--agent-tools`).

@@ -33,49 +33,49 @@ pub struct LineReply {
     pub text: String,
 }
 
-/// Answer `lines` (`check kernel.cu`, `time kernel.cu 1M`, ...), files
-/// read inside `dir`, as one turn of the proposal `ledger` records.
-pub async fn answer_lines(
+/// Answer `line` (`check kernel.cu`, `time kernel.cu 1M`, ...), files read
+/// inside `dir`, as the next turn of the proposal `ledger` records: one
+/// call of an agent's `kevo-tool`.
+pub async fn answer_line(
     host: &dyn ToolHost,
     budget: &ToolBudget,
     ledger: &mut Ledger,
     dir: &Path,
-    lines: &[String],
-) -> Vec<LineReply> {
+    line: &str,
+) -> LineReply {
+    if let Some(why) = &ledger.ended {
+        return LineReply {
+            ok: false,
+            text: format!("this proposal's tools have ended ({why}); nothing more runs"),
+        };
+    }
+    if line.split_whitespace().next() == Some("submit") {
+        return LineReply {
+            ok: false,
+            text: "`submit` is no tool call here: your answer is the kernel you hand in".into(),
+        };
+    }
     let transcript = std::mem::take(&mut ledger.transcript);
     let mut gate = Gate::resume(host, budget, transcript, ledger.counts);
     gate.hand_in = "hand in your kernel now";
-    let before: usize = gate.transcript.turns.iter().map(|t| t.calls.len()).sum();
+    let n = gate
+        .transcript
+        .turns
+        .iter()
+        .map(|t| t.calls.len())
+        .sum::<usize>() as u32
+        + 1;
     gate.transcript.turns.push(TranscriptTurn::default());
     // The model's turns happen elsewhere: their tokens are not seen here.
     gate.transcript.usage_unknown = true;
-    let mut replies = Vec::new();
-    for (i, line) in lines.iter().enumerate() {
-        if let Some(why) = &ledger.ended {
-            replies.push(LineReply {
-                ok: false,
-                text: format!("this proposal's tools have ended ({why}); nothing more runs"),
-            });
-            continue;
-        }
-        if line.split_whitespace().next() == Some("submit") {
-            replies.push(LineReply {
-                ok: false,
-                text: "`submit` is no tool call here: your answer is the kernel you hand in".into(),
-            });
-            continue;
-        }
-        let n = (before + i + 1) as u32;
-        let (ok, text, end) = serve(&mut gate, dir, line, n, &mut None).await;
-        if let Some(why) = end {
-            gate.transcript.ended.clone_from(&why);
-            ledger.ended = Some(why);
-        }
-        replies.push(LineReply { ok, text });
+    let (ok, text, end) = serve(&mut gate, dir, line, n, &mut None).await;
+    if let Some(why) = end {
+        gate.transcript.ended.clone_from(&why);
+        ledger.ended = Some(why);
     }
     ledger.transcript = gate.transcript;
     ledger.counts = gate.counts;
-    replies
+    LineReply { ok, text }
 }
 
 #[cfg(test)]
@@ -123,8 +123,8 @@ mod tests {
         let mut ledger: Ledger =
             serde_json::from_str(&serde_json::to_string(&ledger).unwrap()).unwrap();
         let budget = ToolBudget::default();
-        let reply = answer_lines(host, &budget, &mut ledger, dir, &[line.to_string()]).await;
-        (ledger, reply.into_iter().next().unwrap())
+        let reply = answer_line(host, &budget, &mut ledger, dir, line).await;
+        (ledger, reply)
     }
 
     #[tokio::test]
@@ -154,7 +154,8 @@ mod tests {
             after.text
         );
         assert_eq!(host.0.load(Ordering::SeqCst), 1);
-        assert_eq!(ledger.transcript.turns.len(), 4);
+        // The refused fourth call ran nothing and took no turn.
+        assert_eq!(ledger.transcript.turns.len(), 3);
         assert_eq!(
             (ledger.transcript.calls, ledger.transcript.device_s),
             (1, 1.0)

@@ -20,7 +20,7 @@ mod transcript;
 pub use call::{HostCall, Shown};
 pub use conversation::converse;
 pub(crate) use conversation::{Gate, Step, fenced};
-pub use ledger::{Ledger, LineReply, answer_lines};
+pub use ledger::{Ledger, LineReply, answer_line};
 pub use specs::{ToolName, specs};
 pub use transcript::{Transcript, TranscriptCall, TranscriptTurn};
 
